@@ -1,0 +1,320 @@
+//! Device entry points: enumeration and every OpenCL 3.0 device query.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use opencl_sys::*;
+
+use crate::api::platform::{extension_string, extension_versions};
+use crate::api::util::*;
+use crate::core::device::{Device, make_version};
+use crate::core::error::{ClResult, err};
+use crate::core::object::Handle;
+use crate::core::platform::{Platform, platform};
+
+const VALID_DEVICE_TYPES: cl_device_type = CL_DEVICE_TYPE_DEFAULT
+    | CL_DEVICE_TYPE_CPU
+    | CL_DEVICE_TYPE_GPU
+    | CL_DEVICE_TYPE_ACCELERATOR
+    | CL_DEVICE_TYPE_CUSTOM;
+
+/// The devices of `platform` that match `device_type`, best first.
+pub fn devices_of_type(
+    platform: &Platform,
+    device_type: cl_device_type,
+) -> ClResult<Vec<Arc<Handle<Device>>>> {
+    if device_type != CL_DEVICE_TYPE_ALL && device_type & !VALID_DEVICE_TYPES != 0
+        || device_type == 0
+    {
+        return err(CL_INVALID_DEVICE_TYPE);
+    }
+    let found: Vec<_> = platform
+        .devices
+        .iter()
+        .enumerate()
+        .filter(|(i, d)| {
+            device_type == CL_DEVICE_TYPE_ALL
+                || d.device_type() & device_type != 0
+                || (*i == 0 && device_type & CL_DEVICE_TYPE_DEFAULT != 0)
+        })
+        .map(|(_, d)| d.clone())
+        .collect();
+    if found.is_empty() {
+        return err(CL_DEVICE_NOT_FOUND);
+    }
+    Ok(found)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clGetDeviceIDs(
+    platform_id: cl_platform_id,
+    device_type: cl_device_type,
+    num_entries: cl_uint,
+    devices: *mut cl_device_id,
+    num_devices: *mut cl_uint,
+) -> cl_int {
+    api_call("clGetDeviceIDs", || {
+        let p = if platform_id.is_null() {
+            platform().clone()
+        } else {
+            Handle::<Platform>::from_raw(platform_id)?
+        };
+        if (num_entries == 0 && !devices.is_null()) || (devices.is_null() && num_devices.is_null())
+        {
+            return err(CL_INVALID_VALUE);
+        }
+        let found = devices_of_type(&p, device_type).inspect_err(|_| {
+            // SAFETY: null or writable, per the specification.
+            unsafe { write_out(num_devices, 0) };
+        })?;
+        let ids: Vec<cl_device_id> = found.iter().map(Handle::as_raw).collect();
+        // SAFETY: the application passes buffers of the sizes it states.
+        unsafe { write_list(&ids, num_entries, devices, num_devices) };
+        Ok(())
+    })
+}
+
+fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
+    let d: &Device = dev;
+    let limits = &d.info.props.limits;
+    let no_handle: *mut c_void = std::ptr::null_mut();
+    match param {
+        CL_DEVICE_TYPE => info(d.device_type()),
+        CL_DEVICE_VENDOR_ID => info(d.info.props.vendor_id),
+        CL_DEVICE_MAX_COMPUTE_UNITS => info(d.compute_units()),
+        CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS => info(3u32),
+        CL_DEVICE_MAX_WORK_ITEM_SIZES => info(d.max_work_item_sizes()),
+        CL_DEVICE_MAX_WORK_GROUP_SIZE => info(d.max_work_group_size()),
+        CL_DEVICE_PREFERRED_VECTOR_WIDTH_CHAR
+        | CL_DEVICE_PREFERRED_VECTOR_WIDTH_SHORT
+        | CL_DEVICE_PREFERRED_VECTOR_WIDTH_INT
+        | CL_DEVICE_PREFERRED_VECTOR_WIDTH_LONG
+        | CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT
+        | CL_DEVICE_NATIVE_VECTOR_WIDTH_CHAR
+        | CL_DEVICE_NATIVE_VECTOR_WIDTH_SHORT
+        | CL_DEVICE_NATIVE_VECTOR_WIDTH_INT
+        | CL_DEVICE_NATIVE_VECTOR_WIDTH_LONG
+        | CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT => info(1u32),
+        // Zero: cl_khr_fp64 and cl_khr_fp16 are not offered yet.
+        CL_DEVICE_PREFERRED_VECTOR_WIDTH_DOUBLE
+        | CL_DEVICE_PREFERRED_VECTOR_WIDTH_HALF
+        | CL_DEVICE_NATIVE_VECTOR_WIDTH_DOUBLE
+        | CL_DEVICE_NATIVE_VECTOR_WIDTH_HALF => info(0u32),
+        // Vulkan does not report clock rates.
+        CL_DEVICE_MAX_CLOCK_FREQUENCY => info(0u32),
+        CL_DEVICE_ADDRESS_BITS => info(64u32),
+        CL_DEVICE_MAX_MEM_ALLOC_SIZE => info(d.max_mem_alloc_size()),
+        // Images and samplers are not offered yet.
+        CL_DEVICE_IMAGE_SUPPORT => info(false),
+        CL_DEVICE_MAX_READ_IMAGE_ARGS
+        | CL_DEVICE_MAX_WRITE_IMAGE_ARGS
+        | CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS
+        | CL_DEVICE_MAX_SAMPLERS
+        | CL_DEVICE_IMAGE_PITCH_ALIGNMENT
+        | CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT => info(0u32),
+        CL_DEVICE_IMAGE2D_MAX_WIDTH
+        | CL_DEVICE_IMAGE2D_MAX_HEIGHT
+        | CL_DEVICE_IMAGE3D_MAX_WIDTH
+        | CL_DEVICE_IMAGE3D_MAX_HEIGHT
+        | CL_DEVICE_IMAGE3D_MAX_DEPTH
+        | CL_DEVICE_IMAGE_MAX_BUFFER_SIZE
+        | CL_DEVICE_IMAGE_MAX_ARRAY_SIZE => info(0usize),
+        // No intermediate language is accepted yet.
+        CL_DEVICE_IL_VERSION => info(""),
+        CL_DEVICE_ILS_WITH_VERSION => info(Vec::<cl_name_version>::new()),
+        CL_DEVICE_MAX_PIPE_ARGS
+        | CL_DEVICE_PIPE_MAX_ACTIVE_RESERVATIONS
+        | CL_DEVICE_PIPE_MAX_PACKET_SIZE => info(0u32),
+        CL_DEVICE_PIPE_SUPPORT => info(false),
+        CL_DEVICE_MAX_PARAMETER_SIZE => info(1024usize),
+        CL_DEVICE_MEM_BASE_ADDR_ALIGN => info(d.mem_base_addr_align_bits()),
+        CL_DEVICE_MIN_DATA_TYPE_ALIGN_SIZE => info(128u32),
+        CL_DEVICE_SINGLE_FP_CONFIG => info(CL_FP_ROUND_TO_NEAREST | CL_FP_INF_NAN),
+        CL_DEVICE_DOUBLE_FP_CONFIG | CL_DEVICE_HALF_FP_CONFIG => info(0 as cl_device_fp_config),
+        CL_DEVICE_GLOBAL_MEM_CACHE_TYPE => info(CL_READ_WRITE_CACHE),
+        CL_DEVICE_GLOBAL_MEM_CACHELINE_SIZE => info(cacheline_size(d)),
+        // Vulkan does not report cache sizes.
+        CL_DEVICE_GLOBAL_MEM_CACHE_SIZE => info(0u64),
+        CL_DEVICE_GLOBAL_MEM_SIZE => info(d.global_mem_size()),
+        CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE => info(
+            (limits.max_uniform_buffer_range as u64)
+                .max(64 * 1024)
+                .min(d.max_mem_alloc_size()),
+        ),
+        CL_DEVICE_MAX_CONSTANT_ARGS => info(8u32),
+        // Program-scope global variables are not offered yet.
+        CL_DEVICE_MAX_GLOBAL_VARIABLE_SIZE | CL_DEVICE_GLOBAL_VARIABLE_PREFERRED_TOTAL_SIZE => {
+            info(0usize)
+        }
+        CL_DEVICE_LOCAL_MEM_TYPE => info(CL_LOCAL),
+        CL_DEVICE_LOCAL_MEM_SIZE => info(d.local_mem_size()),
+        CL_DEVICE_ERROR_CORRECTION_SUPPORT => info(false),
+        CL_DEVICE_HOST_UNIFIED_MEMORY => info(d.host_unified_memory()),
+        CL_DEVICE_PROFILING_TIMER_RESOLUTION => info(d.timer_resolution_ns()),
+        CL_DEVICE_ENDIAN_LITTLE => info(cfg!(target_endian = "little")),
+        CL_DEVICE_AVAILABLE => info(true),
+        // The OpenCL C front end is not wired in yet.
+        CL_DEVICE_COMPILER_AVAILABLE | CL_DEVICE_LINKER_AVAILABLE => info(false),
+        CL_DEVICE_EXECUTION_CAPABILITIES => info(CL_EXEC_KERNEL),
+        CL_DEVICE_QUEUE_ON_HOST_PROPERTIES => info(CL_QUEUE_PROFILING_ENABLE),
+        CL_DEVICE_QUEUE_ON_DEVICE_PROPERTIES => info(0 as cl_command_queue_properties),
+        CL_DEVICE_QUEUE_ON_DEVICE_PREFERRED_SIZE | CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE => {
+            info(0u32)
+        }
+        CL_DEVICE_MAX_ON_DEVICE_QUEUES | CL_DEVICE_MAX_ON_DEVICE_EVENTS => info(0u32),
+        CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES => info(0 as cl_device_device_enqueue_capabilities),
+        CL_DEVICE_BUILT_IN_KERNELS => info(""),
+        CL_DEVICE_BUILT_IN_KERNELS_WITH_VERSION => info(Vec::<cl_name_version>::new()),
+        CL_DEVICE_PLATFORM => info(Handle::as_raw::<c_void>(platform())),
+        CL_DEVICE_NAME => info(d.name()),
+        CL_DEVICE_VENDOR => info(d.vendor_name()),
+        CL_DRIVER_VERSION => info(env!("CARGO_PKG_VERSION")),
+        CL_DEVICE_PROFILE => info("FULL_PROFILE"),
+        CL_DEVICE_VERSION => info(format!("OpenCL 3.0 vkcl {}", env!("CARGO_PKG_VERSION"))),
+        CL_DEVICE_NUMERIC_VERSION => info(make_version(3, 0, 0)),
+        CL_DEVICE_OPENCL_C_VERSION => info("OpenCL C 1.2 vkcl"),
+        // cl_khr_extended_versioning's form of CL_DEVICE_OPENCL_C_VERSION.
+        CL_DEVICE_OPENCL_C_NUMERIC_VERSION_KHR => info(make_version(1, 2, 0)),
+        CL_DEVICE_OPENCL_C_ALL_VERSIONS => info(
+            [(1, 0), (1, 1), (1, 2), (3, 0)]
+                .iter()
+                .map(|&(maj, min)| name_version("OpenCL C", make_version(maj, min, 0)))
+                .collect::<Vec<_>>(),
+        ),
+        CL_DEVICE_OPENCL_C_FEATURES => info(
+            opencl_c_features()
+                .iter()
+                .map(|f| name_version(f, make_version(3, 0, 0)))
+                .collect::<Vec<_>>(),
+        ),
+        CL_DEVICE_EXTENSIONS => info(extension_string(&d.extensions())),
+        CL_DEVICE_EXTENSIONS_WITH_VERSION => info(extension_versions(&d.extensions())),
+        // printf is not offered yet.
+        CL_DEVICE_PRINTF_BUFFER_SIZE => info(0usize),
+        CL_DEVICE_PREFERRED_INTEROP_USER_SYNC => info(true),
+        CL_DEVICE_PARENT_DEVICE => info(no_handle),
+        CL_DEVICE_PARTITION_MAX_SUB_DEVICES => info(0u32),
+        CL_DEVICE_PARTITION_PROPERTIES => info(vec![0 as cl_device_partition_property]),
+        CL_DEVICE_PARTITION_AFFINITY_DOMAIN => info(0 as cl_device_affinity_domain),
+        CL_DEVICE_PARTITION_TYPE => info(Vec::<cl_device_partition_property>::new()),
+        CL_DEVICE_REFERENCE_COUNT => info(1u32),
+        CL_DEVICE_SVM_CAPABILITIES => info(0 as cl_device_svm_capabilities),
+        CL_DEVICE_PREFERRED_PLATFORM_ATOMIC_ALIGNMENT
+        | CL_DEVICE_PREFERRED_GLOBAL_ATOMIC_ALIGNMENT
+        | CL_DEVICE_PREFERRED_LOCAL_ATOMIC_ALIGNMENT => info(0u32),
+        CL_DEVICE_MAX_NUM_SUB_GROUPS => info(0u32),
+        CL_DEVICE_SUB_GROUP_INDEPENDENT_FORWARD_PROGRESS => info(false),
+        // The minimum OpenCL 3.0 asks of every device.
+        CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES => {
+            info(CL_DEVICE_ATOMIC_ORDER_RELAXED | CL_DEVICE_ATOMIC_SCOPE_WORK_GROUP)
+        }
+        CL_DEVICE_ATOMIC_FENCE_CAPABILITIES => info(
+            CL_DEVICE_ATOMIC_ORDER_RELAXED
+                | CL_DEVICE_ATOMIC_ORDER_ACQ_REL
+                | CL_DEVICE_ATOMIC_SCOPE_WORK_GROUP,
+        ),
+        CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT
+        | CL_DEVICE_WORK_GROUP_COLLECTIVE_FUNCTIONS_SUPPORT
+        | CL_DEVICE_GENERIC_ADDRESS_SPACE_SUPPORT => info(false),
+        CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => info(d.subgroup_size() as usize),
+        CL_DEVICE_LATEST_CONFORMANCE_VERSION_PASSED => info("v0000-01-01-00"),
+        // cl_khr_device_uuid
+        CL_DEVICE_UUID_KHR => info(d.info.props11.device_uuid),
+        CL_DRIVER_UUID_KHR => info(d.info.props11.driver_uuid),
+        CL_DEVICE_LUID_VALID_KHR => info(d.info.props11.device_luid_valid != 0),
+        CL_DEVICE_LUID_KHR => info(d.info.props11.device_luid),
+        CL_DEVICE_NODE_MASK_KHR => info(d.info.props11.device_node_mask),
+        // cl_khr_pci_bus_info, where Vulkan reports the bus.
+        CL_DEVICE_PCI_BUS_INFO_KHR => match &d.info.pci {
+            // The layout of cl_device_pci_bus_info_khr: four cl_uint.
+            Some(pci) => info([pci.pci_domain, pci.pci_bus, pci.pci_device, pci.pci_function]),
+            None => invalid_param(param),
+        },
+        _ => invalid_param(param),
+    }
+}
+
+/// Optional OpenCL C 3.0 features the devices support.
+fn opencl_c_features() -> &'static [&'static str] {
+    // 64-bit integers are required of every full-profile device, and vkcl
+    // only offers devices with shaderInt64.
+    &["__opencl_c_int64"]
+}
+
+/// Vulkan has no cache query; these are the usual line sizes.
+fn cacheline_size(d: &Device) -> u32 {
+    if d.device_type() == CL_DEVICE_TYPE_CPU {
+        64
+    } else {
+        128
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clGetDeviceInfo(
+    device: cl_device_id,
+    param_name: cl_device_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> cl_int {
+    api_call("clGetDeviceInfo", || {
+        let d = Handle::<Device>::from_raw(device)?;
+        // SAFETY: the application passes buffers of the sizes it states.
+        unsafe {
+            write_info(
+                device_info(&d, param_name),
+                param_value_size,
+                param_value,
+                param_value_size_ret,
+            )
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clCreateSubDevices(
+    in_device: cl_device_id,
+    properties: *const cl_device_partition_property,
+    _num_devices: cl_uint,
+    _out_devices: *mut cl_device_id,
+    _num_devices_ret: *mut cl_uint,
+) -> cl_int {
+    api_call("clCreateSubDevices", || {
+        Handle::<Device>::from_raw(in_device)?;
+        if properties.is_null() {
+            return err(CL_INVALID_VALUE);
+        }
+        // Vulkan gives no way to split a device: every partition scheme,
+        // valid or not, is unsupported (CL_DEVICE_PARTITION_MAX_SUB_DEVICES
+        // is zero), which the specification reports as CL_INVALID_VALUE.
+        err(CL_INVALID_VALUE)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clRetainDevice(device: cl_device_id) -> cl_int {
+    // Root devices are not reference counted.
+    api_call("clRetainDevice", || Handle::<Device>::from_raw(device).map(|_| ()))
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clReleaseDevice(device: cl_device_id) -> cl_int {
+    api_call("clReleaseDevice", || Handle::<Device>::from_raw(device).map(|_| ()))
+}
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clGetDeviceAndHostTimer(
+    _device: cl_device_id,
+    _device_timestamp: *mut cl_ulong,
+    _host_timestamp: *mut cl_ulong,
+) -> cl_int {
+    unsupported("clGetDeviceAndHostTimer")
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clGetHostTimer(
+    _device: cl_device_id,
+    _host_timestamp: *mut cl_ulong,
+) -> cl_int {
+    unsupported("clGetHostTimer")
+}

@@ -1,0 +1,18 @@
+//! The C ABI: one file per object family. Entry points validate every
+//! argument, turn handles into core objects and results into `cl_int` codes.
+//! Nothing here calls Vulkan.
+
+pub mod context;
+pub mod device;
+pub mod event;
+pub mod ext;
+pub mod icd;
+pub mod image;
+pub mod kernel;
+pub mod memory;
+pub mod platform;
+pub mod program;
+pub mod queue;
+pub mod sampler;
+pub mod svm;
+pub mod util;

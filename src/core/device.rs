@@ -1,0 +1,185 @@
+//! An OpenCL device: one Vulkan physical device, with the OpenCL-facing
+//! figures derived from what Vulkan reports.
+
+use std::sync::{Arc, Mutex};
+
+use ash::vk;
+use opencl_sys::*;
+
+use crate::core::error::{ClError, ClResult};
+use crate::core::object::ClObject;
+use crate::vk::device::LogicalDevice;
+use crate::vk::instance::Instance;
+use crate::vk::physical::PhysicalInfo;
+
+pub struct Device {
+    pub instance: Arc<Instance>,
+    pub info: PhysicalInfo,
+    /// The index Vulkan enumerated this device at (what `VKCL_DEVICE` takes).
+    pub vulkan_index: usize,
+    logical: Mutex<Option<Arc<LogicalDevice>>>,
+}
+
+impl ClObject for Device {
+    const INVALID: i32 = CL_INVALID_DEVICE;
+}
+
+/// Extensions vkcl offers, with their versions; a device lists those whose
+/// Vulkan requirements it meets (see [`Device::extensions`]).
+pub const PLATFORM_EXTENSIONS: &[(&str, cl_version)] = &[
+    ("cl_khr_icd", make_version(1, 0, 0)),
+    ("cl_khr_extended_versioning", make_version(1, 0, 0)),
+    ("cl_khr_device_uuid", make_version(1, 0, 0)),
+];
+
+/// `CL_MAKE_VERSION`.
+pub const fn make_version(major: u32, minor: u32, patch: u32) -> cl_version {
+    (major << 22) | (minor << 12) | patch
+}
+
+impl Device {
+    pub fn new(instance: Arc<Instance>, info: PhysicalInfo, vulkan_index: usize) -> Device {
+        Device {
+            instance,
+            info,
+            vulkan_index,
+            logical: Mutex::new(None),
+        }
+    }
+
+    /// The Vulkan device, created on first use.
+    pub fn logical(&self) -> ClResult<Arc<LogicalDevice>> {
+        let mut slot = self.logical.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(d) = slot.as_ref() {
+            return Ok(d.clone());
+        }
+        let dev = LogicalDevice::new(&self.instance.raw, &self.info).map_err(|e| {
+            log::error!(target: "vkcl::device", "cannot create the Vulkan device for {}: {e}", self.name());
+            ClError::from(e)
+        })?;
+        let dev = Arc::new(dev);
+        *slot = Some(dev.clone());
+        Ok(dev)
+    }
+
+    pub fn name(&self) -> String {
+        self.info.name()
+    }
+
+    pub fn device_type(&self) -> cl_device_type {
+        match self.info.props.device_type {
+            vk::PhysicalDeviceType::CPU => CL_DEVICE_TYPE_CPU,
+            vk::PhysicalDeviceType::DISCRETE_GPU
+            | vk::PhysicalDeviceType::INTEGRATED_GPU
+            | vk::PhysicalDeviceType::VIRTUAL_GPU => CL_DEVICE_TYPE_GPU,
+            _ => CL_DEVICE_TYPE_ACCELERATOR,
+        }
+    }
+
+    pub fn vendor_name(&self) -> String {
+        match self.info.props.vendor_id {
+            0x1002 | 0x1022 => "AMD".into(),
+            0x10DE => "NVIDIA Corporation".into(),
+            0x8086 => "Intel(R) Corporation".into(),
+            0x13B5 => "ARM".into(),
+            0x5143 => "Qualcomm".into(),
+            0x1010 => "Imagination Technologies".into(),
+            0x106B => "Apple".into(),
+            0x144D => "Samsung".into(),
+            0x10005 => "Mesa".into(),
+            id => format!("Vulkan vendor 0x{id:x}"),
+        }
+    }
+
+    /// The Vulkan driver behind the device, for humans.
+    pub fn vulkan_driver(&self) -> String {
+        let p = &self.info.props12;
+        let name = p.driver_name_as_c_str().map(|s| s.to_string_lossy().into_owned());
+        let info = p.driver_info_as_c_str().map(|s| s.to_string_lossy().into_owned());
+        format!(
+            "{} {}",
+            name.unwrap_or_default(),
+            info.unwrap_or_default()
+        )
+        .trim()
+        .to_string()
+    }
+
+    /// Extensions this device offers, with their versions.
+    pub fn extensions(&self) -> Vec<(&'static str, cl_version)> {
+        let mut ext = PLATFORM_EXTENSIONS.to_vec();
+        if self.info.pci.is_some() {
+            ext.push(("cl_khr_pci_bus_info", make_version(1, 0, 0)));
+        }
+        ext
+    }
+
+    /// Compute units: Vulkan has no core query, so use what extensions tell
+    /// (NVIDIA's SM count), the host's CPU count for CPU devices, else 1.
+    pub fn compute_units(&self) -> u32 {
+        if let Some(sm) = self.info.sm_count {
+            return sm.max(1);
+        }
+        if self.device_type() == CL_DEVICE_TYPE_CPU {
+            return std::thread::available_parallelism()
+                .map(|n| n.get() as u32)
+                .unwrap_or(1);
+        }
+        1
+    }
+
+    pub fn global_mem_size(&self) -> u64 {
+        self.info.device_local_heap_size()
+    }
+
+    /// The largest single buffer: bounded by Vulkan's allocation and buffer
+    /// limits and by global memory.
+    pub fn max_mem_alloc_size(&self) -> u64 {
+        let mut max = self
+            .info
+            .props11
+            .max_memory_allocation_size
+            .min(self.global_mem_size());
+        let max_buffer = self.info.props13.max_buffer_size;
+        if max_buffer > 0 {
+            max = max.min(max_buffer);
+        }
+        max
+    }
+
+    pub fn max_work_group_size(&self) -> usize {
+        self.info.props.limits.max_compute_work_group_invocations as usize
+    }
+
+    pub fn max_work_item_sizes(&self) -> [usize; 3] {
+        self.info
+            .props
+            .limits
+            .max_compute_work_group_size
+            .map(|s| s as usize)
+    }
+
+    pub fn local_mem_size(&self) -> u64 {
+        self.info.props.limits.max_compute_shared_memory_size as u64
+    }
+
+    /// Sub-buffer origins and the alignment of every allocation, in bits:
+    /// at least the size of the largest OpenCL type (long16).
+    pub fn mem_base_addr_align_bits(&self) -> u32 {
+        let storage = self.info.props.limits.min_storage_buffer_offset_alignment as u32 * 8;
+        storage.max(128 * 8)
+    }
+
+    pub fn subgroup_size(&self) -> u32 {
+        self.info.props11.subgroup_size.max(1)
+    }
+
+    /// Nanoseconds per timestamp tick, rounded up as `size_t` needs.
+    pub fn timer_resolution_ns(&self) -> usize {
+        self.info.props.limits.timestamp_period.ceil().max(1.0) as usize
+    }
+
+    pub fn host_unified_memory(&self) -> bool {
+        self.device_type() == CL_DEVICE_TYPE_CPU || self.info.is_unified_memory()
+    }
+}

@@ -1,0 +1,20 @@
+//! The OpenCL object model: platforms, devices, contexts and (as they land)
+//! queues, events, memory, programs and kernels.
+
+pub mod context;
+pub mod device;
+pub mod error;
+pub mod object;
+pub mod platform;
+
+/// Sets up logging from `VKCL_LOG` (for example `VKCL_LOG=debug` or
+/// `VKCL_LOG=vkcl::vk=trace`); warnings and errors are shown by default.
+/// Does nothing if the application already installed a logger.
+pub fn init_logging() {
+    let filter = std::env::var("VKCL_LOG").unwrap_or_else(|_| "warn".into());
+    let _ = env_logger::Builder::new()
+        .parse_filters(&filter)
+        .format_timestamp(None)
+        .target(env_logger::Target::Stderr)
+        .try_init();
+}

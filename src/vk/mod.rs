@@ -1,0 +1,5 @@
+//! Everything that speaks Vulkan, through ash.
+
+pub mod device;
+pub mod instance;
+pub mod physical;

@@ -1,0 +1,299 @@
+//! What a Vulkan physical device offers, read once, and the one table that
+//! says which Vulkan features vkcl needs and what each optional one turns on
+//! in OpenCL terms.
+
+use std::ffi::CStr;
+
+use ash::{ext, vk};
+
+/// Everything vkcl reads from a physical device.
+pub struct PhysicalInfo {
+    pub handle: vk::PhysicalDevice,
+    pub props: vk::PhysicalDeviceProperties,
+    pub props11: vk::PhysicalDeviceVulkan11Properties<'static>,
+    pub props12: vk::PhysicalDeviceVulkan12Properties<'static>,
+    /// Vulkan 1.3 properties (zeroed on 1.2 devices).
+    pub props13: vk::PhysicalDeviceVulkan13Properties<'static>,
+    pub pci: Option<vk::PhysicalDevicePCIBusInfoPropertiesEXT<'static>>,
+    pub sm_count: Option<u32>,
+    pub features: vk::PhysicalDeviceFeatures,
+    pub features11: vk::PhysicalDeviceVulkan11Features<'static>,
+    pub features12: vk::PhysicalDeviceVulkan12Features<'static>,
+    /// Vulkan 1.3 features (all false on 1.2 devices).
+    pub features13: vk::PhysicalDeviceVulkan13Features<'static>,
+    pub memory: vk::PhysicalDeviceMemoryProperties,
+    pub queue_families: Vec<vk::QueueFamilyProperties>,
+    pub extensions: Vec<String>,
+}
+
+impl PhysicalInfo {
+    /// # Safety
+    /// `pd` must come from `instance`.
+    pub unsafe fn query(instance: &ash::Instance, pd: vk::PhysicalDevice) -> Self {
+        // SAFETY (whole block): plain queries on a valid physical device with
+        // output structures that live until the calls return.
+        unsafe {
+            let base = instance.get_physical_device_properties(pd);
+            let extensions: Vec<String> = instance
+                .enumerate_device_extension_properties(pd)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|e| e.extension_name_as_c_str().ok())
+                .map(|n| n.to_string_lossy().into_owned())
+                .collect();
+            let has = |name: &CStr| extensions.iter().any(|e| e.as_bytes() == name.to_bytes());
+            let is13 = base.api_version >= vk::API_VERSION_1_3;
+
+            let mut props11 = vk::PhysicalDeviceVulkan11Properties::default();
+            let mut props12 = vk::PhysicalDeviceVulkan12Properties::default();
+            let mut props13 = vk::PhysicalDeviceVulkan13Properties::default();
+            let mut pci = vk::PhysicalDevicePCIBusInfoPropertiesEXT::default();
+            let mut sm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
+            let has_pci = has(ext::pci_bus_info::NAME);
+            let has_sm = has(ash::nv::shader_sm_builtins::NAME);
+            let props = {
+                let mut p2 = vk::PhysicalDeviceProperties2::default()
+                    .push_next(&mut props11)
+                    .push_next(&mut props12);
+                if is13 {
+                    p2 = p2.push_next(&mut props13);
+                }
+                if has_pci {
+                    p2 = p2.push_next(&mut pci);
+                }
+                if has_sm {
+                    p2 = p2.push_next(&mut sm);
+                }
+                instance.get_physical_device_properties2(pd, &mut p2);
+                p2.properties
+            };
+
+            let mut features11 = vk::PhysicalDeviceVulkan11Features::default();
+            let mut features12 = vk::PhysicalDeviceVulkan12Features::default();
+            let mut features13 = vk::PhysicalDeviceVulkan13Features::default();
+            let features = {
+                let mut f2 = vk::PhysicalDeviceFeatures2::default()
+                    .push_next(&mut features11)
+                    .push_next(&mut features12);
+                if is13 {
+                    f2 = f2.push_next(&mut features13);
+                }
+                instance.get_physical_device_features2(pd, &mut f2);
+                f2.features
+            };
+            // The chains are gone: clear the links so no dangling pointer is kept.
+            props11.p_next = std::ptr::null_mut();
+            props12.p_next = std::ptr::null_mut();
+            props13.p_next = std::ptr::null_mut();
+            pci.p_next = std::ptr::null_mut();
+            features11.p_next = std::ptr::null_mut();
+            features12.p_next = std::ptr::null_mut();
+            features13.p_next = std::ptr::null_mut();
+
+            PhysicalInfo {
+                handle: pd,
+                props,
+                props11,
+                props12,
+                props13,
+                pci: has_pci.then_some(pci),
+                sm_count: has_sm.then_some(sm.shader_sm_count),
+                features,
+                features11,
+                features12,
+                features13,
+                memory: instance.get_physical_device_memory_properties(pd),
+                queue_families: instance.get_physical_device_queue_family_properties(pd),
+                extensions,
+            }
+        }
+    }
+
+    pub fn name(&self) -> String {
+        self.props
+            .device_name_as_c_str()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    pub fn has_extension(&self, name: &CStr) -> bool {
+        self.extensions
+            .iter()
+            .any(|e| e.as_bytes() == name.to_bytes())
+    }
+
+    /// The queue family vkcl submits to: compute-capable, preferring one
+    /// without graphics (a dedicated compute engine) that has timestamps.
+    pub fn compute_queue_family(&self) -> Option<u32> {
+        let score = |q: &vk::QueueFamilyProperties| {
+            let mut s = 0;
+            if !q.queue_flags.contains(vk::QueueFlags::GRAPHICS) {
+                s += 2;
+            }
+            if q.timestamp_valid_bits > 0 {
+                s += 1;
+            }
+            s
+        };
+        self.queue_families
+            .iter()
+            .enumerate()
+            .filter(|(_, q)| q.queue_flags.contains(vk::QueueFlags::COMPUTE) && q.queue_count > 0)
+            .max_by_key(|(i, q)| (score(q), std::cmp::Reverse(*i)))
+            .map(|(i, _)| i as u32)
+    }
+
+    /// Why this device cannot carry OpenCL, or `None` when it can.
+    pub fn unsuitable_reason(&self) -> Option<String> {
+        if self.props.api_version < vk::API_VERSION_1_2 {
+            return Some(format!(
+                "Vulkan {}.{} < 1.2",
+                vk::api_version_major(self.props.api_version),
+                vk::api_version_minor(self.props.api_version)
+            ));
+        }
+        if self.compute_queue_family().is_none() {
+            return Some("no compute queue".into());
+        }
+        let missing: Vec<&str> = FEATURES
+            .iter()
+            .filter(|f| f.required && !(f.present)(self))
+            .map(|f| f.vulkan)
+            .collect();
+        (!missing.is_empty()).then(|| format!("missing {}", missing.join(", ")))
+    }
+
+    /// The total size of the device-local heaps' largest member, which is the
+    /// memory OpenCL global memory lives in.
+    pub fn device_local_heap_size(&self) -> u64 {
+        let heaps = &self.memory.memory_heaps[..self.memory.memory_heap_count as usize];
+        heaps
+            .iter()
+            .filter(|h| h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
+            .map(|h| h.size)
+            .max()
+            .or_else(|| heaps.iter().map(|h| h.size).max())
+            .unwrap_or(0)
+    }
+
+    /// True when every device-local memory type is also host-visible (CPUs,
+    /// most integrated GPUs): the host and device share one memory.
+    pub fn is_unified_memory(&self) -> bool {
+        let types = &self.memory.memory_types[..self.memory.memory_type_count as usize];
+        let mut local = types
+            .iter()
+            .filter(|t| t.property_flags.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL))
+            .peekable();
+        local.peek().is_some()
+            && local.all(|t| t.property_flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE))
+    }
+}
+
+/// One row of the capability table.
+pub struct Feature {
+    /// The Vulkan feature or extension, as `vkcl info` prints it.
+    pub vulkan: &'static str,
+    /// What it gives OpenCL users.
+    pub opencl: &'static str,
+    /// Without it the device is not offered at all.
+    pub required: bool,
+    pub present: fn(&PhysicalInfo) -> bool,
+}
+
+/// The Vulkan capabilities vkcl looks at, required ones first.
+pub const FEATURES: &[Feature] = &[
+    Feature {
+        vulkan: "bufferDeviceAddress",
+        opencl: "global and constant memory as 64-bit pointers",
+        required: true,
+        present: |d| d.features12.buffer_device_address != 0,
+    },
+    Feature {
+        vulkan: "timelineSemaphore",
+        opencl: "events and command ordering",
+        required: true,
+        present: |d| d.features12.timeline_semaphore != 0,
+    },
+    Feature {
+        vulkan: "shaderInt64",
+        opencl: "long/ulong, size_t and pointers in kernels",
+        required: true,
+        present: |d| d.features.shader_int64 != 0,
+    },
+    Feature {
+        vulkan: "storageBuffer8BitAccess + shaderInt8",
+        opencl: "char/uchar in global memory",
+        required: false,
+        present: |d| {
+            d.features12.storage_buffer8_bit_access != 0 && d.features12.shader_int8 != 0
+        },
+    },
+    Feature {
+        vulkan: "storageBuffer16BitAccess + shaderInt16",
+        opencl: "short/ushort in global memory",
+        required: false,
+        present: |d| {
+            d.features11.storage_buffer16_bit_access != 0 && d.features.shader_int16 != 0
+        },
+    },
+    Feature {
+        vulkan: "shaderFloat16",
+        opencl: "cl_khr_fp16",
+        required: false,
+        present: |d| d.features12.shader_float16 != 0,
+    },
+    Feature {
+        vulkan: "shaderFloat64",
+        opencl: "cl_khr_fp64",
+        required: false,
+        present: |d| d.features.shader_float64 != 0,
+    },
+    Feature {
+        vulkan: "shaderBufferInt64Atomics",
+        opencl: "64-bit atomics on global memory",
+        required: false,
+        present: |d| d.features12.shader_buffer_int64_atomics != 0,
+    },
+    Feature {
+        vulkan: "shaderSharedInt64Atomics",
+        opencl: "64-bit atomics on local memory",
+        required: false,
+        present: |d| d.features12.shader_shared_int64_atomics != 0,
+    },
+    Feature {
+        vulkan: "vulkanMemoryModel",
+        opencl: "OpenCL memory orders and scopes",
+        required: false,
+        present: |d| d.features12.vulkan_memory_model != 0,
+    },
+    Feature {
+        vulkan: "subgroupSizeControl",
+        opencl: "required sub-group sizes",
+        required: false,
+        present: |d| d.features13.subgroup_size_control != 0,
+    },
+    Feature {
+        vulkan: "VK_EXT_pci_bus_info",
+        opencl: "cl_khr_pci_bus_info",
+        required: false,
+        present: |d| d.pci.is_some(),
+    },
+    Feature {
+        vulkan: "VK_EXT_external_memory_host",
+        opencl: "zero-copy CL_MEM_USE_HOST_PTR",
+        required: false,
+        present: |d| d.has_extension(ext::external_memory_host::NAME),
+    },
+    Feature {
+        vulkan: "VK_EXT_map_memory_placed",
+        opencl: "coarse-grained SVM with identical host and device pointers",
+        required: false,
+        present: |d| d.extensions.iter().any(|e| e == "VK_EXT_map_memory_placed"),
+    },
+    Feature {
+        vulkan: "VK_KHR_workgroup_memory_explicit_layout",
+        opencl: "fast casts of __local pointers",
+        required: false,
+        present: |d| d.has_extension(ash::khr::workgroup_memory_explicit_layout::NAME),
+    },
+];
