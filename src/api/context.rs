@@ -13,8 +13,7 @@ use crate::core::error::{ClResult, err};
 use crate::core::object::{Callback, Handle};
 use crate::core::platform::platform;
 
-type NotifyArg =
-    Option<unsafe extern "C" fn(*const c_char, *const c_void, usize, *mut c_void)>;
+type NotifyArg = Option<unsafe extern "C" fn(*const c_char, *const c_void, usize, *mut c_void)>;
 
 fn notify_callback(
     pfn_notify: NotifyArg,
@@ -37,22 +36,22 @@ pub unsafe extern "C" fn clCreateContext(
     errcode_ret: *mut cl_int,
 ) -> cl_context {
     let create = || {
-            // SAFETY: the application passes a zero-terminated list or null.
-            let props = unsafe { ContextProperties::parse(properties)? };
-            if devices.is_null() || num_devices == 0 {
-                return err(CL_INVALID_VALUE);
+        // SAFETY: the application passes a zero-terminated list or null.
+        let props = unsafe { ContextProperties::parse(properties)? };
+        if devices.is_null() || num_devices == 0 {
+            return err(CL_INVALID_VALUE);
+        }
+        let notify = notify_callback(pfn_notify, user_data)?;
+        // SAFETY: checked non-null; the application states the length.
+        let ids = unsafe { slice_in(devices, num_devices as usize)? };
+        let mut list: Vec<Arc<Handle<Device>>> = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let d = Handle::<Device>::from_raw(id)?;
+            // Duplicates in the list are ignored.
+            if !list.iter().any(|x| Arc::ptr_eq(x, &d)) {
+                list.push(d);
             }
-            let notify = notify_callback(pfn_notify, user_data)?;
-            // SAFETY: checked non-null; the application states the length.
-            let ids = unsafe { slice_in(devices, num_devices as usize)? };
-            let mut list: Vec<Arc<Handle<Device>>> = Vec::with_capacity(ids.len());
-            for &id in ids {
-                let d = Handle::<Device>::from_raw(id)?;
-                // Duplicates in the list are ignored.
-                if !list.iter().any(|x| Arc::ptr_eq(x, &d)) {
-                    list.push(d);
-                }
-            }
+        }
         Ok(Handle::into_api(Context::new(list, props, notify)?))
     };
     // SAFETY: errcode_ret is null or writable, per the specification.
@@ -68,10 +67,10 @@ pub unsafe extern "C" fn clCreateContextFromType(
     errcode_ret: *mut cl_int,
 ) -> cl_context {
     let create = || {
-            // SAFETY: the application passes a zero-terminated list or null.
-            let props = unsafe { ContextProperties::parse(properties)? };
-            let notify = notify_callback(pfn_notify, user_data)?;
-            let list = devices_of_type(platform(), device_type)?;
+        // SAFETY: the application passes a zero-terminated list or null.
+        let props = unsafe { ContextProperties::parse(properties)? };
+        let notify = notify_callback(pfn_notify, user_data)?;
+        let list = devices_of_type(platform(), device_type)?;
         Ok(Handle::into_api(Context::new(list, props, notify)?))
     };
     // SAFETY: errcode_ret is null or writable, per the specification.
@@ -80,7 +79,9 @@ pub unsafe extern "C" fn clCreateContextFromType(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clRetainContext(context: cl_context) -> cl_int {
-    api_call("clRetainContext", || Handle::<Context>::from_raw(context)?.retain())
+    api_call("clRetainContext", || {
+        Handle::<Context>::from_raw(context)?.retain()
+    })
 }
 
 #[unsafe(no_mangle)]

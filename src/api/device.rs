@@ -158,9 +158,7 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_EXECUTION_CAPABILITIES => info(CL_EXEC_KERNEL),
         CL_DEVICE_QUEUE_ON_HOST_PROPERTIES => info(CL_QUEUE_PROFILING_ENABLE),
         CL_DEVICE_QUEUE_ON_DEVICE_PROPERTIES => info(0 as cl_command_queue_properties),
-        CL_DEVICE_QUEUE_ON_DEVICE_PREFERRED_SIZE | CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE => {
-            info(0u32)
-        }
+        CL_DEVICE_QUEUE_ON_DEVICE_PREFERRED_SIZE | CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE => info(0u32),
         CL_DEVICE_MAX_ON_DEVICE_QUEUES | CL_DEVICE_MAX_ON_DEVICE_EVENTS => info(0u32),
         CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES => info(0 as cl_device_device_enqueue_capabilities),
         CL_DEVICE_BUILT_IN_KERNELS => info(""),
@@ -227,7 +225,12 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         // cl_khr_pci_bus_info, where Vulkan reports the bus.
         CL_DEVICE_PCI_BUS_INFO_KHR => match &d.info.pci {
             // The layout of cl_device_pci_bus_info_khr: four cl_uint.
-            Some(pci) => info([pci.pci_domain, pci.pci_bus, pci.pci_device, pci.pci_function]),
+            Some(pci) => info([
+                pci.pci_domain,
+                pci.pci_bus,
+                pci.pci_device,
+                pci.pci_function,
+            ]),
             None => invalid_param(param),
         },
         _ => invalid_param(param),
@@ -295,12 +298,16 @@ pub unsafe extern "C" fn clCreateSubDevices(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clRetainDevice(device: cl_device_id) -> cl_int {
     // Root devices are not reference counted.
-    api_call("clRetainDevice", || Handle::<Device>::from_raw(device).map(|_| ()))
+    api_call("clRetainDevice", || {
+        Handle::<Device>::from_raw(device).map(|_| ())
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clReleaseDevice(device: cl_device_id) -> cl_int {
-    api_call("clReleaseDevice", || Handle::<Device>::from_raw(device).map(|_| ()))
+    api_call("clReleaseDevice", || {
+        Handle::<Device>::from_raw(device).map(|_| ())
+    })
 }
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clGetDeviceAndHostTimer(

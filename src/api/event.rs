@@ -1,8 +1,6 @@
 //! Event entry points. Events arrive with the execution model; until then each entry
 //! point reports CL_INVALID_OPERATION and logs why.
 
-#![allow(clippy::missing_safety_doc)]
-
 use std::ffi::c_void;
 
 use opencl_sys::*;
@@ -29,16 +27,12 @@ pub unsafe extern "C" fn clGetEventInfo(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clRetainEvent(
-    _event: cl_event,
-) -> cl_int {
+pub unsafe extern "C" fn clRetainEvent(_event: cl_event) -> cl_int {
     unsupported("clRetainEvent")
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clReleaseEvent(
-    _event: cl_event,
-) -> cl_int {
+pub unsafe extern "C" fn clReleaseEvent(_event: cl_event) -> cl_int {
     unsupported("clReleaseEvent")
 }
 
@@ -57,7 +51,9 @@ pub unsafe extern "C" fn clGetEventProfilingInfo(
 pub unsafe extern "C" fn clSetEventCallback(
     _event: cl_event,
     _command_exec_callback_type: cl_int,
-    _pfn_notify: Option< unsafe extern "C" fn( event: cl_event, event_command_status: cl_int, user_data: *mut c_void, ), >,
+    _pfn_notify: Option<
+        unsafe extern "C" fn(event: cl_event, event_command_status: cl_int, user_data: *mut c_void),
+    >,
     _user_data: *mut c_void,
 ) -> cl_int {
     unsupported("clSetEventCallback")
@@ -68,7 +64,8 @@ pub unsafe extern "C" fn clCreateUserEvent(
     _context: cl_context,
     _errcode_ret: *mut cl_int,
 ) -> cl_event {
-    unsupported_obj("clCreateUserEvent", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateUserEvent", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]

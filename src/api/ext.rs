@@ -4,15 +4,15 @@
 //! They are not exported: applications reach extension functions through
 //! clGetExtensionFunctionAddress, which does not return these.
 
-#![allow(clippy::missing_safety_doc, non_snake_case)]
+#![allow(non_snake_case)]
 
 use std::ffi::c_void;
 
-use opencl_sys::*;
 use opencl_sys::cl_d3d10::*;
 use opencl_sys::cl_d3d11::*;
 use opencl_sys::cl_dx9_media_sharing::*;
 use opencl_sys::cl_egl::*;
+use opencl_sys::*;
 
 use crate::api::util::*;
 
@@ -22,7 +22,8 @@ pub(crate) unsafe extern "C" fn clCreateFromGLBuffer(
     _bufobj: cl_GLuint,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateFromGLBuffer", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateFromGLBuffer", _errcode_ret) }
 }
 
 pub(crate) unsafe extern "C" fn clCreateFromGLTexture2D(
@@ -33,7 +34,8 @@ pub(crate) unsafe extern "C" fn clCreateFromGLTexture2D(
     _texture: cl_GLuint,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateFromGLTexture2D", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateFromGLTexture2D", _errcode_ret) }
 }
 
 pub(crate) unsafe extern "C" fn clCreateFromGLTexture3D(
@@ -44,7 +46,8 @@ pub(crate) unsafe extern "C" fn clCreateFromGLTexture3D(
     _texture: cl_GLuint,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateFromGLTexture3D", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateFromGLTexture3D", _errcode_ret) }
 }
 
 pub(crate) unsafe extern "C" fn clCreateFromGLRenderbuffer(
@@ -53,7 +56,8 @@ pub(crate) unsafe extern "C" fn clCreateFromGLRenderbuffer(
     _renderbuffer: cl_GLuint,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateFromGLRenderbuffer", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateFromGLRenderbuffer", _errcode_ret) }
 }
 
 pub(crate) unsafe extern "C" fn clGetGLObjectInfo(
@@ -124,7 +128,8 @@ pub(crate) unsafe extern "C" fn clCreateFromD3D10BufferKHR(
     _resource: ID3D10Buffer_ptr,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateFromD3D10BufferKHR", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateFromD3D10BufferKHR", _errcode_ret) }
 }
 
 pub(crate) unsafe extern "C" fn clCreateFromD3D10Texture2DKHR(
@@ -134,7 +139,8 @@ pub(crate) unsafe extern "C" fn clCreateFromD3D10Texture2DKHR(
     _subresource: cl_uint,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateFromD3D10Texture2DKHR", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateFromD3D10Texture2DKHR", _errcode_ret) }
 }
 
 pub(crate) unsafe extern "C" fn clCreateFromD3D10Texture3DKHR(
@@ -144,7 +150,8 @@ pub(crate) unsafe extern "C" fn clCreateFromD3D10Texture3DKHR(
     _subresource: cl_uint,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateFromD3D10Texture3DKHR", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateFromD3D10Texture3DKHR", _errcode_ret) }
 }
 
 pub(crate) unsafe extern "C" fn clEnqueueAcquireD3D10ObjectsKHR(
@@ -179,15 +186,11 @@ pub(crate) unsafe extern "C" fn clCreateSubDevicesEXT(
     unsupported("clCreateSubDevicesEXT")
 }
 
-pub(crate) unsafe extern "C" fn clRetainDeviceEXT(
-    _device: cl_device_id,
-) -> cl_int {
+pub(crate) unsafe extern "C" fn clRetainDeviceEXT(_device: cl_device_id) -> cl_int {
     unsupported("clRetainDeviceEXT")
 }
 
-pub(crate) unsafe extern "C" fn clReleaseDeviceEXT(
-    _device: cl_device_id,
-) -> cl_int {
+pub(crate) unsafe extern "C" fn clReleaseDeviceEXT(_device: cl_device_id) -> cl_int {
     unsupported("clReleaseDeviceEXT")
 }
 
@@ -196,7 +199,8 @@ pub(crate) unsafe extern "C" fn clCreateEventFromGLsyncKHR(
     _sync: cl_GLsync,
     _errcode_ret: *mut cl_int,
 ) -> cl_event {
-    unsupported_obj("clCreateEventFromGLsyncKHR", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateEventFromGLsyncKHR", _errcode_ret) }
 }
 
 pub(crate) unsafe extern "C" fn clCreateFromGLTexture(
@@ -207,7 +211,8 @@ pub(crate) unsafe extern "C" fn clCreateFromGLTexture(
     _texture: cl_GLuint,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateFromGLTexture", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateFromGLTexture", _errcode_ret) }
 }
 
 pub(crate) unsafe extern "C" fn clGetDeviceIDsFromD3D11KHR(
@@ -228,7 +233,8 @@ pub(crate) unsafe extern "C" fn clCreateFromD3D11BufferKHR(
     _resource: ID3D11Buffer_ptr,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateFromD3D11BufferKHR", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateFromD3D11BufferKHR", _errcode_ret) }
 }
 
 pub(crate) unsafe extern "C" fn clCreateFromD3D11Texture2DKHR(
@@ -238,7 +244,8 @@ pub(crate) unsafe extern "C" fn clCreateFromD3D11Texture2DKHR(
     _subresource: cl_uint,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateFromD3D11Texture2DKHR", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateFromD3D11Texture2DKHR", _errcode_ret) }
 }
 
 pub(crate) unsafe extern "C" fn clCreateFromD3D11Texture3DKHR(
@@ -248,7 +255,8 @@ pub(crate) unsafe extern "C" fn clCreateFromD3D11Texture3DKHR(
     _subresource: cl_uint,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateFromD3D11Texture3DKHR", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateFromD3D11Texture3DKHR", _errcode_ret) }
 }
 
 pub(crate) unsafe extern "C" fn clCreateFromDX9MediaSurfaceKHR(
@@ -259,7 +267,8 @@ pub(crate) unsafe extern "C" fn clCreateFromDX9MediaSurfaceKHR(
     _plane: cl_uint,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateFromDX9MediaSurfaceKHR", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateFromDX9MediaSurfaceKHR", _errcode_ret) }
 }
 
 pub(crate) unsafe extern "C" fn clEnqueueAcquireD3D11ObjectsKHR(
@@ -327,7 +336,8 @@ pub(crate) unsafe extern "C" fn clCreateFromEGLImageKHR(
     _properties: *const cl_egl_image_properties_khr,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateFromEGLImageKHR", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateFromEGLImageKHR", _errcode_ret) }
 }
 
 pub(crate) unsafe extern "C" fn clEnqueueAcquireEGLObjectsKHR(
@@ -358,7 +368,8 @@ pub(crate) unsafe extern "C" fn clCreateEventFromEGLSyncKHR(
     _display: CLeglDisplayKHR,
     _errcode_ret: *mut cl_int,
 ) -> cl_event {
-    unsupported_obj("clCreateEventFromEGLSyncKHR", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateEventFromEGLSyncKHR", _errcode_ret) }
 }
 
 pub(crate) unsafe extern "C" fn clGetKernelSubGroupInfoKHR(

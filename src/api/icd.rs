@@ -123,7 +123,9 @@ static DISPATCH: cl_icd_dispatch = cl_icd_dispatch {
     clEnqueueMigrateMemObjects: Some(memory::clEnqueueMigrateMemObjects),
     clEnqueueMarkerWithWaitList: Some(queue::clEnqueueMarkerWithWaitList),
     clEnqueueBarrierWithWaitList: Some(queue::clEnqueueBarrierWithWaitList),
-    clGetExtensionFunctionAddressForPlatform: Some(platform::clGetExtensionFunctionAddressForPlatform),
+    clGetExtensionFunctionAddressForPlatform: Some(
+        platform::clGetExtensionFunctionAddressForPlatform,
+    ),
     clCreateFromGLTexture: Some(ext::clCreateFromGLTexture),
     clGetDeviceIDsFromD3D11KHR: Some(ext::clGetDeviceIDsFromD3D11KHR),
     clCreateFromD3D11BufferKHR: Some(ext::clCreateFromD3D11BufferKHR),
@@ -167,3 +169,21 @@ static DISPATCH: cl_icd_dispatch = cl_icd_dispatch {
     clSetContextDestructorCallback: Some(context::clSetContextDestructorCallback),
     clGetKernelSuggestedLocalWorkSize: Some(kernel::clGetKernelSuggestedLocalWorkSize),
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_slot_is_filled() {
+        let slots = std::mem::size_of::<cl_icd_dispatch>() / std::mem::size_of::<usize>();
+        // SAFETY: the table is a repr(C) struct of pointer-sized fields.
+        let raw = unsafe {
+            std::slice::from_raw_parts(dispatch() as *const cl_icd_dispatch as *const usize, slots)
+        };
+        assert!(slots >= 150);
+        for (i, slot) in raw.iter().enumerate() {
+            assert_ne!(*slot, 0, "dispatch slot {i} is null");
+        }
+    }
+}

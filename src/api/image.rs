@@ -1,8 +1,6 @@
 //! Image entry points. Images are not offered yet (CL_DEVICE_IMAGE_SUPPORT is false):
 //! each entry point reports CL_INVALID_OPERATION and logs why.
 
-#![allow(clippy::missing_safety_doc)]
-
 use std::ffi::c_void;
 
 use opencl_sys::*;
@@ -20,7 +18,8 @@ pub unsafe extern "C" fn clCreateImage2D(
     _host_ptr: *mut c_void,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateImage2D", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateImage2D", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]
@@ -36,7 +35,8 @@ pub unsafe extern "C" fn clCreateImage3D(
     _host_ptr: *mut c_void,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateImage3D", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateImage3D", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]
@@ -156,7 +156,8 @@ pub unsafe extern "C" fn clEnqueueMapImage(
     _event: *mut cl_event,
     _errcode_ret: *mut cl_int,
 ) -> *mut c_void {
-    unsupported_obj("clEnqueueMapImage", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clEnqueueMapImage", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]
@@ -168,7 +169,8 @@ pub unsafe extern "C" fn clCreateImage(
     _host_ptr: *mut c_void,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateImage", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateImage", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]
@@ -195,5 +197,6 @@ pub unsafe extern "C" fn clCreateImageWithProperties(
     _host_ptr: *mut c_void,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateImageWithProperties", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateImageWithProperties", _errcode_ret) }
 }

@@ -2,8 +2,6 @@
 //! CL_INVALID_OPERATION and logs why. Native kernels are never offered
 //! (CL_EXEC_NATIVE_KERNEL is not reported).
 
-#![allow(clippy::missing_safety_doc)]
-
 use std::ffi::{c_char, c_void};
 
 use opencl_sys::*;
@@ -16,20 +14,17 @@ pub unsafe extern "C" fn clCreateKernel(
     _kernel_name: *const c_char,
     _errcode_ret: *mut cl_int,
 ) -> cl_kernel {
-    unsupported_obj("clCreateKernel", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateKernel", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clRetainKernel(
-    _kernel: cl_kernel,
-) -> cl_int {
+pub unsafe extern "C" fn clRetainKernel(_kernel: cl_kernel) -> cl_int {
     unsupported("clRetainKernel")
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clReleaseKernel(
-    _kernel: cl_kernel,
-) -> cl_int {
+pub unsafe extern "C" fn clReleaseKernel(_kernel: cl_kernel) -> cl_int {
     unsupported("clReleaseKernel")
 }
 
@@ -135,7 +130,8 @@ pub unsafe extern "C" fn clCloneKernel(
     _source_kernel: cl_kernel,
     _errcode_ret: *mut cl_int,
 ) -> cl_kernel {
-    unsupported_obj("clCloneKernel", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCloneKernel", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]

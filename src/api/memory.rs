@@ -2,8 +2,6 @@
 //! offered (CL_DEVICE_PIPE_SUPPORT is false), for which the specification gives
 //! CL_INVALID_OPERATION.
 
-#![allow(clippy::missing_safety_doc)]
-
 use std::ffi::c_void;
 
 use opencl_sys::*;
@@ -18,20 +16,17 @@ pub unsafe extern "C" fn clCreateBuffer(
     _host_ptr: *mut c_void,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateBuffer", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateBuffer", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clRetainMemObject(
-    _memobj: cl_mem,
-) -> cl_int {
+pub unsafe extern "C" fn clRetainMemObject(_memobj: cl_mem) -> cl_int {
     unsupported("clRetainMemObject")
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clReleaseMemObject(
-    _memobj: cl_mem,
-) -> cl_int {
+pub unsafe extern "C" fn clReleaseMemObject(_memobj: cl_mem) -> cl_int {
     unsupported("clReleaseMemObject")
 }
 
@@ -104,7 +99,8 @@ pub unsafe extern "C" fn clEnqueueMapBuffer(
     _event: *mut cl_event,
     _errcode_ret: *mut cl_int,
 ) -> *mut c_void {
-    unsupported_obj("clEnqueueMapBuffer", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clEnqueueMapBuffer", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]
@@ -127,7 +123,8 @@ pub unsafe extern "C" fn clCreateSubBuffer(
     _buffer_create_info: *const c_void,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateSubBuffer", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateSubBuffer", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]
@@ -235,7 +232,8 @@ pub unsafe extern "C" fn clCreatePipe(
     _properties: *const cl_pipe_properties,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreatePipe", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreatePipe", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]
@@ -258,5 +256,6 @@ pub unsafe extern "C" fn clCreateBufferWithProperties(
     _host_ptr: *mut c_void,
     _errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    unsupported_obj("clCreateBufferWithProperties", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateBufferWithProperties", _errcode_ret) }
 }

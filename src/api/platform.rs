@@ -24,7 +24,8 @@ fn platform_ids(
     platforms: *mut cl_platform_id,
     num_platforms: *mut cl_uint,
 ) -> ClResult<()> {
-    if (num_entries == 0 && !platforms.is_null()) || (platforms.is_null() && num_platforms.is_null())
+    if (num_entries == 0 && !platforms.is_null())
+        || (platforms.is_null() && num_platforms.is_null())
     {
         return err(CL_INVALID_VALUE);
     }

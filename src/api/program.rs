@@ -2,8 +2,6 @@
 //! (CL_DEVICE_COMPILER_AVAILABLE is false): each entry point reports CL_INVALID_OPERATION
 //! and logs why.
 
-#![allow(clippy::missing_safety_doc)]
-
 use std::ffi::{c_char, c_void};
 
 use opencl_sys::*;
@@ -18,7 +16,8 @@ pub unsafe extern "C" fn clCreateProgramWithSource(
     _lengths: *const usize,
     _errcode_ret: *mut cl_int,
 ) -> cl_program {
-    unsupported_obj("clCreateProgramWithSource", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateProgramWithSource", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]
@@ -31,20 +30,17 @@ pub unsafe extern "C" fn clCreateProgramWithBinary(
     _binary_status: *mut cl_int,
     _errcode_ret: *mut cl_int,
 ) -> cl_program {
-    unsupported_obj("clCreateProgramWithBinary", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateProgramWithBinary", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clRetainProgram(
-    _program: cl_program,
-) -> cl_int {
+pub unsafe extern "C" fn clRetainProgram(_program: cl_program) -> cl_int {
     unsupported("clRetainProgram")
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clReleaseProgram(
-    _program: cl_program,
-) -> cl_int {
+pub unsafe extern "C" fn clReleaseProgram(_program: cl_program) -> cl_int {
     unsupported("clReleaseProgram")
 }
 
@@ -101,7 +97,8 @@ pub unsafe extern "C" fn clCreateProgramWithBuiltInKernels(
     _kernel_names: *const c_char,
     _errcode_ret: *mut cl_int,
 ) -> cl_program {
-    unsupported_obj("clCreateProgramWithBuiltInKernels", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateProgramWithBuiltInKernels", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]
@@ -131,7 +128,8 @@ pub unsafe extern "C" fn clLinkProgram(
     _user_data: *mut c_void,
     _errcode_ret: *mut cl_int,
 ) -> cl_program {
-    unsupported_obj("clLinkProgram", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clLinkProgram", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]
@@ -141,7 +139,8 @@ pub unsafe extern "C" fn clCreateProgramWithIL(
     _length: usize,
     _errcode_ret: *mut cl_int,
 ) -> cl_program {
-    unsupported_obj("clCreateProgramWithIL", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateProgramWithIL", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]

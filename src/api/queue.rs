@@ -1,8 +1,6 @@
 //! Command-queue entry points. Command queues arrive with the execution model; until
 //! then each entry point reports CL_INVALID_OPERATION and logs why.
 
-#![allow(clippy::missing_safety_doc)]
-
 use std::ffi::c_void;
 
 use opencl_sys::*;
@@ -16,20 +14,17 @@ pub unsafe extern "C" fn clCreateCommandQueue(
     _properties: cl_command_queue_properties,
     _errcode_ret: *mut cl_int,
 ) -> cl_command_queue {
-    unsupported_obj("clCreateCommandQueue", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateCommandQueue", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clRetainCommandQueue(
-    _command_queue: cl_command_queue,
-) -> cl_int {
+pub unsafe extern "C" fn clRetainCommandQueue(_command_queue: cl_command_queue) -> cl_int {
     unsupported("clRetainCommandQueue")
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clReleaseCommandQueue(
-    _command_queue: cl_command_queue,
-) -> cl_int {
+pub unsafe extern "C" fn clReleaseCommandQueue(_command_queue: cl_command_queue) -> cl_int {
     unsupported("clReleaseCommandQueue")
 }
 
@@ -55,16 +50,12 @@ pub unsafe extern "C" fn clSetCommandQueueProperty(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clFlush(
-    _command_queue: cl_command_queue,
-) -> cl_int {
+pub unsafe extern "C" fn clFlush(_command_queue: cl_command_queue) -> cl_int {
     unsupported("clFlush")
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clFinish(
-    _command_queue: cl_command_queue,
-) -> cl_int {
+pub unsafe extern "C" fn clFinish(_command_queue: cl_command_queue) -> cl_int {
     unsupported("clFinish")
 }
 
@@ -86,9 +77,7 @@ pub unsafe extern "C" fn clEnqueueWaitForEvents(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clEnqueueBarrier(
-    _command_queue: cl_command_queue,
-) -> cl_int {
+pub unsafe extern "C" fn clEnqueueBarrier(_command_queue: cl_command_queue) -> cl_int {
     unsupported("clEnqueueBarrier")
 }
 
@@ -119,7 +108,8 @@ pub unsafe extern "C" fn clCreateCommandQueueWithProperties(
     _properties: *const cl_queue_properties,
     _errcode_ret: *mut cl_int,
 ) -> cl_command_queue {
-    unsupported_obj("clCreateCommandQueueWithProperties", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateCommandQueueWithProperties", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]

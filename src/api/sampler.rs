@@ -1,8 +1,6 @@
 //! Sampler entry points. Samplers come with images; until then each entry point reports
 //! CL_INVALID_OPERATION and logs why.
 
-#![allow(clippy::missing_safety_doc)]
-
 use std::ffi::c_void;
 
 use opencl_sys::*;
@@ -17,20 +15,17 @@ pub unsafe extern "C" fn clCreateSampler(
     _filter_mode: cl_filter_mode,
     _errcode_ret: *mut cl_int,
 ) -> cl_sampler {
-    unsupported_obj("clCreateSampler", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateSampler", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clRetainSampler(
-    _sampler: cl_sampler,
-) -> cl_int {
+pub unsafe extern "C" fn clRetainSampler(_sampler: cl_sampler) -> cl_int {
     unsupported("clRetainSampler")
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clReleaseSampler(
-    _sampler: cl_sampler,
-) -> cl_int {
+pub unsafe extern "C" fn clReleaseSampler(_sampler: cl_sampler) -> cl_int {
     unsupported("clReleaseSampler")
 }
 
@@ -51,5 +46,6 @@ pub unsafe extern "C" fn clCreateSamplerWithProperties(
     _sampler_properties: *const cl_sampler_properties,
     _errcode_ret: *mut cl_int,
 ) -> cl_sampler {
-    unsupported_obj("clCreateSamplerWithProperties", _errcode_ret)
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { unsupported_obj("clCreateSamplerWithProperties", _errcode_ret) }
 }

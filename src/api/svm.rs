@@ -2,8 +2,6 @@
 //! (CL_DEVICE_SVM_CAPABILITIES is zero), for which the specification gives
 //! CL_INVALID_OPERATION (and a null pointer from clSVMAlloc).
 
-#![allow(clippy::missing_safety_doc)]
-
 use std::ffi::c_void;
 
 use opencl_sys::*;
@@ -21,10 +19,7 @@ pub unsafe extern "C" fn clSVMAlloc(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clSVMFree(
-    _context: cl_context,
-    _svm_pointer: *mut c_void,
-) {
+pub unsafe extern "C" fn clSVMFree(_context: cl_context, _svm_pointer: *mut c_void) {
     unsupported_void("clSVMFree")
 }
 
@@ -33,7 +28,14 @@ pub unsafe extern "C" fn clEnqueueSVMFree(
     _command_queue: cl_command_queue,
     _num_svm_pointers: cl_uint,
     _svm_pointers: *mut *mut c_void,
-    _pfn_free_func: Option< unsafe extern "C" fn( queue: cl_command_queue, num_svm_pointers: cl_uint, svm_pointers: *mut *mut c_void, user_data: *mut c_void, ), >,
+    _pfn_free_func: Option<
+        unsafe extern "C" fn(
+            queue: cl_command_queue,
+            num_svm_pointers: cl_uint,
+            svm_pointers: *mut *mut c_void,
+            user_data: *mut c_void,
+        ),
+    >,
     _user_data: *mut c_void,
     _num_events_in_wait_list: cl_uint,
     _event_wait_list: *const cl_event,

@@ -56,9 +56,12 @@ pub fn unsupported(name: &str) -> cl_int {
 }
 
 /// [`unsupported`] for entry points that return an object.
-pub fn unsupported_obj<T>(name: &str, errcode_ret: *mut cl_int) -> *mut T {
+///
+/// # Safety
+/// `errcode_ret` is null or valid for a write.
+pub unsafe fn unsupported_obj<T>(name: &str, errcode_ret: *mut cl_int) -> *mut T {
     let code = unsupported(name);
-    // SAFETY: OpenCL callers pass null or a writable cl_int.
+    // SAFETY: null or writable, per the caller.
     unsafe { write_out(errcode_ret, code) };
     std::ptr::null_mut()
 }
@@ -106,7 +109,12 @@ pub unsafe fn slice_in<'a, T>(ptr: *const T, count: usize) -> ClResult<&'a [T]> 
 ///
 /// # Safety
 /// `out` is null or valid for `capacity` writes; `count_ret` null or writable.
-pub unsafe fn write_list<T: Copy>(items: &[T], capacity: u32, out: *mut T, count_ret: *mut cl_uint) {
+pub unsafe fn write_list<T: Copy>(
+    items: &[T],
+    capacity: u32,
+    out: *mut T,
+    count_ret: *mut cl_uint,
+) {
     if !out.is_null() {
         for (i, item) in items.iter().take(capacity as usize).enumerate() {
             // SAFETY: i < capacity, which the caller vouches for.
@@ -224,12 +232,12 @@ pub unsafe fn write_info(
 pub fn name_version(name: &str, version: cl_version) -> cl_name_version {
     let mut nv = cl_name_version {
         version,
-        name: [0; CL_NAME_VERSION_MAX_NAME_SIZE as usize],
+        name: [0; CL_NAME_VERSION_MAX_NAME_SIZE],
     };
     for (dst, src) in nv
         .name
         .iter_mut()
-        .zip(name.bytes().take(CL_NAME_VERSION_MAX_NAME_SIZE as usize - 1))
+        .zip(name.bytes().take(CL_NAME_VERSION_MAX_NAME_SIZE - 1))
     {
         *dst = src as _;
     }
@@ -258,8 +266,15 @@ mod tests {
         assert_eq!(r, Err(ClError(CL_INVALID_VALUE)));
         // Exactly right.
         let mut buf = [0u8; 4];
-        unsafe { write_info(info("abc"), 4, buf.as_mut_ptr().cast(), std::ptr::null_mut()) }
-            .unwrap();
+        unsafe {
+            write_info(
+                info("abc"),
+                4,
+                buf.as_mut_ptr().cast(),
+                std::ptr::null_mut(),
+            )
+        }
+        .unwrap();
         assert_eq!(&buf, b"abc\0");
         assert_eq!(true.info_bytes(), CL_TRUE.to_ne_bytes());
         assert_eq!(vec![1u64, 2].info_bytes().len(), 16);

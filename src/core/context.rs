@@ -10,8 +10,7 @@ use crate::core::error::{ClResult, err};
 use crate::core::object::{Callback, ClObject, Handle};
 use crate::core::platform::platform;
 
-pub type ContextNotify =
-    unsafe extern "C" fn(*const c_char, *const c_void, usize, *mut c_void);
+pub type ContextNotify = unsafe extern "C" fn(*const c_char, *const c_void, usize, *mut c_void);
 pub type ContextDestructor = unsafe extern "C" fn(cl_context, *mut c_void);
 
 pub struct Context {
@@ -28,7 +27,8 @@ impl ClObject for Context {
     const INVALID: i32 = CL_INVALID_CONTEXT;
 
     fn on_destroy(&self, handle: *mut c_void) {
-        let callbacks = std::mem::take(&mut *self.destructors.lock().unwrap_or_else(|e| e.into_inner()));
+        let callbacks =
+            std::mem::take(&mut *self.destructors.lock().unwrap_or_else(|e| e.into_inner()));
         // Most recently registered first, as the specification requires.
         for cb in callbacks.into_iter().rev() {
             // SAFETY: the application registered this function for exactly

@@ -94,15 +94,15 @@ impl Device {
     /// The Vulkan driver behind the device, for humans.
     pub fn vulkan_driver(&self) -> String {
         let p = &self.info.props12;
-        let name = p.driver_name_as_c_str().map(|s| s.to_string_lossy().into_owned());
-        let info = p.driver_info_as_c_str().map(|s| s.to_string_lossy().into_owned());
-        format!(
-            "{} {}",
-            name.unwrap_or_default(),
-            info.unwrap_or_default()
-        )
-        .trim()
-        .to_string()
+        let name = p
+            .driver_name_as_c_str()
+            .map(|s| s.to_string_lossy().into_owned());
+        let info = p
+            .driver_info_as_c_str()
+            .map(|s| s.to_string_lossy().into_owned());
+        format!("{} {}", name.unwrap_or_default(), info.unwrap_or_default())
+            .trim()
+            .to_string()
     }
 
     /// Extensions this device offers, with their versions.

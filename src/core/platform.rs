@@ -97,7 +97,9 @@ impl Platform {
 fn device_matches(selector: &str, index: usize, name: &str) -> bool {
     match selector.trim().parse::<usize>() {
         Ok(i) => i == index,
-        Err(_) => name.to_lowercase().contains(&selector.trim().to_lowercase()),
+        Err(_) => name
+            .to_lowercase()
+            .contains(&selector.trim().to_lowercase()),
     }
 }
 

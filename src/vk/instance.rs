@@ -3,7 +3,7 @@
 //! `VKCL_VALIDATION` (see the README).
 
 use std::ffi::{CStr, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use ash::{ext, khr, vk};
 
@@ -30,6 +30,9 @@ impl Validation {
         }
     }
 }
+
+/// Set in `Validation::Abort` mode.
+static ABORT_ON_MESSAGE: AtomicBool = AtomicBool::new(false);
 
 /// Validation messages seen so far in this process.
 static VALIDATION_MESSAGES: AtomicU64 = AtomicU64::new(0);
@@ -109,7 +112,8 @@ impl Instance {
             .engine_name(c"vkcl")
             .engine_version(vk::make_api_version(0, 0, 1, 0))
             .api_version(api_version);
-        let mut messenger_info = debug_messenger_info(validation);
+        ABORT_ON_MESSAGE.store(validation == Validation::Abort, Ordering::Relaxed);
+        let mut messenger_info = debug_messenger_info();
         let mut info = vk::InstanceCreateInfo::default()
             .flags(flags)
             .application_info(&app)
@@ -164,7 +168,7 @@ impl Drop for Instance {
     }
 }
 
-fn debug_messenger_info(validation: Validation) -> vk::DebugUtilsMessengerCreateInfoEXT<'static> {
+fn debug_messenger_info() -> vk::DebugUtilsMessengerCreateInfoEXT<'static> {
     vk::DebugUtilsMessengerCreateInfoEXT::default()
         .message_severity(
             vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
@@ -175,18 +179,13 @@ fn debug_messenger_info(validation: Validation) -> vk::DebugUtilsMessengerCreate
                 | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
         )
         .pfn_user_callback(Some(on_validation_message))
-        .user_data(if validation == Validation::Abort {
-            1 as *mut c_void
-        } else {
-            std::ptr::null_mut()
-        })
 }
 
 unsafe extern "system" fn on_validation_message(
     severity: vk::DebugUtilsMessageSeverityFlagsEXT,
     kind: vk::DebugUtilsMessageTypeFlagsEXT,
     data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
-    user_data: *mut c_void,
+    _user_data: *mut c_void,
 ) -> vk::Bool32 {
     VALIDATION_MESSAGES.fetch_add(1, Ordering::Relaxed);
     // SAFETY: the layer passes a valid callback-data struct for the duration
@@ -198,7 +197,7 @@ unsafe extern "system" fn on_validation_message(
             .unwrap_or_default()
     };
     log::error!(target: "vkcl::validation", "{severity:?} {kind:?}: {message}");
-    if !user_data.is_null() {
+    if ABORT_ON_MESSAGE.load(Ordering::Relaxed) {
         // Abort mode: make the failure impossible to miss, even when no
         // logger is listening.
         eprintln!("vkcl: Vulkan validation message ({severity:?} {kind:?}): {message}");

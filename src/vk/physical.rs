@@ -182,10 +182,16 @@ impl PhysicalInfo {
         let types = &self.memory.memory_types[..self.memory.memory_type_count as usize];
         let mut local = types
             .iter()
-            .filter(|t| t.property_flags.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL))
+            .filter(|t| {
+                t.property_flags
+                    .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
+            })
             .peekable();
         local.peek().is_some()
-            && local.all(|t| t.property_flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE))
+            && local.all(|t| {
+                t.property_flags
+                    .contains(vk::MemoryPropertyFlags::HOST_VISIBLE)
+            })
     }
 }
 
@@ -224,17 +230,13 @@ pub const FEATURES: &[Feature] = &[
         vulkan: "storageBuffer8BitAccess + shaderInt8",
         opencl: "char/uchar in global memory",
         required: false,
-        present: |d| {
-            d.features12.storage_buffer8_bit_access != 0 && d.features12.shader_int8 != 0
-        },
+        present: |d| d.features12.storage_buffer8_bit_access != 0 && d.features12.shader_int8 != 0,
     },
     Feature {
         vulkan: "storageBuffer16BitAccess + shaderInt16",
         opencl: "short/ushort in global memory",
         required: false,
-        present: |d| {
-            d.features11.storage_buffer16_bit_access != 0 && d.features.shader_int16 != 0
-        },
+        present: |d| d.features11.storage_buffer16_bit_access != 0 && d.features.shader_int16 != 0,
     },
     Feature {
         vulkan: "shaderFloat16",

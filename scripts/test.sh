@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Sets everything up and runs the whole test suite: formatting, clippy, unit
+# and integration tests (through the ICD loader and by direct linking, with
+# the Khronos validation layer failing on any message), and the cross builds
+# for Windows and 64-bit ARM.
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+
+setup_runtime
+apt_install gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 gcc-aarch64-linux-gnu g++-aarch64-linux-gnu
+if command -v rustup >/dev/null; then
+    rustup component add rustfmt clippy >/dev/null 2>&1 || true
+    rustup target add x86_64-pc-windows-gnu aarch64-unknown-linux-gnu >/dev/null
+fi
+
+log "cargo fmt --check"
+cargo fmt --all -- --check
+
+log "cargo clippy"
+cargo clippy --all-targets -- -D warnings
+
+log "cargo test"
+cargo test --no-fail-fast
+
+log "cross build: x86_64-pc-windows-gnu (vkcl.dll)"
+cargo build --lib --target x86_64-pc-windows-gnu
+log "cross build: aarch64-unknown-linux-gnu"
+cargo build --lib --target aarch64-unknown-linux-gnu
+
+log "all checks passed"

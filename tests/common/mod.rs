@@ -1,0 +1,296 @@
+//! Shared test support: loads vkcl the two ways applications do — through
+//! the system's OpenCL ICD loader with `OCL_ICD_VENDORS` naming only the
+//! freshly built library, and by opening the library directly as a drop-in
+//! `libOpenCL` — with the Khronos validation layer on and fatal.
+
+#![allow(dead_code, non_snake_case)]
+
+use std::ffi::c_void;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use opencl_sys::cl_function_types::*;
+use opencl_sys::*;
+
+macro_rules! cl_api {
+    ($($name:ident: $ty:ty),* $(,)?) => {
+        /// The OpenCL entry points the tests call, resolved from one library.
+        pub struct Cl {
+            pub how: &'static str,
+            _lib: libloading::Library,
+            $(pub $name: $ty,)*
+        }
+
+        impl Cl {
+            fn load(how: &'static str, path: &str) -> Cl {
+                // SAFETY: opening an OpenCL library runs its initialisers,
+                // which is what any OpenCL application does.
+                let lib = unsafe { libloading::Library::new(path) }
+                    .unwrap_or_else(|e| panic!("cannot open {path}: {e}"));
+                $(
+                    // SAFETY: the symbol has the signature the OpenCL headers
+                    // give it, which is what `$ty` spells.
+                    let $name: $ty = unsafe {
+                        let sym: libloading::Symbol<*mut c_void> =
+                            lib.get(concat!(stringify!($name), "\0").as_bytes())
+                                .unwrap_or_else(|e| panic!("{path} lacks {}: {e}", stringify!($name)));
+                        std::mem::transmute::<*mut c_void, $ty>(*sym)
+                    };
+                    assert!($name.is_some(), "{} is null in {path}", stringify!($name));
+                )*
+                Cl { how, _lib: lib, $($name,)* }
+            }
+        }
+
+        /// Every name in the table, for export checks.
+        pub const CL_API_NAMES: &[&str] = &[$(stringify!($name)),*];
+    };
+}
+
+cl_api! {
+    clGetPlatformIDs: clGetPlatformIDs_t,
+    clGetPlatformInfo: clGetPlatformInfo_t,
+    clGetDeviceIDs: clGetDeviceIDs_t,
+    clGetDeviceInfo: clGetDeviceInfo_t,
+    clCreateSubDevices: clCreateSubDevices_t,
+    clRetainDevice: clRetainDevice_t,
+    clReleaseDevice: clReleaseDevice_t,
+    clCreateContext: clCreateContext_t,
+    clCreateContextFromType: clCreateContextFromType_t,
+    clRetainContext: clRetainContext_t,
+    clReleaseContext: clReleaseContext_t,
+    clGetContextInfo: clGetContextInfo_t,
+    clSetContextDestructorCallback: clSetContextDestructorCallback_t,
+    clGetExtensionFunctionAddressForPlatform: clGetExtensionFunctionAddressForPlatform_t,
+    clUnloadPlatformCompiler: clUnloadPlatformCompiler_t,
+    clCreateCommandQueueWithProperties: clCreateCommandQueueWithProperties_t,
+    clCreateBuffer: clCreateBuffer_t,
+    clCreatePipe: clCreatePipe_t,
+    clSVMAlloc: clSVMAlloc_t,
+    clEnqueueNativeKernel: clEnqueueNativeKernel_t,
+    clCreateProgramWithSource: clCreateProgramWithSource_t,
+}
+
+/// The directory holding the test binary's sibling build outputs
+/// (`target/<profile>`).
+fn build_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    exe.parent() // deps
+        .and_then(|p| p.parent())
+        .expect("target/<profile>")
+        .to_path_buf()
+}
+
+/// The freshly built library.
+pub fn library_path() -> PathBuf {
+    let lib = build_dir().join("libvkcl.so");
+    assert!(
+        lib.exists(),
+        "{} is missing: build the library first",
+        lib.display()
+    );
+    lib
+}
+
+/// Prepares the process environment once, before any OpenCL library is
+/// opened: an ICD directory that names only this build, and fatal
+/// validation.
+pub fn environment() -> &'static PathBuf {
+    static ICD_DIR: OnceLock<PathBuf> = OnceLock::new();
+    ICD_DIR.get_or_init(|| {
+        let dir = build_dir().join("test-icd");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("vkcl.icd"),
+            format!("{}\n", library_path().display()),
+        )
+        .unwrap();
+        // SAFETY: this runs once, inside a OnceLock that every test passes
+        // through before it touches OpenCL, and no test reads or writes the
+        // environment on another thread while it runs.
+        unsafe {
+            std::env::set_var("OCL_ICD_VENDORS", &dir);
+            std::env::set_var("VKCL_VALIDATION", "abort");
+        }
+        dir
+    })
+}
+
+/// vkcl reached through the system's ICD loader (ocl-icd).
+pub fn loader() -> &'static Cl {
+    static CL: OnceLock<Cl> = OnceLock::new();
+    CL.get_or_init(|| {
+        environment();
+        Cl::load("ICD loader", "libOpenCL.so.1")
+    })
+}
+
+/// vkcl opened directly, as a drop-in libOpenCL.
+pub fn direct() -> &'static Cl {
+    static CL: OnceLock<Cl> = OnceLock::new();
+    CL.get_or_init(|| {
+        environment();
+        Cl::load("direct", library_path().to_str().unwrap())
+    })
+}
+
+/// Defines one `#[test]` per way of loading vkcl for each listed function.
+#[macro_export]
+macro_rules! both_ways {
+    ($($test:ident),* $(,)?) => {
+        mod through_icd_loader {
+            $(#[test] fn $test() { super::$test($crate::common::loader()) })*
+        }
+        mod directly_linked {
+            $(#[test] fn $test() { super::$test($crate::common::direct()) })*
+        }
+    };
+}
+
+impl Cl {
+    /// The vkcl platform as this library presents it.
+    pub fn platform(&self) -> cl_platform_id {
+        let mut n = 0;
+        assert_eq!(
+            unsafe { self.clGetPlatformIDs.unwrap()(0, std::ptr::null_mut(), &mut n) },
+            CL_SUCCESS
+        );
+        let mut ids = vec![std::ptr::null_mut(); n as usize];
+        assert_eq!(
+            unsafe { self.clGetPlatformIDs.unwrap()(n, ids.as_mut_ptr(), std::ptr::null_mut()) },
+            CL_SUCCESS
+        );
+        *ids.iter()
+            .find(|&&p| self.platform_string(p, CL_PLATFORM_NAME) == "vkcl")
+            .unwrap_or_else(|| panic!("{}: no vkcl platform among {n}", self.how))
+    }
+
+    pub fn platform_string(&self, p: cl_platform_id, param: cl_platform_info) -> String {
+        let bytes = self.platform_bytes(p, param).expect("platform query");
+        c_string(&bytes)
+    }
+
+    pub fn platform_bytes(
+        &self,
+        p: cl_platform_id,
+        param: cl_platform_info,
+    ) -> Result<Vec<u8>, cl_int> {
+        query(|size, value, size_ret| unsafe {
+            self.clGetPlatformInfo.unwrap()(p, param, size, value, size_ret)
+        })
+    }
+
+    pub fn devices(&self, ty: cl_device_type) -> Result<Vec<cl_device_id>, cl_int> {
+        let p = self.platform();
+        let mut n = 0;
+        let r = unsafe { self.clGetDeviceIDs.unwrap()(p, ty, 0, std::ptr::null_mut(), &mut n) };
+        if r != CL_SUCCESS {
+            return Err(r);
+        }
+        let mut ids = vec![std::ptr::null_mut(); n as usize];
+        let r = unsafe {
+            self.clGetDeviceIDs.unwrap()(p, ty, n, ids.as_mut_ptr(), std::ptr::null_mut())
+        };
+        if r != CL_SUCCESS {
+            return Err(r);
+        }
+        Ok(ids)
+    }
+
+    pub fn device(&self) -> cl_device_id {
+        self.devices(CL_DEVICE_TYPE_DEFAULT)
+            .expect("a default device")[0]
+    }
+
+    pub fn device_bytes(&self, d: cl_device_id, param: cl_device_info) -> Result<Vec<u8>, cl_int> {
+        query(|size, value, size_ret| unsafe {
+            self.clGetDeviceInfo.unwrap()(d, param, size, value, size_ret)
+        })
+    }
+
+    pub fn context_bytes(&self, c: cl_context, param: cl_context_info) -> Result<Vec<u8>, cl_int> {
+        query(|size, value, size_ret| unsafe {
+            self.clGetContextInfo.unwrap()(c, param, size, value, size_ret)
+        })
+    }
+
+    /// A context on the default device.
+    pub fn context(&self) -> cl_context {
+        let d = self.device();
+        let mut err = 1;
+        let c = unsafe {
+            self.clCreateContext.unwrap()(
+                std::ptr::null(),
+                1,
+                &d,
+                None,
+                std::ptr::null_mut(),
+                &mut err,
+            )
+        };
+        assert_eq!(err, CL_SUCCESS);
+        assert!(!c.is_null());
+        c
+    }
+}
+
+/// Runs the two-call query protocol and checks it on the way: the size
+/// query, the value query with exactly that size, and (for non-empty
+/// answers) a one-byte-too-small buffer rejected with CL_INVALID_VALUE.
+pub fn query(f: impl Fn(usize, *mut c_void, *mut usize) -> cl_int) -> Result<Vec<u8>, cl_int> {
+    let mut size = usize::MAX;
+    let r = f(0, std::ptr::null_mut(), &mut size);
+    if r != CL_SUCCESS {
+        return Err(r);
+    }
+    assert_ne!(size, usize::MAX, "size not written");
+    let mut buf = vec![0xAAu8; size + 8];
+    let mut size2 = usize::MAX;
+    assert_eq!(f(size, buf.as_mut_ptr().cast(), &mut size2), CL_SUCCESS);
+    assert_eq!(size, size2, "size changed between calls");
+    assert!(
+        buf[size..].iter().all(|&b| b == 0xAA),
+        "wrote past the reported size"
+    );
+    if size > 0 {
+        let mut small = vec![0u8; size - 1];
+        assert_eq!(
+            f(size - 1, small.as_mut_ptr().cast(), std::ptr::null_mut()),
+            CL_INVALID_VALUE,
+            "a too-small buffer must be rejected"
+        );
+    }
+    // A value query without size_ret is also fine.
+    assert_eq!(
+        f(size, buf.as_mut_ptr().cast(), std::ptr::null_mut()),
+        CL_SUCCESS
+    );
+    buf.truncate(size);
+    Ok(buf)
+}
+
+/// A NUL-terminated string answer, checked for its terminator.
+pub fn c_string(bytes: &[u8]) -> String {
+    assert_eq!(bytes.last(), Some(&0), "string answers end in NUL");
+    assert!(!bytes[..bytes.len() - 1].contains(&0), "one NUL only");
+    String::from_utf8(bytes[..bytes.len() - 1].to_vec()).expect("UTF-8")
+}
+
+pub fn u32_of(b: &[u8]) -> u32 {
+    u32::from_ne_bytes(b.try_into().expect("4 bytes"))
+}
+
+pub fn u64_of(b: &[u8]) -> u64 {
+    u64::from_ne_bytes(b.try_into().expect("8 bytes"))
+}
+
+pub fn usize_of(b: &[u8]) -> usize {
+    usize::from_ne_bytes(b.try_into().expect("pointer-sized"))
+}
+
+/// A pointer that is not a vkcl handle: it points at readable memory with
+/// junk in it, so dereferencing it as a handle would go badly.
+pub fn junk_handle<T>() -> *mut T {
+    static JUNK: [u64; 16] = [0xDEAD_BEEF_DEAD_BEEF; 16];
+    JUNK.as_ptr() as *mut T
+}
