@@ -18,6 +18,8 @@ cargo fmt --all -- --check
 log "cargo clippy"
 cargo clippy --all-targets -- -D warnings
 
+log "cargo build (the shared library the integration tests load)"
+cargo build --lib
 log "cargo test"
 cargo test --no-fail-fast
 
