@@ -9,6 +9,7 @@ use crate::api::platform::{extension_string, extension_versions};
 use crate::api::util::*;
 use crate::core::device::{Device, make_version};
 use crate::core::error::{ClResult, err};
+use crate::core::event::host_time_ns;
 use crate::core::object::Handle;
 use crate::core::platform::{Platform, platform};
 
@@ -156,7 +157,9 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         // The OpenCL C front end is not wired in yet.
         CL_DEVICE_COMPILER_AVAILABLE | CL_DEVICE_LINKER_AVAILABLE => info(false),
         CL_DEVICE_EXECUTION_CAPABILITIES => info(CL_EXEC_KERNEL),
-        CL_DEVICE_QUEUE_ON_HOST_PROPERTIES => info(CL_QUEUE_PROFILING_ENABLE),
+        CL_DEVICE_QUEUE_ON_HOST_PROPERTIES => {
+            info(CL_QUEUE_PROFILING_ENABLE | CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
+        }
         CL_DEVICE_QUEUE_ON_DEVICE_PROPERTIES => info(0 as cl_command_queue_properties),
         CL_DEVICE_QUEUE_ON_DEVICE_PREFERRED_SIZE | CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE => info(0u32),
         CL_DEVICE_MAX_ON_DEVICE_QUEUES | CL_DEVICE_MAX_ON_DEVICE_EVENTS => info(0u32),
@@ -311,17 +314,39 @@ pub unsafe extern "C" fn clReleaseDevice(device: cl_device_id) -> cl_int {
 }
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clGetDeviceAndHostTimer(
-    _device: cl_device_id,
-    _device_timestamp: *mut cl_ulong,
-    _host_timestamp: *mut cl_ulong,
+    device: cl_device_id,
+    device_timestamp: *mut cl_ulong,
+    host_timestamp: *mut cl_ulong,
 ) -> cl_int {
-    unsupported("clGetDeviceAndHostTimer")
+    api_call("clGetDeviceAndHostTimer", || {
+        Handle::<Device>::from_raw(device)?;
+        if device_timestamp.is_null() || host_timestamp.is_null() {
+            return err(CL_INVALID_VALUE);
+        }
+        // Profiling times are device timestamps converted to the host
+        // clock, so the device timer, in the same units, is the host clock.
+        let now = host_time_ns();
+        // SAFETY: both checked non-null; writable per the specification.
+        unsafe {
+            device_timestamp.write(now);
+            host_timestamp.write(now);
+        }
+        Ok(())
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clGetHostTimer(
-    _device: cl_device_id,
-    _host_timestamp: *mut cl_ulong,
+    device: cl_device_id,
+    host_timestamp: *mut cl_ulong,
 ) -> cl_int {
-    unsupported("clGetHostTimer")
+    api_call("clGetHostTimer", || {
+        Handle::<Device>::from_raw(device)?;
+        if host_timestamp.is_null() {
+            return err(CL_INVALID_VALUE);
+        }
+        // SAFETY: checked non-null; writable per the specification.
+        unsafe { host_timestamp.write(host_time_ns()) };
+        Ok(())
+    })
 }

@@ -1,226 +1,851 @@
-//! Buffer and pipe entry points. Buffers arrive with the execution model; pipes are not
-//! offered (CL_DEVICE_PIPE_SUPPORT is false), for which the specification gives
-//! CL_INVALID_OPERATION.
+//! Buffer entry points: creation, sub-buffers, queries and every buffer
+//! transfer. Pipes are not offered (CL_DEVICE_PIPE_SUPPORT is false), for
+//! which the specification gives CL_INVALID_OPERATION.
 
 use std::ffi::c_void;
+use std::sync::Arc;
 
+use ash::vk;
 use opencl_sys::*;
 
 use crate::api::util::*;
+use crate::core::context::Context;
+use crate::core::error::{ClError, ClResult, err};
+use crate::core::memory::{Buffer, HostPtr, MemDestructor, Rect, work};
+use crate::core::object::{Callback, Handle};
+use crate::core::queue::{Ordering, Queue, Work};
+
+const ACCESS_FLAGS: cl_mem_flags = CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY;
+const HOST_ACCESS_FLAGS: cl_mem_flags =
+    CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS;
+const HOST_PTR_FLAGS: cl_mem_flags =
+    CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR;
+
+/// Checks a flag set for a new memory object.
+fn check_mem_flags(flags: cl_mem_flags) -> ClResult<()> {
+    let known = ACCESS_FLAGS | HOST_ACCESS_FLAGS | HOST_PTR_FLAGS;
+    let at_most_one = |group: cl_mem_flags| (flags & group).count_ones() <= 1;
+    if flags & !known != 0
+        || !at_most_one(ACCESS_FLAGS)
+        || !at_most_one(HOST_ACCESS_FLAGS)
+        || (flags & CL_MEM_USE_HOST_PTR != 0
+            && flags & (CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR) != 0)
+    {
+        return err(CL_INVALID_VALUE);
+    }
+    Ok(())
+}
+
+fn create_buffer(
+    context: cl_context,
+    properties: Option<*const cl_mem_properties>,
+    flags: cl_mem_flags,
+    size: usize,
+    host_ptr: *mut c_void,
+) -> ClResult<cl_mem> {
+    let c = Handle::<Context>::from_raw(context)?;
+    let mut props = Vec::new();
+    if let Some(p) = properties.filter(|p| !p.is_null()) {
+        // SAFETY: a zero-terminated list, per the specification.
+        let first = unsafe { *p };
+        if first != 0 {
+            // No buffer properties are supported.
+            return err(CL_INVALID_PROPERTY);
+        }
+        props.push(0);
+    }
+    check_mem_flags(flags)?;
+    let flags = if flags & ACCESS_FLAGS == 0 {
+        flags | CL_MEM_READ_WRITE
+    } else {
+        flags
+    };
+    let wants_ptr = flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR) != 0;
+    if wants_ptr == host_ptr.is_null() {
+        return err(CL_INVALID_HOST_PTR);
+    }
+    let max = c
+        .devices
+        .iter()
+        .map(|d| d.max_mem_alloc_size())
+        .min()
+        .unwrap_or(0);
+    if size == 0 || size as u64 > max {
+        return err(CL_INVALID_BUFFER_SIZE);
+    }
+    let host = (!host_ptr.is_null()).then_some(HostPtr(host_ptr as usize));
+    Ok(Handle::into_api(Buffer::new(c, flags, size, host, props)?))
+}
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clCreateBuffer(
-    _context: cl_context,
-    _flags: cl_mem_flags,
-    _size: usize,
-    _host_ptr: *mut c_void,
-    _errcode_ret: *mut cl_int,
+    context: cl_context,
+    flags: cl_mem_flags,
+    size: usize,
+    host_ptr: *mut c_void,
+    errcode_ret: *mut cl_int,
 ) -> cl_mem {
+    let create = || create_buffer(context, None, flags, size, host_ptr);
     // SAFETY: errcode_ret is null or writable, per the specification.
-    unsafe { unsupported_obj("clCreateBuffer", _errcode_ret) }
+    unsafe { api_create("clCreateBuffer", errcode_ret, create) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clRetainMemObject(_memobj: cl_mem) -> cl_int {
-    unsupported("clRetainMemObject")
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn clReleaseMemObject(_memobj: cl_mem) -> cl_int {
-    unsupported("clReleaseMemObject")
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn clGetMemObjectInfo(
-    _memobj: cl_mem,
-    _param_name: cl_mem_info,
-    _param_value_size: usize,
-    _param_value: *mut c_void,
-    _param_value_size_ret: *mut usize,
-) -> cl_int {
-    unsupported("clGetMemObjectInfo")
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn clEnqueueReadBuffer(
-    _command_queue: cl_command_queue,
-    _buffer: cl_mem,
-    _blocking_read: cl_bool,
-    _offset: usize,
-    _size: usize,
-    _ptr: *mut c_void,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
-    _event: *mut cl_event,
-) -> cl_int {
-    unsupported("clEnqueueReadBuffer")
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn clEnqueueWriteBuffer(
-    _command_queue: cl_command_queue,
-    _buffer: cl_mem,
-    _blocking_write: cl_bool,
-    _offset: usize,
-    _size: usize,
-    _ptr: *const c_void,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
-    _event: *mut cl_event,
-) -> cl_int {
-    unsupported("clEnqueueWriteBuffer")
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn clEnqueueCopyBuffer(
-    _command_queue: cl_command_queue,
-    _src_buffer: cl_mem,
-    _dst_buffer: cl_mem,
-    _src_offset: usize,
-    _dst_offset: usize,
-    _size: usize,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
-    _event: *mut cl_event,
-) -> cl_int {
-    unsupported("clEnqueueCopyBuffer")
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn clEnqueueMapBuffer(
-    _command_queue: cl_command_queue,
-    _buffer: cl_mem,
-    _blocking_map: cl_bool,
-    _map_flags: cl_map_flags,
-    _offset: usize,
-    _size: usize,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
-    _event: *mut cl_event,
-    _errcode_ret: *mut cl_int,
-) -> *mut c_void {
+pub unsafe extern "C" fn clCreateBufferWithProperties(
+    context: cl_context,
+    properties: *const cl_mem_properties,
+    flags: cl_mem_flags,
+    size: usize,
+    host_ptr: *mut c_void,
+    errcode_ret: *mut cl_int,
+) -> cl_mem {
+    let create = || create_buffer(context, Some(properties), flags, size, host_ptr);
     // SAFETY: errcode_ret is null or writable, per the specification.
-    unsafe { unsupported_obj("clEnqueueMapBuffer", _errcode_ret) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn clEnqueueUnmapMemObject(
-    _command_queue: cl_command_queue,
-    _memobj: cl_mem,
-    _mapped_ptr: *mut c_void,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
-    _event: *mut cl_event,
-) -> cl_int {
-    unsupported("clEnqueueUnmapMemObject")
+    unsafe { api_create("clCreateBufferWithProperties", errcode_ret, create) }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clCreateSubBuffer(
-    _buffer: cl_mem,
-    _flags: cl_mem_flags,
-    _buffer_create_type: cl_buffer_create_type,
-    _buffer_create_info: *const c_void,
-    _errcode_ret: *mut cl_int,
+    buffer: cl_mem,
+    flags: cl_mem_flags,
+    buffer_create_type: cl_buffer_create_type,
+    buffer_create_info: *const c_void,
+    errcode_ret: *mut cl_int,
 ) -> cl_mem {
+    let create = || {
+        let parent = Handle::<Buffer>::from_raw(buffer)?;
+        if parent.parent.is_some() {
+            return err(CL_INVALID_MEM_OBJECT);
+        }
+        if flags & HOST_PTR_FLAGS != 0 {
+            return err(CL_INVALID_VALUE);
+        }
+        check_mem_flags(flags)?;
+        // Access flags the parent forbids cannot be asked for.
+        let pf = parent.flags;
+        if (pf & CL_MEM_WRITE_ONLY != 0 && flags & (CL_MEM_READ_WRITE | CL_MEM_READ_ONLY) != 0)
+            || (pf & CL_MEM_READ_ONLY != 0 && flags & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY) != 0)
+            || (pf & CL_MEM_HOST_WRITE_ONLY != 0 && flags & CL_MEM_HOST_READ_ONLY != 0)
+            || (pf & CL_MEM_HOST_READ_ONLY != 0 && flags & CL_MEM_HOST_WRITE_ONLY != 0)
+            || (pf & CL_MEM_HOST_NO_ACCESS != 0
+                && flags & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_WRITE_ONLY) != 0)
+        {
+            return err(CL_INVALID_VALUE);
+        }
+        // Unspecified access and host-access flags, and the host pointer
+        // flags, come from the parent.
+        let mut sub_flags = flags | (pf & HOST_PTR_FLAGS);
+        if flags & ACCESS_FLAGS == 0 {
+            sub_flags |= pf & ACCESS_FLAGS;
+        }
+        if flags & HOST_ACCESS_FLAGS == 0 {
+            sub_flags |= pf & HOST_ACCESS_FLAGS;
+        }
+        if buffer_create_type != CL_BUFFER_CREATE_TYPE_REGION || buffer_create_info.is_null() {
+            return err(CL_INVALID_VALUE);
+        }
+        // SAFETY: a cl_buffer_region for CL_BUFFER_CREATE_TYPE_REGION.
+        let region = unsafe { &*(buffer_create_info as *const cl_buffer_region) };
+        if region.size == 0 {
+            return err(CL_INVALID_BUFFER_SIZE);
+        }
+        if region
+            .origin
+            .checked_add(region.size)
+            .is_none_or(|end| end > parent.size)
+        {
+            return err(CL_INVALID_VALUE);
+        }
+        let aligned = parent
+            .context
+            .devices
+            .iter()
+            .any(|d| region.origin % (d.mem_base_addr_align_bits() as usize / 8) == 0);
+        if !aligned {
+            return err(CL_MISALIGNED_SUB_BUFFER_OFFSET);
+        }
+        Ok(Handle::into_api(Buffer::sub_buffer(
+            &parent,
+            sub_flags,
+            region.origin,
+            region.size,
+        )))
+    };
     // SAFETY: errcode_ret is null or writable, per the specification.
-    unsafe { unsupported_obj("clCreateSubBuffer", _errcode_ret) }
+    unsafe { api_create("clCreateSubBuffer", errcode_ret, create) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clRetainMemObject(memobj: cl_mem) -> cl_int {
+    api_call("clRetainMemObject", || {
+        Handle::<Buffer>::from_raw(memobj)?.retain()
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clReleaseMemObject(memobj: cl_mem) -> cl_int {
+    api_call("clReleaseMemObject", || {
+        Handle::release(Handle::<Buffer>::from_raw(memobj)?)
+    })
+}
+
+fn mem_info(b: &Arc<Handle<Buffer>>, param: cl_mem_info) -> Info {
+    match param {
+        CL_MEM_TYPE => info(CL_MEM_OBJECT_BUFFER),
+        CL_MEM_FLAGS => info(b.flags),
+        CL_MEM_SIZE => info(b.size),
+        CL_MEM_HOST_PTR => info(b.host_ptr.map_or(std::ptr::null_mut(), |p| p.get())),
+        CL_MEM_MAP_COUNT => info(b.maps().len() as cl_uint),
+        CL_MEM_REFERENCE_COUNT => info(b.api_ref_count()),
+        CL_MEM_CONTEXT => info(Handle::as_raw::<c_void>(&b.context)),
+        CL_MEM_ASSOCIATED_MEMOBJECT => info(match &b.parent {
+            Some(p) => Handle::as_raw::<c_void>(p),
+            None => std::ptr::null_mut(),
+        }),
+        CL_MEM_OFFSET => info(b.origin()),
+        CL_MEM_USES_SVM_POINTER => info(false),
+        CL_MEM_PROPERTIES => info(b.properties.clone()),
+        _ => invalid_param(param),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clGetMemObjectInfo(
+    memobj: cl_mem,
+    param_name: cl_mem_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> cl_int {
+    api_call("clGetMemObjectInfo", || {
+        let b = Handle::<Buffer>::from_raw(memobj)?;
+        // SAFETY: the application passes buffers of the sizes it states.
+        unsafe {
+            write_info(
+                mem_info(&b, param_name),
+                param_value_size,
+                param_value,
+                param_value_size_ret,
+            )
+        }
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clSetMemObjectDestructorCallback(
-    _memobj: cl_mem,
-    _pfn_notify: Option<unsafe extern "C" fn(memobj: cl_mem, user_data: *mut c_void)>,
-    _user_data: *mut c_void,
+    memobj: cl_mem,
+    pfn_notify: Option<MemDestructor>,
+    user_data: *mut c_void,
 ) -> cl_int {
-    unsupported("clSetMemObjectDestructorCallback")
+    api_call("clSetMemObjectDestructorCallback", || {
+        let b = Handle::<Buffer>::from_raw(memobj)?;
+        let func = pfn_notify.ok_or(ClError(CL_INVALID_VALUE))?;
+        b.add_destructor(Callback { func, user_data });
+        Ok(())
+    })
+}
+
+/// The common part of every buffer command: the queue, the buffer (same
+/// context, on the queue's device, sub-buffer aligned for it) and the wait
+/// list.
+struct Target {
+    queue: Arc<Handle<Queue>>,
+    waits: Vec<Arc<Handle<crate::core::event::Event>>>,
+}
+
+fn target(
+    command_queue: cl_command_queue,
+    buffers: &[cl_mem],
+    num_events: cl_uint,
+    events: *const cl_event,
+) -> ClResult<(Target, Vec<Arc<Handle<Buffer>>>)> {
+    let queue = Handle::<Queue>::from_raw(command_queue)?;
+    let mut list = Vec::with_capacity(buffers.len());
+    for &m in buffers {
+        let b = Handle::<Buffer>::from_raw(m)?;
+        if !Arc::ptr_eq(&b.context, &queue.context) {
+            return err(CL_INVALID_CONTEXT);
+        }
+        b.check_device(&queue)?;
+        if b.origin() % (queue.device.mem_base_addr_align_bits() as usize / 8) != 0 {
+            return err(CL_MISALIGNED_SUB_BUFFER_OFFSET);
+        }
+        list.push(b);
+    }
+    // SAFETY: the application passes `num_events` handles.
+    let waits = unsafe { wait_list(&queue.context, num_events, events)? };
+    Ok((Target { queue, waits }, list))
+}
+
+impl Target {
+    /// Enqueues, hands out the event, and waits when blocking.
+    fn run(
+        self,
+        command_type: cl_command_type,
+        blocking: bool,
+        event: *mut cl_event,
+        work: Work,
+    ) -> ClResult<()> {
+        if blocking {
+            check_wait_list_ok(&self.waits)?;
+        }
+        let ev = self
+            .queue
+            .enqueue(command_type, self.waits, Ordering::Normal, work)?;
+        if blocking {
+            block_on(&self.queue, &ev)?;
+        }
+        // SAFETY: null or writable, per the specification.
+        unsafe { out_event(event, ev) };
+        Ok(())
+    }
+}
+
+fn in_bounds(b: &Buffer, offset: usize, size: usize) -> ClResult<()> {
+    match offset.checked_add(size) {
+        Some(end) if end <= b.size => Ok(()),
+        _ => err(CL_INVALID_VALUE),
+    }
+}
+
+fn host_can_read(b: &Buffer) -> ClResult<()> {
+    if b.flags & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS) != 0 {
+        return err(CL_INVALID_OPERATION);
+    }
+    Ok(())
+}
+
+fn host_can_write(b: &Buffer) -> ClResult<()> {
+    if b.flags & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS) != 0 {
+        return err(CL_INVALID_OPERATION);
+    }
+    Ok(())
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clEnqueueReadBufferRect(
-    _command_queue: cl_command_queue,
-    _buffer: cl_mem,
-    _blocking_read: cl_bool,
-    _buffer_origin: *const usize,
-    _host_origin: *const usize,
-    _region: *const usize,
-    _buffer_row_pitch: usize,
-    _buffer_slice_pitch: usize,
-    _host_row_pitch: usize,
-    _host_slice_pitch: usize,
-    _ptr: *mut c_void,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
-    _event: *mut cl_event,
+pub unsafe extern "C" fn clEnqueueReadBuffer(
+    command_queue: cl_command_queue,
+    buffer: cl_mem,
+    blocking_read: cl_bool,
+    offset: usize,
+    size: usize,
+    ptr: *mut c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
 ) -> cl_int {
-    unsupported("clEnqueueReadBufferRect")
+    api_call("clEnqueueReadBuffer", || {
+        let (t, b) = target(
+            command_queue,
+            &[buffer],
+            num_events_in_wait_list,
+            event_wait_list,
+        )?;
+        let b = &b[0];
+        in_bounds(b, offset, size)?;
+        if ptr.is_null() || size == 0 {
+            return err(CL_INVALID_VALUE);
+        }
+        host_can_read(b)?;
+        let w = work::read(&t.queue, b, offset, size, HostPtr(ptr as usize))?;
+        t.run(CL_COMMAND_READ_BUFFER, blocking_read != 0, event, w)
+    })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clEnqueueWriteBufferRect(
-    _command_queue: cl_command_queue,
-    _buffer: cl_mem,
-    _blocking_write: cl_bool,
-    _buffer_origin: *const usize,
-    _host_origin: *const usize,
-    _region: *const usize,
-    _buffer_row_pitch: usize,
-    _buffer_slice_pitch: usize,
-    _host_row_pitch: usize,
-    _host_slice_pitch: usize,
-    _ptr: *const c_void,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
-    _event: *mut cl_event,
+pub unsafe extern "C" fn clEnqueueWriteBuffer(
+    command_queue: cl_command_queue,
+    buffer: cl_mem,
+    blocking_write: cl_bool,
+    offset: usize,
+    size: usize,
+    ptr: *const c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
 ) -> cl_int {
-    unsupported("clEnqueueWriteBufferRect")
+    api_call("clEnqueueWriteBuffer", || {
+        let (t, b) = target(
+            command_queue,
+            &[buffer],
+            num_events_in_wait_list,
+            event_wait_list,
+        )?;
+        let b = &b[0];
+        in_bounds(b, offset, size)?;
+        if ptr.is_null() || size == 0 {
+            return err(CL_INVALID_VALUE);
+        }
+        host_can_write(b)?;
+        // SAFETY: the application passes `size` readable bytes.
+        let data = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), size) };
+        let w = work::write(&t.queue, b, offset, data)?;
+        t.run(CL_COMMAND_WRITE_BUFFER, blocking_write != 0, event, w)
+    })
+}
+
+/// Two byte ranges of buffers that share storage overlap.
+fn ranges_overlap(a: &Buffer, a_off: usize, b: &Buffer, b_off: usize, size: usize) -> bool {
+    Arc::ptr_eq(&a.storage, &b.storage) && {
+        let (x, y) = (a.offset + a_off, b.offset + b_off);
+        x < y + size && y < x + size
+    }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clEnqueueCopyBufferRect(
-    _command_queue: cl_command_queue,
-    _src_buffer: cl_mem,
-    _dst_buffer: cl_mem,
-    _src_origin: *const usize,
-    _dst_origin: *const usize,
-    _region: *const usize,
-    _src_row_pitch: usize,
-    _src_slice_pitch: usize,
-    _dst_row_pitch: usize,
-    _dst_slice_pitch: usize,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
-    _event: *mut cl_event,
+pub unsafe extern "C" fn clEnqueueCopyBuffer(
+    command_queue: cl_command_queue,
+    src_buffer: cl_mem,
+    dst_buffer: cl_mem,
+    src_offset: usize,
+    dst_offset: usize,
+    size: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
 ) -> cl_int {
-    unsupported("clEnqueueCopyBufferRect")
+    api_call("clEnqueueCopyBuffer", || {
+        let (t, b) = target(
+            command_queue,
+            &[src_buffer, dst_buffer],
+            num_events_in_wait_list,
+            event_wait_list,
+        )?;
+        let (src, dst) = (&b[0], &b[1]);
+        in_bounds(src, src_offset, size)?;
+        in_bounds(dst, dst_offset, size)?;
+        if size == 0 {
+            return err(CL_INVALID_VALUE);
+        }
+        if ranges_overlap(src, src_offset, dst, dst_offset, size) {
+            return err(CL_MEM_COPY_OVERLAP);
+        }
+        let region = vk::BufferCopy {
+            src_offset: src_offset as u64,
+            dst_offset: dst_offset as u64,
+            size: size as u64,
+        };
+        t.run(
+            CL_COMMAND_COPY_BUFFER,
+            false,
+            event,
+            work::copy(src, dst, vec![region]),
+        )
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clEnqueueFillBuffer(
-    _command_queue: cl_command_queue,
-    _buffer: cl_mem,
-    _pattern: *const c_void,
-    _pattern_size: usize,
-    _offset: usize,
-    _size: usize,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
-    _event: *mut cl_event,
+    command_queue: cl_command_queue,
+    buffer: cl_mem,
+    pattern: *const c_void,
+    pattern_size: usize,
+    offset: usize,
+    size: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
 ) -> cl_int {
-    unsupported("clEnqueueFillBuffer")
+    api_call("clEnqueueFillBuffer", || {
+        let (t, b) = target(
+            command_queue,
+            &[buffer],
+            num_events_in_wait_list,
+            event_wait_list,
+        )?;
+        let b = &b[0];
+        if pattern.is_null()
+            || !pattern_size.is_power_of_two()
+            || pattern_size > 128
+            || offset % pattern_size != 0
+            || size % pattern_size != 0
+            || size == 0
+        {
+            return err(CL_INVALID_VALUE);
+        }
+        in_bounds(b, offset, size)?;
+        // SAFETY: the application passes `pattern_size` readable bytes.
+        let pat = unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) };
+        let w = work::fill(&t.queue, b, pat, offset, size)?;
+        t.run(CL_COMMAND_FILL_BUFFER, false, event, w)
+    })
+}
+
+/// Reads a 3-component size_t array argument.
+///
+/// # Safety
+/// `p` is null or points to three values.
+unsafe fn triple(p: *const usize) -> ClResult<[usize; 3]> {
+    if p.is_null() {
+        return err(CL_INVALID_VALUE);
+    }
+    // SAFETY: non-null, three values per the specification.
+    Ok(unsafe { [*p, *p.add(1), *p.add(2)] })
+}
+
+/// Resolves the pitches of one side of a rectangular transfer, as the
+/// specification defines the defaults and limits.
+fn rect(
+    origin: [usize; 3],
+    region: [usize; 3],
+    row_pitch: usize,
+    slice_pitch: usize,
+) -> ClResult<Rect> {
+    let row_pitch = if row_pitch == 0 { region[0] } else { row_pitch };
+    if row_pitch < region[0] {
+        return err(CL_INVALID_VALUE);
+    }
+    let slice_pitch = if slice_pitch == 0 {
+        region[1] * row_pitch
+    } else {
+        slice_pitch
+    };
+    if slice_pitch < region[1] * row_pitch || slice_pitch % row_pitch != 0 {
+        return err(CL_INVALID_VALUE);
+    }
+    Ok(Rect {
+        origin,
+        row_pitch,
+        slice_pitch,
+    })
+}
+
+fn check_region(region: [usize; 3]) -> ClResult<()> {
+    if region.contains(&0) {
+        return err(CL_INVALID_VALUE);
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn rect_transfer(
+    name: cl_command_type,
+    command_queue: cl_command_queue,
+    buffer: cl_mem,
+    blocking: cl_bool,
+    buffer_origin: *const usize,
+    host_origin: *const usize,
+    region: *const usize,
+    buffer_row_pitch: usize,
+    buffer_slice_pitch: usize,
+    host_row_pitch: usize,
+    host_slice_pitch: usize,
+    ptr: *mut c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> ClResult<()> {
+    let (t, b) = target(
+        command_queue,
+        &[buffer],
+        num_events_in_wait_list,
+        event_wait_list,
+    )?;
+    let b = &b[0];
+    // SAFETY: three values each, per the specification.
+    let (bo, ho, region) = unsafe {
+        (
+            triple(buffer_origin)?,
+            triple(host_origin)?,
+            triple(region)?,
+        )
+    };
+    check_region(region)?;
+    if ptr.is_null() {
+        return err(CL_INVALID_VALUE);
+    }
+    let br = rect(bo, region, buffer_row_pitch, buffer_slice_pitch)?;
+    let hr = rect(ho, region, host_row_pitch, host_slice_pitch)?;
+    if br.end(region) > b.size {
+        return err(CL_INVALID_VALUE);
+    }
+    let host = HostPtr(ptr as usize);
+    let w = if name == CL_COMMAND_READ_BUFFER_RECT {
+        host_can_read(b)?;
+        work::read_rect(&t.queue, b, br, hr, region, host)?
+    } else {
+        host_can_write(b)?;
+        work::write_rect(&t.queue, b, br, hr, region, host)?
+    };
+    t.run(name, blocking != 0, event, w)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clEnqueueReadBufferRect(
+    command_queue: cl_command_queue,
+    buffer: cl_mem,
+    blocking_read: cl_bool,
+    buffer_origin: *const usize,
+    host_origin: *const usize,
+    region: *const usize,
+    buffer_row_pitch: usize,
+    buffer_slice_pitch: usize,
+    host_row_pitch: usize,
+    host_slice_pitch: usize,
+    ptr: *mut c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> cl_int {
+    api_call("clEnqueueReadBufferRect", || {
+        // SAFETY: arguments as the specification defines them.
+        unsafe {
+            rect_transfer(
+                CL_COMMAND_READ_BUFFER_RECT,
+                command_queue,
+                buffer,
+                blocking_read,
+                buffer_origin,
+                host_origin,
+                region,
+                buffer_row_pitch,
+                buffer_slice_pitch,
+                host_row_pitch,
+                host_slice_pitch,
+                ptr,
+                num_events_in_wait_list,
+                event_wait_list,
+                event,
+            )
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clEnqueueWriteBufferRect(
+    command_queue: cl_command_queue,
+    buffer: cl_mem,
+    blocking_write: cl_bool,
+    buffer_origin: *const usize,
+    host_origin: *const usize,
+    region: *const usize,
+    buffer_row_pitch: usize,
+    buffer_slice_pitch: usize,
+    host_row_pitch: usize,
+    host_slice_pitch: usize,
+    ptr: *const c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> cl_int {
+    api_call("clEnqueueWriteBufferRect", || {
+        // SAFETY: arguments as the specification defines them.
+        unsafe {
+            rect_transfer(
+                CL_COMMAND_WRITE_BUFFER_RECT,
+                command_queue,
+                buffer,
+                blocking_write,
+                buffer_origin,
+                host_origin,
+                region,
+                buffer_row_pitch,
+                buffer_slice_pitch,
+                host_row_pitch,
+                host_slice_pitch,
+                ptr as *mut c_void,
+                num_events_in_wait_list,
+                event_wait_list,
+                event,
+            )
+        }
+    })
+}
+
+/// Whether two boxes of the same storage (same pitches) overlap.
+fn boxes_overlap(a: &Rect, a_base: usize, b: &Rect, b_base: usize, region: [usize; 3]) -> bool {
+    // Linear byte spans first: disjoint spans cannot overlap.
+    let (a0, a1) = (a_base + a.offset(0, 0), a_base + a.end(region));
+    let (b0, b1) = (b_base + b.offset(0, 0), b_base + b.end(region));
+    if a1 <= b0 || b1 <= a0 {
+        return false;
+    }
+    // Same pitches: compare as 3-D boxes in (byte, row, slice) space.
+    let coords = |base: usize, r: &Rect| {
+        let start = base + r.offset(0, 0);
+        let z = start / r.slice_pitch;
+        let y = (start % r.slice_pitch) / r.row_pitch;
+        let x = start % r.row_pitch;
+        [x, y, z]
+    };
+    let (ca, cb) = (coords(a_base, a), coords(b_base, b));
+    (0..3).all(|i| ca[i] < cb[i] + region[i] && cb[i] < ca[i] + region[i])
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clEnqueueCopyBufferRect(
+    command_queue: cl_command_queue,
+    src_buffer: cl_mem,
+    dst_buffer: cl_mem,
+    src_origin: *const usize,
+    dst_origin: *const usize,
+    region: *const usize,
+    src_row_pitch: usize,
+    src_slice_pitch: usize,
+    dst_row_pitch: usize,
+    dst_slice_pitch: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> cl_int {
+    api_call("clEnqueueCopyBufferRect", || {
+        let (t, b) = target(
+            command_queue,
+            &[src_buffer, dst_buffer],
+            num_events_in_wait_list,
+            event_wait_list,
+        )?;
+        let (src, dst) = (&b[0], &b[1]);
+        // SAFETY: three values each, per the specification.
+        let (so, dof, region) =
+            unsafe { (triple(src_origin)?, triple(dst_origin)?, triple(region)?) };
+        check_region(region)?;
+        let sr = rect(so, region, src_row_pitch, src_slice_pitch)?;
+        let dr = rect(dof, region, dst_row_pitch, dst_slice_pitch)?;
+        if sr.end(region) > src.size || dr.end(region) > dst.size {
+            return err(CL_INVALID_VALUE);
+        }
+        if Arc::ptr_eq(&src.storage, &dst.storage) {
+            if Arc::ptr_eq(src, dst)
+                && (sr.row_pitch != dr.row_pitch || sr.slice_pitch != dr.slice_pitch)
+            {
+                return err(CL_INVALID_VALUE);
+            }
+            let same_pitch = sr.row_pitch == dr.row_pitch && sr.slice_pitch == dr.slice_pitch;
+            let overlap = if same_pitch {
+                boxes_overlap(&sr, src.offset, &dr, dst.offset, region)
+            } else {
+                let (a0, a1) = (src.offset + sr.offset(0, 0), src.offset + sr.end(region));
+                let (b0, b1) = (dst.offset + dr.offset(0, 0), dst.offset + dr.end(region));
+                a0 < b1 && b0 < a1
+            };
+            if overlap {
+                return err(CL_MEM_COPY_OVERLAP);
+            }
+        }
+        let regions = work::rect_rows(&sr, &dr, region)
+            .into_iter()
+            .map(|(s, d, len)| vk::BufferCopy {
+                src_offset: s as u64,
+                dst_offset: d as u64,
+                size: len as u64,
+            })
+            .collect();
+        t.run(
+            CL_COMMAND_COPY_BUFFER_RECT,
+            false,
+            event,
+            work::copy(src, dst, regions),
+        )
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clEnqueueMapBuffer(
+    command_queue: cl_command_queue,
+    buffer: cl_mem,
+    blocking_map: cl_bool,
+    map_flags: cl_map_flags,
+    offset: usize,
+    size: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void {
+    let map = || {
+        let (t, b) = target(
+            command_queue,
+            &[buffer],
+            num_events_in_wait_list,
+            event_wait_list,
+        )?;
+        let b = &b[0];
+        in_bounds(b, offset, size)?;
+        let known = CL_MAP_READ | CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION;
+        if size == 0
+            || map_flags & !known != 0
+            || (map_flags & CL_MAP_WRITE_INVALIDATE_REGION != 0
+                && map_flags & (CL_MAP_READ | CL_MAP_WRITE) != 0)
+        {
+            return err(CL_INVALID_VALUE);
+        }
+        if map_flags & CL_MAP_READ != 0 {
+            host_can_read(b)?;
+        }
+        if map_flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0 {
+            host_can_write(b)?;
+        }
+        if blocking_map != 0 {
+            check_wait_list_ok(&t.waits)?;
+        }
+        let (ptr, w) = work::map(&t.queue, b, map_flags, offset, size)?;
+        let result = t.run(CL_COMMAND_MAP_BUFFER, blocking_map != 0, event, w);
+        if let Err(e) = result {
+            // Forget the mapping the failed command registered.
+            b.maps().retain(|m| m.ptr != ptr);
+            return Err(e);
+        }
+        Ok(ptr.get().cast::<c_void>())
+    };
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { api_create("clEnqueueMapBuffer", errcode_ret, map) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clEnqueueUnmapMemObject(
+    command_queue: cl_command_queue,
+    memobj: cl_mem,
+    mapped_ptr: *mut c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> cl_int {
+    api_call("clEnqueueUnmapMemObject", || {
+        let (t, b) = target(
+            command_queue,
+            &[memobj],
+            num_events_in_wait_list,
+            event_wait_list,
+        )?;
+        let w = work::unmap(&b[0], HostPtr(mapped_ptr as usize))?;
+        t.run(CL_COMMAND_UNMAP_MEM_OBJECT, false, event, w)
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clEnqueueMigrateMemObjects(
-    _command_queue: cl_command_queue,
-    _num_mem_objects: cl_uint,
-    _mem_objects: *const cl_mem,
-    _flags: cl_mem_migration_flags,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
-    _event: *mut cl_event,
+    command_queue: cl_command_queue,
+    num_mem_objects: cl_uint,
+    mem_objects: *const cl_mem,
+    flags: cl_mem_migration_flags,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
 ) -> cl_int {
-    unsupported("clEnqueueMigrateMemObjects")
+    api_call("clEnqueueMigrateMemObjects", || {
+        if num_mem_objects == 0 || mem_objects.is_null() {
+            return err(CL_INVALID_VALUE);
+        }
+        if flags & !(CL_MIGRATE_MEM_OBJECT_HOST | CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED) != 0 {
+            return err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the application passes `num_mem_objects` handles.
+        let mems = unsafe { slice_in(mem_objects, num_mem_objects as usize)? };
+        let (t, b) = target(
+            command_queue,
+            mems,
+            num_events_in_wait_list,
+            event_wait_list,
+        )?;
+        // Every buffer lives on its one device already: ordering only.
+        let mut w = Work::none();
+        w.keep = b
+            .into_iter()
+            .map(|x| Box::new(x) as Box<dyn std::any::Any + Send + Sync>)
+            .collect();
+        t.run(CL_COMMAND_MIGRATE_MEM_OBJECTS, false, event, w)
+    })
 }
 
 #[unsafe(no_mangle)]
@@ -245,17 +870,4 @@ pub unsafe extern "C" fn clGetPipeInfo(
     _param_value_size_ret: *mut usize,
 ) -> cl_int {
     unsupported("clGetPipeInfo")
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn clCreateBufferWithProperties(
-    _context: cl_context,
-    _properties: *const cl_mem_properties,
-    _flags: cl_mem_flags,
-    _size: usize,
-    _host_ptr: *mut c_void,
-    _errcode_ret: *mut cl_int,
-) -> cl_mem {
-    // SAFETY: errcode_ret is null or writable, per the specification.
-    unsafe { unsupported_obj("clCreateBufferWithProperties", _errcode_ret) }
 }

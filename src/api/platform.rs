@@ -68,8 +68,8 @@ fn platform_info(p: &Platform, param: cl_platform_info) -> Info {
         CL_PLATFORM_VENDOR => info(platform::VENDOR),
         CL_PLATFORM_EXTENSIONS => info(extension_string(&extensions)),
         CL_PLATFORM_EXTENSIONS_WITH_VERSION => info(extension_versions(&extensions)),
-        // clGetHostTimer is not offered yet: a resolution of zero says so.
-        CL_PLATFORM_HOST_TIMER_RESOLUTION => info(0u64),
+        // clGetHostTimer reads a nanosecond clock.
+        CL_PLATFORM_HOST_TIMER_RESOLUTION => info(1u64),
         CL_PLATFORM_ICD_SUFFIX_KHR => info(platform::ICD_SUFFIX),
         _ => invalid_param(param),
     }

@@ -6,7 +6,13 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use opencl_sys::*;
 
+use std::sync::Arc;
+
+use crate::core::context::Context;
 use crate::core::error::{ClError, ClResult, err};
+use crate::core::event::Event;
+use crate::core::object::Handle;
+use crate::core::queue::Queue;
 
 /// Runs the body of an entry point that returns a `cl_int`. A panic never
 /// crosses the C ABI: it is logged and reported as `CL_OUT_OF_RESOURCES`.
@@ -123,6 +129,62 @@ pub unsafe fn write_list<T: Copy>(
     }
     // SAFETY: null or writable, per the caller.
     unsafe { write_out(count_ret, items.len() as cl_uint) };
+}
+
+/// Reads an event wait list: both or neither of count and pointer, every
+/// event valid and of `context`.
+///
+/// # Safety
+/// `list` is null or points to `num` handles.
+pub unsafe fn wait_list(
+    context: &Arc<Handle<Context>>,
+    num: cl_uint,
+    list: *const cl_event,
+) -> ClResult<Vec<Arc<Handle<Event>>>> {
+    if (num == 0) != list.is_null() {
+        return err(CL_INVALID_EVENT_WAIT_LIST);
+    }
+    // SAFETY: checked non-null when num > 0; the caller vouches for num.
+    let raw = unsafe { slice_in(list, num as usize)? };
+    let mut events = Vec::with_capacity(raw.len());
+    for &e in raw {
+        let ev = Handle::<Event>::from_raw(e).map_err(|_| ClError(CL_INVALID_EVENT_WAIT_LIST))?;
+        if !Arc::ptr_eq(&ev.context, context) {
+            return err(CL_INVALID_CONTEXT);
+        }
+        events.push(ev);
+    }
+    Ok(events)
+}
+
+/// For blocking commands: a failed event in the wait list is reported
+/// before anything is enqueued.
+pub fn check_wait_list_ok(events: &[Arc<Handle<Event>>]) -> ClResult<()> {
+    if events.iter().any(|e| e.status() < 0) {
+        return err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+    }
+    Ok(())
+}
+
+/// Hands an event to the application if it asked for one.
+///
+/// # Safety
+/// `out` is null or writable.
+pub unsafe fn out_event(out: *mut cl_event, event: Arc<Handle<Event>>) {
+    if !out.is_null() {
+        // SAFETY: non-null and writable, per the caller.
+        unsafe { out.write(Handle::into_api(event)) };
+    }
+}
+
+/// Waits for a command of `queue` (flushing it first); a failed command
+/// is CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST.
+pub fn block_on(queue: &Arc<Handle<Queue>>, event: &Arc<Handle<Event>>) -> ClResult<()> {
+    queue.flush()?;
+    if event.wait() < 0 {
+        return err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+    }
+    Ok(())
 }
 
 /// Plain data that can be answered byte for byte by a `clGet*Info` query.

@@ -1,13 +1,16 @@
 //! An OpenCL device: one Vulkan physical device, with the OpenCL-facing
 //! figures derived from what Vulkan reports.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use ash::vk;
 use opencl_sys::*;
 
 use crate::core::error::{ClError, ClResult};
-use crate::core::object::ClObject;
+use crate::core::object::{ClObject, Handle};
+use crate::core::queue::Queue;
+use crate::core::worker::Worker;
 use crate::vk::device::LogicalDevice;
 use crate::vk::instance::Instance;
 use crate::vk::physical::PhysicalInfo;
@@ -18,6 +21,10 @@ pub struct Device {
     /// The index Vulkan enumerated this device at (what `VKCL_DEVICE` takes).
     pub vulkan_index: usize,
     logical: Mutex<Option<Arc<LogicalDevice>>>,
+    queues: Mutex<Vec<Weak<Handle<Queue>>>>,
+    worker: OnceLock<Arc<Worker>>,
+    repumping: Mutex<()>,
+    repump_again: AtomicBool,
 }
 
 impl ClObject for Device {
@@ -44,6 +51,48 @@ impl Device {
             info,
             vulkan_index,
             logical: Mutex::new(None),
+            queues: Mutex::new(Vec::new()),
+            worker: OnceLock::new(),
+            repumping: Mutex::new(()),
+            repump_again: AtomicBool::new(false),
+        }
+    }
+
+    pub fn worker(&self) -> &Arc<Worker> {
+        self.worker.get_or_init(Default::default)
+    }
+
+    pub fn register_queue(&self, q: &Arc<Handle<Queue>>) {
+        let mut qs = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        qs.retain(|w| w.strong_count() > 0);
+        qs.push(Arc::downgrade(q));
+    }
+
+    /// Lets every queue of the device try again to record commands that
+    /// were held back: called whenever an event moves on. Never recurses:
+    /// a call while another is running makes that one go round again.
+    pub fn repump(&self) {
+        loop {
+            self.repump_again.store(true, Ordering::SeqCst);
+            let Ok(_guard) = self.repumping.try_lock() else {
+                return;
+            };
+            while self.repump_again.swap(false, Ordering::SeqCst) {
+                let queues: Vec<_> = self
+                    .queues
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter()
+                    .filter_map(Weak::upgrade)
+                    .collect();
+                for q in queues {
+                    q.repump();
+                }
+            }
+            drop(_guard);
+            if !self.repump_again.load(Ordering::SeqCst) {
+                return;
+            }
         }
     }
 

@@ -4,8 +4,12 @@
 pub mod context;
 pub mod device;
 pub mod error;
+pub mod event;
+pub mod memory;
 pub mod object;
 pub mod platform;
+pub mod queue;
+pub mod worker;
 
 /// Sets up logging from `VKCL_LOG` (for example `VKCL_LOG=debug` or
 /// `VKCL_LOG=vkcl::vk=trace`); warnings and errors are shown by default.

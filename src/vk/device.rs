@@ -2,15 +2,33 @@
 //! context uses it and shared by every context after that.
 
 use std::ffi::c_char;
+use std::mem::ManuallyDrop;
+use std::sync::{Mutex, MutexGuard};
 
 use ash::vk;
+use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 
+use crate::vk::memory::StagingPool;
 use crate::vk::physical::PhysicalInfo;
 
 pub struct LogicalDevice {
     pub raw: ash::Device,
     pub queue_family: u32,
-    pub queue: vk::Queue,
+    /// The one Vulkan queue every OpenCL queue of the device submits to;
+    /// Vulkan requires submissions to it to be serialised.
+    queue: Mutex<vk::Queue>,
+    allocator: ManuallyDrop<Mutex<Allocator>>,
+    /// Device memory is host-visible (CPUs, most integrated GPUs).
+    pub unified_memory: bool,
+    pub staging: StagingPool,
+    /// Nanoseconds per timestamp tick.
+    pub timestamp_period: f64,
+    /// Valid bits of timestamps on the queue (0: no timestamps).
+    pub timestamp_bits: u32,
+    /// Pool for short internal submissions (initial uploads).
+    one_shot_pool: Mutex<vk::CommandPool>,
+    /// Host clock minus device clock, in ns, measured once.
+    timestamp_offset: std::sync::OnceLock<i64>,
 }
 
 impl LogicalDevice {
@@ -78,12 +96,185 @@ impl LogicalDevice {
         let raw = unsafe { instance.create_device(info.handle, &create, None)? };
         // SAFETY: one queue of this family was requested above.
         let queue = unsafe { raw.get_device_queue(queue_family, 0) };
+        let allocator = Allocator::new(&AllocatorCreateDesc {
+            instance: instance.clone(),
+            device: raw.clone(),
+            physical_device: info.handle,
+            debug_settings: Default::default(),
+            buffer_device_address: true,
+            allocation_sizes: Default::default(),
+        })
+        .map_err(|e| {
+            log::error!(target: "vkcl::vk", "cannot set up the memory allocator: {e}");
+            // SAFETY: nothing was created from the device yet.
+            unsafe { raw.destroy_device(None) };
+            vk::Result::ERROR_INITIALIZATION_FAILED
+        })?;
+        let pool_info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(queue_family)
+            .flags(vk::CommandPoolCreateFlags::TRANSIENT);
+        // SAFETY: valid device and family.
+        let one_shot_pool = unsafe { raw.create_command_pool(&pool_info, None)? };
         log::info!(target: "vkcl::vk", "created Vulkan device for {}", info.name());
         Ok(LogicalDevice {
             raw,
             queue_family,
-            queue,
+            queue: Mutex::new(queue),
+            allocator: ManuallyDrop::new(Mutex::new(allocator)),
+            unified_memory: info.is_unified_memory(),
+            staging: StagingPool::default(),
+            timestamp_period: info.props.limits.timestamp_period as f64,
+            timestamp_bits: info.queue_families[queue_family as usize].timestamp_valid_bits,
+            one_shot_pool: Mutex::new(one_shot_pool),
+            timestamp_offset: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The host clock (`host_time_ns`) minus the device's timestamp clock,
+    /// in ns: measured by writing a timestamp between two host readings,
+    /// keeping the tightest of a few tries.
+    pub fn timestamp_offset(&self) -> i64 {
+        *self.timestamp_offset.get_or_init(|| {
+            let measured = self.measure_timestamp_offset();
+            match measured {
+                Ok(o) => {
+                    log::debug!(target: "vkcl::vk", "device timestamps are host time - {o} ns");
+                    o
+                }
+                Err(e) => {
+                    log::warn!(target: "vkcl::vk", "cannot calibrate device timestamps: {e}");
+                    0
+                }
+            }
+        })
+    }
+
+    fn measure_timestamp_offset(&self) -> Result<i64, vk::Result> {
+        if self.timestamp_bits == 0 {
+            return Ok(0);
+        }
+        let info = vk::QueryPoolCreateInfo::default()
+            .query_type(vk::QueryType::TIMESTAMP)
+            .query_count(1);
+        // SAFETY: valid device; the pool is destroyed below.
+        let qp = unsafe { self.raw.create_query_pool(&info, None)? };
+        let mut best: Option<(u64, i64)> = None;
+        let mut result = Ok(());
+        for _ in 0..5 {
+            let t0 = crate::core::event::host_time_ns();
+            let r = self.one_shot(|cb| {
+                // SAFETY: recording state; the pool has one query.
+                unsafe {
+                    self.raw.cmd_reset_query_pool(cb, qp, 0, 1);
+                    self.raw
+                        .cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, qp, 0);
+                }
+            });
+            let t1 = crate::core::event::host_time_ns();
+            if let Err(e) = r {
+                result = Err(e);
+                break;
+            }
+            let mut ticks = [0u64; 1];
+            // SAFETY: the submission finished; one 64-bit result.
+            unsafe {
+                self.raw
+                    .get_query_pool_results(qp, 0, &mut ticks, vk::QueryResultFlags::TYPE_64)?
+            };
+            let device_ns = (ticks[0] as f64 * self.timestamp_period) as i64;
+            let mid = (t0 / 2 + t1 / 2) as i64;
+            let width = t1 - t0;
+            if best.is_none_or(|(w, _)| width < w) {
+                best = Some((width, mid - device_ns));
+            }
+        }
+        // SAFETY: no submission uses the pool any more.
+        unsafe { self.raw.destroy_query_pool(qp, None) };
+        result?;
+        Ok(best.map(|b| b.1).unwrap_or(0))
+    }
+
+    pub fn allocator(&self) -> MutexGuard<'_, Allocator> {
+        self.allocator.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Submits to the device's queue.
+    pub fn submit(
+        &self,
+        submits: &[vk::SubmitInfo<'_>],
+        fence: vk::Fence,
+    ) -> Result<(), vk::Result> {
+        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the queue is externally synchronised by the lock; the
+        // caller's submit infos reference live objects.
+        unsafe { self.raw.queue_submit(*queue, submits, fence) }
+    }
+
+    /// A timeline semaphore starting at zero.
+    pub fn create_timeline(&self) -> Result<vk::Semaphore, vk::Result> {
+        let mut kind = vk::SemaphoreTypeCreateInfo::default()
+            .semaphore_type(vk::SemaphoreType::TIMELINE)
+            .initial_value(0);
+        let info = vk::SemaphoreCreateInfo::default().push_next(&mut kind);
+        // SAFETY: valid device; timelineSemaphore is enabled.
+        unsafe { self.raw.create_semaphore(&info, None) }
+    }
+
+    /// Waits until `semaphore` reaches `value`, for at most `timeout_ns`.
+    pub fn wait_timeline(
+        &self,
+        semaphore: vk::Semaphore,
+        value: u64,
+        timeout_ns: u64,
+    ) -> Result<bool, vk::Result> {
+        let sems = [semaphore];
+        let values = [value];
+        let info = vk::SemaphoreWaitInfo::default()
+            .semaphores(&sems)
+            .values(&values);
+        // SAFETY: valid semaphore of this device.
+        match unsafe { self.raw.wait_semaphores(&info, timeout_ns) } {
+            Ok(()) => Ok(true),
+            Err(vk::Result::TIMEOUT) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Records commands with `record`, submits them and waits for them:
+    /// for work outside any OpenCL queue, such as a buffer's initial data.
+    pub fn one_shot(&self, record: impl FnOnce(vk::CommandBuffer)) -> Result<(), vk::Result> {
+        let pool = self.one_shot_pool.lock().unwrap_or_else(|e| e.into_inner());
+        let alloc = vk::CommandBufferAllocateInfo::default()
+            .command_pool(*pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(1);
+        // SAFETY (whole block): the pool is used under its lock only; the
+        // command buffer and fence are freed before returning, after the
+        // fence says the work is done.
+        unsafe {
+            let cb = self.raw.allocate_command_buffers(&alloc)?[0];
+            let result = (|| {
+                self.raw.begin_command_buffer(
+                    cb,
+                    &vk::CommandBufferBeginInfo::default()
+                        .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+                )?;
+                record(cb);
+                self.raw.end_command_buffer(cb)?;
+                let fence = self
+                    .raw
+                    .create_fence(&vk::FenceCreateInfo::default(), None)?;
+                let cbs = [cb];
+                let submit = [vk::SubmitInfo::default().command_buffers(&cbs)];
+                let r = self
+                    .submit(&submit, fence)
+                    .and_then(|()| self.raw.wait_for_fences(&[fence], true, u64::MAX));
+                self.raw.destroy_fence(fence, None);
+                r
+            })();
+            self.raw.free_command_buffers(*pool, &[cb]);
+            result
+        }
     }
 }
 
@@ -93,6 +284,13 @@ impl Drop for LogicalDevice {
         // destroyed by its owner before the last reference to it went away.
         unsafe {
             let _ = self.raw.device_wait_idle();
+            let pool = *self
+                .one_shot_pool
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner());
+            self.raw.destroy_command_pool(pool, None);
+            // The allocator frees its memory blocks, which needs the device.
+            ManuallyDrop::drop(&mut self.allocator);
             self.raw.destroy_device(None);
         }
     }

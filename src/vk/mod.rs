@@ -2,4 +2,5 @@
 
 pub mod device;
 pub mod instance;
+pub mod memory;
 pub mod physical;

@@ -63,8 +63,45 @@ cl_api! {
     clSetContextDestructorCallback: clSetContextDestructorCallback_t,
     clGetExtensionFunctionAddressForPlatform: clGetExtensionFunctionAddressForPlatform_t,
     clUnloadPlatformCompiler: clUnloadPlatformCompiler_t,
+    clCreateCommandQueue: clCreateCommandQueue_t,
     clCreateCommandQueueWithProperties: clCreateCommandQueueWithProperties_t,
+    clRetainCommandQueue: clRetainCommandQueue_t,
+    clReleaseCommandQueue: clReleaseCommandQueue_t,
+    clGetCommandQueueInfo: clGetCommandQueueInfo_t,
+    clFlush: clFlush_t,
+    clFinish: clFinish_t,
     clCreateBuffer: clCreateBuffer_t,
+    clCreateBufferWithProperties: clCreateBufferWithProperties_t,
+    clCreateSubBuffer: clCreateSubBuffer_t,
+    clRetainMemObject: clRetainMemObject_t,
+    clReleaseMemObject: clReleaseMemObject_t,
+    clGetMemObjectInfo: clGetMemObjectInfo_t,
+    clSetMemObjectDestructorCallback: clSetMemObjectDestructorCallback_t,
+    clEnqueueReadBuffer: clEnqueueReadBuffer_t,
+    clEnqueueWriteBuffer: clEnqueueWriteBuffer_t,
+    clEnqueueCopyBuffer: clEnqueueCopyBuffer_t,
+    clEnqueueFillBuffer: clEnqueueFillBuffer_t,
+    clEnqueueReadBufferRect: clEnqueueReadBufferRect_t,
+    clEnqueueWriteBufferRect: clEnqueueWriteBufferRect_t,
+    clEnqueueCopyBufferRect: clEnqueueCopyBufferRect_t,
+    clEnqueueMapBuffer: clEnqueueMapBuffer_t,
+    clEnqueueUnmapMemObject: clEnqueueUnmapMemObject_t,
+    clEnqueueMigrateMemObjects: clEnqueueMigrateMemObjects_t,
+    clEnqueueMarkerWithWaitList: clEnqueueMarkerWithWaitList_t,
+    clEnqueueBarrierWithWaitList: clEnqueueBarrierWithWaitList_t,
+    clEnqueueMarker: clEnqueueMarker_t,
+    clEnqueueBarrier: clEnqueueBarrier_t,
+    clEnqueueWaitForEvents: clEnqueueWaitForEvents_t,
+    clWaitForEvents: clWaitForEvents_t,
+    clGetEventInfo: clGetEventInfo_t,
+    clRetainEvent: clRetainEvent_t,
+    clReleaseEvent: clReleaseEvent_t,
+    clGetEventProfilingInfo: clGetEventProfilingInfo_t,
+    clSetEventCallback: clSetEventCallback_t,
+    clCreateUserEvent: clCreateUserEvent_t,
+    clSetUserEventStatus: clSetUserEventStatus_t,
+    clGetDeviceAndHostTimer: clGetDeviceAndHostTimer_t,
+    clGetHostTimer: clGetHostTimer_t,
     clCreatePipe: clCreatePipe_t,
     clSVMAlloc: clSVMAlloc_t,
     clEnqueueNativeKernel: clEnqueueNativeKernel_t,
@@ -212,6 +249,79 @@ impl Cl {
         query(|size, value, size_ret| unsafe {
             self.clGetContextInfo.unwrap()(c, param, size, value, size_ret)
         })
+    }
+
+    /// An in-order queue (with `props` bits) on the default device.
+    pub fn queue(&self, c: cl_context, props: cl_command_queue_properties) -> cl_command_queue {
+        let d = self.device();
+        let mut err = 1;
+        let q = unsafe { self.clCreateCommandQueue.unwrap()(c, d, props, &mut err) };
+        assert_eq!(err, CL_SUCCESS, "{}: clCreateCommandQueue", self.how);
+        q
+    }
+
+    /// A buffer of `size` bytes.
+    pub fn buffer(
+        &self,
+        c: cl_context,
+        flags: cl_mem_flags,
+        size: usize,
+        host: *mut c_void,
+    ) -> cl_mem {
+        let mut err = 1;
+        let b = unsafe { self.clCreateBuffer.unwrap()(c, flags, size, host, &mut err) };
+        assert_eq!(err, CL_SUCCESS, "{}: clCreateBuffer", self.how);
+        b
+    }
+
+    pub fn write(&self, q: cl_command_queue, b: cl_mem, offset: usize, data: &[u8]) {
+        let r = unsafe {
+            self.clEnqueueWriteBuffer.unwrap()(
+                q,
+                b,
+                CL_TRUE,
+                offset,
+                data.len(),
+                data.as_ptr().cast(),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(r, CL_SUCCESS, "{}: write", self.how);
+    }
+
+    pub fn read(&self, q: cl_command_queue, b: cl_mem, offset: usize, len: usize) -> Vec<u8> {
+        let mut out = vec![0u8; len];
+        let r = unsafe {
+            self.clEnqueueReadBuffer.unwrap()(
+                q,
+                b,
+                CL_TRUE,
+                offset,
+                len,
+                out.as_mut_ptr().cast(),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(r, CL_SUCCESS, "{}: read", self.how);
+        out
+    }
+
+    pub fn event_status(&self, e: cl_event) -> cl_int {
+        let b = query(|size, value, size_ret| unsafe {
+            self.clGetEventInfo.unwrap()(
+                e,
+                CL_EVENT_COMMAND_EXECUTION_STATUS,
+                size,
+                value,
+                size_ret,
+            )
+        })
+        .unwrap();
+        i32::from_ne_bytes(b.try_into().unwrap())
     }
 
     /// A context on the default device.

@@ -1,0 +1,607 @@
+//! Buffers: a `VkBuffer` with a device address in device memory (host
+//! visible where the device's memory is), sub-buffers as offsets into their
+//! parent, and the transfers between them and the host.
+//!
+//! Transfers to and from host memory go through pooled staging buffers: a
+//! write copies the application's data into staging when it is enqueued and
+//! the device copies it in order; a read has the device copy into staging
+//! and the completion worker copies it out to the application.
+
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ash::vk;
+use opencl_sys::*;
+
+use crate::core::context::Context;
+use crate::core::error::{ClError, ClResult, err};
+use crate::core::object::{Callback, ClObject, Handle};
+use crate::core::queue::{Queue, Work};
+use crate::vk::device::LogicalDevice;
+use crate::vk::memory::{BufferUse, DeviceBuffer};
+
+pub type MemDestructor = unsafe extern "C" fn(cl_mem, *mut c_void);
+
+/// An address in application memory, carried across threads. The
+/// application guarantees it stays valid until the command using it
+/// completes, as the specification requires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostPtr(pub usize);
+
+impl HostPtr {
+    pub fn get(self) -> *mut u8 {
+        self.0 as *mut u8
+    }
+}
+
+/// A staging buffer that goes back to the device's pool when dropped.
+pub struct Staging {
+    buffer: Option<DeviceBuffer>,
+    device: Arc<LogicalDevice>,
+}
+
+impl Staging {
+    pub fn new(
+        device: &Arc<LogicalDevice>,
+        size: usize,
+        usage: BufferUse,
+    ) -> ClResult<Arc<Staging>> {
+        let buffer = device.staging.take(device, size.max(1) as u64, usage)?;
+        Ok(Arc::new(Staging {
+            buffer: Some(buffer),
+            device: device.clone(),
+        }))
+    }
+
+    pub fn buffer(&self) -> &DeviceBuffer {
+        self.buffer.as_ref().expect("present until drop")
+    }
+
+    pub fn ptr(&self) -> *mut u8 {
+        self.buffer()
+            .mapped()
+            .expect("staging memory is host-visible")
+            .as_ptr()
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if let Some(b) = self.buffer.take() {
+            self.device.staging.give_back(b);
+        }
+    }
+}
+
+/// One outstanding clEnqueueMap*.
+pub struct Mapping {
+    pub ptr: HostPtr,
+    pub offset: usize,
+    pub size: usize,
+    pub flags: cl_map_flags,
+    pub staging: Option<Arc<Staging>>,
+}
+
+impl Mapping {
+    pub fn writes(&self) -> bool {
+        self.flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0
+    }
+}
+
+pub struct Buffer {
+    pub context: Arc<Handle<Context>>,
+    pub flags: cl_mem_flags,
+    pub size: usize,
+    /// The application's pointer for CL_MEM_USE_HOST_PTR (and what was
+    /// passed with COPY_HOST_PTR, for CL_MEM_HOST_PTR queries: null then).
+    pub host_ptr: Option<HostPtr>,
+    pub parent: Option<Arc<Handle<Buffer>>>,
+    /// Offset inside `storage` (non-zero for sub-buffers).
+    pub offset: usize,
+    pub storage: Arc<DeviceBuffer>,
+    pub properties: Vec<cl_mem_properties>,
+    maps: Mutex<Vec<Mapping>>,
+    destructors: Mutex<Vec<Callback<MemDestructor>>>,
+}
+
+impl ClObject for Buffer {
+    const INVALID: i32 = CL_INVALID_MEM_OBJECT;
+
+    fn on_destroy(&self, handle: *mut c_void) {
+        let callbacks =
+            std::mem::take(&mut *self.destructors.lock().unwrap_or_else(|e| e.into_inner()));
+        for cb in callbacks.into_iter().rev() {
+            // SAFETY: the application registered this callback for this
+            // object's destruction; the handle is only passed back.
+            unsafe { (cb.func)(handle as cl_mem, cb.user_data) };
+        }
+    }
+}
+
+impl Buffer {
+    /// A new buffer; `init` is copied in when given (COPY/USE_HOST_PTR).
+    pub fn new(
+        context: Arc<Handle<Context>>,
+        flags: cl_mem_flags,
+        size: usize,
+        host_ptr: Option<HostPtr>,
+        properties: Vec<cl_mem_properties>,
+    ) -> ClResult<Arc<Handle<Buffer>>> {
+        let device = context.devices[0].logical()?;
+        let storage = DeviceBuffer::new(&device, size as u64, BufferUse::Device).map_err(|e| {
+            if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
+                ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+            } else {
+                ClError::from(e)
+            }
+        })?;
+        if let Some(src) =
+            host_ptr.filter(|_| flags & (CL_MEM_COPY_HOST_PTR | CL_MEM_USE_HOST_PTR) != 0)
+        {
+            // SAFETY: the application passes `size` readable bytes.
+            let data = unsafe { std::slice::from_raw_parts(src.get(), size) };
+            upload(&device, &storage, 0, data)?;
+        }
+        Ok(Handle::new(Buffer {
+            context,
+            flags,
+            size,
+            host_ptr: host_ptr.filter(|_| flags & CL_MEM_USE_HOST_PTR != 0),
+            parent: None,
+            offset: 0,
+            storage: Arc::new(storage),
+            properties,
+            maps: Mutex::new(Vec::new()),
+            destructors: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// clCreateSubBuffer, after argument checks.
+    pub fn sub_buffer(
+        parent: &Arc<Handle<Buffer>>,
+        flags: cl_mem_flags,
+        origin: usize,
+        size: usize,
+    ) -> Arc<Handle<Buffer>> {
+        Handle::new(Buffer {
+            context: parent.context.clone(),
+            flags,
+            size,
+            host_ptr: parent.host_ptr.map(|p| HostPtr(p.0 + origin)),
+            parent: Some(parent.clone()),
+            offset: parent.offset + origin,
+            storage: parent.storage.clone(),
+            properties: Vec::new(),
+            maps: Mutex::new(Vec::new()),
+            destructors: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The sub-buffer origin, or zero.
+    pub fn origin(&self) -> usize {
+        match &self.parent {
+            Some(p) => self.offset - p.offset,
+            None => 0,
+        }
+    }
+
+    pub fn add_destructor(&self, cb: Callback<MemDestructor>) {
+        self.destructors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(cb);
+    }
+
+    pub fn maps(&self) -> MutexGuard<'_, Vec<Mapping>> {
+        self.maps.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The device that holds the storage must be the queue's.
+    pub fn check_device(&self, queue: &Queue) -> ClResult<()> {
+        if Arc::ptr_eq(self.storage.device(), &queue.vk) {
+            Ok(())
+        } else {
+            log::warn!(
+                target: "vkcl::memory",
+                "a buffer is used on a second device of its context; moving buffers between devices is not supported yet"
+            );
+            err(CL_OUT_OF_RESOURCES)
+        }
+    }
+}
+
+/// Writes `data` into `dst` at `offset` outside any queue (initial data).
+fn upload(
+    device: &Arc<LogicalDevice>,
+    dst: &DeviceBuffer,
+    offset: usize,
+    data: &[u8],
+) -> ClResult<()> {
+    if dst.mapped().is_some() {
+        dst.write(offset, data);
+        return Ok(());
+    }
+    let staging = Staging::new(device, data.len(), BufferUse::Upload)?;
+    staging.buffer().write(0, data);
+    let region = [vk::BufferCopy {
+        src_offset: 0,
+        dst_offset: offset as u64,
+        size: data.len() as u64,
+    }];
+    device.one_shot(|cb| {
+        // SAFETY: recording state; both buffers live through the wait.
+        unsafe {
+            device
+                .raw
+                .cmd_copy_buffer(cb, staging.buffer().raw, dst.raw, &region)
+        }
+    })?;
+    Ok(())
+}
+
+/// A rectangle of bytes in a buffer or in host memory: an origin
+/// (x in bytes, y in rows, z in slices) with its pitches.
+#[derive(Clone, Copy, Debug)]
+pub struct Rect {
+    pub origin: [usize; 3],
+    pub row_pitch: usize,
+    pub slice_pitch: usize,
+}
+
+impl Rect {
+    pub fn offset(&self, y: usize, z: usize) -> usize {
+        self.origin[0]
+            + (self.origin[1] + y) * self.row_pitch
+            + (self.origin[2] + z) * self.slice_pitch
+    }
+
+    /// One past the last byte touched for `region`.
+    pub fn end(&self, region: [usize; 3]) -> usize {
+        self.offset(region[1] - 1, region[2] - 1) + region[0]
+    }
+}
+
+/// Work builders for the buffer commands. Each returns the device work and
+/// host completion of one command.
+pub mod work {
+    use super::*;
+
+    fn keep<T: Send + Sync + 'static>(v: T) -> Box<dyn std::any::Any + Send + Sync> {
+        Box::new(v)
+    }
+
+    pub fn write(
+        queue: &Queue,
+        buf: &Arc<Handle<Buffer>>,
+        offset: usize,
+        data: &[u8],
+    ) -> ClResult<Work> {
+        let staging = Staging::new(&queue.vk, data.len(), BufferUse::Upload)?;
+        staging.buffer().write(0, data);
+        let (src, dst) = (staging.buffer().raw, buf.storage.raw);
+        let region = vk::BufferCopy {
+            src_offset: 0,
+            dst_offset: (buf.offset + offset) as u64,
+            size: data.len() as u64,
+        };
+        Ok(Work {
+            record: Some(Box::new(move |r| {
+                r.copy_buffer(src, dst, &[region]);
+                Ok(())
+            })),
+            complete: None,
+            keep: vec![keep(staging), keep(buf.clone())],
+        })
+    }
+
+    pub fn read(
+        queue: &Queue,
+        buf: &Arc<Handle<Buffer>>,
+        offset: usize,
+        size: usize,
+        ptr: HostPtr,
+    ) -> ClResult<Work> {
+        // Where the device's memory is the host's, the worker reads it
+        // directly once earlier commands are done.
+        if let Some(base) = buf.storage.mapped() {
+            let src = HostPtr(base.as_ptr() as usize + buf.offset + offset);
+            return Ok(Work {
+                record: None,
+                complete: Some(Box::new(move || {
+                    // SAFETY: the source is inside the buffer's mapping; the
+                    // application keeps `ptr` valid for `size` bytes.
+                    unsafe { std::ptr::copy_nonoverlapping(src.get(), ptr.get(), size) };
+                    Ok(())
+                })),
+                keep: vec![keep(buf.clone())],
+            });
+        }
+        let staging = Staging::new(&queue.vk, size, BufferUse::Readback)?;
+        let (src, dst) = (buf.storage.raw, staging.buffer().raw);
+        let region = vk::BufferCopy {
+            src_offset: (buf.offset + offset) as u64,
+            dst_offset: 0,
+            size: size as u64,
+        };
+        let out = staging.clone();
+        Ok(Work {
+            record: Some(Box::new(move |r| {
+                r.copy_buffer(src, dst, &[region]);
+                Ok(())
+            })),
+            complete: Some(Box::new(move || {
+                // SAFETY: the application keeps `ptr` valid for `size` bytes.
+                unsafe { out.buffer().read_to(0, ptr.get().cast(), size) };
+                Ok(())
+            })),
+            keep: vec![keep(staging), keep(buf.clone())],
+        })
+    }
+
+    pub fn copy(
+        src: &Arc<Handle<Buffer>>,
+        dst: &Arc<Handle<Buffer>>,
+        regions: Vec<vk::BufferCopy>,
+    ) -> Work {
+        let (s, d) = (src.storage.raw, dst.storage.raw);
+        let (so, dof) = (src.offset as u64, dst.offset as u64);
+        let regions: Vec<vk::BufferCopy> = regions
+            .into_iter()
+            .map(|r| vk::BufferCopy {
+                src_offset: r.src_offset + so,
+                dst_offset: r.dst_offset + dof,
+                size: r.size,
+            })
+            .collect();
+        Work {
+            record: Some(Box::new(move |r| {
+                r.copy_buffer(s, d, &regions);
+                Ok(())
+            })),
+            complete: None,
+            keep: vec![keep(src.clone()), keep(dst.clone())],
+        }
+    }
+
+    pub fn fill(
+        queue: &Queue,
+        buf: &Arc<Handle<Buffer>>,
+        pattern: &[u8],
+        offset: usize,
+        size: usize,
+    ) -> ClResult<Work> {
+        let dst = buf.storage.raw;
+        let start = buf.offset + offset;
+        // vkCmdFillBuffer takes a 4-byte word at 4-byte granularity.
+        if pattern.len() <= 4 && start % 4 == 0 && size % 4 == 0 {
+            let mut word = [0u8; 4];
+            for (i, b) in word.iter_mut().enumerate() {
+                *b = pattern[i % pattern.len()];
+            }
+            let data = u32::from_ne_bytes(word);
+            return Ok(Work {
+                record: Some(Box::new(move |r| {
+                    r.fill_buffer(dst, start as u64, size as u64, data);
+                    Ok(())
+                })),
+                complete: None,
+                keep: vec![keep(buf.clone())],
+            });
+        }
+        // Otherwise: one staging chunk of repeated pattern, copied over the
+        // region as many times as needed.
+        let chunk = size.min((64 * 1024 / pattern.len()).max(1) * pattern.len());
+        let staging = Staging::new(&queue.vk, chunk, BufferUse::Upload)?;
+        let bytes: Vec<u8> = pattern.iter().copied().cycle().take(chunk).collect();
+        staging.buffer().write(0, &bytes);
+        let src = staging.buffer().raw;
+        let regions: Vec<vk::BufferCopy> = (0..size)
+            .step_by(chunk)
+            .map(|at| vk::BufferCopy {
+                src_offset: 0,
+                dst_offset: (start + at) as u64,
+                size: chunk.min(size - at) as u64,
+            })
+            .collect();
+        Ok(Work {
+            record: Some(Box::new(move |r| {
+                r.copy_buffer(src, dst, &regions);
+                Ok(())
+            })),
+            complete: None,
+            keep: vec![keep(staging), keep(buf.clone())],
+        })
+    }
+
+    /// Rows of a rectangle: (offset in the first rect, offset in the
+    /// second, length) for each row.
+    pub fn rect_rows(a: &Rect, b: &Rect, region: [usize; 3]) -> Vec<(usize, usize, usize)> {
+        let mut rows = Vec::with_capacity(region[1] * region[2]);
+        for z in 0..region[2] {
+            for y in 0..region[1] {
+                rows.push((a.offset(y, z), b.offset(y, z), region[0]));
+            }
+        }
+        rows
+    }
+
+    pub fn write_rect(
+        queue: &Queue,
+        buf: &Arc<Handle<Buffer>>,
+        buf_rect: Rect,
+        host_rect: Rect,
+        region: [usize; 3],
+        ptr: HostPtr,
+    ) -> ClResult<Work> {
+        let packed = region[0] * region[1] * region[2];
+        let staging = Staging::new(&queue.vk, packed, BufferUse::Upload)?;
+        let mut regions = Vec::with_capacity(region[1] * region[2]);
+        let base = staging.ptr();
+        for (i, (host, dev, len)) in rect_rows(&host_rect, &buf_rect, region)
+            .into_iter()
+            .enumerate()
+        {
+            // SAFETY: the application passes host memory covering the host
+            // rectangle; the staging buffer holds `packed` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(ptr.get().add(host), base.add(i * len), len) };
+            regions.push(vk::BufferCopy {
+                src_offset: (i * len) as u64,
+                dst_offset: (buf.offset + dev) as u64,
+                size: len as u64,
+            });
+        }
+        let (src, dst) = (staging.buffer().raw, buf.storage.raw);
+        Ok(Work {
+            record: Some(Box::new(move |r| {
+                r.copy_buffer(src, dst, &regions);
+                Ok(())
+            })),
+            complete: None,
+            keep: vec![keep(staging), keep(buf.clone())],
+        })
+    }
+
+    pub fn read_rect(
+        queue: &Queue,
+        buf: &Arc<Handle<Buffer>>,
+        buf_rect: Rect,
+        host_rect: Rect,
+        region: [usize; 3],
+        ptr: HostPtr,
+    ) -> ClResult<Work> {
+        let packed = region[0] * region[1] * region[2];
+        let staging = Staging::new(&queue.vk, packed, BufferUse::Readback)?;
+        let rows = rect_rows(&buf_rect, &host_rect, region);
+        let regions: Vec<vk::BufferCopy> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, &(dev, _, len))| vk::BufferCopy {
+                src_offset: (buf.offset + dev) as u64,
+                dst_offset: (i * len) as u64,
+                size: len as u64,
+            })
+            .collect();
+        let (src, dst) = (buf.storage.raw, staging.buffer().raw);
+        let out = staging.clone();
+        Ok(Work {
+            record: Some(Box::new(move |r| {
+                r.copy_buffer(src, dst, &regions);
+                Ok(())
+            })),
+            complete: Some(Box::new(move || {
+                let base = out.ptr();
+                for (i, (_, host, len)) in rows.into_iter().enumerate() {
+                    // SAFETY: as in write_rect, the other way round.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(base.add(i * len), ptr.get().add(host), len)
+                    };
+                }
+                Ok(())
+            })),
+            keep: vec![keep(staging), keep(buf.clone())],
+        })
+    }
+
+    /// clEnqueueMapBuffer: registers the mapping and returns its pointer
+    /// with the work that fills it.
+    pub fn map(
+        queue: &Queue,
+        buf: &Arc<Handle<Buffer>>,
+        flags: cl_map_flags,
+        offset: usize,
+        size: usize,
+    ) -> ClResult<(HostPtr, Work)> {
+        let mut maps = buf.maps();
+        let overlaps = |m: &Mapping| offset < m.offset + m.size && m.offset < offset + size;
+        let writes = flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0;
+        if maps.iter().any(|m| overlaps(m) && (writes || m.writes())) {
+            return err(CL_INVALID_OPERATION);
+        }
+        let staging = Staging::new(&queue.vk, size.max(1), BufferUse::Readback)?;
+        let ptr = match buf.host_ptr {
+            Some(h) => HostPtr(h.0 + offset),
+            None => HostPtr(staging.ptr() as usize),
+        };
+        maps.push(Mapping {
+            ptr,
+            offset,
+            size,
+            flags,
+            staging: Some(staging.clone()),
+        });
+        drop(maps);
+        if flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 || size == 0 {
+            return Ok((ptr, Work::none()));
+        }
+        let region = vk::BufferCopy {
+            src_offset: (buf.offset + offset) as u64,
+            dst_offset: 0,
+            size: size as u64,
+        };
+        let (src, dst) = (buf.storage.raw, staging.buffer().raw);
+        let to_host = buf.host_ptr.is_some();
+        let out = staging.clone();
+        Ok((
+            ptr,
+            Work {
+                record: Some(Box::new(move |r| {
+                    r.copy_buffer(src, dst, &[region]);
+                    Ok(())
+                })),
+                complete: Some(Box::new(move || {
+                    if to_host {
+                        // SAFETY: CL_MEM_USE_HOST_PTR memory covers the
+                        // buffer, so `ptr` has `size` bytes.
+                        unsafe { out.buffer().read_to(0, ptr.get().cast(), size) };
+                    }
+                    Ok(())
+                })),
+                keep: vec![keep(staging), keep(buf.clone())],
+            },
+        ))
+    }
+
+    /// clEnqueueUnmapMemObject: writes mapped data back when the mapping
+    /// was for writing.
+    pub fn unmap(buf: &Arc<Handle<Buffer>>, ptr: HostPtr) -> ClResult<Work> {
+        let mapping = {
+            let mut maps = buf.maps();
+            let i = maps
+                .iter()
+                .position(|m| m.ptr == ptr)
+                .ok_or(ClError(CL_INVALID_VALUE))?;
+            maps.remove(i)
+        };
+        let Some(staging) = mapping
+            .staging
+            .clone()
+            .filter(|_| mapping.writes() && mapping.size > 0)
+        else {
+            return Ok(Work {
+                record: None,
+                complete: None,
+                keep: vec![keep(buf.clone())],
+            });
+        };
+        if buf.host_ptr.is_some() {
+            staging.buffer().write(0, {
+                // SAFETY: the mapped range of CL_MEM_USE_HOST_PTR memory.
+                unsafe { std::slice::from_raw_parts(ptr.get(), mapping.size) }
+            });
+        }
+        let region = vk::BufferCopy {
+            src_offset: 0,
+            dst_offset: (buf.offset + mapping.offset) as u64,
+            size: mapping.size as u64,
+        };
+        let (src, dst) = (staging.buffer().raw, buf.storage.raw);
+        Ok(Work {
+            record: Some(Box::new(move |r| {
+                r.copy_buffer(src, dst, &[region]);
+                Ok(())
+            })),
+            complete: None,
+            keep: vec![keep(staging), keep(buf.clone())],
+        })
+    }
+}

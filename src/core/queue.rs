@@ -1,0 +1,620 @@
+//! Command queues on Vulkan.
+//!
+//! Each OpenCL queue owns a timeline semaphore and records its commands into
+//! an open Vulkan command buffer (a batch). A batch is submitted on clFlush,
+//! on blocking calls and waits, when another queue needs one of its events,
+//! or when it reaches [`BATCH_LIMIT`] commands; it signals the next value of
+//! the queue's timeline, and every event in it is a point on that timeline.
+//! The device's completion worker (see `core::worker`) waits for those
+//! values, runs the host side of each command (copies into application
+//! memory) and completes the events in order.
+//!
+//! A command is recorded only once every event it waits for is complete or
+//! submitted: waits on other queues' submitted events become timeline waits
+//! of the batch. Commands waiting for a user event, or for a command that is
+//! itself held back, stay on the host until that event is set. Submitting a
+//! wait for something not yet submitted would let one blocked batch stall
+//! the single Vulkan queue every OpenCL queue of the device shares, so
+//! vkcl never does that.
+
+use std::any::Any;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use ash::vk;
+use opencl_sys::*;
+
+use crate::core::context::Context;
+use crate::core::device::Device;
+use crate::core::error::{ClError, ClResult};
+use crate::core::event::{Due, Event, Stage, host_time_ns};
+use crate::core::object::{ClObject, Handle};
+use crate::vk::device::LogicalDevice;
+
+/// A batch is submitted once it holds this many commands.
+pub const BATCH_LIMIT: usize = 64;
+
+/// Records a command's device work.
+pub type RecordFn = Box<dyn FnOnce(&Recorder<'_>) -> ClResult<()> + Send>;
+/// Runs on the host once the command's device work is done.
+pub type CompleteFn = Box<dyn FnOnce() -> ClResult<()> + Send>;
+
+/// One enqueued command.
+pub struct Command {
+    pub event: Arc<Handle<Event>>,
+    deps: Vec<Arc<Handle<Event>>>,
+    pub record: Option<RecordFn>,
+    pub complete: Option<CompleteFn>,
+    /// Kept alive until the command completes (buffers, staging memory).
+    pub keep: Vec<Box<dyn Any + Send + Sync>>,
+}
+
+/// What a command is, for the ordering rules of out-of-order queues.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Ordering {
+    /// Waits for its wait list (and, out of order, the last barrier).
+    Normal,
+    /// With an empty wait list, waits for every earlier command.
+    Marker,
+    /// A marker that later commands also wait for.
+    Barrier,
+}
+
+/// The device work of a command, ready to record.
+pub struct Work {
+    pub record: Option<RecordFn>,
+    pub complete: Option<CompleteFn>,
+    pub keep: Vec<Box<dyn Any + Send + Sync>>,
+}
+
+impl Work {
+    pub fn none() -> Work {
+        Work {
+            record: None,
+            complete: None,
+            keep: Vec::new(),
+        }
+    }
+}
+
+/// Records into a batch's command buffer.
+pub struct Recorder<'a> {
+    pub device: &'a ash::Device,
+    pub cb: vk::CommandBuffer,
+}
+
+impl Recorder<'_> {
+    pub fn copy_buffer(&self, src: vk::Buffer, dst: vk::Buffer, regions: &[vk::BufferCopy]) {
+        if regions.is_empty() {
+            return;
+        }
+        // SAFETY: recording into a command buffer in the recording state;
+        // the buffers are kept alive by the command until it completes.
+        unsafe { self.device.cmd_copy_buffer(self.cb, src, dst, regions) };
+    }
+
+    pub fn fill_buffer(&self, dst: vk::Buffer, offset: u64, size: u64, data: u32) {
+        // SAFETY: as for copy_buffer; offset and size are multiples of 4.
+        unsafe {
+            self.device
+                .cmd_fill_buffer(self.cb, dst, offset, size, data)
+        };
+    }
+
+    /// Makes all earlier device work visible to all later device work.
+    pub fn full_barrier(&self) {
+        let barrier = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
+            .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
+        // SAFETY: recording state; a plain global memory barrier.
+        unsafe {
+            self.device.cmd_pipeline_barrier(
+                self.cb,
+                vk::PipelineStageFlags::ALL_COMMANDS,
+                vk::PipelineStageFlags::ALL_COMMANDS,
+                vk::DependencyFlags::empty(),
+                &[barrier],
+                &[],
+                &[],
+            )
+        };
+    }
+
+    /// Makes all device writes visible to host reads after the batch.
+    fn host_barrier(&self) {
+        let barrier = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
+            .dst_access_mask(vk::AccessFlags::HOST_READ);
+        // SAFETY: recording state.
+        unsafe {
+            self.device.cmd_pipeline_barrier(
+                self.cb,
+                vk::PipelineStageFlags::ALL_COMMANDS,
+                vk::PipelineStageFlags::HOST,
+                vk::DependencyFlags::empty(),
+                &[barrier],
+                &[],
+                &[],
+            )
+        };
+    }
+}
+
+/// A command buffer being filled, with its commands.
+pub struct Batch {
+    cb: vk::CommandBuffer,
+    pub commands: Vec<Command>,
+    waits: Vec<(vk::Semaphore, u64)>,
+    /// Two timestamps per command on profiling queues.
+    pub queries: Option<vk::QueryPool>,
+}
+
+struct QueueState {
+    pending: VecDeque<Command>,
+    batch: Option<Batch>,
+    /// The last timeline value handed to a batch.
+    last_value: u64,
+    /// Someone waits for this queue: submit as soon as anything is recorded.
+    flush_wanted: bool,
+    /// In-order queues: the previous command.
+    last: Option<Weak<Handle<Event>>>,
+    /// Out-of-order queues: the last barrier and the commands since.
+    barrier: Option<Weak<Handle<Event>>>,
+    since_barrier: Vec<Weak<Handle<Event>>>,
+    pool: vk::CommandPool,
+    free_cbs: Vec<vk::CommandBuffer>,
+    free_query_pools: Vec<vk::QueryPool>,
+}
+
+pub struct Queue {
+    pub context: Arc<Handle<Context>>,
+    pub device: Arc<Handle<Device>>,
+    pub properties: cl_command_queue_properties,
+    /// The property list as passed to clCreateCommandQueueWithProperties.
+    pub properties_array: Vec<cl_queue_properties>,
+    pub vk: Arc<LogicalDevice>,
+    pub timeline: vk::Semaphore,
+    state: Mutex<QueueState>,
+}
+
+impl ClObject for Queue {
+    const INVALID: i32 = CL_INVALID_COMMAND_QUEUE;
+}
+
+/// Work to do once the queue lock is released.
+#[derive(Default)]
+struct After {
+    due: Vec<Due>,
+    failed: Vec<Command>,
+    flush: Vec<Arc<Handle<Queue>>>,
+    progressed: bool,
+}
+
+enum Readiness {
+    Ready(Vec<(vk::Semaphore, u64)>),
+    Failed,
+    Wait,
+}
+
+impl Batch {
+    pub fn cb(&self) -> vk::CommandBuffer {
+        self.cb
+    }
+}
+
+impl Queue {
+    pub fn new(
+        context: Arc<Handle<Context>>,
+        device: Arc<Handle<Device>>,
+        properties: cl_command_queue_properties,
+        properties_array: Vec<cl_queue_properties>,
+    ) -> ClResult<Arc<Handle<Queue>>> {
+        let vk = device.logical()?;
+        let timeline = vk.create_timeline()?;
+        let info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(vk.queue_family)
+            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+        // SAFETY: valid device and family.
+        let pool = unsafe { vk.raw.create_command_pool(&info, None) }.inspect_err(|_| {
+            // SAFETY: the semaphore is unused.
+            unsafe { vk.raw.destroy_semaphore(timeline, None) }
+        })?;
+        if properties & CL_QUEUE_PROFILING_ENABLE != 0 {
+            vk.timestamp_offset();
+        }
+        let q = Handle::new(Queue {
+            context,
+            device: device.clone(),
+            properties,
+            properties_array,
+            vk,
+            timeline,
+            state: Mutex::new(QueueState {
+                pending: VecDeque::new(),
+                batch: None,
+                last_value: 0,
+                flush_wanted: false,
+                last: None,
+                barrier: None,
+                since_barrier: Vec::new(),
+                pool,
+                free_cbs: Vec::new(),
+                free_query_pools: Vec::new(),
+            }),
+        });
+        device.register_queue(&q);
+        Ok(q)
+    }
+
+    pub fn profiling(&self) -> bool {
+        self.properties & CL_QUEUE_PROFILING_ENABLE != 0
+    }
+
+    pub fn in_order(&self) -> bool {
+        self.properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0
+    }
+
+    fn lock(&self) -> MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn open_batch(&self, st: &mut QueueState) -> ClResult<Batch> {
+        let d = &self.vk.raw;
+        let cb = match st.free_cbs.pop() {
+            Some(cb) => cb,
+            None => {
+                let info = vk::CommandBufferAllocateInfo::default()
+                    .command_pool(st.pool)
+                    .level(vk::CommandBufferLevel::PRIMARY)
+                    .command_buffer_count(1);
+                // SAFETY: the pool belongs to this queue and is used under its lock.
+                unsafe { d.allocate_command_buffers(&info)?[0] }
+            }
+        };
+        let queries = if self.profiling() && self.vk.timestamp_bits > 0 {
+            Some(match st.free_query_pools.pop() {
+                Some(p) => p,
+                None => {
+                    let info = vk::QueryPoolCreateInfo::default()
+                        .query_type(vk::QueryType::TIMESTAMP)
+                        .query_count(2 * BATCH_LIMIT as u32);
+                    // SAFETY: valid device.
+                    unsafe { d.create_query_pool(&info, None)? }
+                }
+            })
+        } else {
+            None
+        };
+        // SAFETY: the command buffer is not in use (fresh or returned after
+        // its batch completed); the pool allows resetting it.
+        unsafe {
+            d.reset_command_buffer(cb, vk::CommandBufferResetFlags::empty())?;
+            d.begin_command_buffer(
+                cb,
+                &vk::CommandBufferBeginInfo::default()
+                    .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+            )?;
+            if let Some(qp) = queries {
+                d.cmd_reset_query_pool(cb, qp, 0, 2 * BATCH_LIMIT as u32);
+            }
+        }
+        Ok(Batch {
+            cb,
+            commands: Vec::new(),
+            waits: Vec::new(),
+            queries,
+        })
+    }
+
+    /// Called by the completion worker when a batch is done.
+    pub fn recycle(&self, cb: vk::CommandBuffer, queries: Option<vk::QueryPool>) {
+        let mut st = self.lock();
+        st.free_cbs.push(cb);
+        if let Some(q) = queries {
+            st.free_query_pools.push(q);
+        }
+    }
+}
+
+impl Handle<Queue> {
+    /// Enqueues a command and returns its event.
+    pub fn enqueue(
+        self: &Arc<Self>,
+        command_type: cl_command_type,
+        wait_list: Vec<Arc<Handle<Event>>>,
+        ordering: Ordering,
+        work: Work,
+    ) -> ClResult<Arc<Handle<Event>>> {
+        let event = Event::for_command(self, command_type);
+        let mut after = After::default();
+        let result = {
+            let mut st = self.lock();
+            let explicit = !wait_list.is_empty();
+            let mut deps = wait_list;
+            let up = |w: &Weak<Handle<Event>>| w.upgrade();
+            if self.in_order() {
+                deps.extend(st.last.as_ref().and_then(up));
+                st.last = Some(Arc::downgrade(&event));
+            } else {
+                deps.extend(st.barrier.as_ref().and_then(up));
+                if ordering != Ordering::Normal && !explicit {
+                    deps.extend(st.since_barrier.iter().filter_map(up));
+                }
+                if ordering == Ordering::Barrier {
+                    st.barrier = Some(Arc::downgrade(&event));
+                    st.since_barrier.clear();
+                } else {
+                    st.since_barrier.retain(|w| w.strong_count() > 0);
+                    st.since_barrier.push(Arc::downgrade(&event));
+                }
+            }
+            st.pending.push_back(Command {
+                event: event.clone(),
+                deps,
+                record: work.record,
+                complete: work.complete,
+                keep: work.keep,
+            });
+            self.pump(&mut st, &mut after)
+        };
+        self.after(after);
+        result.map(|()| event)
+    }
+
+    /// clFlush: submits what is recorded, and anything recorded later that
+    /// was enqueued before this call.
+    pub fn flush(self: &Arc<Self>) -> ClResult<()> {
+        let mut after = After::default();
+        let result = {
+            let mut st = self.lock();
+            st.flush_wanted = true;
+            self.pump(&mut st, &mut after)
+        };
+        self.after(after);
+        result
+    }
+
+    /// clFinish: waits for every command enqueued so far.
+    pub fn finish(self: &Arc<Self>) -> ClResult<()> {
+        let marker = self.enqueue(
+            CL_COMMAND_MARKER,
+            Vec::new(),
+            Ordering::Marker,
+            Work::none(),
+        )?;
+        self.flush()?;
+        marker.wait();
+        Ok(())
+    }
+
+    /// Records what can be recorded and submits when asked to.
+    fn pump(self: &Arc<Self>, st: &mut QueueState, after: &mut After) -> ClResult<()> {
+        let in_order = self.in_order();
+        let mut i = 0;
+        while i < st.pending.len() {
+            match self.readiness(&st.pending[i], after) {
+                Readiness::Ready(waits) => {
+                    let cmd = st.pending.remove(i).expect("index in range");
+                    self.record(st, cmd, waits)?;
+                    if st
+                        .batch
+                        .as_ref()
+                        .is_some_and(|b| b.commands.len() >= BATCH_LIMIT)
+                    {
+                        self.submit(st, after)?;
+                    }
+                }
+                Readiness::Failed => {
+                    let cmd = st.pending.remove(i).expect("index in range");
+                    after.failed.push(cmd);
+                }
+                Readiness::Wait if in_order => break,
+                Readiness::Wait => i += 1,
+            }
+        }
+        if st.flush_wanted && st.batch.is_some() {
+            self.submit(st, after)?;
+        }
+        if st.pending.is_empty() {
+            st.flush_wanted = false;
+        }
+        Ok(())
+    }
+
+    fn readiness(self: &Arc<Self>, cmd: &Command, after: &mut After) -> Readiness {
+        let mut waits = Vec::new();
+        for dep in &cmd.deps {
+            let status = dep.status();
+            if status < 0 {
+                return Readiness::Failed;
+            }
+            if status == CL_COMPLETE as cl_int {
+                continue;
+            }
+            let own = dep.queue.as_ref().is_some_and(|q| Arc::ptr_eq(q, self));
+            match dep.stage() {
+                Stage::Done => {}
+                Stage::Submitted { semaphore, value } => {
+                    if !own {
+                        waits.push((semaphore, value));
+                    }
+                }
+                Stage::Recorded if own => {}
+                Stage::Recorded | Stage::Pending => {
+                    if let Some(q) = dep.queue.as_ref().filter(|_| !own) {
+                        if !after.flush.iter().any(|x| Arc::ptr_eq(x, q)) {
+                            after.flush.push(q.clone());
+                        }
+                    }
+                    return Readiness::Wait;
+                }
+            }
+        }
+        Readiness::Ready(waits)
+    }
+
+    fn record(
+        self: &Arc<Self>,
+        st: &mut QueueState,
+        mut cmd: Command,
+        waits: Vec<(vk::Semaphore, u64)>,
+    ) -> ClResult<()> {
+        if st.batch.is_none() {
+            st.batch = Some(self.open_batch(st)?);
+        }
+        let batch = st.batch.as_mut().expect("opened above");
+        let rec = Recorder {
+            device: &self.vk.raw,
+            cb: batch.cb,
+        };
+        let index = batch.commands.len() as u32;
+        if let Some(qp) = batch.queries {
+            // SAFETY: recording state; the pool has two queries per command.
+            unsafe {
+                self.vk.raw.cmd_write_timestamp(
+                    batch.cb,
+                    vk::PipelineStageFlags::TOP_OF_PIPE,
+                    qp,
+                    2 * index,
+                )
+            };
+        }
+        rec.full_barrier();
+        let recorded = cmd.record.take().map(|f| f(&rec)).unwrap_or(Ok(()));
+        if let Some(qp) = batch.queries {
+            // SAFETY: as above.
+            unsafe {
+                self.vk.raw.cmd_write_timestamp(
+                    batch.cb,
+                    vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                    qp,
+                    2 * index + 1,
+                )
+            };
+        }
+        if let Err(e) = recorded {
+            // The command cannot run; it still takes its place in the batch
+            // so that its event completes in order, with the error.
+            log::warn!(target: "vkcl::queue", "a command could not be recorded: {e}");
+            cmd.complete = Some(Box::new(move || Err(e)));
+        }
+        for w in waits {
+            match batch.waits.iter_mut().find(|(s, _)| *s == w.0) {
+                Some(existing) => existing.1 = existing.1.max(w.1),
+                None => batch.waits.push(w),
+            }
+        }
+        cmd.event.set_recorded();
+        batch.commands.push(cmd);
+        Ok(())
+    }
+
+    fn submit(self: &Arc<Self>, st: &mut QueueState, after: &mut After) -> ClResult<()> {
+        let Some(batch) = st.batch.take() else {
+            return Ok(());
+        };
+        let d = &self.vk.raw;
+        Recorder {
+            device: d,
+            cb: batch.cb,
+        }
+        .host_barrier();
+        // SAFETY: the command buffer is in the recording state.
+        unsafe { d.end_command_buffer(batch.cb)? };
+        let value = st.last_value + 1;
+        let wait_sems: Vec<vk::Semaphore> = batch.waits.iter().map(|w| w.0).collect();
+        let wait_values: Vec<u64> = batch.waits.iter().map(|w| w.1).collect();
+        let wait_stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; wait_sems.len()];
+        let signal = [self.timeline];
+        let signal_values = [value];
+        let cbs = [batch.cb];
+        let mut timeline_info = vk::TimelineSemaphoreSubmitInfo::default()
+            .wait_semaphore_values(&wait_values)
+            .signal_semaphore_values(&signal_values);
+        let submit = vk::SubmitInfo::default()
+            .wait_semaphores(&wait_sems)
+            .wait_dst_stage_mask(&wait_stages)
+            .command_buffers(&cbs)
+            .signal_semaphores(&signal)
+            .push_next(&mut timeline_info);
+        let at = host_time_ns();
+        if let Err(e) = self.vk.submit(&[submit], vk::Fence::null()) {
+            log::error!(target: "vkcl::queue", "vkQueueSubmit failed: {e}");
+            self.context
+                .notify_error(&format!("vkcl: submission failed ({e})"));
+            // The batch is lost: fail its commands.
+            st.free_cbs.push(batch.cb);
+            if let Some(q) = batch.queries {
+                st.free_query_pools.push(q);
+            }
+            after.failed.extend(batch.commands);
+            return Err(ClError::from(e));
+        }
+        st.last_value = value;
+        for cmd in &batch.commands {
+            after
+                .due
+                .push(cmd.event.mark_submitted(self.timeline, value, at));
+        }
+        after.progressed = true;
+        self.device.worker().push(self.clone(), value, batch);
+        Ok(())
+    }
+
+    /// Tries again to record held-back commands (something they waited for
+    /// has moved on).
+    pub fn repump(self: &Arc<Self>) {
+        let mut after = After::default();
+        {
+            let mut st = self.lock();
+            if st.pending.is_empty() && !(st.flush_wanted && st.batch.is_some()) {
+                return;
+            }
+            if let Err(e) = self.pump(&mut st, &mut after) {
+                log::warn!(target: "vkcl::queue", "recording held-back commands failed: {e}");
+            }
+        }
+        self.after(after);
+    }
+
+    fn after(self: &Arc<Self>, after: After) {
+        for due in after.due {
+            due.run();
+        }
+        let failed = !after.failed.is_empty();
+        for cmd in after.failed {
+            cmd.event
+                .finish(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, None);
+        }
+        for q in after.flush {
+            if let Err(e) = q.flush() {
+                log::warn!(target: "vkcl::queue", "flushing a queue another depends on failed: {e}");
+            }
+        }
+        if after.progressed || failed {
+            self.device.repump();
+        }
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        let d = &self.vk.raw;
+        // SAFETY: a queue is dropped only when no batch of it is in flight
+        // (in-flight batches hold a reference), so nothing uses these.
+        unsafe {
+            if let Some(b) = st.batch.take() {
+                st.free_cbs.push(b.cb);
+                if let Some(q) = b.queries {
+                    st.free_query_pools.push(q);
+                }
+            }
+            for q in st.free_query_pools.drain(..) {
+                d.destroy_query_pool(q, None);
+            }
+            d.destroy_command_pool(st.pool, None);
+            d.destroy_semaphore(self.timeline, None);
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The completion worker: one thread per device that waits for submitted
+//! batches to finish (blocking on their timeline values, never spinning),
+//! then runs each command's host side and completes its event, in order.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex};
+
+use ash::vk;
+use opencl_sys::*;
+
+use crate::core::object::Handle;
+use crate::core::queue::{Batch, Queue};
+use crate::vk::device::LogicalDevice;
+
+struct InFlight {
+    queue: Arc<Handle<Queue>>,
+    value: u64,
+    batch: Batch,
+}
+
+pub struct Worker {
+    inflight: Mutex<VecDeque<InFlight>>,
+    more: Condvar,
+    started: std::sync::Once,
+}
+
+impl Default for Worker {
+    fn default() -> Self {
+        Worker {
+            inflight: Mutex::new(VecDeque::new()),
+            more: Condvar::new(),
+            started: std::sync::Once::new(),
+        }
+    }
+}
+
+impl Worker {
+    /// Hands a submitted batch to the worker.
+    pub fn push(self: &Arc<Self>, queue: Arc<Handle<Queue>>, value: u64, batch: Batch) {
+        self.started.call_once(|| {
+            let me = self.clone();
+            std::thread::Builder::new()
+                .name("vkcl-completion".into())
+                .spawn(move || me.run())
+                .expect("spawn the completion worker");
+        });
+        self.inflight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(InFlight {
+                queue,
+                value,
+                batch,
+            });
+        self.more.notify_one();
+    }
+
+    fn run(self: Arc<Self>) {
+        loop {
+            // The oldest submission first: every submitted batch finishes
+            // on its own (none waits for anything unsubmitted).
+            let (queue, value) = {
+                let mut list = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
+                while list.is_empty() {
+                    list = self.more.wait(list).unwrap_or_else(|e| e.into_inner());
+                }
+                let front = &list[0];
+                (front.queue.clone(), front.value)
+            };
+            match queue.vk.wait_timeline(queue.timeline, value, 2_000_000_000) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    log::error!(target: "vkcl::worker", "waiting for the device failed: {e}");
+                    queue
+                        .context
+                        .notify_error(&format!("vkcl: device wait failed ({e})"));
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    continue;
+                }
+            }
+            let done = {
+                let mut list = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
+                list.pop_front().expect("the front was waited for")
+            };
+            complete(done);
+            queue.device.repump();
+        }
+    }
+}
+
+fn complete(done: InFlight) {
+    let InFlight { queue, batch, .. } = done;
+    let times = batch
+        .queries
+        .and_then(|qp| gpu_times(&queue.vk, qp, batch.commands.len()));
+    let cb = batch.cb();
+    let queries = batch.queries;
+    for (i, mut cmd) in batch.commands.into_iter().enumerate() {
+        let status = match cmd.complete.take().map(|f| f()) {
+            Some(Err(e)) => e.0,
+            _ => CL_COMPLETE as cl_int,
+        };
+        drop(std::mem::take(&mut cmd.keep));
+        cmd.event.finish(status, times.as_ref().map(|t| t[i]));
+    }
+    queue.recycle(cb, queries);
+}
+
+/// Start and end of each command in the host clock, from the batch's
+/// timestamp queries.
+fn gpu_times(dev: &LogicalDevice, qp: vk::QueryPool, n: usize) -> Option<Vec<(u64, u64)>> {
+    if n == 0 {
+        return Some(Vec::new());
+    }
+    let mut raw = vec![0u64; 2 * n];
+    // SAFETY: the batch has completed, so its queries are written; the
+    // output holds two 64-bit results per command.
+    unsafe {
+        dev.raw
+            .get_query_pool_results(qp, 0, &mut raw, vk::QueryResultFlags::TYPE_64)
+            .ok()?
+    };
+    let mask = if dev.timestamp_bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << dev.timestamp_bits) - 1
+    };
+    let offset = dev.timestamp_offset();
+    let to_host = |ticks: u64| {
+        let ns = (ticks & mask) as f64 * dev.timestamp_period;
+        (ns as i128 + offset as i128).max(0) as u64
+    };
+    Some(
+        raw.chunks(2)
+            .map(|c| (to_host(c[0]), to_host(c[1])))
+            .collect(),
+    )
+}

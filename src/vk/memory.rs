@@ -1,0 +1,199 @@
+//! Device memory through gpu-allocator: buffers with device addresses, and a
+//! pool of host-visible staging buffers for transfers.
+
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex};
+
+use ash::vk;
+use gpu_allocator::MemoryLocation;
+use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
+
+use crate::vk::device::LogicalDevice;
+
+/// Every allocation starts at least this aligned: the size of OpenCL's
+/// largest type (long16), which is also the sub-buffer origin alignment.
+pub const MIN_ALIGNMENT: u64 = 256;
+
+/// What a buffer is for, which decides where its memory lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufferUse {
+    /// OpenCL buffer contents: device-local.
+    Device,
+    /// Host-written data on its way to the device.
+    Upload,
+    /// Device data on its way to the host.
+    Readback,
+}
+
+/// A `VkBuffer` with its memory and device address. Destroyed on drop.
+pub struct DeviceBuffer {
+    device: Arc<LogicalDevice>,
+    pub raw: vk::Buffer,
+    allocation: Option<Allocation>,
+    pub size: u64,
+    pub address: vk::DeviceAddress,
+    pub usage: BufferUse,
+}
+
+// SAFETY: the mapped pointer inside the allocation refers to memory that
+// stays mapped for the buffer's life; access to the bytes is ordered by the
+// command model (a command owns a staging buffer while it runs).
+unsafe impl Send for DeviceBuffer {}
+// SAFETY: as above; shared references only hand out the pointer.
+unsafe impl Sync for DeviceBuffer {}
+
+impl DeviceBuffer {
+    pub fn new(
+        device: &Arc<LogicalDevice>,
+        size: u64,
+        usage: BufferUse,
+    ) -> Result<Self, vk::Result> {
+        let flags = vk::BufferUsageFlags::STORAGE_BUFFER
+            | vk::BufferUsageFlags::TRANSFER_SRC
+            | vk::BufferUsageFlags::TRANSFER_DST
+            | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS;
+        let info = vk::BufferCreateInfo::default()
+            .size(size.max(1))
+            .usage(flags)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let d = &device.raw;
+        // SAFETY: valid device and create info.
+        let raw = unsafe { d.create_buffer(&info, None)? };
+        // SAFETY: `raw` was just created on this device.
+        let mut req = unsafe { d.get_buffer_memory_requirements(raw) };
+        req.alignment = req.alignment.max(MIN_ALIGNMENT);
+        let location = match usage {
+            BufferUse::Device if device.unified_memory => MemoryLocation::CpuToGpu,
+            BufferUse::Device => MemoryLocation::GpuOnly,
+            BufferUse::Upload => MemoryLocation::CpuToGpu,
+            BufferUse::Readback => MemoryLocation::GpuToCpu,
+        };
+        let allocation = device
+            .allocator()
+            .allocate(&AllocationCreateDesc {
+                name: "vkcl buffer",
+                requirements: req,
+                location,
+                linear: true,
+                allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+            })
+            .map_err(|e| {
+                log::warn!(target: "vkcl::memory", "allocation of {size} bytes failed: {e}");
+                // SAFETY: the buffer is unused.
+                unsafe { d.destroy_buffer(raw, None) };
+                vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
+            })?;
+        // SAFETY: memory from this device, offset aligned as required.
+        let bound = unsafe { d.bind_buffer_memory(raw, allocation.memory(), allocation.offset()) };
+        let mut this = DeviceBuffer {
+            device: device.clone(),
+            raw,
+            allocation: Some(allocation),
+            size,
+            address: 0,
+            usage,
+        };
+        bound?;
+        // SAFETY: the buffer has SHADER_DEVICE_ADDRESS usage and bound memory.
+        this.address = unsafe {
+            d.get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(raw))
+        };
+        Ok(this)
+    }
+
+    /// The host address of the buffer's memory, for host-visible buffers.
+    pub fn mapped(&self) -> Option<NonNull<u8>> {
+        self.allocation
+            .as_ref()
+            .and_then(|a| a.mapped_ptr())
+            .map(NonNull::cast)
+    }
+
+    /// Copies `data` into a host-visible buffer at `offset`.
+    pub fn write(&self, offset: usize, data: &[u8]) {
+        let dst = self.mapped().expect("write to a host-visible buffer");
+        assert!(offset + data.len() <= self.size as usize);
+        // SAFETY: in bounds of the mapping (checked above); the caller owns
+        // this range while no device command touches it.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), dst.as_ptr().add(offset), data.len())
+        };
+    }
+
+    /// Copies `len` bytes at `offset` of a host-visible buffer to `dst`.
+    ///
+    /// # Safety
+    /// `dst` is valid for `len` bytes of writes.
+    pub unsafe fn read_to(&self, offset: usize, dst: *mut c_void, len: usize) {
+        let src = self.mapped().expect("read from a host-visible buffer");
+        assert!(offset + len <= self.size as usize);
+        // SAFETY: in bounds of the mapping; `dst` as the caller promises.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().add(offset), dst.cast::<u8>(), len) };
+    }
+
+    pub fn device(&self) -> &Arc<LogicalDevice> {
+        &self.device
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        // SAFETY: no command still uses the buffer: commands keep their
+        // buffers alive until they complete.
+        unsafe { self.device.raw.destroy_buffer(self.raw, None) };
+        if let Some(a) = self.allocation.take() {
+            if let Err(e) = self.device.allocator().free(a) {
+                log::warn!(target: "vkcl::memory", "freeing device memory failed: {e}");
+            }
+        }
+    }
+}
+
+/// Reuses staging buffers: a transfer takes one of at least the size it
+/// needs and gives it back when the command completes.
+pub struct StagingPool {
+    free: Mutex<Vec<DeviceBuffer>>,
+}
+
+/// Staging buffers come in powers of two from this size.
+const STAGING_MIN: u64 = 64 * 1024;
+/// The pool keeps at most this many bytes of idle staging buffers.
+const STAGING_KEEP: u64 = 64 * 1024 * 1024;
+
+impl Default for StagingPool {
+    fn default() -> Self {
+        StagingPool {
+            free: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl StagingPool {
+    pub fn take(
+        &self,
+        device: &Arc<LogicalDevice>,
+        size: u64,
+        usage: BufferUse,
+    ) -> Result<DeviceBuffer, vk::Result> {
+        let class = size.max(STAGING_MIN).next_power_of_two();
+        {
+            let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(i) = free
+                .iter()
+                .position(|b| b.size == class && b.usage == usage)
+            {
+                return Ok(free.swap_remove(i));
+            }
+        }
+        DeviceBuffer::new(device, class, usage)
+    }
+
+    pub fn give_back(&self, buffer: DeviceBuffer) {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let kept: u64 = free.iter().map(|b| b.size).sum();
+        if kept + buffer.size <= STAGING_KEEP {
+            free.push(buffer);
+        }
+    }
+}
