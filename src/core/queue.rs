@@ -42,7 +42,11 @@ pub type CompleteFn = Box<dyn FnOnce() -> ClResult<()> + Send>;
 /// One enqueued command.
 pub struct Command {
     pub event: Arc<Handle<Event>>,
+    /// The wait list first, then the queue's implicit ordering.
     deps: Vec<Arc<Handle<Event>>>,
+    /// How many of `deps` came from the wait list: only their failure
+    /// fails this command; the implicit ones only order it.
+    explicit: usize,
     pub record: Option<RecordFn>,
     pub complete: Option<CompleteFn>,
     /// Kept alive until the command completes (buffers, staging memory).
@@ -329,7 +333,7 @@ impl Handle<Queue> {
         let mut after = After::default();
         let result = {
             let mut st = self.lock();
-            let explicit = !wait_list.is_empty();
+            let explicit = wait_list.len();
             let mut deps = wait_list;
             let up = |w: &Weak<Handle<Event>>| w.upgrade();
             if self.in_order() {
@@ -337,7 +341,7 @@ impl Handle<Queue> {
                 st.last = Some(Arc::downgrade(&event));
             } else {
                 deps.extend(st.barrier.as_ref().and_then(up));
-                if ordering != Ordering::Normal && !explicit {
+                if ordering != Ordering::Normal && explicit == 0 {
                     deps.extend(st.since_barrier.iter().filter_map(up));
                 }
                 if ordering == Ordering::Barrier {
@@ -351,6 +355,7 @@ impl Handle<Queue> {
             st.pending.push_back(Command {
                 event: event.clone(),
                 deps,
+                explicit,
                 record: work.record,
                 complete: work.complete,
                 keep: work.keep,
@@ -423,12 +428,12 @@ impl Handle<Queue> {
 
     fn readiness(self: &Arc<Self>, cmd: &Command, after: &mut After) -> Readiness {
         let mut waits = Vec::new();
-        for dep in &cmd.deps {
+        for (i, dep) in cmd.deps.iter().enumerate() {
             let status = dep.status();
-            if status < 0 {
+            if status < 0 && i < cmd.explicit {
                 return Readiness::Failed;
             }
-            if status == CL_COMPLETE as cl_int {
+            if status <= CL_COMPLETE as cl_int {
                 continue;
             }
             let own = dep.queue.as_ref().is_some_and(|q| Arc::ptr_eq(q, self));
@@ -586,12 +591,29 @@ impl Handle<Queue> {
             cmd.event
                 .finish(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, None);
         }
-        for q in after.flush {
-            if let Err(e) = q.flush() {
-                log::warn!(target: "vkcl::queue", "flushing a queue another depends on failed: {e}");
+        // Queues holding work this queue waits for submit it as soon as it
+        // is recorded; the device's repump loop does the recording, so that
+        // long chains across queues never recurse.
+        let mut submit_elsewhere = false;
+        for q in &after.flush {
+            let newly = {
+                let mut st = q.lock();
+                let newly = !st.flush_wanted && st.batch.is_some();
+                st.flush_wanted = true;
+                newly
+            };
+            // Only a queue with something recorded has anything to submit
+            // now; held-back commands are recorded when what they wait
+            // for moves on, which triggers its own repump.
+            if newly {
+                if Arc::ptr_eq(&q.device, &self.device) {
+                    submit_elsewhere = true;
+                } else {
+                    q.device.repump();
+                }
             }
         }
-        if after.progressed || failed {
+        if after.progressed || failed || submit_elsewhere {
             self.device.repump();
         }
     }
