@@ -6,6 +6,9 @@ use std::ffi::c_void;
 use opencl_sys::*;
 
 use crate::api::util::*;
+use crate::core::context::Context;
+use crate::core::error::err;
+use crate::core::object::Handle;
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clCreateImage2D(
@@ -41,14 +44,45 @@ pub unsafe extern "C" fn clCreateImage3D(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clGetSupportedImageFormats(
-    _context: cl_context,
-    _flags: cl_mem_flags,
-    _image_type: cl_mem_object_type,
-    _num_entries: cl_uint,
-    _image_formats: *mut cl_image_format,
-    _num_image_formats: *mut cl_uint,
+    context: cl_context,
+    flags: cl_mem_flags,
+    image_type: cl_mem_object_type,
+    num_entries: cl_uint,
+    image_formats: *mut cl_image_format,
+    num_image_formats: *mut cl_uint,
 ) -> cl_int {
-    unsupported("clGetSupportedImageFormats")
+    api_call("clGetSupportedImageFormats", || {
+        Handle::<Context>::from_raw(context)?;
+        let known_flags = CL_MEM_READ_WRITE
+            | CL_MEM_WRITE_ONLY
+            | CL_MEM_READ_ONLY
+            | CL_MEM_KERNEL_READ_AND_WRITE
+            | CL_MEM_USE_HOST_PTR
+            | CL_MEM_ALLOC_HOST_PTR
+            | CL_MEM_COPY_HOST_PTR
+            | CL_MEM_HOST_WRITE_ONLY
+            | CL_MEM_HOST_READ_ONLY
+            | CL_MEM_HOST_NO_ACCESS;
+        let image_types = [
+            CL_MEM_OBJECT_IMAGE1D,
+            CL_MEM_OBJECT_IMAGE1D_ARRAY,
+            CL_MEM_OBJECT_IMAGE1D_BUFFER,
+            CL_MEM_OBJECT_IMAGE2D,
+            CL_MEM_OBJECT_IMAGE2D_ARRAY,
+            CL_MEM_OBJECT_IMAGE3D,
+        ];
+        if flags & !known_flags != 0 || !image_types.contains(&image_type) {
+            return err(CL_INVALID_VALUE);
+        }
+        if num_entries == 0 && !image_formats.is_null() {
+            return err(CL_INVALID_VALUE);
+        }
+        // Images are not offered yet (CL_DEVICE_IMAGE_SUPPORT is false):
+        // the list of supported formats is empty.
+        // SAFETY: null or writable, per the specification.
+        unsafe { write_out(num_image_formats, 0) };
+        Ok(())
+    })
 }
 
 #[unsafe(no_mangle)]

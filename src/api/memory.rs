@@ -869,5 +869,8 @@ pub unsafe extern "C" fn clGetPipeInfo(
     _param_value: *mut c_void,
     _param_value_size_ret: *mut usize,
 ) -> cl_int {
-    unsupported("clGetPipeInfo")
+    // No pipe can exist (CL_DEVICE_PIPE_SUPPORT is false), so whatever is
+    // passed is not a pipe object.
+    log::debug!(target: "vkcl::api", "clGetPipeInfo: pipes are not supported");
+    CL_INVALID_MEM_OBJECT
 }

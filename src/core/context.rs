@@ -81,7 +81,11 @@ impl ContextProperties {
                         return err(CL_INVALID_PLATFORM);
                     }
                 }
-                CL_CONTEXT_INTEROP_USER_SYNC => out.interop_user_sync = value != 0,
+                CL_CONTEXT_INTEROP_USER_SYNC => match value as cl_uint {
+                    CL_TRUE => out.interop_user_sync = true,
+                    CL_FALSE => out.interop_user_sync = false,
+                    _ => return err(CL_INVALID_PROPERTY),
+                },
                 _ => return err(CL_INVALID_PROPERTY),
             }
         }
