@@ -5,5 +5,6 @@
 //! exports every OpenCL 3.0 entry point. See DESIGN.md for the architecture.
 
 pub mod api;
+pub mod compiler;
 pub mod core;
 pub mod vk;

@@ -12,6 +12,7 @@ use crate::core::error::{ClResult, err};
 use crate::core::event::host_time_ns;
 use crate::core::object::Handle;
 use crate::core::platform::{Platform, platform};
+use crate::core::program;
 
 const VALID_DEVICE_TYPES: cl_device_type = CL_DEVICE_TYPE_DEFAULT
     | CL_DEVICE_TYPE_CPU
@@ -120,9 +121,18 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         | CL_DEVICE_IMAGE3D_MAX_DEPTH
         | CL_DEVICE_IMAGE_MAX_BUFFER_SIZE
         | CL_DEVICE_IMAGE_MAX_ARRAY_SIZE => info(0usize),
-        // No intermediate language is accepted yet.
-        CL_DEVICE_IL_VERSION => info(""),
-        CL_DEVICE_ILS_WITH_VERSION => info(Vec::<cl_name_version>::new()),
+        // SPIR-V 1.0 to 1.6 for the Kernel execution model.
+        CL_DEVICE_IL_VERSION => info(
+            (0..=6)
+                .map(|m| format!("SPIR-V_1.{m}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        CL_DEVICE_ILS_WITH_VERSION => info(
+            (0..=6)
+                .map(|m| name_version("SPIR-V", make_version(1, m, 0)))
+                .collect::<Vec<_>>(),
+        ),
         CL_DEVICE_MAX_PIPE_ARGS
         | CL_DEVICE_PIPE_MAX_ACTIVE_RESERVATIONS
         | CL_DEVICE_PIPE_MAX_PACKET_SIZE => info(0u32),
@@ -154,8 +164,9 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_PROFILING_TIMER_RESOLUTION => info(d.timer_resolution_ns()),
         CL_DEVICE_ENDIAN_LITTLE => info(cfg!(target_endian = "little")),
         CL_DEVICE_AVAILABLE => info(true),
-        // The OpenCL C front end is not wired in yet.
-        CL_DEVICE_COMPILER_AVAILABLE | CL_DEVICE_LINKER_AVAILABLE => info(false),
+        // The system's clang and llvm-spirv (and spirv-link for linking).
+        CL_DEVICE_COMPILER_AVAILABLE => info(program::compiler_available()),
+        CL_DEVICE_LINKER_AVAILABLE => info(program::linker_available()),
         CL_DEVICE_EXECUTION_CAPABILITIES => info(CL_EXEC_KERNEL),
         CL_DEVICE_QUEUE_ON_HOST_PROPERTIES => {
             info(CL_QUEUE_PROFILING_ENABLE | CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)

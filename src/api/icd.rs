@@ -51,7 +51,7 @@ static DISPATCH: cl_icd_dispatch = cl_icd_dispatch {
     clGetProgramInfo: Some(program::clGetProgramInfo),
     clGetProgramBuildInfo: Some(program::clGetProgramBuildInfo),
     clCreateKernel: Some(kernel::clCreateKernel),
-    clCreateKernelsInProgram: Some(program::clCreateKernelsInProgram),
+    clCreateKernelsInProgram: Some(kernel::clCreateKernelsInProgram),
     clRetainKernel: Some(kernel::clRetainKernel),
     clReleaseKernel: Some(kernel::clReleaseKernel),
     clSetKernelArg: Some(kernel::clSetKernelArg),

@@ -159,3 +159,13 @@ pub unsafe extern "C" fn clGetKernelSuggestedLocalWorkSize(
 ) -> cl_int {
     unsupported("clGetKernelSuggestedLocalWorkSize")
 }
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clCreateKernelsInProgram(
+    _program: cl_program,
+    _num_kernels: cl_uint,
+    _kernels: *mut cl_kernel,
+    _num_kernels_ret: *mut cl_uint,
+) -> cl_int {
+    unsupported("clCreateKernelsInProgram")
+}

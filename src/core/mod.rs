@@ -8,6 +8,7 @@ pub mod event;
 pub mod memory;
 pub mod object;
 pub mod platform;
+pub mod program;
 pub mod queue;
 pub mod worker;
 

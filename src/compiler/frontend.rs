@@ -1,0 +1,512 @@
+//! The OpenCL C front end: the system's clang and its matching llvm-spirv
+//! turn OpenCL C into SPIR-V for the Kernel execution model.
+//!
+//! The tools are found once per process: `VKCL_CLANG` and `VKCL_LLVM_SPIRV`
+//! name them explicitly; otherwise the newest `clang-N`/`llvm-spirv-N` pair
+//! on `PATH`, N from 19 down to 15. Results are cached on disk (see
+//! [`crate::compiler::cache`]).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use opencl_sys::*;
+
+use crate::compiler::cache;
+use crate::core::error::{ClError, ClResult};
+
+pub struct FrontEnd {
+    pub clang: PathBuf,
+    pub llvm_spirv: PathBuf,
+    /// `clang --version`'s first line, part of every cache key.
+    pub version: String,
+}
+
+/// The front end, if this system has one.
+pub fn front_end() -> Option<&'static FrontEnd> {
+    static FE: OnceLock<Option<FrontEnd>> = OnceLock::new();
+    FE.get_or_init(|| {
+        let found = discover();
+        match &found {
+            Some(fe) => log::info!(target: "vkcl::compiler", "OpenCL C front end: {} + {} ({})", fe.clang.display(), fe.llvm_spirv.display(), fe.version),
+            None => log::warn!(target: "vkcl::compiler", "no OpenCL C front end found (clang-N with llvm-spirv-N, N = 15..19, or VKCL_CLANG/VKCL_LLVM_SPIRV): building from source is unavailable"),
+        }
+        found
+    })
+    .as_ref()
+}
+
+fn find_in_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+fn version_of(clang: &Path) -> Option<String> {
+    let out = Command::new(clang).arg("--version").output().ok()?;
+    out.status.success().then(|| {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    })
+}
+
+fn discover() -> Option<FrontEnd> {
+    let env_clang = std::env::var_os("VKCL_CLANG").map(PathBuf::from);
+    let env_spirv = std::env::var_os("VKCL_LLVM_SPIRV").map(PathBuf::from);
+    let pairs: Vec<(PathBuf, PathBuf)> = match (env_clang, env_spirv) {
+        (Some(c), Some(s)) => vec![(c, s)],
+        (c, s) => (15..=19)
+            .rev()
+            .filter_map(|n| {
+                let clang = c.clone().or_else(|| find_in_path(&format!("clang-{n}")))?;
+                let spirv = s
+                    .clone()
+                    .or_else(|| find_in_path(&format!("llvm-spirv-{n}")))?;
+                Some((clang, spirv))
+            })
+            .collect(),
+    };
+    pairs.into_iter().find_map(|(clang, llvm_spirv)| {
+        let version = version_of(&clang)?;
+        llvm_spirv.is_file().then_some(FrontEnd {
+            clang,
+            llvm_spirv,
+            version,
+        })
+    })
+}
+
+/// What a build is for: the error code for bad options differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    Build,
+    Compile,
+    Link,
+}
+
+impl Purpose {
+    fn bad_options(self) -> ClError {
+        ClError(match self {
+            Purpose::Build => CL_INVALID_BUILD_OPTIONS,
+            Purpose::Compile => CL_INVALID_COMPILER_OPTIONS,
+            Purpose::Link => CL_INVALID_LINKER_OPTIONS,
+        })
+    }
+}
+
+/// Parsed build options.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Arguments for clang, in order.
+    pub clang: Vec<String>,
+    /// The OpenCL C version asked for, e.g. "CL1.2" (default CL1.2).
+    pub cl_std: String,
+    pub kernel_arg_info: bool,
+    pub create_library: bool,
+    pub enable_link_options: bool,
+    pub opt_disable: bool,
+}
+
+/// Options the specification defines that pass to clang unchanged.
+const CLANG_FLAGS: &[&str] = &[
+    "-cl-single-precision-constant",
+    "-cl-denorms-are-zero",
+    "-cl-fp32-correctly-rounded-divide-sqrt",
+    "-cl-mad-enable",
+    "-cl-no-signed-zeros",
+    "-cl-unsafe-math-optimizations",
+    "-cl-finite-math-only",
+    "-cl-fast-relaxed-math",
+    "-cl-uniform-work-group-size",
+    "-cl-no-subgroup-ifp",
+    "-w",
+    "-Werror",
+];
+
+/// Link options (clLinkProgram) the specification defines.
+const LINK_FLAGS: &[&str] = &[
+    "-create-library",
+    "-enable-link-options",
+    "-cl-denorms-are-zero",
+    "-cl-no-signed-zeros",
+    "-cl-unsafe-math-optimizations",
+    "-cl-finite-math-only",
+    "-cl-fast-relaxed-math",
+    "-cl-no-subgroup-ifp",
+];
+
+/// Splits an options string into words, honouring double quotes.
+fn split_words(s: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut any = false;
+    for ch in s.chars() {
+        match ch {
+            '"' => {
+                quoted = !quoted;
+                any = true;
+            }
+            c if c.is_whitespace() && !quoted => {
+                if any {
+                    words.push(std::mem::take(&mut cur));
+                    any = false;
+                }
+            }
+            c => {
+                cur.push(c);
+                any = true;
+            }
+        }
+    }
+    if any {
+        words.push(cur);
+    }
+    words
+}
+
+impl Options {
+    pub fn parse(text: &str, purpose: Purpose) -> ClResult<Options> {
+        let mut o = Options {
+            cl_std: "CL1.2".into(),
+            ..Default::default()
+        };
+        let words = split_words(text);
+        let mut it = words.into_iter();
+        while let Some(w) = it.next() {
+            if purpose == Purpose::Link {
+                if !LINK_FLAGS.contains(&w.as_str()) {
+                    return Err(purpose.bad_options());
+                }
+                match w.as_str() {
+                    "-create-library" => o.create_library = true,
+                    "-enable-link-options" => o.enable_link_options = true,
+                    _ => o.clang.push(w),
+                }
+                continue;
+            }
+            match w.as_str() {
+                "-D" | "-I" => {
+                    let v = it.next().ok_or(purpose.bad_options())?;
+                    o.clang.push(w);
+                    o.clang.push(v);
+                }
+                _ if (w.starts_with("-D") || w.starts_with("-I")) && w.len() > 2 => o.clang.push(w),
+                "-cl-opt-disable" => o.opt_disable = true,
+                "-cl-kernel-arg-info" => o.kernel_arg_info = true,
+                _ if w.starts_with("-cl-std=") => {
+                    let v = &w["-cl-std=".len()..];
+                    if !["CL1.0", "CL1.1", "CL1.2", "CL3.0"].contains(&v) {
+                        return Err(purpose.bad_options());
+                    }
+                    o.cl_std = v.to_string();
+                }
+                _ if CLANG_FLAGS.contains(&w.as_str()) => o.clang.push(w),
+                _ => {
+                    log::debug!(target: "vkcl::compiler", "unknown build option {w:?}");
+                    return Err(purpose.bad_options());
+                }
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// What the device offers, as the preprocessor sees it.
+pub struct DeviceMacros {
+    /// OpenCL C extensions and `__opencl_c_*` features the device has.
+    pub features: Vec<String>,
+    pub image_support: bool,
+}
+
+/// Extension and feature macros clang's OpenCL headers may define on their
+/// own; those the device lacks are undefined again by the prelude.
+const OPTIONAL_MACROS: &[&str] = &[
+    "cl_khr_3d_image_writes",
+    "cl_khr_byte_addressable_store",
+    "cl_khr_depth_images",
+    "cl_khr_extended_bit_ops",
+    "cl_khr_fp16",
+    "cl_khr_fp64",
+    "cl_khr_gl_msaa_sharing",
+    "cl_khr_global_int32_base_atomics",
+    "cl_khr_global_int32_extended_atomics",
+    "cl_khr_int64_base_atomics",
+    "cl_khr_int64_extended_atomics",
+    "cl_khr_integer_dot_product",
+    "cl_khr_local_int32_base_atomics",
+    "cl_khr_local_int32_extended_atomics",
+    "cl_khr_mipmap_image",
+    "cl_khr_mipmap_image_writes",
+    "cl_khr_srgb_image_writes",
+    "cl_khr_subgroups",
+    "cl_khr_subgroup_ballot",
+    "cl_khr_subgroup_clustered_reduce",
+    "cl_khr_subgroup_extended_types",
+    "cl_khr_subgroup_non_uniform_arithmetic",
+    "cl_khr_subgroup_non_uniform_vote",
+    "cl_khr_subgroup_rotate",
+    "cl_khr_subgroup_shuffle",
+    "cl_khr_subgroup_shuffle_relative",
+    "__opencl_c_3d_image_writes",
+    "__opencl_c_atomic_order_acq_rel",
+    "__opencl_c_atomic_order_seq_cst",
+    "__opencl_c_atomic_scope_all_devices",
+    "__opencl_c_atomic_scope_device",
+    "__opencl_c_device_enqueue",
+    "__opencl_c_ext_fp16_global_atomic_add",
+    "__opencl_c_ext_fp16_global_atomic_load_store",
+    "__opencl_c_ext_fp16_global_atomic_min_max",
+    "__opencl_c_ext_fp16_local_atomic_add",
+    "__opencl_c_ext_fp16_local_atomic_load_store",
+    "__opencl_c_ext_fp16_local_atomic_min_max",
+    "__opencl_c_ext_fp32_global_atomic_add",
+    "__opencl_c_ext_fp32_global_atomic_min_max",
+    "__opencl_c_ext_fp32_local_atomic_add",
+    "__opencl_c_ext_fp32_local_atomic_min_max",
+    "__opencl_c_ext_fp64_global_atomic_add",
+    "__opencl_c_ext_fp64_global_atomic_min_max",
+    "__opencl_c_ext_fp64_local_atomic_add",
+    "__opencl_c_ext_fp64_local_atomic_min_max",
+    "__opencl_c_fp64",
+    "__opencl_c_generic_address_space",
+    "__opencl_c_images",
+    "__opencl_c_int64",
+    "__opencl_c_integer_dot_product_input_4x8bit",
+    "__opencl_c_integer_dot_product_input_4x8bit_packed",
+    "__opencl_c_pipes",
+    "__opencl_c_program_scope_global_variables",
+    "__opencl_c_read_write_images",
+    "__opencl_c_subgroups",
+    "__opencl_c_work_group_collective_functions",
+];
+
+impl DeviceMacros {
+    /// clang's `-cl-ext=`: everything off, then what the device has.
+    fn cl_ext(&self) -> String {
+        std::iter::once("-all".to_string())
+            .chain(self.features.iter().map(|f| format!("+{f}")))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Included after clang's own header: removes what the device lacks
+    /// and defines what the specification requires that clang does not.
+    fn prelude(&self) -> String {
+        let mut p =
+            String::from("#ifndef __OPENCL_VERSION__\n#define __OPENCL_VERSION__ 300\n#endif\n");
+        for m in OPTIONAL_MACROS {
+            if !self.features.iter().any(|f| f == m) {
+                p.push_str(&format!("#undef {m}\n"));
+            }
+        }
+        if !self.image_support {
+            p.push_str("#undef __IMAGE_SUPPORT__\n");
+        }
+        p
+    }
+}
+
+/// The outcome of running the front end.
+pub struct Compiled {
+    pub spirv: Vec<u32>,
+    pub log: String,
+}
+
+/// A failed compile, with the compiler's diagnostics.
+pub struct CompileError {
+    pub log: String,
+}
+
+/// A private scratch directory, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> std::io::Result<Scratch> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "vkcl-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir)?;
+        Ok(Scratch(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl FrontEnd {
+    /// Compiles OpenCL C (with embedded headers, by include name) to SPIR-V.
+    pub fn compile(
+        &self,
+        source: &str,
+        headers: &[(String, Vec<u8>)],
+        options: &Options,
+        device: &DeviceMacros,
+    ) -> Result<Compiled, CompileError> {
+        let mut key = cache::Key::new("opencl-c");
+        key.add(self.version.as_bytes());
+        key.add(options.clang.join("\u{1}").as_bytes());
+        key.add(options.cl_std.as_bytes());
+        key.add(&[
+            options.kernel_arg_info as u8,
+            options.opt_disable as u8,
+            device.image_support as u8,
+        ]);
+        key.add(device.cl_ext().as_bytes());
+        key.add(source.as_bytes());
+        for (name, body) in headers {
+            key.add(name.as_bytes());
+            key.add(body);
+        }
+        if let Some((spirv, log)) = cache::load(&key) {
+            return Ok(Compiled { spirv, log });
+        }
+        let fail = |log: String| CompileError { log };
+        let scratch =
+            Scratch::new().map_err(|e| fail(format!("cannot create a scratch directory: {e}")))?;
+        let dir = &scratch.0;
+        for (name, body) in headers {
+            let path = dir.join("include").join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| fail(format!("cannot write header {name}: {e}")))?;
+            }
+            std::fs::write(&path, body)
+                .map_err(|e| fail(format!("cannot write header {name}: {e}")))?;
+        }
+        let prelude = dir.join("vkcl-device.h");
+        std::fs::write(&prelude, device.prelude())
+            .map_err(|e| fail(format!("cannot write the device prelude: {e}")))?;
+        let src = dir.join("program.cl");
+        std::fs::write(&src, source).map_err(|e| fail(format!("cannot write the source: {e}")))?;
+        let bc = dir.join("program.bc");
+        let spv = dir.join("program.spv");
+        let mut clang = Command::new(&self.clang);
+        clang
+            .arg("-x")
+            .arg("cl")
+            .arg(format!("-cl-std={}", options.cl_std))
+            .args(["-target", "spir64-unknown-unknown", "-emit-llvm", "-c"])
+            .arg(if options.opt_disable { "-O0" } else { "-O2" })
+            .arg("-Xclang")
+            .arg(format!("-cl-ext={}", device.cl_ext()))
+            .arg("-include")
+            .arg(&prelude)
+            .arg("-fno-discard-value-names")
+            .arg("-I")
+            .arg(dir.join("include"))
+            .args(&options.clang);
+        if options.kernel_arg_info {
+            clang.arg("-cl-kernel-arg-info");
+        }
+        clang.arg("-o").arg(&bc).arg(&src).current_dir(dir);
+        let out = clang
+            .output()
+            .map_err(|e| fail(format!("cannot run {}: {e}", self.clang.display())))?;
+        // Diagnostics name the file as the application gave it: no path.
+        let mut log =
+            String::from_utf8_lossy(&out.stderr).replace(&format!("{}/", dir.display()), "");
+        if !out.status.success() {
+            return Err(fail(log));
+        }
+        let out = Command::new(&self.llvm_spirv)
+            .arg("--preserve-ocl-kernel-arg-type-metadata-through-string")
+            .arg(&bc)
+            .arg("-o")
+            .arg(&spv)
+            .output()
+            .map_err(|e| fail(format!("cannot run {}: {e}", self.llvm_spirv.display())))?;
+        log.push_str(&String::from_utf8_lossy(&out.stderr));
+        if !out.status.success() {
+            return Err(fail(log));
+        }
+        let bytes =
+            std::fs::read(&spv).map_err(|e| fail(format!("cannot read the SPIR-V: {e}")))?;
+        let spirv = words_of(&bytes)
+            .ok_or_else(|| fail("llvm-spirv produced a malformed module".into()))?;
+        cache::store(&key, &spirv, &log);
+        Ok(Compiled { spirv, log })
+    }
+}
+
+/// SPIR-V bytes as words, in either byte order.
+pub fn words_of(bytes: &[u8]) -> Option<Vec<u32>> {
+    if bytes.len() % 4 != 0 || bytes.len() < 20 {
+        return None;
+    }
+    let le: Vec<u32> = bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect();
+    match le[0] {
+        0x0723_0203 => Some(le),
+        0x0302_2307 => Some(le.into_iter().map(u32::swap_bytes).collect()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options() {
+        let o = Options::parse(
+            "-D FOO=1 -DBAR -I \"my dir\" -cl-std=CL3.0 -cl-mad-enable -w",
+            Purpose::Build,
+        )
+        .unwrap();
+        assert_eq!(
+            o.clang,
+            [
+                "-D",
+                "FOO=1",
+                "-DBAR",
+                "-I",
+                "my dir",
+                "-cl-mad-enable",
+                "-w"
+            ]
+        );
+        assert_eq!(o.cl_std, "CL3.0");
+        assert_eq!(
+            Options::parse("-cl-std=CL2.5", Purpose::Build),
+            Err(ClError(CL_INVALID_BUILD_OPTIONS))
+        );
+        assert_eq!(
+            Options::parse("-fbogus", Purpose::Compile),
+            Err(ClError(CL_INVALID_COMPILER_OPTIONS))
+        );
+        assert_eq!(
+            Options::parse("-D", Purpose::Build),
+            Err(ClError(CL_INVALID_BUILD_OPTIONS))
+        );
+        let l = Options::parse("-create-library -cl-fast-relaxed-math", Purpose::Link).unwrap();
+        assert!(l.create_library);
+        assert_eq!(
+            Options::parse("-DX", Purpose::Link),
+            Err(ClError(CL_INVALID_LINKER_OPTIONS))
+        );
+        assert_eq!(Options::parse("", Purpose::Build).unwrap().cl_std, "CL1.2");
+    }
+
+    #[test]
+    fn spirv_words() {
+        let mut b = vec![0x03, 0x02, 0x23, 0x07];
+        b.extend([0u8; 16]);
+        assert_eq!(words_of(&b).unwrap()[0], 0x0723_0203);
+        assert!(words_of(&b[..7]).is_none());
+        assert!(words_of(&[0u8; 20]).is_none());
+    }
+}

@@ -1,0 +1,102 @@
+//! Linking SPIR-V modules (clLinkProgram) and validating SPIR-V given by
+//! applications (clCreateProgramWithIL), with SPIRV-Tools' command-line
+//! tools (`spirv-link`, `spirv-val`, Debian/Ubuntu package spirv-tools).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn tool(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn to_bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// A scratch file path for this process.
+fn scratch(tag: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    std::env::temp_dir().join(format!(
+        "vkcl-{}-{}-{tag}.spv",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+/// The SPIR-V version of a module, as (major, minor).
+pub fn version(words: &[u32]) -> (u32, u32) {
+    let v = words.get(1).copied().unwrap_or(0);
+    ((v >> 16) & 0xFF, (v >> 8) & 0xFF)
+}
+
+/// Whether linking is possible on this system.
+pub fn linker_available() -> bool {
+    tool("spirv-link").is_some()
+}
+
+/// Links modules into one; `library` keeps unresolved imports (a
+/// library), otherwise every import must be resolved (an executable).
+pub fn link(modules: &[Vec<u32>], library: bool) -> Result<Vec<u32>, String> {
+    let exe = tool("spirv-link").ok_or("spirv-link (package spirv-tools) is not installed")?;
+    let inputs: Vec<PathBuf> = modules.iter().map(|_| scratch("in")).collect();
+    let output = scratch("out");
+    let run = || -> Result<Vec<u32>, String> {
+        for (p, m) in inputs.iter().zip(modules) {
+            std::fs::write(p, to_bytes(m)).map_err(|e| e.to_string())?;
+        }
+        let mut cmd = Command::new(&exe);
+        cmd.arg("--target-env").arg("opencl2.2");
+        if library {
+            cmd.arg("--create-library");
+        }
+        let out = cmd
+            .arg("-o")
+            .arg(&output)
+            .args(&inputs)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            let msg = String::from_utf8_lossy(&out.stderr).replace("error: ", "");
+            return Err(msg.trim().to_string());
+        }
+        let bytes = std::fs::read(&output).map_err(|e| e.to_string())?;
+        crate::compiler::frontend::words_of(&bytes)
+            .ok_or_else(|| "spirv-link produced a malformed module".into())
+    };
+    let result = run();
+    for p in inputs.iter().chain([&output]) {
+        let _ = std::fs::remove_file(p);
+    }
+    result
+}
+
+/// Validates an OpenCL SPIR-V module with the rules of its SPIR-V version.
+/// Without spirv-val, only the structural checks of parsing apply.
+pub fn validate(words: &[u32]) -> Result<(), String> {
+    let Some(exe) = tool("spirv-val") else {
+        return crate::compiler::spirv::reflect::load(words).map(|_| ());
+    };
+    let (major, minor) = version(words);
+    let path = scratch("val");
+    let run = || -> Result<(), String> {
+        std::fs::write(&path, to_bytes(words)).map_err(|e| e.to_string())?;
+        let out = Command::new(&exe)
+            .arg("--target-env")
+            .arg(format!("spv{major}.{minor}"))
+            .arg(&path)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+        }
+    };
+    let r = run();
+    let _ = std::fs::remove_file(&path);
+    r
+}

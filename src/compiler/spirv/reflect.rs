@@ -1,0 +1,363 @@
+//! Kernel metadata read from an OpenCL SPIR-V module: kernel names and, per
+//! argument, its name, address/access/type qualifiers and type name, plus
+//! `reqd_work_group_size`, `work_group_size_hint` and `vec_type_hint`.
+//!
+//! Argument type names and qualifiers come from the `kernel_arg_type.*`
+//! and `kernel_arg_type_qual.*` strings llvm-spirv keeps for vkcl; address
+//! and access qualifiers from the parameter types themselves.
+
+use std::collections::HashMap;
+
+use opencl_sys::*;
+use rspirv::dr::{Instruction, Module, Operand};
+use rspirv::spirv::{
+    Decoration, ExecutionMode, ExecutionModel, FunctionParameterAttribute, Op, StorageClass,
+};
+
+/// What an argument is, as clSetKernelArg will need to know.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArgKind {
+    /// A `__global` or `__constant` pointer: a buffer (or null).
+    Buffer,
+    /// A `__local` pointer: a size only.
+    Local,
+    /// A value of this many bytes (scalars, vectors, structs).
+    Value(u32),
+    Image,
+    Sampler,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelArg {
+    pub name: String,
+    pub kind: ArgKind,
+    pub address: cl_kernel_arg_address_qualifier,
+    pub access: cl_kernel_arg_access_qualifier,
+    pub type_name: String,
+    pub type_qual: cl_kernel_arg_type_qualifier,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelInfo {
+    pub name: String,
+    pub args: Vec<KernelArg>,
+    pub reqd_work_group_size: Option<[u32; 3]>,
+    pub work_group_size_hint: Option<[u32; 3]>,
+    pub vec_type_hint: Option<String>,
+}
+
+impl KernelInfo {
+    /// CL_KERNEL_ATTRIBUTES: the attributes as OpenCL C spells them.
+    pub fn attributes(&self) -> String {
+        let mut a = Vec::new();
+        if let Some([x, y, z]) = self.reqd_work_group_size {
+            a.push(format!("reqd_work_group_size({x},{y},{z})"));
+        }
+        if let Some([x, y, z]) = self.work_group_size_hint {
+            a.push(format!("work_group_size_hint({x},{y},{z})"));
+        }
+        if let Some(t) = &self.vec_type_hint {
+            a.push(format!("vec_type_hint({t})"));
+        }
+        a.join(" ")
+    }
+}
+
+/// Parses SPIR-V words into an rspirv module.
+pub fn load(words: &[u32]) -> Result<Module, String> {
+    rspirv::dr::load_words(words).map_err(|e| format!("malformed SPIR-V: {e:?}"))
+}
+
+fn id(op: &Operand) -> Option<u32> {
+    match op {
+        Operand::IdRef(i) => Some(*i),
+        _ => None,
+    }
+}
+
+fn lit(op: &Operand) -> Option<u32> {
+    match op {
+        Operand::LiteralBit32(v) => Some(*v),
+        _ => None,
+    }
+}
+
+fn string(op: &Operand) -> Option<&str> {
+    match op {
+        Operand::LiteralString(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// The kernels of a module, in entry-point order.
+pub fn kernels(module: &Module) -> Result<Vec<KernelInfo>, String> {
+    let types: HashMap<u32, &Instruction> = module
+        .types_global_values
+        .iter()
+        .filter_map(|i| i.result_id.map(|r| (r, i)))
+        .collect();
+    let names: HashMap<u32, &str> = module
+        .debug_names
+        .iter()
+        .filter(|i| i.class.opcode == Op::Name)
+        .filter_map(|i| Some((id(&i.operands[0])?, string(&i.operands[1])?)))
+        .collect();
+    let strings: Vec<&str> = module
+        .debug_string_source
+        .iter()
+        .filter(|i| i.class.opcode == Op::String)
+        .filter_map(|i| string(i.operands.first()?))
+        .collect();
+    let decorated = |target: u32, what: &dyn Fn(&[Operand]) -> bool| {
+        module.annotations.iter().any(|i| {
+            i.class.opcode == Op::Decorate
+                && id(&i.operands[0]) == Some(target)
+                && what(&i.operands[1..])
+        })
+    };
+    let mut out = Vec::new();
+    for ep in &module.entry_points {
+        if !matches!(
+            ep.operands.first(),
+            Some(Operand::ExecutionModel(ExecutionModel::Kernel))
+        ) {
+            continue;
+        }
+        let func_id = ep.operands.get(1).and_then(id).ok_or("bad OpEntryPoint")?;
+        let name = ep
+            .operands
+            .get(2)
+            .and_then(string)
+            .ok_or("bad OpEntryPoint")?
+            .to_string();
+        let func = module
+            .functions
+            .iter()
+            .find(|f| f.def.as_ref().and_then(|d| d.result_id) == Some(func_id))
+            .ok_or_else(|| format!("kernel {name} has no body"))?;
+        let list = |prefix: &str| -> Option<Vec<String>> {
+            let key = format!("{prefix}.{name}.");
+            strings
+                .iter()
+                .find_map(|s| s.strip_prefix(key.as_str()))
+                .map(|rest| {
+                    let mut v: Vec<String> = rest.split(',').map(str::to_string).collect();
+                    if v.last().is_some_and(String::is_empty) {
+                        v.pop();
+                    }
+                    v
+                })
+        };
+        let type_names = list("kernel_arg_type");
+        let type_quals = list("kernel_arg_type_qual");
+        let mut args = Vec::new();
+        for (i, p) in func.parameters.iter().enumerate() {
+            let pid = p.result_id.ok_or("parameter without id")?;
+            let ty = p.result_type.ok_or("parameter without type")?;
+            let (kind, address, access) = arg_kind(&types, ty, pid, &decorated)?;
+            let mut type_qual = 0;
+            let qual_text = type_quals
+                .as_ref()
+                .and_then(|q| q.get(i))
+                .cloned()
+                .unwrap_or_default();
+            if qual_text.split(' ').any(|q| q == "const")
+                || address == CL_KERNEL_ARG_ADDRESS_CONSTANT
+            {
+                type_qual |= CL_KERNEL_ARG_TYPE_CONST;
+            }
+            if qual_text.split(' ').any(|q| q == "restrict")
+                || decorated(pid, &|o| {
+                    o == [
+                        Operand::Decoration(Decoration::FuncParamAttr),
+                        Operand::FunctionParameterAttribute(FunctionParameterAttribute::NoAlias),
+                    ]
+                })
+            {
+                type_qual |= CL_KERNEL_ARG_TYPE_RESTRICT;
+            }
+            if qual_text.split(' ').any(|q| q == "volatile")
+                || decorated(pid, &|o| o == [Operand::Decoration(Decoration::Volatile)])
+            {
+                type_qual |= CL_KERNEL_ARG_TYPE_VOLATILE;
+            }
+            if qual_text.split(' ').any(|q| q == "pipe") {
+                type_qual |= CL_KERNEL_ARG_TYPE_PIPE;
+            }
+            // restrict and volatile only qualify pointers.
+            if !matches!(kind, ArgKind::Buffer | ArgKind::Local) {
+                type_qual &= !(CL_KERNEL_ARG_TYPE_RESTRICT | CL_KERNEL_ARG_TYPE_VOLATILE);
+            }
+            args.push(KernelArg {
+                name: names.get(&pid).map(|s| s.to_string()).unwrap_or_default(),
+                kind,
+                address,
+                access,
+                type_name: type_names
+                    .as_ref()
+                    .and_then(|t| t.get(i))
+                    .cloned()
+                    .unwrap_or_default(),
+                type_qual,
+            });
+        }
+        let mode = |m: ExecutionMode| {
+            module.execution_modes.iter().find_map(|i| {
+                (id(&i.operands[0]) == Some(func_id)
+                    && i.operands.get(1) == Some(&Operand::ExecutionMode(m)))
+                .then(|| i.operands[2..].iter().filter_map(lit).collect::<Vec<u32>>())
+            })
+        };
+        let triple = |v: Option<Vec<u32>>| v.filter(|v| v.len() == 3).map(|v| [v[0], v[1], v[2]]);
+        out.push(KernelInfo {
+            name,
+            args,
+            reqd_work_group_size: triple(mode(ExecutionMode::LocalSize)),
+            work_group_size_hint: triple(mode(ExecutionMode::LocalSizeHint)),
+            vec_type_hint: mode(ExecutionMode::VecTypeHint)
+                .and_then(|v| v.first().map(|&h| vec_type_name(h))),
+        });
+    }
+    Ok(out)
+}
+
+type Decorated<'a> = dyn Fn(u32, &dyn Fn(&[Operand]) -> bool) -> bool + 'a;
+
+fn arg_kind(
+    types: &HashMap<u32, &Instruction>,
+    ty: u32,
+    param: u32,
+    decorated: &Decorated<'_>,
+) -> Result<
+    (
+        ArgKind,
+        cl_kernel_arg_address_qualifier,
+        cl_kernel_arg_access_qualifier,
+    ),
+    String,
+> {
+    let t = types.get(&ty).ok_or("parameter of unknown type")?;
+    let none = CL_KERNEL_ARG_ACCESS_NONE;
+    Ok(match t.class.opcode {
+        Op::TypePointer => {
+            let byval = decorated(param, &|o| {
+                o == [
+                    Operand::Decoration(Decoration::FuncParamAttr),
+                    Operand::FunctionParameterAttribute(FunctionParameterAttribute::ByVal),
+                ]
+            });
+            match t.operands.first() {
+                Some(Operand::StorageClass(StorageClass::CrossWorkgroup)) => {
+                    (ArgKind::Buffer, CL_KERNEL_ARG_ADDRESS_GLOBAL, none)
+                }
+                Some(Operand::StorageClass(StorageClass::UniformConstant)) => {
+                    (ArgKind::Buffer, CL_KERNEL_ARG_ADDRESS_CONSTANT, none)
+                }
+                Some(Operand::StorageClass(StorageClass::Workgroup)) => {
+                    (ArgKind::Local, CL_KERNEL_ARG_ADDRESS_LOCAL, none)
+                }
+                Some(Operand::StorageClass(StorageClass::Function)) if byval => {
+                    let pointee = t.operands.get(1).and_then(id).ok_or("bad pointer type")?;
+                    (
+                        ArgKind::Value(size_of(types, pointee)?),
+                        CL_KERNEL_ARG_ADDRESS_PRIVATE,
+                        none,
+                    )
+                }
+                other => {
+                    return Err(format!(
+                        "kernel argument pointer in storage class {other:?}"
+                    ));
+                }
+            }
+        }
+        Op::TypeImage => {
+            let access = match t.operands.get(7) {
+                Some(Operand::AccessQualifier(rspirv::spirv::AccessQualifier::WriteOnly)) => {
+                    CL_KERNEL_ARG_ACCESS_WRITE_ONLY
+                }
+                Some(Operand::AccessQualifier(rspirv::spirv::AccessQualifier::ReadWrite)) => {
+                    CL_KERNEL_ARG_ACCESS_READ_WRITE
+                }
+                _ => CL_KERNEL_ARG_ACCESS_READ_ONLY,
+            };
+            (ArgKind::Image, CL_KERNEL_ARG_ADDRESS_GLOBAL, access)
+        }
+        Op::TypeSampler => (ArgKind::Sampler, CL_KERNEL_ARG_ADDRESS_PRIVATE, none),
+        Op::TypePipe => return Err("pipe kernel arguments are not supported".into()),
+        _ => (
+            ArgKind::Value(size_of(types, ty)?),
+            CL_KERNEL_ARG_ADDRESS_PRIVATE,
+            none,
+        ),
+    })
+}
+
+/// The size of a type under OpenCL C's ABI (vec3 takes the room of vec4).
+pub fn size_of(types: &HashMap<u32, &Instruction>, ty: u32) -> Result<u32, String> {
+    Ok(layout(types, ty)?.0)
+}
+
+/// Size and alignment of a type under OpenCL C's ABI.
+pub fn layout(types: &HashMap<u32, &Instruction>, ty: u32) -> Result<(u32, u32), String> {
+    let t = types.get(&ty).ok_or("unknown type")?;
+    let lit0 = || t.operands.first().and_then(lit).ok_or("bad type");
+    Ok(match t.class.opcode {
+        Op::TypeBool => (1, 1),
+        Op::TypeInt | Op::TypeFloat => {
+            let b = lit0()? / 8;
+            (b, b)
+        }
+        Op::TypeVector => {
+            let (es, _) = layout(types, t.operands.first().and_then(id).ok_or("bad vector")?)?;
+            let n = t.operands.get(1).and_then(lit).ok_or("bad vector")?;
+            let n = if n == 3 { 4 } else { n };
+            (es * n, es * n)
+        }
+        Op::TypeArray => {
+            let (es, ea) = layout(types, t.operands.first().and_then(id).ok_or("bad array")?)?;
+            let len_id = t.operands.get(1).and_then(id).ok_or("bad array")?;
+            let len = types
+                .get(&len_id)
+                .filter(|c| c.class.opcode == Op::Constant)
+                .and_then(|c| c.operands.first().and_then(lit))
+                .ok_or("array of unknown length")?;
+            (es * len, ea)
+        }
+        Op::TypeStruct => {
+            let packed = false;
+            let mut size = 0u32;
+            let mut align = 1u32;
+            for m in &t.operands {
+                let (ms, ma) = layout(types, id(m).ok_or("bad struct")?)?;
+                let ma = if packed { 1 } else { ma };
+                size = size.div_ceil(ma) * ma + ms;
+                align = align.max(ma);
+            }
+            (size.div_ceil(align) * align, align)
+        }
+        Op::TypePointer | Op::TypeEvent | Op::TypeSampler => (8, 8),
+        other => return Err(format!("no OpenCL layout for {other:?}")),
+    })
+}
+
+/// vec_type_hint's operand: the low 16 bits give the width, the high 16
+/// the component type (0..3: 8/16/32/64-bit int, 4: half, 5: float, 6: double).
+fn vec_type_name(hint: u32) -> String {
+    let width = hint & 0xFFFF;
+    let base = match hint >> 16 {
+        0 => "char",
+        1 => "short",
+        2 => "int",
+        3 => "long",
+        4 => "half",
+        5 => "float",
+        6 => "double",
+        _ => "int",
+    };
+    if width <= 1 {
+        base.to_string()
+    } else {
+        format!("{base}{width}")
+    }
+}

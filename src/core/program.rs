@@ -1,0 +1,423 @@
+//! Programs: OpenCL C source, SPIR-V IL or vkcl binaries in; per-device
+//! builds (compile, link) with their status, options, log and kernels.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use opencl_sys::*;
+
+use crate::compiler::cache::fnv1a;
+use crate::compiler::frontend::{self, DeviceMacros, Options, Purpose};
+use crate::compiler::link;
+use crate::compiler::spirv::reflect::{self, KernelInfo};
+use crate::core::context::Context;
+use crate::core::device::Device;
+use crate::core::error::{ClError, ClResult, err};
+use crate::core::object::{ClObject, Handle};
+
+/// What a program was created from.
+pub enum Origin {
+    Source(String),
+    Il(Vec<u8>),
+    Binary,
+    /// The result of clLinkProgram.
+    Linked,
+}
+
+/// One device's build.
+#[derive(Clone)]
+pub struct Build {
+    pub status: cl_build_status,
+    pub options: String,
+    pub log: String,
+    pub binary_type: cl_program_binary_type,
+    pub spirv: Option<Arc<Vec<u32>>>,
+    pub kernels: Vec<KernelInfo>,
+    /// Built with -cl-kernel-arg-info (argument names are available).
+    pub arg_info: bool,
+}
+
+impl Default for Build {
+    fn default() -> Self {
+        Build {
+            status: CL_BUILD_NONE,
+            options: String::new(),
+            log: String::new(),
+            binary_type: CL_PROGRAM_BINARY_TYPE_NONE,
+            spirv: None,
+            kernels: Vec::new(),
+            arg_info: false,
+        }
+    }
+}
+
+pub struct Program {
+    pub context: Arc<Handle<Context>>,
+    pub devices: Vec<Arc<Handle<Device>>>,
+    pub origin: Origin,
+    builds: Mutex<Vec<Build>>,
+    /// Kernel objects created from this program.
+    pub kernels_attached: AtomicUsize,
+}
+
+impl ClObject for Program {
+    const INVALID: i32 = CL_INVALID_PROGRAM;
+}
+
+/// The OpenCL C features and extensions vkcl's devices offer today.
+fn device_macros(_d: &Device) -> DeviceMacros {
+    DeviceMacros {
+        features: vec!["__opencl_c_int64".into()],
+        image_support: false,
+    }
+}
+
+/// A program binary: magic, format version, binary type, whether argument
+/// names are kept, build options, the SPIR-V, and a checksum.
+const BINARY_MAGIC: &[u8; 8] = b"VKCLBIN\0";
+const BINARY_VERSION: u32 = 1;
+
+pub fn encode_binary(b: &Build) -> Vec<u8> {
+    let Some(spirv) = &b.spirv else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    out.extend_from_slice(BINARY_MAGIC);
+    out.extend_from_slice(&BINARY_VERSION.to_le_bytes());
+    out.extend_from_slice(&b.binary_type.to_le_bytes());
+    out.extend_from_slice(&(b.arg_info as u32).to_le_bytes());
+    out.extend_from_slice(&(b.options.len() as u32).to_le_bytes());
+    out.extend_from_slice(b.options.as_bytes());
+    out.extend_from_slice(&(spirv.len() as u32).to_le_bytes());
+    for w in spirv.iter() {
+        out.extend_from_slice(&w.to_le_bytes());
+    }
+    let sum = fnv1a(&out, 0xcbf2_9ce4_8422_2325);
+    out.extend_from_slice(&sum.to_le_bytes());
+    out
+}
+
+/// Reads a vkcl program binary; anything else is `None`.
+pub fn decode_binary(data: &[u8]) -> Option<Build> {
+    let body = data.get(..data.len().checked_sub(8)?)?;
+    let sum = u64::from_le_bytes(data[body.len()..].try_into().ok()?);
+    if !body.starts_with(BINARY_MAGIC) || fnv1a(body, 0xcbf2_9ce4_8422_2325) != sum {
+        return None;
+    }
+    let mut at = BINARY_MAGIC.len();
+    let mut word = || -> Option<u32> {
+        let v = u32::from_le_bytes(body.get(at..at + 4)?.try_into().ok()?);
+        at += 4;
+        Some(v)
+    };
+    if word()? != BINARY_VERSION {
+        return None;
+    }
+    let binary_type = word()?;
+    let arg_info = word()? != 0;
+    let opt_len = word()? as usize;
+    let options = String::from_utf8(body.get(at..at + opt_len)?.to_vec()).ok()?;
+    at += opt_len;
+    let n = u32::from_le_bytes(body.get(at..at + 4)?.try_into().ok()?) as usize;
+    at += 4;
+    let bytes = body.get(at..at.checked_add(n.checked_mul(4)?)?)?;
+    if at + n * 4 != body.len() {
+        return None;
+    }
+    let spirv: Vec<u32> = bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect();
+    if ![
+        CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT,
+        CL_PROGRAM_BINARY_TYPE_LIBRARY,
+        CL_PROGRAM_BINARY_TYPE_EXECUTABLE,
+    ]
+    .contains(&binary_type)
+    {
+        return None;
+    }
+    let module = reflect::load(&spirv).ok()?;
+    let kernels = reflect::kernels(&module).ok()?;
+    Some(Build {
+        status: CL_BUILD_SUCCESS,
+        options,
+        log: String::new(),
+        binary_type,
+        spirv: Some(Arc::new(spirv)),
+        kernels,
+        arg_info,
+    })
+}
+
+impl Program {
+    pub fn new(
+        context: Arc<Handle<Context>>,
+        devices: Vec<Arc<Handle<Device>>>,
+        origin: Origin,
+        builds: Vec<Build>,
+    ) -> Arc<Handle<Program>> {
+        let builds = if builds.is_empty() {
+            vec![Build::default(); devices.len()]
+        } else {
+            builds
+        };
+        Handle::new(Program {
+            context,
+            devices,
+            origin,
+            builds: Mutex::new(builds),
+            kernels_attached: AtomicUsize::new(0),
+        })
+    }
+
+    pub fn builds(&self) -> MutexGuard<'_, Vec<Build>> {
+        self.builds.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn device_index(&self, d: &Arc<Handle<Device>>) -> Option<usize> {
+        self.devices.iter().position(|x| Arc::ptr_eq(x, d))
+    }
+
+    /// The build of one device.
+    pub fn build_of(&self, i: usize) -> Build {
+        self.builds()[i].clone()
+    }
+
+    /// Kernels of the first device with an executable.
+    pub fn executable_kernels(&self) -> Option<Vec<KernelInfo>> {
+        self.builds()
+            .iter()
+            .find(|b| {
+                b.status == CL_BUILD_SUCCESS && b.binary_type == CL_PROGRAM_BINARY_TYPE_EXECUTABLE
+            })
+            .map(|b| b.kernels.clone())
+    }
+
+    /// Starts a build or compile on `targets`: checks that none is in
+    /// progress and marks them so.
+    pub fn begin(&self, targets: &[usize]) -> ClResult<()> {
+        let mut builds = self.builds();
+        if targets
+            .iter()
+            .any(|&i| builds[i].status == CL_BUILD_IN_PROGRESS)
+        {
+            return err(CL_INVALID_OPERATION);
+        }
+        for &i in targets {
+            builds[i].status = CL_BUILD_IN_PROGRESS;
+        }
+        Ok(())
+    }
+
+    fn finish(&self, targets: &[usize], build: Build) {
+        let mut builds = self.builds();
+        for &i in targets {
+            builds[i] = build.clone();
+        }
+    }
+
+    /// clBuildProgram (`purpose` Build) or clCompileProgram (Compile) for
+    /// the devices at `targets`, already marked in progress. Returns the
+    /// status code the call reports.
+    pub fn run_build(
+        &self,
+        targets: &[usize],
+        options_text: &str,
+        purpose: Purpose,
+        headers: &[(String, Vec<u8>)],
+    ) -> cl_int {
+        let result = self.compute_build(targets, options_text, purpose, headers);
+        let (build, code) = match result {
+            Ok(b) => (b, CL_SUCCESS),
+            Err((b, code)) => (b, code),
+        };
+        self.finish(targets, build);
+        code
+    }
+
+    fn compute_build(
+        &self,
+        targets: &[usize],
+        options_text: &str,
+        purpose: Purpose,
+        headers: &[(String, Vec<u8>)],
+    ) -> Result<Build, (Build, cl_int)> {
+        let failure_code = if purpose == Purpose::Compile {
+            CL_COMPILE_PROGRAM_FAILURE
+        } else {
+            CL_BUILD_PROGRAM_FAILURE
+        };
+        let failed = |log: String, code: cl_int| {
+            (
+                Build {
+                    status: CL_BUILD_ERROR,
+                    options: options_text.to_string(),
+                    log,
+                    ..Default::default()
+                },
+                code,
+            )
+        };
+        let options = Options::parse(options_text, purpose)
+            .map_err(|e| failed(format!("invalid options: {options_text}"), e.0))?;
+        let binary_type = if purpose == Purpose::Compile {
+            CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT
+        } else {
+            CL_PROGRAM_BINARY_TYPE_EXECUTABLE
+        };
+        let (spirv, log) = match &self.origin {
+            Origin::Source(src) => {
+                let fe = frontend::front_end().ok_or_else(|| {
+                    failed(
+                        "no OpenCL C compiler is available".into(),
+                        CL_COMPILER_NOT_AVAILABLE,
+                    )
+                })?;
+                let macros = device_macros(&self.devices[targets[0]]);
+                match fe.compile(src, headers, &options, &macros) {
+                    Ok(c) => (c.spirv, c.log),
+                    Err(e) => return Err(failed(e.log, failure_code)),
+                }
+            }
+            Origin::Il(bytes) => {
+                let words = frontend::words_of(bytes)
+                    .ok_or_else(|| failed("invalid SPIR-V".into(), failure_code))?;
+                (words, String::new())
+            }
+            Origin::Binary | Origin::Linked => {
+                let current = self.build_of(targets[0]);
+                let Some(spirv) = current.spirv.clone() else {
+                    return Err(failed(
+                        "no program binary for this device".into(),
+                        CL_INVALID_BINARY,
+                    ));
+                };
+                if purpose == Purpose::Compile {
+                    return Err(failed(
+                        "a program made from a binary has no source to compile".into(),
+                        CL_INVALID_OPERATION,
+                    ));
+                }
+                if current.binary_type == CL_PROGRAM_BINARY_TYPE_EXECUTABLE {
+                    return Ok(Build {
+                        status: CL_BUILD_SUCCESS,
+                        ..current
+                    });
+                }
+                match link::link(&[spirv.to_vec()], false) {
+                    Ok(w) => (w, String::new()),
+                    Err(log) => return Err(failed(log, failure_code)),
+                }
+            }
+        };
+        let module = reflect::load(&spirv).map_err(|e| failed(e, failure_code))?;
+        let kernels = reflect::kernels(&module).map_err(|e| failed(e, failure_code))?;
+        Ok(Build {
+            status: CL_BUILD_SUCCESS,
+            options: options_text.to_string(),
+            log,
+            binary_type,
+            spirv: Some(Arc::new(spirv)),
+            kernels,
+            arg_info: options.kernel_arg_info,
+        })
+    }
+
+    /// clLinkProgram: links the compiled objects and libraries of `inputs`
+    /// for the devices of `self` (a new, empty program).
+    pub fn run_link(&self, inputs: &[Arc<Handle<Program>>], options_text: &str) -> cl_int {
+        let failed = |log: String| Build {
+            status: CL_BUILD_ERROR,
+            options: options_text.to_string(),
+            log,
+            ..Default::default()
+        };
+        let all: Vec<usize> = (0..self.devices.len()).collect();
+        let options = match Options::parse(options_text, Purpose::Link) {
+            Ok(o) => o,
+            Err(e) => {
+                self.finish(
+                    &all,
+                    failed(format!("invalid link options: {options_text}")),
+                );
+                return e.0;
+            }
+        };
+        let mut modules = Vec::new();
+        for p in inputs {
+            let b = p.build_of(0);
+            match &b.spirv {
+                Some(s) if b.status == CL_BUILD_SUCCESS => modules.push(s.to_vec()),
+                _ => {
+                    self.finish(
+                        &all,
+                        failed("an input program has no compiled binary".into()),
+                    );
+                    return CL_INVALID_OPERATION;
+                }
+            }
+        }
+        let linked = link::link(&modules, options.create_library).and_then(|w| {
+            let module = reflect::load(&w)?;
+            Ok((reflect::kernels(&module)?, w))
+        });
+        match linked {
+            Ok((kernels, spirv)) => {
+                let arg_info = inputs.iter().all(|p| p.build_of(0).arg_info);
+                self.finish(
+                    &all,
+                    Build {
+                        status: CL_BUILD_SUCCESS,
+                        options: options_text.to_string(),
+                        log: String::new(),
+                        binary_type: if options.create_library {
+                            CL_PROGRAM_BINARY_TYPE_LIBRARY
+                        } else {
+                            CL_PROGRAM_BINARY_TYPE_EXECUTABLE
+                        },
+                        spirv: Some(Arc::new(spirv)),
+                        kernels,
+                        arg_info,
+                    },
+                );
+                CL_SUCCESS
+            }
+            Err(log) => {
+                self.finish(&all, failed(log));
+                CL_LINK_PROGRAM_FAILURE
+            }
+        }
+    }
+}
+
+/// Checks application IL: a SPIR-V module (1.0 to 1.6) that validates.
+pub fn check_il(bytes: &[u8]) -> ClResult<()> {
+    let words = frontend::words_of(bytes).ok_or(ClError(CL_INVALID_VALUE))?;
+    let (major, minor) = link::version(&words);
+    if major != 1 || minor > 6 {
+        return err(CL_INVALID_VALUE);
+    }
+    if let Err(msg) = link::validate(&words) {
+        log::warn!(target: "vkcl::program", "rejected SPIR-V: {msg}");
+        return err(CL_INVALID_VALUE);
+    }
+    Ok(())
+}
+
+/// Whether the front end can build from source on this system.
+pub fn compiler_available() -> bool {
+    frontend::front_end().is_some()
+}
+
+/// Whether programs can be linked on this system.
+pub fn linker_available() -> bool {
+    compiler_available() && link::linker_available()
+}
+
+impl Program {
+    /// The number of kernel objects attached, for CL_INVALID_OPERATION checks.
+    pub fn has_kernels(&self) -> bool {
+        self.kernels_attached.load(Ordering::Acquire) > 0
+    }
+}
