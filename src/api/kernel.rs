@@ -1,90 +1,450 @@
-//! Kernel entry points. Kernels need programs; until both land each entry point reports
-//! CL_INVALID_OPERATION and logs why. Native kernels are never offered
-//! (CL_EXEC_NATIVE_KERNEL is not reported).
+//! Kernel entry points: kernel objects, arguments and queries. Running a
+//! kernel needs the Kernel-to-Vulkan SPIR-V rewriter, which is not there
+//! yet: clEnqueueNDRangeKernel and clEnqueueTask check their arguments and
+//! then report CL_INVALID_OPERATION with a log line saying so. Native
+//! kernels are never offered (CL_EXEC_NATIVE_KERNEL is not reported).
 
-use std::ffi::{c_char, c_void};
+use std::ffi::{CStr, c_char, c_void};
+use std::sync::Arc;
 
 use opencl_sys::*;
 
 use crate::api::util::*;
+use crate::compiler::spirv::reflect::ArgKind;
+use crate::core::device::Device;
+use crate::core::error::{ClError, ClResult, err};
+use crate::core::kernel::{ArgValue, Kernel};
+use crate::core::memory::Buffer;
+use crate::core::object::Handle;
+use crate::core::program::Program;
+use crate::core::queue::Queue;
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clCreateKernel(
-    _program: cl_program,
-    _kernel_name: *const c_char,
-    _errcode_ret: *mut cl_int,
+    program: cl_program,
+    kernel_name: *const c_char,
+    errcode_ret: *mut cl_int,
 ) -> cl_kernel {
+    let create = || {
+        let p = Handle::<Program>::from_raw(program)?;
+        if kernel_name.is_null() {
+            return err(CL_INVALID_VALUE);
+        }
+        // SAFETY: a NUL-terminated string, per the specification.
+        let name = unsafe { CStr::from_ptr(kernel_name) }.to_string_lossy();
+        Ok(Handle::into_api(Kernel::new(&p, &name)?))
+    };
     // SAFETY: errcode_ret is null or writable, per the specification.
-    unsafe { unsupported_obj("clCreateKernel", _errcode_ret) }
+    unsafe { api_create("clCreateKernel", errcode_ret, create) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clRetainKernel(_kernel: cl_kernel) -> cl_int {
-    unsupported("clRetainKernel")
+pub unsafe extern "C" fn clCreateKernelsInProgram(
+    program: cl_program,
+    num_kernels: cl_uint,
+    kernels: *mut cl_kernel,
+    num_kernels_ret: *mut cl_uint,
+) -> cl_int {
+    api_call("clCreateKernelsInProgram", || {
+        let p = Handle::<Program>::from_raw(program)?;
+        let infos = p
+            .executable_kernels()
+            .ok_or(ClError(CL_INVALID_PROGRAM_EXECUTABLE))?;
+        if !kernels.is_null() && (num_kernels as usize) < infos.len() {
+            return err(CL_INVALID_VALUE);
+        }
+        if !kernels.is_null() {
+            for (i, k) in infos.iter().enumerate() {
+                let kernel = Kernel::new(&p, &k.name)?;
+                // SAFETY: room for `num_kernels` handles, checked above.
+                unsafe { kernels.add(i).write(Handle::into_api(kernel)) };
+            }
+        }
+        // SAFETY: null or writable, per the specification.
+        unsafe { write_out(num_kernels_ret, infos.len() as cl_uint) };
+        Ok(())
+    })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clReleaseKernel(_kernel: cl_kernel) -> cl_int {
-    unsupported("clReleaseKernel")
+pub unsafe extern "C" fn clRetainKernel(kernel: cl_kernel) -> cl_int {
+    api_call("clRetainKernel", || {
+        Handle::<Kernel>::from_raw(kernel)?.retain()
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clReleaseKernel(kernel: cl_kernel) -> cl_int {
+    api_call("clReleaseKernel", || {
+        Handle::release(Handle::<Kernel>::from_raw(kernel)?)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clCloneKernel(
+    source_kernel: cl_kernel,
+    errcode_ret: *mut cl_int,
+) -> cl_kernel {
+    let create = || {
+        Ok(Handle::into_api(
+            Handle::<Kernel>::from_raw(source_kernel)?.clone_kernel(),
+        ))
+    };
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { api_create("clCloneKernel", errcode_ret, create) }
+}
+
+/// Decodes a clSetKernelArg value for an argument of kind `kind`.
+fn decode_arg(k: &Kernel, kind: &ArgKind, size: usize, value: *const c_void) -> ClResult<ArgValue> {
+    match kind {
+        ArgKind::Buffer => {
+            if size != std::mem::size_of::<cl_mem>() {
+                return err(CL_INVALID_ARG_SIZE);
+            }
+            // SAFETY: a cl_mem, per the size check.
+            let mem = if value.is_null() {
+                std::ptr::null_mut()
+            } else {
+                unsafe { *(value as *const cl_mem) }
+            };
+            if mem.is_null() {
+                return Ok(ArgValue::Buffer(None));
+            }
+            let b = Handle::<Buffer>::from_raw(mem)?;
+            if !Arc::ptr_eq(&b.context, &k.program.context) {
+                return err(CL_INVALID_MEM_OBJECT);
+            }
+            Ok(ArgValue::Buffer(Some(b)))
+        }
+        ArgKind::Local => {
+            if !value.is_null() {
+                return err(CL_INVALID_ARG_VALUE);
+            }
+            if size == 0 {
+                return err(CL_INVALID_ARG_SIZE);
+            }
+            Ok(ArgValue::Local(size))
+        }
+        ArgKind::Value(n) => {
+            if size != *n as usize {
+                return err(CL_INVALID_ARG_SIZE);
+            }
+            if value.is_null() {
+                return err(CL_INVALID_ARG_VALUE);
+            }
+            // SAFETY: `size` readable bytes, per the specification.
+            Ok(ArgValue::Bytes(
+                unsafe { std::slice::from_raw_parts(value.cast::<u8>(), size) }.to_vec(),
+            ))
+        }
+        ArgKind::Sampler => {
+            if size != std::mem::size_of::<cl_sampler>() {
+                return err(CL_INVALID_ARG_SIZE);
+            }
+            // No sampler objects exist yet.
+            err(CL_INVALID_SAMPLER)
+        }
+        ArgKind::Image => {
+            if size != std::mem::size_of::<cl_mem>() {
+                return err(CL_INVALID_ARG_SIZE);
+            }
+            // No image objects exist yet.
+            err(CL_INVALID_MEM_OBJECT)
+        }
+    }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clSetKernelArg(
-    _kernel: cl_kernel,
-    _arg_index: cl_uint,
-    _arg_size: usize,
-    _arg_value: *const c_void,
+    kernel: cl_kernel,
+    arg_index: cl_uint,
+    arg_size: usize,
+    arg_value: *const c_void,
 ) -> cl_int {
-    unsupported("clSetKernelArg")
+    api_call("clSetKernelArg", || {
+        let k = Handle::<Kernel>::from_raw(kernel)?;
+        let kind = k.arg_kind(arg_index as usize)?.clone();
+        let v = decode_arg(&k, &kind, arg_size, arg_value)?;
+        k.set_arg(arg_index as usize, v)
+    })
+}
+
+fn kernel_info(k: &Arc<Handle<Kernel>>, param: cl_kernel_info) -> Info {
+    match param {
+        CL_KERNEL_FUNCTION_NAME => info(k.info.name.clone()),
+        CL_KERNEL_NUM_ARGS => info(k.info.args.len() as cl_uint),
+        CL_KERNEL_REFERENCE_COUNT => info(k.api_ref_count()),
+        CL_KERNEL_CONTEXT => info(Handle::as_raw::<c_void>(&k.program.context)),
+        CL_KERNEL_PROGRAM => info(Handle::as_raw::<c_void>(&k.program)),
+        CL_KERNEL_ATTRIBUTES => info(k.info.attributes()),
+        _ => invalid_param(param),
+    }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clGetKernelInfo(
-    _kernel: cl_kernel,
-    _param_name: cl_kernel_info,
-    _param_value_size: usize,
-    _param_value: *mut c_void,
-    _param_value_size_ret: *mut usize,
+    kernel: cl_kernel,
+    param_name: cl_kernel_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
 ) -> cl_int {
-    unsupported("clGetKernelInfo")
+    api_call("clGetKernelInfo", || {
+        let k = Handle::<Kernel>::from_raw(kernel)?;
+        // SAFETY: the application passes buffers of the sizes it states.
+        unsafe {
+            write_info(
+                kernel_info(&k, param_name),
+                param_value_size,
+                param_value,
+                param_value_size_ret,
+            )
+        }
+    })
+}
+
+fn arg_info(k: &Kernel, index: usize, param: cl_kernel_arg_info) -> Info {
+    let a = k
+        .info
+        .args
+        .get(index)
+        .ok_or(ClError(CL_INVALID_ARG_INDEX))?;
+    if !k.arg_info {
+        return err(CL_KERNEL_ARG_INFO_NOT_AVAILABLE);
+    }
+    match param {
+        CL_KERNEL_ARG_ADDRESS_QUALIFIER => info(a.address),
+        CL_KERNEL_ARG_ACCESS_QUALIFIER => info(a.access),
+        CL_KERNEL_ARG_TYPE_NAME => info(a.type_name.clone()),
+        CL_KERNEL_ARG_TYPE_QUALIFIER => info(a.type_qual),
+        CL_KERNEL_ARG_NAME => info(a.name.clone()),
+        _ => invalid_param(param),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clGetKernelArgInfo(
+    kernel: cl_kernel,
+    arg_index: cl_uint,
+    param_name: cl_kernel_arg_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> cl_int {
+    api_call("clGetKernelArgInfo", || {
+        let k = Handle::<Kernel>::from_raw(kernel)?;
+        let answer = arg_info(&k, arg_index as usize, param_name);
+        // SAFETY: the application passes buffers of the sizes it states.
+        unsafe { write_info(answer, param_value_size, param_value, param_value_size_ret) }
+    })
+}
+
+/// The device a kernel query is about: the given one (of the program), or
+/// the program's only device.
+fn kernel_device(k: &Kernel, device: cl_device_id) -> ClResult<Arc<Handle<Device>>> {
+    let devices = &k.program.devices;
+    if device.is_null() {
+        if devices.len() == 1 {
+            return Ok(devices[0].clone());
+        }
+        return err(CL_INVALID_DEVICE);
+    }
+    let d = Handle::<Device>::from_raw(device)?;
+    if !devices.iter().any(|x| Arc::ptr_eq(x, &d)) {
+        return err(CL_INVALID_DEVICE);
+    }
+    Ok(d)
+}
+
+fn work_group_info(k: &Kernel, d: &Device, param: cl_kernel_work_group_info) -> Info {
+    let reqd = k.info.reqd_work_group_size;
+    match param {
+        CL_KERNEL_WORK_GROUP_SIZE => info(match reqd {
+            Some([x, y, z]) => (x * y * z) as usize,
+            None => d.max_work_group_size(),
+        }),
+        CL_KERNEL_COMPILE_WORK_GROUP_SIZE => info(reqd.unwrap_or([0; 3]).map(|v| v as usize)),
+        CL_KERNEL_LOCAL_MEM_SIZE => info(k.local_arg_bytes()),
+        CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => info(d.subgroup_size() as usize),
+        CL_KERNEL_PRIVATE_MEM_SIZE => info(0u64),
+        // Only for custom devices and built-in kernels.
+        CL_KERNEL_GLOBAL_WORK_SIZE => err(CL_INVALID_VALUE),
+        _ => invalid_param(param),
+    }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clGetKernelWorkGroupInfo(
-    _kernel: cl_kernel,
-    _device: cl_device_id,
-    _param_name: cl_kernel_work_group_info,
-    _param_value_size: usize,
-    _param_value: *mut c_void,
-    _param_value_size_ret: *mut usize,
+    kernel: cl_kernel,
+    device: cl_device_id,
+    param_name: cl_kernel_work_group_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
 ) -> cl_int {
-    unsupported("clGetKernelWorkGroupInfo")
+    api_call("clGetKernelWorkGroupInfo", || {
+        let k = Handle::<Kernel>::from_raw(kernel)?;
+        let d = kernel_device(&k, device)?;
+        let answer = work_group_info(&k, &d, param_name);
+        // SAFETY: the application passes buffers of the sizes it states.
+        unsafe { write_info(answer, param_value_size, param_value, param_value_size_ret) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clSetKernelExecInfo(
+    kernel: cl_kernel,
+    param_name: cl_kernel_exec_info,
+    param_value_size: usize,
+    param_value: *const c_void,
+) -> cl_int {
+    api_call("clSetKernelExecInfo", || {
+        Handle::<Kernel>::from_raw(kernel)?;
+        if param_value.is_null() || param_value_size == 0 {
+            return err(CL_INVALID_VALUE);
+        }
+        match param_name {
+            // No device supports SVM (CL_DEVICE_SVM_CAPABILITIES is 0).
+            CL_KERNEL_EXEC_INFO_SVM_PTRS | CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM => {
+                err(CL_INVALID_OPERATION)
+            }
+            _ => err(CL_INVALID_VALUE),
+        }
+    })
+}
+
+/// Checks an NDRange the way the specification orders the errors, up to
+/// the point where the kernel would be recorded.
+#[allow(clippy::too_many_arguments)]
+fn check_ndrange(
+    command_queue: cl_command_queue,
+    kernel: cl_kernel,
+    work_dim: cl_uint,
+    global_work_offset: *const usize,
+    global_work_size: *const usize,
+    local_work_size: *const usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+) -> ClResult<()> {
+    let q = Handle::<Queue>::from_raw(command_queue)?;
+    let k = Handle::<Kernel>::from_raw(kernel)?;
+    if !Arc::ptr_eq(&q.context, &k.program.context) {
+        return err(CL_INVALID_CONTEXT);
+    }
+    if k.program.device_index(&q.device).is_none() {
+        return err(CL_INVALID_PROGRAM_EXECUTABLE);
+    }
+    k.check_args_set()?;
+    if !(1..=3).contains(&work_dim) {
+        return err(CL_INVALID_WORK_DIMENSION);
+    }
+    let dims = work_dim as usize;
+    // SAFETY: `work_dim` values each when non-null, per the specification.
+    let global =
+        unsafe { slice_in(global_work_size, dims) }.map_err(|_| ClError(CL_INVALID_VALUE))?;
+    // SAFETY: as above.
+    let offset = unsafe {
+        slice_in(
+            global_work_offset,
+            if global_work_offset.is_null() {
+                0
+            } else {
+                dims
+            },
+        )?
+    };
+    // SAFETY: as above.
+    let local = unsafe {
+        slice_in(
+            local_work_size,
+            if local_work_size.is_null() { 0 } else { dims },
+        )?
+    };
+    for (i, &g) in global.iter().enumerate() {
+        if offset.get(i).is_some_and(|&o| g.checked_add(o).is_none()) {
+            return err(CL_INVALID_GLOBAL_OFFSET);
+        }
+    }
+    let d = &q.device;
+    if !local.is_empty() {
+        let sizes = d.max_work_item_sizes();
+        if local.iter().zip(sizes).any(|(&l, m)| l == 0 || l > m) {
+            return err(CL_INVALID_WORK_ITEM_SIZE);
+        }
+        let total: usize = local.iter().product();
+        if total > d.max_work_group_size() {
+            return err(CL_INVALID_WORK_GROUP_SIZE);
+        }
+        if let Some(reqd) = k.info.reqd_work_group_size {
+            let want: Vec<usize> = reqd.iter().take(dims).map(|&v| v as usize).collect();
+            if local != want.as_slice() {
+                return err(CL_INVALID_WORK_GROUP_SIZE);
+            }
+        }
+    } else if k
+        .info
+        .reqd_work_group_size
+        .is_some_and(|r| r.iter().product::<u32>() as usize > d.max_work_group_size())
+    {
+        return err(CL_INVALID_WORK_GROUP_SIZE);
+    }
+    // SAFETY: the application passes `num_events_in_wait_list` handles.
+    unsafe { wait_list(&q.context, num_events_in_wait_list, event_wait_list)? };
+    log::warn!(
+        target: "vkcl::kernel",
+        "kernel {}: running kernels needs the SPIR-V Kernel-to-Vulkan rewriter, which vkcl does not have yet",
+        k.info.name
+    );
+    err(CL_INVALID_OPERATION)
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clEnqueueNDRangeKernel(
-    _command_queue: cl_command_queue,
-    _kernel: cl_kernel,
-    _work_dim: cl_uint,
-    _global_work_offset: *const usize,
-    _global_work_size: *const usize,
-    _local_work_size: *const usize,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
+    command_queue: cl_command_queue,
+    kernel: cl_kernel,
+    work_dim: cl_uint,
+    global_work_offset: *const usize,
+    global_work_size: *const usize,
+    local_work_size: *const usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
     _event: *mut cl_event,
 ) -> cl_int {
-    unsupported("clEnqueueNDRangeKernel")
+    api_call("clEnqueueNDRangeKernel", || {
+        check_ndrange(
+            command_queue,
+            kernel,
+            work_dim,
+            global_work_offset,
+            global_work_size,
+            local_work_size,
+            num_events_in_wait_list,
+            event_wait_list,
+        )
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clEnqueueTask(
-    _command_queue: cl_command_queue,
-    _kernel: cl_kernel,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
+    command_queue: cl_command_queue,
+    kernel: cl_kernel,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
     _event: *mut cl_event,
 ) -> cl_int {
-    unsupported("clEnqueueTask")
+    let one = [1usize];
+    api_call("clEnqueueTask", || {
+        check_ndrange(
+            command_queue,
+            kernel,
+            1,
+            std::ptr::null(),
+            one.as_ptr(),
+            one.as_ptr(),
+            num_events_in_wait_list,
+            event_wait_list,
+        )
+    })
 }
 
 #[unsafe(no_mangle)]
@@ -101,37 +461,6 @@ pub unsafe extern "C" fn clEnqueueNativeKernel(
     _event: *mut cl_event,
 ) -> cl_int {
     unsupported("clEnqueueNativeKernel")
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn clGetKernelArgInfo(
-    _kernel: cl_kernel,
-    _arg_index: cl_uint,
-    _param_name: cl_kernel_arg_info,
-    _param_value_size: usize,
-    _param_value: *mut c_void,
-    _param_value_size_ret: *mut usize,
-) -> cl_int {
-    unsupported("clGetKernelArgInfo")
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn clSetKernelExecInfo(
-    _kernel: cl_kernel,
-    _param_name: cl_kernel_exec_info,
-    _param_value_size: usize,
-    _param_value: *const c_void,
-) -> cl_int {
-    unsupported("clSetKernelExecInfo")
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn clCloneKernel(
-    _source_kernel: cl_kernel,
-    _errcode_ret: *mut cl_int,
-) -> cl_kernel {
-    // SAFETY: errcode_ret is null or writable, per the specification.
-    unsafe { unsupported_obj("clCloneKernel", _errcode_ret) }
 }
 
 #[unsafe(no_mangle)]
@@ -158,14 +487,4 @@ pub unsafe extern "C" fn clGetKernelSuggestedLocalWorkSize(
     _suggested_local_work_size: *mut usize,
 ) -> cl_int {
     unsupported("clGetKernelSuggestedLocalWorkSize")
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn clCreateKernelsInProgram(
-    _program: cl_program,
-    _num_kernels: cl_uint,
-    _kernels: *mut cl_kernel,
-    _num_kernels_ret: *mut cl_uint,
-) -> cl_int {
-    unsupported("clCreateKernelsInProgram")
 }

@@ -5,6 +5,7 @@ pub mod context;
 pub mod device;
 pub mod error;
 pub mod event;
+pub mod kernel;
 pub mod memory;
 pub mod object;
 pub mod platform;
