@@ -343,11 +343,16 @@ pub unsafe extern "C" fn clEnqueueReadBuffer(
         )?;
         let b = &b[0];
         in_bounds(b, offset, size)?;
-        if ptr.is_null() || size == 0 {
+        if ptr.is_null() {
             return err(CL_INVALID_VALUE);
         }
         host_can_read(b)?;
-        let w = work::read(&t.queue, b, offset, size, HostPtr(ptr as usize))?;
+        // A zero-sized read is allowed and moves nothing.
+        let w = if size == 0 {
+            Work::none()
+        } else {
+            work::read(&t.queue, b, offset, size, HostPtr(ptr as usize))?
+        };
         t.run(CL_COMMAND_READ_BUFFER, blocking_read != 0, event, w)
     })
 }
@@ -373,13 +378,17 @@ pub unsafe extern "C" fn clEnqueueWriteBuffer(
         )?;
         let b = &b[0];
         in_bounds(b, offset, size)?;
-        if ptr.is_null() || size == 0 {
+        if ptr.is_null() {
             return err(CL_INVALID_VALUE);
         }
         host_can_write(b)?;
-        // SAFETY: the application passes `size` readable bytes.
-        let data = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), size) };
-        let w = work::write(&t.queue, b, offset, data)?;
+        let w = if size == 0 {
+            Work::none()
+        } else {
+            // SAFETY: the application passes `size` readable bytes.
+            let data = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), size) };
+            work::write(&t.queue, b, offset, data)?
+        };
         t.run(CL_COMMAND_WRITE_BUFFER, blocking_write != 0, event, w)
     })
 }
@@ -414,22 +423,23 @@ pub unsafe extern "C" fn clEnqueueCopyBuffer(
         let (src, dst) = (&b[0], &b[1]);
         in_bounds(src, src_offset, size)?;
         in_bounds(dst, dst_offset, size)?;
-        if size == 0 {
-            return err(CL_INVALID_VALUE);
-        }
         if ranges_overlap(src, src_offset, dst, dst_offset, size) {
             return err(CL_MEM_COPY_OVERLAP);
         }
-        let region = vk::BufferCopy {
-            src_offset: src_offset as u64,
-            dst_offset: dst_offset as u64,
-            size: size as u64,
-        };
+        // A zero-sized copy is allowed and moves nothing.
+        let regions: Vec<vk::BufferCopy> = (size > 0)
+            .then_some(vk::BufferCopy {
+                src_offset: src_offset as u64,
+                dst_offset: dst_offset as u64,
+                size: size as u64,
+            })
+            .into_iter()
+            .collect();
         t.run(
             CL_COMMAND_COPY_BUFFER,
             false,
             event,
-            work::copy(src, dst, vec![region]),
+            work::copy(src, dst, regions),
         )
     })
 }
@@ -459,14 +469,17 @@ pub unsafe extern "C" fn clEnqueueFillBuffer(
             || pattern_size > 128
             || offset % pattern_size != 0
             || size % pattern_size != 0
-            || size == 0
         {
             return err(CL_INVALID_VALUE);
         }
         in_bounds(b, offset, size)?;
         // SAFETY: the application passes `pattern_size` readable bytes.
         let pat = unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) };
-        let w = work::fill(&t.queue, b, pat, offset, size)?;
+        let w = if size == 0 {
+            Work::none()
+        } else {
+            work::fill(&t.queue, b, pat, offset, size)?
+        };
         t.run(CL_COMMAND_FILL_BUFFER, false, event, w)
     })
 }
@@ -495,19 +508,21 @@ fn rect(
     if row_pitch < region[0] {
         return err(CL_INVALID_VALUE);
     }
-    let slice_pitch = if slice_pitch == 0 {
-        region[1] * row_pitch
-    } else {
-        slice_pitch
-    };
-    if slice_pitch < region[1] * row_pitch || slice_pitch % row_pitch != 0 {
+    let plane = region[1]
+        .checked_mul(row_pitch)
+        .ok_or(ClError(CL_INVALID_VALUE))?;
+    let slice_pitch = if slice_pitch == 0 { plane } else { slice_pitch };
+    if slice_pitch < plane || slice_pitch % row_pitch != 0 {
         return err(CL_INVALID_VALUE);
     }
-    Ok(Rect {
+    let r = Rect {
         origin,
         row_pitch,
         slice_pitch,
-    })
+    };
+    // Every offset inside the rectangle must be representable.
+    r.checked_end(region).ok_or(ClError(CL_INVALID_VALUE))?;
+    Ok(r)
 }
 
 fn check_region(region: [usize; 3]) -> ClResult<()> {
@@ -652,24 +667,27 @@ pub unsafe extern "C" fn clEnqueueWriteBufferRect(
     })
 }
 
-/// Whether two boxes of the same storage (same pitches) overlap.
+/// Whether two rectangles with the same pitches in one storage overlap:
+/// some row of one shares a byte with some row of the other. Rows are
+/// `region[0]` bytes at `base + y * row_pitch + z * slice_pitch`, so two
+/// rows overlap when their starts differ by less than a row; for each
+/// slice difference this is a range of row differences to test.
 fn boxes_overlap(a: &Rect, a_base: usize, b: &Rect, b_base: usize, region: [usize; 3]) -> bool {
-    // Linear byte spans first: disjoint spans cannot overlap.
-    let (a0, a1) = (a_base + a.offset(0, 0), a_base + a.end(region));
-    let (b0, b1) = (b_base + b.offset(0, 0), b_base + b.end(region));
-    if a1 <= b0 || b1 <= a0 {
-        return false;
+    let w = region[0] as i128;
+    let (rp, sp) = (a.row_pitch as i128, a.slice_pitch as i128);
+    let start = (a_base + a.offset(0, 0)) as i128 - (b_base + b.offset(0, 0)) as i128;
+    let (h, d) = (region[1] as i128, region[2] as i128);
+    for dz in -(d - 1)..=(d - 1) {
+        // Need -w < start + dz*sp + dy*rp < w for an integer dy in (-h, h).
+        let base = start + dz * sp;
+        let lo = (-w - base).div_euclid(rp) + 1; // smallest dy with base + dy*rp > -w
+        let hi = (w - base - 1).div_euclid(rp); // largest dy with base + dy*rp < w
+        let (lo, hi) = (lo.max(-(h - 1)), hi.min(h - 1));
+        if lo <= hi {
+            return true;
+        }
     }
-    // Same pitches: compare as 3-D boxes in (byte, row, slice) space.
-    let coords = |base: usize, r: &Rect| {
-        let start = base + r.offset(0, 0);
-        let z = start / r.slice_pitch;
-        let y = (start % r.slice_pitch) / r.row_pitch;
-        let x = start % r.row_pitch;
-        [x, y, z]
-    };
-    let (ca, cb) = (coords(a_base, a), coords(b_base, b));
-    (0..3).all(|i| ca[i] < cb[i] + region[i] && cb[i] < ca[i] + region[i])
+    false
 }
 
 #[unsafe(no_mangle)]
@@ -712,13 +730,11 @@ pub unsafe extern "C" fn clEnqueueCopyBufferRect(
                 return err(CL_INVALID_VALUE);
             }
             let same_pitch = sr.row_pitch == dr.row_pitch && sr.slice_pitch == dr.slice_pitch;
-            let overlap = if same_pitch {
-                boxes_overlap(&sr, src.offset, &dr, dst.offset, region)
-            } else {
-                let (a0, a1) = (src.offset + sr.offset(0, 0), src.offset + sr.end(region));
-                let (b0, b1) = (dst.offset + dr.offset(0, 0), dst.offset + dr.end(region));
-                a0 < b1 && b0 < a1
-            };
+            let (a0, a1) = (src.offset + sr.offset(0, 0), src.offset + sr.end(region));
+            let (b0, b1) = (dst.offset + dr.offset(0, 0), dst.offset + dr.end(region));
+            let spans_meet = a0 < b1 && b0 < a1;
+            let overlap = spans_meet
+                && (!same_pitch || boxes_overlap(&sr, src.offset, &dr, dst.offset, region));
             if overlap {
                 return err(CL_MEM_COPY_OVERLAP);
             }

@@ -49,7 +49,13 @@ pub unsafe extern "C" fn clCreateCommandQueue(
     properties: cl_command_queue_properties,
     errcode_ret: *mut cl_int,
 ) -> cl_command_queue {
-    let create = || create_queue(context, device, properties, Vec::new());
+    let create = || {
+        // This entry point knows only the host-queue properties.
+        if properties & !HOST_QUEUE_PROPERTIES != 0 {
+            return err(CL_INVALID_VALUE);
+        }
+        create_queue(context, device, properties, Vec::new())
+    };
     // SAFETY: errcode_ret is null or writable, per the specification.
     unsafe { api_create("clCreateCommandQueue", errcode_ret, create) }
 }
@@ -82,10 +88,10 @@ pub unsafe extern "C" fn clCreateCommandQueueWithProperties(
                     return err(CL_INVALID_VALUE);
                 }
                 seen.push(name);
-                match name as cl_uint {
-                    CL_QUEUE_PROPERTIES => bits = value,
+                match name {
+                    n if n == CL_QUEUE_PROPERTIES as cl_queue_properties => bits = value,
                     // Only on-device queues have a size (checked below).
-                    CL_QUEUE_SIZE => {}
+                    n if n == CL_QUEUE_SIZE as cl_queue_properties => {}
                     _ => return err(CL_INVALID_VALUE),
                 }
             }

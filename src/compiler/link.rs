@@ -100,3 +100,31 @@ pub fn validate(words: &[u32]) -> Result<(), String> {
     let _ = std::fs::remove_file(&path);
     r
 }
+
+/// Validates a rewritten module for Vulkan 1.2 (SPIR-V 1.5).
+pub fn validate_vulkan(words: &[u32]) -> Result<(), String> {
+    let Some(exe) = tool("spirv-val") else {
+        log::debug!(target: "vkcl::compiler", "spirv-val is not installed: rewritten modules go unchecked");
+        return Ok(());
+    };
+    let path = scratch("vk");
+    let run = || -> Result<(), String> {
+        std::fs::write(&path, to_bytes(words)).map_err(|e| e.to_string())?;
+        let out = Command::new(&exe)
+            .args(["--target-env", "vulkan1.2"])
+            .arg(&path)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "the rewritten module does not validate: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    };
+    let r = run();
+    let _ = std::fs::remove_file(&path);
+    r
+}

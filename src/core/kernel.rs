@@ -1,14 +1,20 @@
 //! Kernel objects: one kernel of a built program, with its argument values.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use opencl_sys::*;
 
+use crate::compiler::spirv::finish::DeviceCaps;
+use crate::compiler::spirv::interface::PushLayout;
 use crate::compiler::spirv::reflect::{ArgKind, KernelInfo};
+use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::memory::Buffer;
 use crate::core::object::{ClObject, Handle};
 use crate::core::program::Program;
+use crate::vk::device::LogicalDevice;
+use crate::vk::pipeline::{ComputePipeline, KernelModule};
 
 /// The value set for one argument.
 #[derive(Clone)]
@@ -27,6 +33,41 @@ pub struct Kernel {
     /// Built with -cl-kernel-arg-info.
     pub arg_info: bool,
     args: Mutex<Vec<Option<ArgValue>>>,
+    /// The Vulkan form of the kernel per device (or why there is none).
+    compiled: Mutex<HashMap<usize, Result<Arc<Compiled>, String>>>,
+}
+
+/// A kernel rewritten for one Vulkan device, with its pipelines by
+/// work-group size.
+pub struct Compiled {
+    pub module: KernelModule,
+    pub push: PushLayout,
+    pipelines: Mutex<HashMap<[u32; 3], Arc<ComputePipeline>>>,
+}
+
+impl Compiled {
+    pub fn pipeline(&self, local: [u32; 3]) -> ClResult<Arc<ComputePipeline>> {
+        let mut p = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(x) = p.get(&local) {
+            return Ok(x.clone());
+        }
+        let made = Arc::new(self.module.pipeline(local)?);
+        p.insert(local, made.clone());
+        Ok(made)
+    }
+}
+
+fn device_caps(d: &Device) -> DeviceCaps {
+    let i = &d.info;
+    DeviceCaps {
+        int8: i.features12.shader_int8 != 0,
+        int16: i.features.shader_int16 != 0,
+        float16: i.features12.shader_float16 != 0,
+        float64: i.features.shader_float64 != 0,
+        storage8: i.features12.storage_buffer8_bit_access != 0,
+        storage16: i.features11.storage_buffer16_bit_access != 0,
+        int64_atomics: i.features12.shader_buffer_int64_atomics != 0,
+    }
 }
 
 impl ClObject for Kernel {
@@ -72,6 +113,7 @@ impl Kernel {
             info,
             arg_info,
             args: Mutex::new(args.unwrap_or_else(|| vec![None; n])),
+            compiled: Mutex::new(HashMap::new()),
         })
     }
 
@@ -106,6 +148,52 @@ impl Kernel {
             return err(CL_INVALID_KERNEL_ARGS);
         }
         Ok(())
+    }
+
+    /// The kernel rewritten for `device`, compiled once per device.
+    pub fn compiled(
+        &self,
+        device: &Device,
+        vk: &Arc<LogicalDevice>,
+    ) -> Result<Arc<Compiled>, String> {
+        let key = Arc::as_ptr(vk) as usize;
+        let mut c = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = c.get(&key) {
+            return r.clone();
+        }
+        let r = self.compile(device, vk);
+        if let Err(e) = &r {
+            log::warn!(target: "vkcl::kernel", "kernel {} cannot run on {}: {e}", self.info.name, device.name());
+        }
+        c.insert(key, r.clone());
+        r
+    }
+
+    fn compile(&self, device: &Device, vk: &Arc<LogicalDevice>) -> Result<Arc<Compiled>, String> {
+        let i = self
+            .program
+            .device_index_of(device)
+            .ok_or("the program is not built for this device")?;
+        let spirv = self
+            .program
+            .build_of(i)
+            .spirv
+            .ok_or("the program has no executable for this device")?;
+        let rewritten = crate::compiler::spirv::rewrite(&spirv, &self.info, &device_caps(device))?;
+        let limit = device.info.props.limits.max_push_constants_size;
+        if rewritten.push.size > limit {
+            return Err(format!(
+                "the arguments need {} bytes of push constants, the device has {limit}; argument blocks are not supported yet",
+                rewritten.push.size
+            ));
+        }
+        let module = KernelModule::new(vk, &rewritten.words, rewritten.push.size)
+            .map_err(|e| format!("vkCreateShaderModule failed: {e}"))?;
+        Ok(Arc::new(Compiled {
+            module,
+            push: rewritten.push,
+            pipelines: Mutex::new(HashMap::new()),
+        }))
     }
 
     /// Bytes of `__local` memory the set arguments ask for.

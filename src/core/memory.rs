@@ -259,6 +259,16 @@ impl Rect {
     pub fn end(&self, region: [usize; 3]) -> usize {
         self.offset(region[1] - 1, region[2] - 1) + region[0]
     }
+
+    /// [`Rect::end`], or `None` where the arithmetic overflows.
+    pub fn checked_end(&self, region: [usize; 3]) -> Option<usize> {
+        let y = self.origin[1].checked_add(region[1].checked_sub(1)?)?;
+        let z = self.origin[2].checked_add(region[2].checked_sub(1)?)?;
+        self.origin[0]
+            .checked_add(y.checked_mul(self.row_pitch)?)?
+            .checked_add(z.checked_mul(self.slice_pitch)?)?
+            .checked_add(region[0])
+    }
 }
 
 /// Work builders for the buffer commands. Each returns the device work and

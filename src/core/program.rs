@@ -179,6 +179,13 @@ impl Program {
         self.devices.iter().position(|x| Arc::ptr_eq(x, d))
     }
 
+    /// The index of a device among the program's devices.
+    pub fn device_index_of(&self, d: &Device) -> Option<usize> {
+        self.devices
+            .iter()
+            .position(|x| std::ptr::eq::<Device>(&***x, d))
+    }
+
     /// The build of one device.
     pub fn build_of(&self, i: usize) -> Build {
         self.builds()[i].clone()

@@ -105,6 +105,30 @@ impl Recorder<'_> {
         };
     }
 
+    /// Runs a compute pipeline over `groups` work-groups.
+    pub fn dispatch(
+        &self,
+        pipeline: &crate::vk::pipeline::ComputePipeline,
+        push: &[u8],
+        groups: [u32; 3],
+    ) {
+        // SAFETY: recording state; the pipeline is kept alive by the
+        // command; the push constants fit the pipeline layout's range.
+        unsafe {
+            self.device
+                .cmd_bind_pipeline(self.cb, vk::PipelineBindPoint::COMPUTE, pipeline.raw);
+            self.device.cmd_push_constants(
+                self.cb,
+                pipeline.layout(),
+                vk::ShaderStageFlags::COMPUTE,
+                0,
+                push,
+            );
+            self.device
+                .cmd_dispatch(self.cb, groups[0], groups[1], groups[2]);
+        }
+    }
+
     /// Makes all earlier device work visible to all later device work.
     pub fn full_barrier(&self) {
         let barrier = vk::MemoryBarrier::default()

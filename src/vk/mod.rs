@@ -4,3 +4,4 @@ pub mod device;
 pub mod instance;
 pub mod memory;
 pub mod physical;
+pub mod pipeline;

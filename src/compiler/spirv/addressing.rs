@@ -1,0 +1,286 @@
+//! Pass 2: addressing. OpenCL's Physical64 pointers become Vulkan's:
+//! `CrossWorkgroup` and `UniformConstant` data pointers become
+//! `PhysicalStorageBuffer` pointers (64-bit device addresses) with the
+//! OpenCL C ABI layout made explicit (`ArrayStride`, `Offset`) and every
+//! access `Aligned`; module-scope constant data moves to `Private`; pointer
+//! arithmetic on `Function`/`Workgroup`/`Private` objects becomes plain
+//! access chains where the first step is zero.
+//!
+//! Still to come (logged as unsupported): generic pointers, and pointer
+//! arithmetic or casts on private and local objects (the relocation
+//! fallback of the design).
+
+use std::collections::{HashMap, HashSet};
+
+use rspirv::dr::{Instruction, Operand};
+use rspirv::spirv::{Decoration, MemoryAccess, Op, StorageClass, Word};
+
+use crate::compiler::spirv::ctx::{Ctx, id_at};
+use crate::compiler::spirv::reflect::layout;
+
+pub fn run(ctx: &mut Ctx) -> Result<(), String> {
+    move_constant_data_to_private(ctx)?;
+    // Data pointers become device addresses.
+    let mut psb_types = Vec::new();
+    for t in &mut ctx.module.types_global_values {
+        if t.class.opcode != Op::TypePointer {
+            continue;
+        }
+        match t.operands[0] {
+            Operand::StorageClass(StorageClass::CrossWorkgroup)
+            | Operand::StorageClass(StorageClass::UniformConstant) => {
+                t.operands[0] = Operand::StorageClass(StorageClass::PhysicalStorageBuffer);
+                psb_types.push(t.result_id.expect("types have ids"));
+            }
+            Operand::StorageClass(StorageClass::Generic) => {
+                return Err("generic address space pointers are not supported yet".into());
+            }
+            _ => {}
+        }
+    }
+    if ctx.module.types_global_values.iter().any(|i| {
+        i.class.opcode == Op::Variable
+            && matches!(
+                i.operands.first(),
+                Some(Operand::StorageClass(StorageClass::CrossWorkgroup))
+            )
+    }) {
+        return Err("program-scope global variables are not supported yet".into());
+    }
+    explicit_layout(ctx, &psb_types)?;
+    rewrite_accesses(ctx)
+}
+
+/// `__constant` data declared at program scope (tables, literals) lives
+/// in `Private` variables; pointers derived from them follow.
+fn move_constant_data_to_private(ctx: &mut Ctx) -> Result<(), String> {
+    let vars: Vec<(Word, Word)> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|i| {
+            i.class.opcode == Op::Variable
+                && i.operands.first() == Some(&Operand::StorageClass(StorageClass::UniformConstant))
+        })
+        .filter_map(|i| Some((i.result_id?, i.result_type?)))
+        .collect();
+    if vars.is_empty() {
+        return Ok(());
+    }
+    let mut private_of: HashMap<Word, Word> = HashMap::new();
+    let mut retype = |ctx: &mut Ctx, ty: Word| -> Option<Word> {
+        if let Some(&p) = private_of.get(&ty) {
+            return Some(p);
+        }
+        let (_, pointee) = ctx.pointer_parts(ty)?;
+        let p = ctx.pointer(StorageClass::Private, pointee);
+        private_of.insert(ty, p);
+        Some(p)
+    };
+    let mut private_values: HashSet<Word> = HashSet::new();
+    for (v, ty) in vars {
+        let p = retype(ctx, ty).ok_or("constant variable of non-pointer type")?;
+        for i in &mut ctx.module.types_global_values {
+            if i.result_id == Some(v) {
+                i.result_type = Some(p);
+                i.operands[0] = Operand::StorageClass(StorageClass::Private);
+            }
+        }
+        private_values.insert(v);
+    }
+    // Pointers computed from them are Private too.
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    for f in &mut functions {
+        for b in &mut f.blocks {
+            for i in &mut b.instructions {
+                let derives = matches!(
+                    i.class.opcode,
+                    Op::AccessChain
+                        | Op::InBoundsAccessChain
+                        | Op::PtrAccessChain
+                        | Op::InBoundsPtrAccessChain
+                        | Op::Bitcast
+                        | Op::CopyObject
+                );
+                if derives && id_at(i, 0).is_some_and(|b| private_values.contains(&b)) {
+                    let ty = i.result_type.ok_or("pointer without type")?;
+                    if let Some(p) = retype(ctx, ty) {
+                        i.result_type = Some(p);
+                    }
+                    private_values.insert(i.result_id.ok_or("pointer without id")?);
+                }
+            }
+        }
+    }
+    ctx.module.functions = functions;
+    Ok(())
+}
+
+/// Decorates what device-address pointers point at with OpenCL C's layout.
+fn explicit_layout(ctx: &mut Ctx, psb_types: &[Word]) -> Result<(), String> {
+    let types: HashMap<Word, Instruction> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter_map(|i| i.result_id.map(|r| (r, i.clone())))
+        .collect();
+    let refs: HashMap<Word, &Instruction> = types.iter().map(|(k, v)| (*k, v)).collect();
+    let mut done = HashSet::new();
+    let mut todo: Vec<Word> = Vec::new();
+    for &p in psb_types {
+        let pointee = id_at(&types[&p], 1).ok_or("bad pointer")?;
+        // Pointers into opaque types never get dereferenced as data.
+        if let Ok((size, _)) = layout(&refs, pointee) {
+            ctx.decorate(
+                p,
+                Decoration::ArrayStride,
+                vec![Operand::LiteralBit32(size.max(1))],
+            );
+        }
+        todo.push(pointee);
+    }
+    while let Some(t) = todo.pop() {
+        if !done.insert(t) {
+            continue;
+        }
+        let Some(inst) = types.get(&t) else { continue };
+        match inst.class.opcode {
+            Op::TypeStruct => {
+                let mut offset = 0u32;
+                for (m, op) in inst.operands.iter().enumerate() {
+                    let Operand::IdRef(mt) = op else { continue };
+                    let (ms, ma) = layout(&refs, *mt)?;
+                    offset = offset.next_multiple_of(ma);
+                    ctx.member_decorate(
+                        t,
+                        m as u32,
+                        Decoration::Offset,
+                        vec![Operand::LiteralBit32(offset)],
+                    );
+                    offset += ms;
+                    todo.push(*mt);
+                }
+            }
+            Op::TypeArray => {
+                let et = id_at(inst, 0).ok_or("bad array")?;
+                let (es, _) = layout(&refs, et)?;
+                ctx.decorate(t, Decoration::ArrayStride, vec![Operand::LiteralBit32(es)]);
+                todo.push(et);
+            }
+            Op::TypeRuntimeArray => return Err("runtime arrays are not supported".into()),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Access chains, alignment of device-address accesses.
+fn rewrite_accesses(ctx: &mut Ctx) -> Result<(), String> {
+    let types: HashMap<Word, Instruction> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter_map(|i| i.result_id.map(|r| (r, i.clone())))
+        .collect();
+    let refs: HashMap<Word, &Instruction> = types.iter().map(|(k, v)| (*k, v)).collect();
+    let zero_consts: HashSet<Word> = types
+        .values()
+        .filter(|i| {
+            (i.class.opcode == Op::Constant
+                && matches!(
+                    i.operands.first(),
+                    Some(Operand::LiteralBit32(0)) | Some(Operand::LiteralBit64(0))
+                ))
+                || i.class.opcode == Op::ConstantNull
+        })
+        .filter_map(|i| i.result_id)
+        .collect();
+    // Value id -> type id, for every value in the functions and globals.
+    let mut value_type: HashMap<Word, Word> = types
+        .values()
+        .filter_map(|i| Some((i.result_id?, i.result_type?)))
+        .collect();
+    for f in &ctx.module.functions {
+        for i in f
+            .parameters
+            .iter()
+            .chain(f.blocks.iter().flat_map(|b| &b.instructions))
+        {
+            if let (Some(r), Some(t)) = (i.result_id, i.result_type) {
+                value_type.insert(r, t);
+            }
+        }
+    }
+    let storage = |v: Word| -> Option<StorageClass> {
+        let t = types.get(value_type.get(&v)?)?;
+        match t.operands.first() {
+            Some(Operand::StorageClass(sc)) if t.class.opcode == Op::TypePointer => Some(*sc),
+            _ => None,
+        }
+    };
+    let pointee_align = |ptr: Word| -> Option<u32> {
+        let t = types.get(value_type.get(&ptr)?)?;
+        let pointee = id_at(t, 1)?;
+        layout(&refs, pointee).ok().map(|(_, a)| a)
+    };
+    for f in &mut ctx.module.functions {
+        for b in &mut f.blocks {
+            for i in &mut b.instructions {
+                match i.class.opcode {
+                    Op::PtrAccessChain | Op::InBoundsPtrAccessChain => {
+                        let base = id_at(i, 0).ok_or("bad access chain")?;
+                        if storage(base) == Some(StorageClass::PhysicalStorageBuffer) {
+                            *i = Instruction::new(
+                                Op::PtrAccessChain,
+                                i.result_type,
+                                i.result_id,
+                                i.operands.clone(),
+                            );
+                        } else if id_at(i, 1).is_some_and(|e| zero_consts.contains(&e)) {
+                            let mut ops = i.operands.clone();
+                            ops.remove(1);
+                            *i = Instruction::new(Op::AccessChain, i.result_type, i.result_id, ops);
+                        } else {
+                            return Err(format!(
+                                "pointer arithmetic on a {:?} object is not supported yet",
+                                storage(base).unwrap_or(StorageClass::Function)
+                            ));
+                        }
+                    }
+                    Op::Load | Op::Store => {
+                        let ptr = id_at(i, 0).ok_or("bad memory access")?;
+                        if storage(ptr) != Some(StorageClass::PhysicalStorageBuffer) {
+                            continue;
+                        }
+                        let first_mem = if i.class.opcode == Op::Load { 1 } else { 2 };
+                        let has_aligned = matches!(i.operands.get(first_mem), Some(Operand::MemoryAccess(m)) if m.contains(MemoryAccess::ALIGNED));
+                        if !has_aligned {
+                            let align = pointee_align(ptr).unwrap_or(1);
+                            match i.operands.get_mut(first_mem) {
+                                Some(Operand::MemoryAccess(m)) => {
+                                    // Aligned's literal comes first among the operands' literals.
+                                    *m |= MemoryAccess::ALIGNED;
+                                    i.operands
+                                        .insert(first_mem + 1, Operand::LiteralBit32(align));
+                                }
+                                _ => {
+                                    i.operands
+                                        .push(Operand::MemoryAccess(MemoryAccess::ALIGNED));
+                                    i.operands.push(Operand::LiteralBit32(align));
+                                }
+                            }
+                        }
+                    }
+                    Op::CopyMemory | Op::CopyMemorySized => {
+                        return Err("OpCopyMemory is not supported yet".into());
+                    }
+                    Op::PtrCastToGeneric | Op::GenericCastToPtr | Op::GenericCastToPtrExplicit => {
+                        return Err("generic address space pointers are not supported yet".into());
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok(())
+}

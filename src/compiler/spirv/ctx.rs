@@ -1,0 +1,195 @@
+//! Editing an rspirv module: fresh ids, and types and constants found or
+//! added in the module's global section.
+
+use rspirv::dr::{Instruction, Module, Operand};
+use rspirv::spirv::{Op, StorageClass, Word};
+
+/// A module under rewrite.
+pub struct Ctx {
+    pub module: Module,
+}
+
+impl Ctx {
+    pub fn new(module: Module) -> Ctx {
+        Ctx { module }
+    }
+
+    pub fn fresh(&mut self) -> Word {
+        let h = self
+            .module
+            .header
+            .as_mut()
+            .expect("loaded modules have a header");
+        let id = h.bound;
+        h.bound += 1;
+        id
+    }
+
+    fn find_type(&self, op: Op, operands: &[Operand]) -> Option<Word> {
+        self.module
+            .types_global_values
+            .iter()
+            .find(|i| i.class.opcode == op && i.operands == operands)
+            .and_then(|i| i.result_id)
+    }
+
+    /// A type with these operands: the existing one, or a new one.
+    pub fn ty(&mut self, op: Op, operands: Vec<Operand>) -> Word {
+        if let Some(id) = self.find_type(op, &operands) {
+            return id;
+        }
+        let id = self.fresh();
+        self.module
+            .types_global_values
+            .push(Instruction::new(op, None, Some(id), operands));
+        id
+    }
+
+    pub fn void(&mut self) -> Word {
+        self.ty(Op::TypeVoid, vec![])
+    }
+
+    pub fn uint(&mut self, width: u32) -> Word {
+        self.ty(
+            Op::TypeInt,
+            vec![Operand::LiteralBit32(width), Operand::LiteralBit32(0)],
+        )
+    }
+
+    pub fn vector(&mut self, component: Word, n: u32) -> Word {
+        self.ty(
+            Op::TypeVector,
+            vec![Operand::IdRef(component), Operand::LiteralBit32(n)],
+        )
+    }
+
+    /// Always a new pointer type (decorations may differ between them).
+    pub fn new_pointer(&mut self, sc: StorageClass, pointee: Word) -> Word {
+        let id = self.fresh();
+        self.module.types_global_values.push(Instruction::new(
+            Op::TypePointer,
+            None,
+            Some(id),
+            vec![Operand::StorageClass(sc), Operand::IdRef(pointee)],
+        ));
+        id
+    }
+
+    pub fn pointer(&mut self, sc: StorageClass, pointee: Word) -> Word {
+        self.ty(
+            Op::TypePointer,
+            vec![Operand::StorageClass(sc), Operand::IdRef(pointee)],
+        )
+    }
+
+    pub fn function_type(&mut self, ret: Word, params: &[Word]) -> Word {
+        let mut ops = vec![Operand::IdRef(ret)];
+        ops.extend(params.iter().map(|&p| Operand::IdRef(p)));
+        self.ty(Op::TypeFunction, ops)
+    }
+
+    /// A 32-bit unsigned constant.
+    pub fn const_u32(&mut self, v: u32) -> Word {
+        let t = self.uint(32);
+        if let Some(id) = self.module.types_global_values.iter().find_map(|i| {
+            (i.class.opcode == Op::Constant
+                && i.result_type == Some(t)
+                && i.operands == [Operand::LiteralBit32(v)])
+            .then_some(i.result_id)
+            .flatten()
+        }) {
+            return id;
+        }
+        let id = self.fresh();
+        self.module.types_global_values.push(Instruction::new(
+            Op::Constant,
+            Some(t),
+            Some(id),
+            vec![Operand::LiteralBit32(v)],
+        ));
+        id
+    }
+
+    pub fn decorate(
+        &mut self,
+        target: Word,
+        decoration: rspirv::spirv::Decoration,
+        extra: Vec<Operand>,
+    ) {
+        let mut ops = vec![Operand::IdRef(target), Operand::Decoration(decoration)];
+        ops.extend(extra);
+        self.module
+            .annotations
+            .push(Instruction::new(Op::Decorate, None, None, ops));
+    }
+
+    pub fn member_decorate(
+        &mut self,
+        target: Word,
+        member: u32,
+        decoration: rspirv::spirv::Decoration,
+        extra: Vec<Operand>,
+    ) {
+        let mut ops = vec![
+            Operand::IdRef(target),
+            Operand::LiteralBit32(member),
+            Operand::Decoration(decoration),
+        ];
+        ops.extend(extra);
+        self.module
+            .annotations
+            .push(Instruction::new(Op::MemberDecorate, None, None, ops));
+    }
+
+    /// The defining instruction of a global id (type, constant, variable).
+    pub fn global(&self, id: Word) -> Option<&Instruction> {
+        self.module
+            .types_global_values
+            .iter()
+            .find(|i| i.result_id == Some(id))
+    }
+
+    /// The type of a value defined anywhere in the module.
+    pub fn type_of(&self, id: Word) -> Option<Word> {
+        if let Some(g) = self.global(id) {
+            return g.result_type;
+        }
+        self.module.functions.iter().find_map(|f| {
+            f.parameters
+                .iter()
+                .chain(f.blocks.iter().flat_map(|b| b.instructions.iter()))
+                .find(|i| i.result_id == Some(id))
+                .and_then(|i| i.result_type)
+        })
+    }
+
+    /// Storage class and pointee of a pointer type.
+    pub fn pointer_parts(&self, ty: Word) -> Option<(StorageClass, Word)> {
+        let t = self.global(ty)?;
+        if t.class.opcode != Op::TypePointer {
+            return None;
+        }
+        match (&t.operands[0], &t.operands[1]) {
+            (Operand::StorageClass(sc), Operand::IdRef(p)) => Some((*sc, *p)),
+            _ => None,
+        }
+    }
+}
+
+/// The id operand at `i`, if it is one.
+pub fn id_at(i: &Instruction, n: usize) -> Option<Word> {
+    match i.operands.get(n) {
+        Some(Operand::IdRef(id)) => Some(*id),
+        _ => None,
+    }
+}
+
+/// Every id an instruction refers to.
+pub fn ids_used(i: &Instruction) -> impl Iterator<Item = Word> + '_ {
+    i.result_type
+        .into_iter()
+        .chain(i.operands.iter().filter_map(|o| match o {
+            Operand::IdRef(id) | Operand::IdScope(id) | Operand::IdMemorySemantics(id) => Some(*id),
+            _ => None,
+        }))
+}

@@ -1,0 +1,307 @@
+//! Passes 4 and 5 (closing part): the module becomes a Vulkan compute
+//! module. Kernel-only capabilities, decorations and execution modes go;
+//! the capabilities the remaining code needs come in; the memory model is
+//! `PhysicalStorageBuffer64`/`GLSL450`; the kernel is the `GLCompute`
+//! entry point `main` listing every global variable it uses; SPIR-V 1.5.
+
+use std::collections::HashSet;
+
+use rspirv::dr::{Instruction, Operand};
+use rspirv::spirv::{
+    AddressingModel, Capability, Decoration, ExecutionMode, ExecutionModel, MemoryModel, Op,
+    StorageClass, Word,
+};
+
+use crate::compiler::spirv::builtins::workgroup_size;
+use crate::compiler::spirv::ctx::{Ctx, id_at, ids_used};
+
+/// What the Vulkan device can take, for the capabilities the module needs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DeviceCaps {
+    pub int8: bool,
+    pub int16: bool,
+    pub float16: bool,
+    pub float64: bool,
+    pub storage8: bool,
+    pub storage16: bool,
+    pub int64_atomics: bool,
+}
+
+pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
+    let wg = workgroup_size(ctx);
+    strip_decorations(ctx)?;
+    // Capabilities from the types in use.
+    let mut need: Vec<Capability> = vec![
+        Capability::Shader,
+        Capability::Int64,
+        Capability::PhysicalStorageBufferAddresses,
+    ];
+    let mut widths = HashSet::new();
+    for t in &ctx.module.types_global_values {
+        match (t.class.opcode, t.operands.first()) {
+            (Op::TypeInt, Some(Operand::LiteralBit32(w))) => {
+                widths.insert(("int", *w));
+            }
+            (Op::TypeFloat, Some(Operand::LiteralBit32(w))) => {
+                widths.insert(("float", *w));
+            }
+            (Op::TypeVector, _) => {
+                if matches!(t.operands.get(1), Some(Operand::LiteralBit32(n)) if *n > 4) {
+                    return Err("vectors of 8 or 16 components are not supported yet".into());
+                }
+            }
+            (
+                Op::TypeEvent
+                | Op::TypeDeviceEvent
+                | Op::TypeReserveId
+                | Op::TypeQueue
+                | Op::TypePipe
+                | Op::TypeOpaque,
+                _,
+            ) => {
+                return Err(format!("{:?} is not supported yet", t.class.opcode));
+            }
+            (Op::TypeImage | Op::TypeSampler | Op::TypeSampledImage, _) => {
+                return Err("images and samplers are not supported yet".into());
+            }
+            _ => {}
+        }
+    }
+    let mut require = |has: bool, cap: Capability, what: &str| -> Result<(), String> {
+        if !has {
+            return Err(format!("the device lacks {what}"));
+        }
+        need.push(cap);
+        Ok(())
+    };
+    if widths.contains(&("int", 8)) {
+        require(caps.int8, Capability::Int8, "8-bit integers (shaderInt8)")?;
+        require(
+            caps.storage8,
+            Capability::StorageBuffer8BitAccess,
+            "8-bit storage (storageBuffer8BitAccess)",
+        )?;
+    }
+    if widths.contains(&("int", 16)) {
+        require(
+            caps.int16,
+            Capability::Int16,
+            "16-bit integers (shaderInt16)",
+        )?;
+        require(
+            caps.storage16,
+            Capability::StorageBuffer16BitAccess,
+            "16-bit storage (storageBuffer16BitAccess)",
+        )?;
+    }
+    if widths.contains(&("float", 16)) {
+        require(
+            caps.float16,
+            Capability::Float16,
+            "half precision (shaderFloat16)",
+        )?;
+        require(
+            caps.storage16,
+            Capability::StorageBuffer16BitAccess,
+            "16-bit storage (storageBuffer16BitAccess)",
+        )?;
+    }
+    if widths.contains(&("float", 64)) {
+        require(
+            caps.float64,
+            Capability::Float64,
+            "double precision (shaderFloat64)",
+        )?;
+    }
+    if uses_64bit_atomics(ctx) {
+        require(
+            caps.int64_atomics,
+            Capability::Int64Atomics,
+            "64-bit atomics (shaderBufferInt64Atomics)",
+        )?;
+    }
+    ctx.module.capabilities = need
+        .into_iter()
+        .map(|c| Instruction::new(Op::Capability, None, None, vec![Operand::Capability(c)]))
+        .collect();
+    for e in &ctx.module.extensions {
+        match e.operands.first() {
+            Some(Operand::LiteralString(s)) if s == "SPV_KHR_no_integer_wrap_decoration" => {}
+            Some(Operand::LiteralString(s)) => {
+                return Err(format!("the SPIR-V extension {s} is not supported yet"));
+            }
+            _ => {}
+        }
+    }
+    ctx.module.extensions.clear();
+    ctx.module.memory_model = Some(Instruction::new(
+        Op::MemoryModel,
+        None,
+        None,
+        vec![
+            Operand::AddressingModel(AddressingModel::PhysicalStorageBuffer64),
+            Operand::MemoryModel(MemoryModel::GLSL450),
+        ],
+    ));
+    // Every global variable the kernel uses is on the interface.
+    let used: HashSet<Word> = ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| f.blocks.iter().flat_map(|b| b.instructions.iter()))
+        .flat_map(|i| ids_used(i).collect::<Vec<_>>())
+        .collect();
+    let interface: Vec<Operand> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::Variable)
+        .filter_map(|i| i.result_id)
+        .filter(|v| used.contains(v))
+        .map(Operand::IdRef)
+        .collect();
+    let mut ep = vec![
+        Operand::ExecutionModel(ExecutionModel::GLCompute),
+        Operand::IdRef(fid),
+        Operand::LiteralString("main".into()),
+    ];
+    ep.extend(interface);
+    ctx.module.entry_points = vec![Instruction::new(Op::EntryPoint, None, None, ep)];
+    ctx.module.execution_modes = vec![Instruction::new(
+        Op::ExecutionMode,
+        None,
+        None,
+        vec![
+            Operand::IdRef(fid),
+            Operand::ExecutionMode(ExecutionMode::LocalSize),
+            Operand::LiteralBit32(1),
+            Operand::LiteralBit32(1),
+            Operand::LiteralBit32(1),
+        ],
+    )];
+    let _ = wg;
+    // Private variables of constant data keep their initialisers; nothing
+    // else of the Kernel model may remain.
+    for v in &ctx.module.types_global_values {
+        if v.class.opcode == Op::Variable {
+            match v.operands.first() {
+                Some(Operand::StorageClass(
+                    StorageClass::Input
+                    | StorageClass::PushConstant
+                    | StorageClass::Workgroup
+                    | StorageClass::Private,
+                )) => {}
+                other => {
+                    return Err(format!(
+                        "a module variable in storage class {other:?} is not supported yet"
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(h) = ctx.module.header.as_mut() {
+        h.version = (1 << 16) | (5 << 8);
+    }
+    Ok(())
+}
+
+fn uses_64bit_atomics(ctx: &Ctx) -> bool {
+    let is64 = |t: Option<Word>| {
+        t.and_then(|t| ctx.global(t)).is_some_and(|i| {
+            i.class.opcode == Op::TypeInt && i.operands.first() == Some(&Operand::LiteralBit32(64))
+        })
+    };
+    ctx.module
+        .functions
+        .iter()
+        .flat_map(|f| f.blocks.iter().flat_map(|b| &b.instructions))
+        .any(|i| {
+            let name = format!("{:?}", i.class.opcode);
+            name.starts_with("Atomic")
+                && (is64(i.result_type)
+                    || (i.class.opcode == Op::AtomicStore
+                        && id_at(i, 3).is_some_and(|v| is64(ctx.type_of(v)))))
+        })
+}
+
+/// Every id the module still defines.
+fn defined_ids(ctx: &Ctx) -> HashSet<Word> {
+    let m = &ctx.module;
+    m.ext_inst_imports
+        .iter()
+        .chain(&m.types_global_values)
+        .filter_map(|i| i.result_id)
+        .chain(m.functions.iter().flat_map(|f| {
+            f.def
+                .iter()
+                .chain(&f.parameters)
+                .chain(
+                    f.blocks
+                        .iter()
+                        .flat_map(|b| b.label.iter().chain(&b.instructions)),
+                )
+                .filter_map(|i| i.result_id)
+                .collect::<Vec<_>>()
+        }))
+        .collect()
+}
+
+fn strip_decorations(ctx: &mut Ctx) -> Result<(), String> {
+    // Names and decorations of what earlier passes removed.
+    let defined = defined_ids(ctx);
+    ctx.module
+        .annotations
+        .retain(|a| id_at(a, 0).is_none_or(|t| defined.contains(&t)));
+    ctx.module
+        .debug_names
+        .retain(|a| id_at(a, 0).is_none_or(|t| defined.contains(&t)));
+    let variables: HashSet<Word> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::Variable)
+        .filter_map(|i| i.result_id)
+        .collect();
+    let mut problem = None;
+    ctx.module.annotations.retain(|a| {
+        if matches!(
+            a.class.opcode,
+            Op::DecorationGroup | Op::GroupDecorate | Op::GroupMemberDecorate
+        ) {
+            problem = Some("decoration groups are not supported yet".to_string());
+            return true;
+        }
+        let d = match a.class.opcode {
+            Op::Decorate | Op::DecorateId => a.operands.get(1),
+            Op::MemberDecorate => a.operands.get(2),
+            _ => None,
+        };
+        match d {
+            Some(Operand::Decoration(
+                Decoration::LinkageAttributes
+                | Decoration::FuncParamAttr
+                | Decoration::Alignment
+                | Decoration::AlignmentId
+                | Decoration::MaxByteOffset
+                | Decoration::MaxByteOffsetId
+                | Decoration::Constant,
+            )) => false,
+            Some(Operand::Decoration(
+                Decoration::Restrict | Decoration::Aliased | Decoration::Volatile,
+            )) => id_at(a, 0).is_some_and(|t| variables.contains(&t)),
+            Some(Operand::Decoration(
+                d @ (Decoration::SaturatedConversion
+                | Decoration::FPRoundingMode
+                | Decoration::FPFastMathMode),
+            )) => {
+                problem = Some(format!("the {d:?} decoration is not supported yet"));
+                true
+            }
+            _ => true,
+        }
+    });
+    match problem {
+        Some(p) => Err(p),
+        None => Ok(()),
+    }
+}

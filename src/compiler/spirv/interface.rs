@@ -1,0 +1,247 @@
+//! Pass 5: the kernel interface. Kernel parameters become members of one
+//! push-constant block that the host fills at each dispatch: buffers as
+//! 64-bit device addresses turned back into pointers, values by value.
+//! The block starts with the work-item data Vulkan has no built-in for
+//! (global offset, global size, work dimension). The kernel becomes a
+//! function without parameters, ready to be the compute entry point.
+
+use rspirv::dr::{Instruction, Operand};
+use rspirv::spirv::{Decoration, Op, StorageClass, Word};
+
+use crate::compiler::spirv::ctx::Ctx;
+use crate::compiler::spirv::reflect::{ArgKind, KernelArg, layout};
+
+/// How the host writes one kernel argument into the push constants.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// A buffer's device address (u64), or 0 for a null buffer.
+    Address { offset: u32 },
+    /// The argument's bytes, as the application passed them.
+    Bytes { offset: u32, size: u32 },
+}
+
+/// The push-constant block the host fills for a dispatch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PushLayout {
+    pub size: u32,
+    pub args: Vec<Slot>,
+}
+
+/// Byte offsets of the built-in members.
+pub const GLOBAL_OFFSET: u32 = 0;
+pub const GLOBAL_SIZE: u32 = 12;
+pub const WORK_DIM: u32 = 24;
+const HEADER: u32 = 32;
+
+/// The block variable and its member indexes for the built-ins.
+pub struct Block {
+    pub var: Word,
+    /// Member index of global offset x (y, z follow), global size x
+    /// (y, z follow) and work_dim.
+    pub global_offset: u32,
+    pub global_size: u32,
+    pub work_dim: u32,
+}
+
+pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, Block), String> {
+    let u32t = ctx.uint(32);
+    let u64t = ctx.uint(64);
+    let mut members: Vec<(Word, u32)> = (0..7).map(|i| (u32t, i * 4)).collect();
+    let func_index = ctx
+        .module
+        .functions
+        .iter()
+        .position(|f| f.def.as_ref().and_then(|d| d.result_id) == Some(fid))
+        .ok_or("kernel function missing")?;
+    let params = std::mem::take(&mut ctx.module.functions[func_index].parameters);
+    if params.len() != args.len() {
+        return Err("kernel parameters and metadata disagree".into());
+    }
+    let types: std::collections::HashMap<Word, &Instruction> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter_map(|i| i.result_id.map(|r| (r, i)))
+        .collect();
+    let mut offset = HEADER;
+    let mut slots = Vec::new();
+    // (param id, param type, member index, how to load)
+    let mut loads: Vec<(Word, Word, u32, Option<Word>)> = Vec::new();
+    for (p, a) in params.iter().zip(args) {
+        let pid = p.result_id.ok_or("parameter without id")?;
+        let pty = p.result_type.ok_or("parameter without type")?;
+        match &a.kind {
+            ArgKind::Buffer => {
+                offset = offset.next_multiple_of(8);
+                slots.push(Slot::Address { offset });
+                loads.push((pid, pty, members.len() as u32, None));
+                members.push((u64t, offset));
+                offset += 8;
+            }
+            ArgKind::Value(size) => {
+                let (_, align) = layout(&types, pty)?;
+                let t = types.get(&pty).ok_or("unknown parameter type")?;
+                let narrow = t.class.opcode == Op::TypeInt
+                    && matches!(t.operands.first(), Some(Operand::LiteralBit32(w)) if *w < 32);
+                match t.class.opcode {
+                    Op::TypeInt | Op::TypeFloat | Op::TypeVector => {}
+                    _ => {
+                        return Err(format!(
+                            "argument {} of type {} by value is not supported yet",
+                            a.name, a.type_name
+                        ));
+                    }
+                }
+                if t.class.opcode == Op::TypeVector {
+                    let comp = match t.operands.first() {
+                        Some(Operand::IdRef(c)) => *c,
+                        _ => return Err("bad vector type".into()),
+                    };
+                    if layout(&types, comp)?.0 < 4 {
+                        return Err(format!(
+                            "argument {} of type {}: vectors of 8/16-bit values are not supported yet",
+                            a.name, a.type_name
+                        ));
+                    }
+                }
+                if narrow {
+                    offset = offset.next_multiple_of(4);
+                    slots.push(Slot::Bytes {
+                        offset,
+                        size: *size,
+                    });
+                    loads.push((pid, pty, members.len() as u32, Some(u32t)));
+                    members.push((u32t, offset));
+                    offset += 4;
+                } else {
+                    offset = offset.next_multiple_of(align.max(4));
+                    slots.push(Slot::Bytes {
+                        offset,
+                        size: *size,
+                    });
+                    loads.push((pid, pty, members.len() as u32, None));
+                    members.push((pty, offset));
+                    offset += *size;
+                }
+            }
+            ArgKind::Local => {
+                return Err(format!(
+                    "__local pointer argument {} is not supported yet",
+                    a.name
+                ));
+            }
+            ArgKind::Image | ArgKind::Sampler => {
+                return Err(format!(
+                    "image and sampler argument {} is not supported yet",
+                    a.name
+                ));
+            }
+        }
+    }
+    let size = offset.next_multiple_of(8);
+    // The block type and variable.
+    let block_ty = ctx.fresh();
+    ctx.module.types_global_values.push(Instruction::new(
+        Op::TypeStruct,
+        None,
+        Some(block_ty),
+        members.iter().map(|(t, _)| Operand::IdRef(*t)).collect(),
+    ));
+    ctx.decorate(block_ty, Decoration::Block, vec![]);
+    for (i, (_, off)) in members.iter().enumerate() {
+        ctx.member_decorate(
+            block_ty,
+            i as u32,
+            Decoration::Offset,
+            vec![Operand::LiteralBit32(*off)],
+        );
+    }
+    let block_ptr = ctx.pointer(StorageClass::PushConstant, block_ty);
+    let var = ctx.fresh();
+    ctx.module.types_global_values.push(Instruction::new(
+        Op::Variable,
+        Some(block_ptr),
+        Some(var),
+        vec![Operand::StorageClass(StorageClass::PushConstant)],
+    ));
+    // Loads at the start of the kernel, defining the old parameter ids.
+    let mut code = Vec::new();
+    for (pid, pty, member, widen) in loads {
+        let member_ty = members[member as usize].0;
+        let mptr = ctx.pointer(StorageClass::PushConstant, member_ty);
+        let index = ctx.const_u32(member);
+        let chain = ctx.fresh();
+        code.push(Instruction::new(
+            Op::AccessChain,
+            Some(mptr),
+            Some(chain),
+            vec![Operand::IdRef(var), Operand::IdRef(index)],
+        ));
+        let is_ptr = ctx.pointer_parts(pty).is_some();
+        if is_ptr {
+            let addr = ctx.fresh();
+            code.push(Instruction::new(
+                Op::Load,
+                Some(u64t),
+                Some(addr),
+                vec![Operand::IdRef(chain)],
+            ));
+            code.push(Instruction::new(
+                Op::ConvertUToPtr,
+                Some(pty),
+                Some(pid),
+                vec![Operand::IdRef(addr)],
+            ));
+        } else if let Some(wide) = widen {
+            let v = ctx.fresh();
+            code.push(Instruction::new(
+                Op::Load,
+                Some(wide),
+                Some(v),
+                vec![Operand::IdRef(chain)],
+            ));
+            code.push(Instruction::new(
+                Op::UConvert,
+                Some(pty),
+                Some(pid),
+                vec![Operand::IdRef(v)],
+            ));
+        } else {
+            code.push(Instruction::new(
+                Op::Load,
+                Some(pty),
+                Some(pid),
+                vec![Operand::IdRef(chain)],
+            ));
+        }
+    }
+    let void = ctx.void();
+    let fty = ctx.function_type(void, &[]);
+    let func = &mut ctx.module.functions[func_index];
+    let def = func.def.as_mut().ok_or("kernel without OpFunction")?;
+    if let Some(op) = def.operands.get_mut(1) {
+        *op = Operand::IdRef(fty);
+    }
+    let entry = func.blocks.first_mut().ok_or("kernel without a body")?;
+    let at = entry
+        .instructions
+        .iter()
+        .take_while(|i| i.class.opcode == Op::Variable)
+        .count();
+    entry.instructions.splice(at..at, code);
+    // Parameter decorations have nothing left to decorate.
+    let gone: Vec<Word> = params.iter().filter_map(|p| p.result_id).collect();
+    ctx.module.annotations.retain(|a| {
+        !(matches!(a.class.opcode, Op::Decorate)
+            && matches!(a.operands.first(), Some(Operand::IdRef(t)) if gone.contains(t)))
+    });
+    Ok((
+        PushLayout { size, args: slots },
+        Block {
+            var,
+            global_offset: 0,
+            global_size: 3,
+            work_dim: 6,
+        },
+    ))
+}
