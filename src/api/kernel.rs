@@ -1,8 +1,8 @@
-//! Kernel entry points: kernel objects, arguments and queries. Running a
-//! kernel needs the Kernel-to-Vulkan SPIR-V rewriter, which is not there
-//! yet: clEnqueueNDRangeKernel and clEnqueueTask check their arguments and
-//! then report CL_INVALID_OPERATION with a log line saying so. Native
-//! kernels are never offered (CL_EXEC_NATIVE_KERNEL is not reported).
+//! Kernel entry points: kernel objects, arguments, queries and dispatch.
+//! A kernel the SPIR-V rewriter cannot handle yet is reported by name in
+//! the log when it is first enqueued, and the enqueue fails with
+//! CL_INVALID_OPERATION. Native kernels are never offered
+//! (CL_EXEC_NATIVE_KERNEL is not reported).
 
 use std::ffi::{CStr, c_char, c_void};
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use crate::core::kernel::{ArgValue, Kernel};
 use crate::core::memory::Buffer;
 use crate::core::object::Handle;
 use crate::core::program::Program;
-use crate::core::queue::Queue;
+use crate::core::queue::{Ordering, Queue, Work};
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clCreateKernel(
@@ -313,10 +313,33 @@ pub unsafe extern "C" fn clSetKernelExecInfo(
     })
 }
 
-/// Checks an NDRange the way the specification orders the errors, up to
-/// the point where the kernel would be recorded.
+/// A local size for an NDRange the application left to vkcl: per
+/// dimension the largest divisor of the global size that keeps the
+/// work-group within the device's limits (and 256 items, a size that
+/// suits most GPUs and lavapipe alike).
+fn choose_local(global: [usize; 3], d: &Device, reqd: Option<[u32; 3]>) -> [usize; 3] {
+    if let Some(r) = reqd {
+        return r.map(|v| v as usize);
+    }
+    let max = d.max_work_item_sizes();
+    let mut budget = d.max_work_group_size().min(256);
+    let mut local = [1usize; 3];
+    for dim in 0..3 {
+        let cap = budget.min(max[dim]).max(1);
+        let l = (1..=cap.min(global[dim]))
+            .rev()
+            .find(|l| global[dim] % l == 0)
+            .unwrap_or(1);
+        local[dim] = l;
+        budget /= l;
+    }
+    local
+}
+
+/// clEnqueueNDRangeKernel: checks in the specification's order, then
+/// records the dispatch.
 #[allow(clippy::too_many_arguments)]
-fn check_ndrange(
+fn enqueue_ndrange(
     command_queue: cl_command_queue,
     kernel: cl_kernel,
     work_dim: cl_uint,
@@ -325,6 +348,8 @@ fn check_ndrange(
     local_work_size: *const usize,
     num_events_in_wait_list: cl_uint,
     event_wait_list: *const cl_event,
+    event: *mut cl_event,
+    command_type: cl_command_type,
 ) -> ClResult<()> {
     let q = Handle::<Queue>::from_raw(command_queue)?;
     let k = Handle::<Kernel>::from_raw(kernel)?;
@@ -366,6 +391,7 @@ fn check_ndrange(
         }
     }
     let d = &q.device;
+    let reqd = k.info.reqd_work_group_size;
     if !local.is_empty() {
         let sizes = d.max_work_item_sizes();
         if local.iter().zip(sizes).any(|(&l, m)| l == 0 || l > m) {
@@ -375,27 +401,99 @@ fn check_ndrange(
         if total > d.max_work_group_size() {
             return err(CL_INVALID_WORK_GROUP_SIZE);
         }
-        if let Some(reqd) = k.info.reqd_work_group_size {
-            let want: Vec<usize> = reqd.iter().take(dims).map(|&v| v as usize).collect();
+        if let Some(r) = reqd {
+            let want: Vec<usize> = r.iter().take(dims).map(|&v| v as usize).collect();
             if local != want.as_slice() {
                 return err(CL_INVALID_WORK_GROUP_SIZE);
             }
         }
-    } else if k
-        .info
-        .reqd_work_group_size
-        .is_some_and(|r| r.iter().product::<u32>() as usize > d.max_work_group_size())
-    {
+    } else if reqd.is_some_and(|r| r.iter().product::<u32>() as usize > d.max_work_group_size()) {
         return err(CL_INVALID_WORK_GROUP_SIZE);
     }
     // SAFETY: the application passes `num_events_in_wait_list` handles.
-    unsafe { wait_list(&q.context, num_events_in_wait_list, event_wait_list)? };
-    log::warn!(
-        target: "vkcl::kernel",
-        "kernel {}: running kernels needs the SPIR-V Kernel-to-Vulkan rewriter, which vkcl does not have yet",
-        k.info.name
-    );
-    err(CL_INVALID_OPERATION)
+    let waits = unsafe { wait_list(&q.context, num_events_in_wait_list, event_wait_list)? };
+    let mut g3 = [1usize; 3];
+    let mut o3 = [0usize; 3];
+    for i in 0..dims {
+        g3[i] = global[i];
+        o3[i] = offset.get(i).copied().unwrap_or(0);
+    }
+    let l3 = if local.is_empty() {
+        choose_local(g3, d, reqd)
+    } else {
+        let mut l = [1usize; 3];
+        l[..dims].copy_from_slice(local);
+        l
+    };
+    // vkcl reports no non-uniform work-group support.
+    if (0..3).any(|i| g3[i] % l3[i] != 0) {
+        return err(CL_INVALID_WORK_GROUP_SIZE);
+    }
+    let compiled = k
+        .compiled(d, &q.vk)
+        .map_err(|_| ClError(CL_INVALID_OPERATION))?;
+    let limits = &d.info.props.limits;
+    let groups: Vec<u32> = (0..3).map(|i| (g3[i] / l3[i]) as u32).collect();
+    if (0..3).any(|i| (g3[i] / l3[i]) as u64 > limits.max_compute_work_group_count[i] as u64)
+        || (0..3).any(|i| o3[i] as u64 + g3[i] as u64 > u32::MAX as u64)
+    {
+        log::warn!(target: "vkcl::kernel", "an NDRange of {g3:?} (offset {o3:?}) exceeds what one Vulkan dispatch covers; split dispatches are not supported yet");
+        return err(CL_OUT_OF_RESOURCES);
+    }
+    // The push constants: work-item data, then the arguments as set now.
+    let mut push = vec![0u8; compiled.push.size as usize];
+    let put = |push: &mut Vec<u8>, at: u32, bytes: &[u8]| {
+        push[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
+    };
+    use crate::compiler::spirv::interface::{GLOBAL_OFFSET, GLOBAL_SIZE, Slot, WORK_DIM};
+    for i in 0..3 {
+        put(
+            &mut push,
+            GLOBAL_OFFSET + 4 * i as u32,
+            &(o3[i] as u32).to_ne_bytes(),
+        );
+        put(
+            &mut push,
+            GLOBAL_SIZE + 4 * i as u32,
+            &(g3[i] as u32).to_ne_bytes(),
+        );
+    }
+    put(&mut push, WORK_DIM, &work_dim.to_ne_bytes());
+    let mut keep: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
+    for (slot, value) in compiled.push.args.iter().zip(k.args().iter()) {
+        match (slot, value) {
+            (Slot::Address { offset }, Some(ArgValue::Buffer(b))) => {
+                let address = match b {
+                    Some(b) => {
+                        b.check_device(&q)?;
+                        keep.push(Box::new(b.clone()));
+                        b.storage.address + b.offset as u64
+                    }
+                    None => 0,
+                };
+                put(&mut push, *offset, &address.to_ne_bytes());
+            }
+            (Slot::Bytes { offset, .. }, Some(ArgValue::Bytes(bytes))) => {
+                put(&mut push, *offset, bytes)
+            }
+            _ => return err(CL_INVALID_KERNEL_ARGS),
+        }
+    }
+    let pipeline = compiled.pipeline(l3.map(|v| v as u32))?;
+    keep.push(Box::new(pipeline.clone()));
+    let groups = [groups[0], groups[1], groups[2]];
+    let work = Work {
+        record: Some(Box::new(move |r| {
+            r.dispatch(&pipeline, &push, groups);
+            Ok(())
+        })),
+        complete: None,
+        keep,
+    };
+    let ev = q.enqueue(command_type, waits, Ordering::Normal, work)?;
+    // SAFETY: null or writable, per the specification.
+    unsafe { out_event(event, ev) };
+    Ok(())
 }
 
 #[unsafe(no_mangle)]
@@ -408,10 +506,10 @@ pub unsafe extern "C" fn clEnqueueNDRangeKernel(
     local_work_size: *const usize,
     num_events_in_wait_list: cl_uint,
     event_wait_list: *const cl_event,
-    _event: *mut cl_event,
+    event: *mut cl_event,
 ) -> cl_int {
     api_call("clEnqueueNDRangeKernel", || {
-        check_ndrange(
+        enqueue_ndrange(
             command_queue,
             kernel,
             work_dim,
@@ -420,6 +518,8 @@ pub unsafe extern "C" fn clEnqueueNDRangeKernel(
             local_work_size,
             num_events_in_wait_list,
             event_wait_list,
+            event,
+            CL_COMMAND_NDRANGE_KERNEL,
         )
     })
 }
@@ -430,11 +530,11 @@ pub unsafe extern "C" fn clEnqueueTask(
     kernel: cl_kernel,
     num_events_in_wait_list: cl_uint,
     event_wait_list: *const cl_event,
-    _event: *mut cl_event,
+    event: *mut cl_event,
 ) -> cl_int {
     let one = [1usize];
     api_call("clEnqueueTask", || {
-        check_ndrange(
+        enqueue_ndrange(
             command_queue,
             kernel,
             1,
@@ -443,6 +543,8 @@ pub unsafe extern "C" fn clEnqueueTask(
             one.as_ptr(),
             num_events_in_wait_list,
             event_wait_list,
+            event,
+            CL_COMMAND_TASK,
         )
     })
 }
