@@ -460,6 +460,8 @@ fn enqueue_ndrange(
     }
     put(&mut push, WORK_DIM, &work_dim.to_ne_bytes());
     let mut keep: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
+    let mut locals = Vec::new();
+    let mut local_bytes = 0u64;
     for (slot, value) in compiled.push.args.iter().zip(k.args().iter()) {
         match (slot, value) {
             (Slot::Address { offset }, Some(ArgValue::Buffer(b))) => {
@@ -476,10 +478,17 @@ fn enqueue_ndrange(
             (Slot::Bytes { offset, .. }, Some(ArgValue::Bytes(bytes))) => {
                 put(&mut push, *offset, bytes)
             }
+            (Slot::Local { spec_id, elem_size }, Some(ArgValue::Local(bytes))) => {
+                local_bytes += *bytes as u64;
+                locals.push((*spec_id, bytes.div_ceil(*elem_size as usize) as u32));
+            }
             _ => return err(CL_INVALID_KERNEL_ARGS),
         }
     }
-    let pipeline = compiled.pipeline(l3.map(|v| v as u32))?;
+    if local_bytes > d.local_mem_size() {
+        return err(CL_OUT_OF_RESOURCES);
+    }
+    let pipeline = compiled.pipeline(l3.map(|v| v as u32), locals)?;
     keep.push(Box::new(pipeline.clone()));
     let groups = [groups[0], groups[1], groups[2]];
     let work = Work {

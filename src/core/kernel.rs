@@ -37,22 +37,31 @@ pub struct Kernel {
     compiled: Mutex<HashMap<usize, Result<Arc<Compiled>, String>>>,
 }
 
+/// A work-group size and the `__local` argument sizes (SpecId, length).
+type PipelineKey = ([u32; 3], Vec<(u32, u32)>);
+
 /// A kernel rewritten for one Vulkan device, with its pipelines by
 /// work-group size.
 pub struct Compiled {
     pub module: KernelModule,
     pub push: PushLayout,
-    pipelines: Mutex<HashMap<[u32; 3], Arc<ComputePipeline>>>,
+    pipelines: Mutex<HashMap<PipelineKey, Arc<ComputePipeline>>>,
 }
 
 impl Compiled {
-    pub fn pipeline(&self, local: [u32; 3]) -> ClResult<Arc<ComputePipeline>> {
+    /// The pipeline for a work-group size and `__local` argument sizes.
+    pub fn pipeline(
+        &self,
+        local: [u32; 3],
+        locals: Vec<(u32, u32)>,
+    ) -> ClResult<Arc<ComputePipeline>> {
         let mut p = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(x) = p.get(&local) {
+        let key = (local, locals);
+        if let Some(x) = p.get(&key) {
             return Ok(x.clone());
         }
-        let made = Arc::new(self.module.pipeline(local)?);
-        p.insert(local, made.clone());
+        let made = Arc::new(self.module.pipeline(key.0, &key.1)?);
+        p.insert(key, made.clone());
         Ok(made)
     }
 }

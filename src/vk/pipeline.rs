@@ -38,7 +38,13 @@ impl KernelModule {
         })
     }
 
-    pub fn pipeline(&self, local: [u32; 3]) -> Result<ComputePipeline, vk::Result> {
+    /// A pipeline for work-groups of `local` items, with further
+    /// specialization constants as (SpecId, value).
+    pub fn pipeline(
+        &self,
+        local: [u32; 3],
+        extra: &[(u32, u32)],
+    ) -> Result<ComputePipeline, vk::Result> {
         let d = &self.device.raw;
         let ranges = [vk::PushConstantRange::default()
             .stage_flags(vk::ShaderStageFlags::COMPUTE)
@@ -47,14 +53,20 @@ impl KernelModule {
         let layout_info = vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&ranges);
         // SAFETY: valid device and create info.
         let layout = unsafe { d.create_pipeline_layout(&layout_info, None)? };
-        let entries: Vec<vk::SpecializationMapEntry> = (0..3)
-            .map(|i| vk::SpecializationMapEntry {
-                constant_id: i,
-                offset: i * 4,
+        let values: Vec<(u32, u32)> = (0..3)
+            .map(|i| (i, local[i as usize]))
+            .chain(extra.iter().copied())
+            .collect();
+        let entries: Vec<vk::SpecializationMapEntry> = values
+            .iter()
+            .enumerate()
+            .map(|(n, &(id, _))| vk::SpecializationMapEntry {
+                constant_id: id,
+                offset: n as u32 * 4,
                 size: 4,
             })
             .collect();
-        let data: Vec<u8> = local.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let data: Vec<u8> = values.iter().flat_map(|(_, v)| v.to_ne_bytes()).collect();
         let spec = vk::SpecializationInfo::default()
             .map_entries(&entries)
             .data(&data);

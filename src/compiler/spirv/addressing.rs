@@ -223,23 +223,83 @@ fn rewrite_accesses(ctx: &mut Ctx) -> Result<(), String> {
         let pointee = id_at(t, 1)?;
         layout(&refs, pointee).ok().map(|(_, a)| a)
     };
-    for f in &mut ctx.module.functions {
+    // Pointers to an element of an object, as (object, indexes): pointer
+    // arithmetic on them moves the last index.
+    let mut element_of: HashMap<Word, (Word, Vec<Word>)> = HashMap::new();
+    let mut new_types: HashMap<Word, Word> = HashMap::new();
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    for f in &mut functions {
         for b in &mut f.blocks {
-            for i in &mut b.instructions {
+            let mut out = Vec::with_capacity(b.instructions.len());
+            for mut i in std::mem::take(&mut b.instructions) {
                 match i.class.opcode {
+                    Op::AccessChain | Op::InBoundsAccessChain => {
+                        let base = id_at(&i, 0).ok_or("bad access chain")?;
+                        let idx: Vec<Word> =
+                            (1..i.operands.len()).filter_map(|n| id_at(&i, n)).collect();
+                        if let (Some(r), false) = (i.result_id, idx.is_empty()) {
+                            // Chains on chains flatten into one object.
+                            let (obj, mut all) =
+                                element_of.get(&base).cloned().unwrap_or((base, Vec::new()));
+                            all.extend(idx);
+                            element_of.insert(r, (obj, all));
+                        }
+                    }
                     Op::PtrAccessChain | Op::InBoundsPtrAccessChain => {
-                        let base = id_at(i, 0).ok_or("bad access chain")?;
+                        let base = id_at(&i, 0).ok_or("bad access chain")?;
+                        let step = id_at(&i, 1).ok_or("bad access chain")?;
                         if storage(base) == Some(StorageClass::PhysicalStorageBuffer) {
-                            *i = Instruction::new(
+                            i = Instruction::new(
                                 Op::PtrAccessChain,
                                 i.result_type,
                                 i.result_id,
                                 i.operands.clone(),
                             );
-                        } else if id_at(i, 1).is_some_and(|e| zero_consts.contains(&e)) {
+                        } else if zero_consts.contains(&step) {
                             let mut ops = i.operands.clone();
                             ops.remove(1);
-                            *i = Instruction::new(Op::AccessChain, i.result_type, i.result_id, ops);
+                            i = Instruction::new(Op::AccessChain, i.result_type, i.result_id, ops);
+                        } else if let Some((obj, idx)) = element_of.get(&base).cloned() {
+                            // &obj[..][k] + step = &obj[..][k + step].
+                            let last = *idx.last().expect("non-empty");
+                            let lt = *value_type
+                                .get(&last)
+                                .or(new_types.get(&last))
+                                .ok_or("index of unknown type")?;
+                            let mut step_v = step;
+                            if value_type.get(&step) != Some(&lt) {
+                                step_v = ctx.fresh();
+                                out.push(Instruction::new(
+                                    Op::SConvert,
+                                    Some(lt),
+                                    Some(step_v),
+                                    vec![Operand::IdRef(step)],
+                                ));
+                            }
+                            let sum = ctx.fresh();
+                            out.push(Instruction::new(
+                                Op::IAdd,
+                                Some(lt),
+                                Some(sum),
+                                vec![Operand::IdRef(last), Operand::IdRef(step_v)],
+                            ));
+                            new_types.insert(sum, lt);
+                            let mut ops = vec![Operand::IdRef(obj)];
+                            ops.extend(idx[..idx.len() - 1].iter().map(|&x| Operand::IdRef(x)));
+                            ops.push(Operand::IdRef(sum));
+                            ops.extend(i.operands[2..].iter().cloned());
+                            i = Instruction::new(Op::AccessChain, i.result_type, i.result_id, ops);
+                            if let Some(r) = i.result_id {
+                                element_of.insert(
+                                    r,
+                                    (
+                                        obj,
+                                        (1..i.operands.len())
+                                            .filter_map(|n| id_at(&i, n))
+                                            .collect(),
+                                    ),
+                                );
+                            }
                         } else {
                             return Err(format!(
                                 "pointer arithmetic on a {:?} object is not supported yet",
@@ -248,25 +308,24 @@ fn rewrite_accesses(ctx: &mut Ctx) -> Result<(), String> {
                         }
                     }
                     Op::Load | Op::Store => {
-                        let ptr = id_at(i, 0).ok_or("bad memory access")?;
-                        if storage(ptr) != Some(StorageClass::PhysicalStorageBuffer) {
-                            continue;
-                        }
-                        let first_mem = if i.class.opcode == Op::Load { 1 } else { 2 };
-                        let has_aligned = matches!(i.operands.get(first_mem), Some(Operand::MemoryAccess(m)) if m.contains(MemoryAccess::ALIGNED));
-                        if !has_aligned {
-                            let align = pointee_align(ptr).unwrap_or(1);
-                            match i.operands.get_mut(first_mem) {
-                                Some(Operand::MemoryAccess(m)) => {
-                                    // Aligned's literal comes first among the operands' literals.
-                                    *m |= MemoryAccess::ALIGNED;
-                                    i.operands
-                                        .insert(first_mem + 1, Operand::LiteralBit32(align));
-                                }
-                                _ => {
-                                    i.operands
-                                        .push(Operand::MemoryAccess(MemoryAccess::ALIGNED));
-                                    i.operands.push(Operand::LiteralBit32(align));
+                        let ptr = id_at(&i, 0).ok_or("bad memory access")?;
+                        if storage(ptr) == Some(StorageClass::PhysicalStorageBuffer) {
+                            let first_mem = if i.class.opcode == Op::Load { 1 } else { 2 };
+                            let has_aligned = matches!(i.operands.get(first_mem), Some(Operand::MemoryAccess(m)) if m.contains(MemoryAccess::ALIGNED));
+                            if !has_aligned {
+                                let align = pointee_align(ptr).unwrap_or(1);
+                                match i.operands.get_mut(first_mem) {
+                                    Some(Operand::MemoryAccess(m)) => {
+                                        // Aligned's literal comes first among the operands' literals.
+                                        *m |= MemoryAccess::ALIGNED;
+                                        i.operands
+                                            .insert(first_mem + 1, Operand::LiteralBit32(align));
+                                    }
+                                    _ => {
+                                        i.operands
+                                            .push(Operand::MemoryAccess(MemoryAccess::ALIGNED));
+                                        i.operands.push(Operand::LiteralBit32(align));
+                                    }
                                 }
                             }
                         }
@@ -279,8 +338,11 @@ fn rewrite_accesses(ctx: &mut Ctx) -> Result<(), String> {
                     }
                     _ => {}
                 }
+                out.push(i);
             }
+            b.instructions = out;
         }
     }
+    ctx.module.functions = functions;
     Ok(())
 }

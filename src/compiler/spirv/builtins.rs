@@ -36,7 +36,8 @@ fn builtin_of(ctx: &Ctx, var: Word) -> Option<BuiltIn> {
 pub fn workgroup_size(ctx: &mut Ctx) -> Word {
     let u32t = ctx.uint(32);
     let v3 = ctx.vector(u32t, 3);
-    if let Some(id) = ctx.module.annotations.iter().find_map(|a| {
+    // The vector made here, not OpenCL's variable of the same built-in.
+    let ours = ctx.module.annotations.iter().find_map(|a| {
         (a.operands.get(1..3)
             == Some(&[
                 Operand::Decoration(Decoration::BuiltIn),
@@ -44,7 +45,12 @@ pub fn workgroup_size(ctx: &mut Ctx) -> Word {
             ]))
         .then(|| id_at(a, 0))
         .flatten()
-    }) {
+        .filter(|&t| {
+            ctx.global(t)
+                .is_some_and(|g| g.class.opcode == Op::SpecConstantComposite)
+        })
+    });
+    if let Some(id) = ours {
         return id;
     }
     let mut comps = Vec::new();

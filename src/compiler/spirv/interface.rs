@@ -18,7 +18,13 @@ pub enum Slot {
     Address { offset: u32 },
     /// The argument's bytes, as the application passed them.
     Bytes { offset: u32, size: u32 },
+    /// A `__local` buffer: its size (in elements of `elem_size` bytes)
+    /// is specialization constant `spec_id`.
+    Local { spec_id: u32, elem_size: u32 },
 }
+
+/// SpecIds of `__local` argument sizes start after the work-group size.
+pub const FIRST_LOCAL_SPEC_ID: u32 = 3;
 
 /// The push-constant block the host fills for a dispatch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +47,19 @@ pub struct Block {
     pub global_offset: u32,
     pub global_size: u32,
     pub work_dim: u32,
+}
+
+fn ctx_pointer_parts(
+    types: &std::collections::HashMap<Word, &Instruction>,
+    ty: Word,
+) -> Option<(StorageClass, Word)> {
+    let t = types.get(&ty)?;
+    match (t.class.opcode, t.operands.first(), t.operands.get(1)) {
+        (Op::TypePointer, Some(Operand::StorageClass(sc)), Some(Operand::IdRef(p))) => {
+            Some((*sc, *p))
+        }
+        _ => None,
+    }
 }
 
 pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, Block), String> {
@@ -67,6 +86,8 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
     let mut slots = Vec::new();
     // (param id, param type, member index, how to load)
     let mut loads: Vec<(Word, Word, u32, Option<Word>)> = Vec::new();
+    // (param id, param type, element type, SpecId) of __local arguments.
+    let mut locals: Vec<(Word, Word, Word, u32)> = Vec::new();
     for (p, a) in params.iter().zip(args) {
         let pid = p.result_id.ok_or("parameter without id")?;
         let pty = p.result_type.ok_or("parameter without type")?;
@@ -125,10 +146,12 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
                 }
             }
             ArgKind::Local => {
-                return Err(format!(
-                    "__local pointer argument {} is not supported yet",
-                    a.name
-                ));
+                let (_, pointee) =
+                    ctx_pointer_parts(&types, pty).ok_or("bad __local argument type")?;
+                let elem_size = layout(&types, pointee).map(|l| l.0).unwrap_or(1).max(1);
+                let spec_id = FIRST_LOCAL_SPEC_ID + locals.len() as u32;
+                slots.push(Slot::Local { spec_id, elem_size });
+                locals.push((pid, pty, pointee, spec_id));
             }
             ArgKind::Image | ArgKind::Sampler => {
                 return Err(format!(
@@ -214,6 +237,39 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
                 vec![Operand::IdRef(chain)],
             ));
         }
+    }
+    // __local arguments: work-group arrays sized at pipeline creation.
+    for (pid, pty, elem, spec_id) in locals {
+        let n = ctx.fresh();
+        ctx.module.types_global_values.push(Instruction::new(
+            Op::SpecConstant,
+            Some(u32t),
+            Some(n),
+            vec![Operand::LiteralBit32(1)],
+        ));
+        ctx.decorate(n, Decoration::SpecId, vec![Operand::LiteralBit32(spec_id)]);
+        let arr = ctx.fresh();
+        ctx.module.types_global_values.push(Instruction::new(
+            Op::TypeArray,
+            None,
+            Some(arr),
+            vec![Operand::IdRef(elem), Operand::IdRef(n)],
+        ));
+        let arr_ptr = ctx.pointer(StorageClass::Workgroup, arr);
+        let var = ctx.fresh();
+        ctx.module.types_global_values.push(Instruction::new(
+            Op::Variable,
+            Some(arr_ptr),
+            Some(var),
+            vec![Operand::StorageClass(StorageClass::Workgroup)],
+        ));
+        let zero = ctx.const_u32(0);
+        code.push(Instruction::new(
+            Op::AccessChain,
+            Some(pty),
+            Some(pid),
+            vec![Operand::IdRef(var), Operand::IdRef(zero)],
+        ));
     }
     let void = ctx.void();
     let fty = ctx.function_type(void, &[]);

@@ -1,0 +1,332 @@
+//! Kernels compiled from OpenCL C and run on the device, each checked
+//! against a CPU reference, through the ICD loader and directly.
+
+mod common;
+
+use std::ffi::{CString, c_void};
+
+use common::*;
+use opencl_sys::*;
+
+both_ways!(
+    vector_add_every_type,
+    tiled_matmul,
+    local_memory_reduction,
+    three_d_ndrange_with_offsets,
+    default_local_size
+);
+
+struct Setup<'a> {
+    cl: &'a Cl,
+    c: cl_context,
+    q: cl_command_queue,
+    mems: Vec<cl_mem>,
+    objects: Vec<(cl_program, cl_kernel)>,
+}
+
+impl<'a> Setup<'a> {
+    fn new(cl: &'a Cl) -> Self {
+        let c = cl.context();
+        let q = cl.queue(c, 0);
+        Setup {
+            cl,
+            c,
+            q,
+            mems: Vec::new(),
+            objects: Vec::new(),
+        }
+    }
+
+    fn kernel(&mut self, file: &str, name: &str, options: &str) -> cl_kernel {
+        let path = format!("{}/tests/kernels/{file}", env!("CARGO_MANIFEST_DIR"));
+        let src = CString::new(std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut ptr = src.as_ptr();
+        let mut err = 1;
+        let cl = self.cl;
+        let p = unsafe {
+            cl.clCreateProgramWithSource.unwrap()(self.c, 1, &mut ptr, std::ptr::null(), &mut err)
+        };
+        assert_eq!(err, CL_SUCCESS);
+        let opts = CString::new(options).unwrap();
+        let d = cl.device();
+        let r = unsafe {
+            cl.clBuildProgram.unwrap()(p, 1, &d, opts.as_ptr(), None, std::ptr::null_mut())
+        };
+        assert_eq!(r, CL_SUCCESS, "build {file} {options}");
+        let n = CString::new(name).unwrap();
+        let k = unsafe { cl.clCreateKernel.unwrap()(p, n.as_ptr(), &mut err) };
+        assert_eq!(err, CL_SUCCESS);
+        self.objects.push((p, k));
+        k
+    }
+
+    fn buffer_from(&mut self, bytes: &[u8]) -> cl_mem {
+        let b = self.cl.buffer(
+            self.c,
+            CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+            bytes.len(),
+            bytes.as_ptr() as *mut c_void,
+        );
+        self.mems.push(b);
+        b
+    }
+
+    fn buffer(&mut self, size: usize) -> cl_mem {
+        let b = self
+            .cl
+            .buffer(self.c, CL_MEM_READ_WRITE, size, std::ptr::null_mut());
+        self.mems.push(b);
+        b
+    }
+
+    fn arg<T>(&self, k: cl_kernel, i: u32, v: &T) {
+        let r = unsafe {
+            self.cl.clSetKernelArg.unwrap()(k, i, std::mem::size_of::<T>(), (v as *const T).cast())
+        };
+        assert_eq!(r, CL_SUCCESS, "arg {i}");
+    }
+
+    fn run(
+        &self,
+        k: cl_kernel,
+        global: &[usize],
+        local: Option<&[usize]>,
+        offset: Option<&[usize]>,
+    ) {
+        let r = unsafe {
+            self.cl.clEnqueueNDRangeKernel.unwrap()(
+                self.q,
+                k,
+                global.len() as u32,
+                offset.map_or(std::ptr::null(), |o| o.as_ptr()),
+                global.as_ptr(),
+                local.map_or(std::ptr::null(), |l| l.as_ptr()),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(r, CL_SUCCESS, "{}: clEnqueueNDRangeKernel", self.cl.how);
+    }
+}
+
+impl Drop for Setup<'_> {
+    fn drop(&mut self) {
+        let cl = self.cl;
+        unsafe {
+            for &m in &self.mems {
+                cl.clReleaseMemObject.unwrap()(m);
+            }
+            for &(p, k) in &self.objects {
+                cl.clReleaseKernel.unwrap()(k);
+                cl.clReleaseProgram.unwrap()(p);
+            }
+            cl.clReleaseCommandQueue.unwrap()(self.q);
+            cl.clReleaseContext.unwrap()(self.c);
+        }
+    }
+}
+
+fn bytes_of<T: Copy>(v: &[T]) -> Vec<u8> {
+    // SAFETY: plain numbers viewed as bytes.
+    unsafe {
+        std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)).to_vec()
+    }
+}
+
+fn vector_add_every_type(cl: &Cl) {
+    // (OpenCL type, element size in bytes, is float)
+    let types = [
+        ("uint", 4, false),
+        ("int", 4, false),
+        ("ulong", 8, false),
+        ("long", 8, false),
+        ("float", 4, true),
+        ("uchar", 1, false),
+        ("char", 1, false),
+        ("ushort", 2, false),
+        ("short", 2, false),
+        ("int2", 4, false),
+        ("uint4", 4, false),
+        ("float2", 4, true),
+        ("float3", 4, true),
+        ("float4", 4, true),
+        ("long2", 8, false),
+        ("ulong4", 8, false),
+        ("uchar4", 1, false),
+        ("short2", 2, false),
+        ("ushort4", 2, false),
+    ];
+    for (ty, elem, float) in types {
+        let mut s = Setup::new(cl);
+        let lanes = match ty.trim_start_matches(char::is_alphabetic) {
+            "" => 1,
+            "3" => 4, // vec3 takes the room of vec4
+            n => n.parse::<usize>().unwrap(),
+        };
+        let n = 256usize;
+        let count = n * lanes;
+        let a: Vec<u8>;
+        let b: Vec<u8>;
+        let want: Vec<u8>;
+        if float {
+            let x: Vec<f32> = (0..count).map(|i| i as f32 * 0.5).collect();
+            let y: Vec<f32> = (0..count).map(|i| 3.0 - i as f32).collect();
+            a = bytes_of(&x);
+            b = bytes_of(&y);
+            want = bytes_of(&x.iter().zip(&y).map(|(p, q)| p + q).collect::<Vec<f32>>());
+        } else {
+            let x: Vec<u64> = (0..count)
+                .map(|i| (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+                .collect();
+            let y: Vec<u64> = (0..count)
+                .map(|i| (i as u64).wrapping_mul(31).wrapping_add(7))
+                .collect();
+            let trunc = |v: &[u64]| -> Vec<u8> {
+                v.iter()
+                    .flat_map(|w| w.to_le_bytes()[..elem].to_vec())
+                    .collect()
+            };
+            a = trunc(&x);
+            b = trunc(&y);
+            let sum: Vec<u64> = x.iter().zip(&y).map(|(p, q)| p.wrapping_add(*q)).collect();
+            want = trunc(&sum);
+        }
+        let k = s.kernel("types.cl", "add", &format!("-DT={ty}"));
+        let (ba, bb, bc) = (s.buffer_from(&a), s.buffer_from(&b), s.buffer(a.len()));
+        s.arg(k, 0, &ba);
+        s.arg(k, 1, &bb);
+        s.arg(k, 2, &bc);
+        s.run(k, &[n], Some(&[64]), None);
+        let got = cl.read(s.q, bc, 0, a.len());
+        if ty == "float3" {
+            // The fourth lane of a float3 is padding.
+            for i in 0..n {
+                assert_eq!(
+                    got[i * 16..i * 16 + 12],
+                    want[i * 16..i * 16 + 12],
+                    "{ty} item {i}"
+                );
+            }
+        } else {
+            assert!(got == want, "{}: vector add of {ty}", cl.how);
+        }
+    }
+}
+
+fn tiled_matmul(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let n = 64usize;
+    let a: Vec<f32> = (0..n * n)
+        .map(|i| ((i * 7) % 13) as f32 * 0.25 - 1.0)
+        .collect();
+    let b: Vec<f32> = (0..n * n)
+        .map(|i| ((i * 5) % 11) as f32 * 0.5 - 2.0)
+        .collect();
+    let k = s.kernel("matmul.cl", "matmul", "");
+    let (ba, bb, bc) = (
+        s.buffer_from(&bytes_of(&a)),
+        s.buffer_from(&bytes_of(&b)),
+        s.buffer(n * n * 4),
+    );
+    s.arg(k, 0, &ba);
+    s.arg(k, 1, &bb);
+    s.arg(k, 2, &bc);
+    s.arg(k, 3, &(n as i32));
+    s.run(k, &[n, n], Some(&[16, 16]), None);
+    let got = cl.read(s.q, bc, 0, n * n * 4);
+    for i in 0..n {
+        for j in 0..n {
+            let want: f32 = (0..n).map(|t| a[i * n + t] * b[t * n + j]).sum();
+            let g = f32::from_ne_bytes(
+                got[(i * n + j) * 4..(i * n + j) * 4 + 4]
+                    .try_into()
+                    .unwrap(),
+            );
+            assert!(
+                (g - want).abs() <= 1e-4 * want.abs().max(1.0),
+                "C[{i}][{j}] = {g}, want {want}"
+            );
+        }
+    }
+}
+
+fn local_memory_reduction(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let (groups, local) = (32usize, 128usize);
+    let input: Vec<u32> = (0..groups * local)
+        .map(|i| (i as u32).wrapping_mul(2654435761) >> 8)
+        .collect();
+    let k = s.kernel("reduce.cl", "reduce", "");
+    let (bi, bo) = (s.buffer_from(&bytes_of(&input)), s.buffer(groups * 4));
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    let r = unsafe { cl.clSetKernelArg.unwrap()(k, 2, local * 4, std::ptr::null()) };
+    assert_eq!(r, CL_SUCCESS);
+    s.run(k, &[groups * local], Some(&[local]), None);
+    let got = cl.read(s.q, bo, 0, groups * 4);
+    for g in 0..groups {
+        let want = input[g * local..(g + 1) * local]
+            .iter()
+            .fold(0u32, |a, b| a.wrapping_add(*b));
+        assert_eq!(u32_of(&got[g * 4..g * 4 + 4]), want, "group {g}");
+    }
+}
+
+fn three_d_ndrange_with_offsets(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let global = [8usize, 6, 4];
+    let local = [4usize, 3, 2];
+    let offset = [3usize, 5, 7];
+    let items = global.iter().product::<usize>();
+    let k = s.kernel("offsets.cl", "ids", "");
+    let out = s.buffer(items * 16);
+    s.arg(k, 0, &out);
+    s.run(k, &global, Some(&local), Some(&offset));
+    let got = cl.read(s.q, out, 0, items * 16);
+    let word = |i: usize| u32_of(&got[i * 4..i * 4 + 4]);
+    for z in 0..global[2] {
+        for y in 0..global[1] {
+            for x in 0..global[0] {
+                let i = (z * global[1] + y) * global[0] + x;
+                let (gx, gy, gz) = (x + offset[0], y + offset[1], z + offset[2]);
+                assert_eq!(
+                    word(4 * i) as usize,
+                    gx + 1000 * gy + 1_000_000 * gz,
+                    "global id of {x},{y},{z}"
+                );
+                assert_eq!(
+                    word(4 * i + 1) as usize,
+                    x % 4 + 100 * (y % 3) + 10000 * (z % 2),
+                    "local id"
+                );
+                assert_eq!(
+                    word(4 * i + 2) as usize,
+                    x / 4 + 100 * (y / 3) + 10000 * (z / 2),
+                    "group id"
+                );
+                assert_eq!(
+                    word(4 * i + 3) as usize,
+                    3 + 10 * 2 + 1000 * 3,
+                    "work dim, groups, local size"
+                );
+            }
+        }
+    }
+}
+
+fn default_local_size(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let n = 1000usize;
+    let x: Vec<u32> = (0..n as u32).collect();
+    let k = s.kernel("types.cl", "add", "-DT=uint");
+    let (ba, bc) = (s.buffer_from(&bytes_of(&x)), s.buffer(n * 4));
+    s.arg(k, 0, &ba);
+    s.arg(k, 1, &ba);
+    s.arg(k, 2, &bc);
+    s.run(k, &[n], None, None);
+    let got = cl.read(s.q, bc, 0, n * 4);
+    for i in 0..n {
+        assert_eq!(u32_of(&got[i * 4..i * 4 + 4]), 2 * i as u32);
+    }
+}
