@@ -42,32 +42,32 @@ fn load() -> Result<Cl, String> {
     let lib = unsafe { libloading::Library::new("libOpenCL.so.1") }
         .map_err(|e| format!("cannot open libOpenCL.so.1: {e}"))?;
     macro_rules! sym {
-        ($name:ident) => {{
+        ($name:ident: $ty:ty) => {{
             // SAFETY: the symbol has the signature the OpenCL headers give it.
             let s: libloading::Symbol<*mut c_void> =
                 unsafe { lib.get(concat!(stringify!($name), "\0").as_bytes()) }
                     .map_err(|e| format!("{}: {e}", stringify!($name)))?;
             // SAFETY: as above; Option<fn> has the layout of a nullable pointer.
-            unsafe { std::mem::transmute::<*mut c_void, _>(*s) }
+            unsafe { std::mem::transmute::<*mut c_void, $ty>(*s) }
         }};
     }
     Ok(Cl {
-        clGetPlatformIDs: sym!(clGetPlatformIDs),
-        clGetPlatformInfo: sym!(clGetPlatformInfo),
-        clGetDeviceIDs: sym!(clGetDeviceIDs),
-        clGetDeviceInfo: sym!(clGetDeviceInfo),
-        clCreateContext: sym!(clCreateContext),
-        clCreateCommandQueueWithProperties: sym!(clCreateCommandQueueWithProperties),
-        clCreateProgramWithSource: sym!(clCreateProgramWithSource),
-        clBuildProgram: sym!(clBuildProgram),
-        clGetProgramBuildInfo: sym!(clGetProgramBuildInfo),
-        clCreateKernel: sym!(clCreateKernel),
-        clCreateBuffer: sym!(clCreateBuffer),
-        clSetKernelArg: sym!(clSetKernelArg),
-        clEnqueueNDRangeKernel: sym!(clEnqueueNDRangeKernel),
-        clEnqueueReadBuffer: sym!(clEnqueueReadBuffer),
-        clWaitForEvents: sym!(clWaitForEvents),
-        clGetEventProfilingInfo: sym!(clGetEventProfilingInfo),
+        clGetPlatformIDs: sym!(clGetPlatformIDs: clGetPlatformIDs_t),
+        clGetPlatformInfo: sym!(clGetPlatformInfo: clGetPlatformInfo_t),
+        clGetDeviceIDs: sym!(clGetDeviceIDs: clGetDeviceIDs_t),
+        clGetDeviceInfo: sym!(clGetDeviceInfo: clGetDeviceInfo_t),
+        clCreateContext: sym!(clCreateContext: clCreateContext_t),
+        clCreateCommandQueueWithProperties: sym!(clCreateCommandQueueWithProperties: clCreateCommandQueueWithProperties_t),
+        clCreateProgramWithSource: sym!(clCreateProgramWithSource: clCreateProgramWithSource_t),
+        clBuildProgram: sym!(clBuildProgram: clBuildProgram_t),
+        clGetProgramBuildInfo: sym!(clGetProgramBuildInfo: clGetProgramBuildInfo_t),
+        clCreateKernel: sym!(clCreateKernel: clCreateKernel_t),
+        clCreateBuffer: sym!(clCreateBuffer: clCreateBuffer_t),
+        clSetKernelArg: sym!(clSetKernelArg: clSetKernelArg_t),
+        clEnqueueNDRangeKernel: sym!(clEnqueueNDRangeKernel: clEnqueueNDRangeKernel_t),
+        clEnqueueReadBuffer: sym!(clEnqueueReadBuffer: clEnqueueReadBuffer_t),
+        clWaitForEvents: sym!(clWaitForEvents: clWaitForEvents_t),
+        clGetEventProfilingInfo: sym!(clGetEventProfilingInfo: clGetEventProfilingInfo_t),
         _lib: lib,
     })
 }
