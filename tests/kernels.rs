@@ -13,7 +13,9 @@ both_ways!(
     tiled_matmul,
     local_memory_reduction,
     three_d_ndrange_with_offsets,
-    default_local_size
+    default_local_size,
+    narrow_vector_arguments,
+    vload_and_vstore,
 );
 
 struct Setup<'a> {
@@ -328,5 +330,48 @@ fn default_local_size(cl: &Cl) {
     let got = cl.read(s.q, bc, 0, n * 4);
     for i in 0..n {
         assert_eq!(u32_of(&got[i * 4..i * 4 + 4]), 2 * i as u32);
+    }
+}
+
+fn narrow_vector_arguments(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let k = s.kernel("vectors.cl", "narrow", "");
+    let out = s.buffer(16);
+    s.arg(k, 0, &out);
+    s.arg(k, 1, &[1u8, 2, 3, 4]);
+    s.arg(k, 2, &[5u8, 6, 7, 0]); // uchar3 has the size of uchar4
+    s.arg(k, 3, &[0x0B0Au16, 0x0D0C]);
+    s.arg(k, 4, &[0x0Ei8, 0x0F]);
+    s.run(k, &[1], Some(&[1]), None);
+    assert_eq!(
+        cl.read(s.q, out, 0, 16),
+        [1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 1, 2]
+    );
+}
+
+fn vload_and_vstore(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let (n, local) = (64usize, 16usize);
+    let input: Vec<f32> = (0..n * 4).map(|i| i as f32).collect();
+    let k = s.kernel("vectors.cl", "vl", "");
+    let (bi, bo) = (s.buffer_from(&bytes_of(&input)), s.buffer(n * 3 * 4));
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    let r = unsafe { cl.clSetKernelArg.unwrap()(k, 2, local * 16, std::ptr::null()) };
+    assert_eq!(r, CL_SUCCESS);
+    s.run(k, &[n], Some(&[local]), None);
+    let got = cl.read(s.q, bo, 0, n * 12);
+    for i in 0..n {
+        let (g, l) = (i / local, i % local);
+        for c in 0..3 {
+            let m = 3 * l + c; // index into the group's tmp
+            let want = 2.0 * input[4 * (g * local + m / 4) + m % 4] + 1.0;
+            let at = (3 * i + c) * 4;
+            assert_eq!(
+                f32::from_ne_bytes(got[at..at + 4].try_into().unwrap()),
+                want,
+                "item {i} lane {c}"
+            );
+        }
     }
 }

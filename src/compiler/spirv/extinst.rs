@@ -4,6 +4,8 @@
 //! other `OpenCL.std` instruction is reported by name: those need the
 //! built-in library (libclc or vkcl's own) that is still to come.
 
+use std::collections::HashMap;
+
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{GlslStd450Op as G, Op, OpenclStd100Op as C, Word};
 
@@ -65,6 +67,24 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
         return Ok(());
     };
     let mut glsl: Option<Word> = None;
+    // Types of the values in the functions, for vloadn/vstoren.
+    let value_types: HashMap<Word, Word> = ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| {
+            f.parameters
+                .iter()
+                .chain(f.blocks.iter().flat_map(|b| &b.instructions))
+        })
+        .filter_map(|i| Some((i.result_id?, i.result_type?)))
+        .chain(
+            ctx.module
+                .types_global_values
+                .iter()
+                .filter_map(|i| Some((i.result_id?, i.result_type?))),
+        )
+        .collect();
     let mut functions = std::mem::take(&mut ctx.module.functions);
     for f in &mut functions {
         for b in &mut f.blocks {
@@ -81,6 +101,10 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
                 let op =
                     C::from_u32(n).ok_or_else(|| format!("unknown OpenCL.std instruction {n}"))?;
                 let args: Vec<Operand> = i.operands[2..].to_vec();
+                if matches!(op, C::vloadn | C::vstoren) {
+                    vector_memory(ctx, &value_types, op, &i, &mut out)?;
+                    continue;
+                }
                 match lowering(op) {
                     Some(Lowering::Glsl(g)) => {
                         let set = *glsl.get_or_insert_with(|| {
@@ -141,5 +165,120 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     ctx.module
         .ext_inst_imports
         .retain(|i| i.result_id != Some(ocl));
+    Ok(())
+}
+
+/// vloadn(offset, p, n) reads p[offset*n .. offset*n+n); vstoren(data,
+/// offset, p) writes them: element by element, through pointer arithmetic
+/// that the addressing pass then lowers like any other.
+fn vector_memory(
+    ctx: &mut Ctx,
+    types: &HashMap<Word, Word>,
+    op: C,
+    i: &Instruction,
+    out: &mut Vec<Instruction>,
+) -> Result<(), String> {
+    let ids: Vec<Word> = (2..i.operands.len()).filter_map(|n| id_at(i, n)).collect();
+    let (offset, ptr, data) = match op {
+        C::vloadn => (ids[0], ids[1], None),
+        _ => (ids[1], ids[2], Some(ids[0])),
+    };
+    let ptr_ty = *types
+        .get(&ptr)
+        .ok_or("vload/vstore through a pointer of unknown type")?;
+    let (_, elem) = ctx
+        .pointer_parts(ptr_ty)
+        .ok_or("vload/vstore without a pointer")?;
+    let vec_ty = match data {
+        None => i.result_type.ok_or("vloadn without a type")?,
+        Some(d) => *types.get(&d).ok_or("vstoren of unknown type")?,
+    };
+    let lanes = match ctx
+        .global(vec_ty)
+        .map(|t| (t.class.opcode, t.operands.get(1)))
+    {
+        Some((Op::TypeVector, Some(Operand::LiteralBit32(n)))) => *n,
+        _ => return Err("vloadn/vstoren of a non-vector".into()),
+    };
+    let off_ty = *types.get(&offset).ok_or("offset of unknown type")?;
+    let width = match ctx.global(off_ty).and_then(|t| t.operands.first()) {
+        Some(Operand::LiteralBit32(w)) => *w,
+        _ => return Err("bad offset type".into()),
+    };
+    let konst = |ctx: &mut Ctx, v: u32| -> Word {
+        if width == 64 {
+            let id = ctx.fresh();
+            ctx.module.types_global_values.push(Instruction::new(
+                Op::Constant,
+                Some(off_ty),
+                Some(id),
+                vec![Operand::LiteralBit64(v as u64)],
+            ));
+            id
+        } else {
+            ctx.const_u32(v)
+        }
+    };
+    let n = konst(ctx, lanes);
+    let base = ctx.fresh();
+    out.push(Instruction::new(
+        Op::IMul,
+        Some(off_ty),
+        Some(base),
+        vec![Operand::IdRef(offset), Operand::IdRef(n)],
+    ));
+    let mut values = Vec::new();
+    for k in 0..lanes {
+        let kc = konst(ctx, k);
+        let idx = ctx.fresh();
+        out.push(Instruction::new(
+            Op::IAdd,
+            Some(off_ty),
+            Some(idx),
+            vec![Operand::IdRef(base), Operand::IdRef(kc)],
+        ));
+        let p = ctx.fresh();
+        out.push(Instruction::new(
+            Op::InBoundsPtrAccessChain,
+            Some(ptr_ty),
+            Some(p),
+            vec![Operand::IdRef(ptr), Operand::IdRef(idx)],
+        ));
+        match data {
+            None => {
+                let v = ctx.fresh();
+                out.push(Instruction::new(
+                    Op::Load,
+                    Some(elem),
+                    Some(v),
+                    vec![Operand::IdRef(p)],
+                ));
+                values.push(Operand::IdRef(v));
+            }
+            Some(d) => {
+                let v = ctx.fresh();
+                out.push(Instruction::new(
+                    Op::CompositeExtract,
+                    Some(elem),
+                    Some(v),
+                    vec![Operand::IdRef(d), Operand::LiteralBit32(k)],
+                ));
+                out.push(Instruction::new(
+                    Op::Store,
+                    None,
+                    None,
+                    vec![Operand::IdRef(p), Operand::IdRef(v)],
+                ));
+            }
+        }
+    }
+    if data.is_none() {
+        out.push(Instruction::new(
+            Op::CompositeConstruct,
+            i.result_type,
+            i.result_id,
+            values,
+        ));
+    }
     Ok(())
 }

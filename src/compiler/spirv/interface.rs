@@ -11,6 +11,20 @@ use rspirv::spirv::{Decoration, Op, StorageClass, Word};
 use crate::compiler::spirv::ctx::Ctx;
 use crate::compiler::spirv::reflect::{ArgKind, KernelArg, layout};
 
+/// How a push-constant member becomes the kernel's parameter value.
+#[derive(Clone, Copy)]
+enum Conv {
+    Direct,
+    /// An 8/16-bit scalar stored in a 32-bit member.
+    Widen(Word),
+    /// A vector of 8/16-bit values stored in one 32/64-bit member.
+    Bits {
+        comp: Word,
+        comp_bits: u32,
+        bytes: u32,
+    },
+}
+
 /// How the host writes one kernel argument into the push constants.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Slot {
@@ -85,7 +99,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
     let mut offset = HEADER;
     let mut slots = Vec::new();
     // (param id, param type, member index, how to load)
-    let mut loads: Vec<(Word, Word, u32, Option<Word>)> = Vec::new();
+    let mut loads: Vec<(Word, Word, u32, Conv)> = Vec::new();
     // (param id, param type, element type, SpecId) of __local arguments.
     let mut locals: Vec<(Word, Word, Word, u32)> = Vec::new();
     for (p, a) in params.iter().zip(args) {
@@ -95,7 +109,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
             ArgKind::Buffer => {
                 offset = offset.next_multiple_of(8);
                 slots.push(Slot::Address { offset });
-                loads.push((pid, pty, members.len() as u32, None));
+                loads.push((pid, pty, members.len() as u32, Conv::Direct));
                 members.push((u64t, offset));
                 offset += 8;
             }
@@ -118,11 +132,35 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
                         Some(Operand::IdRef(c)) => *c,
                         _ => return Err("bad vector type".into()),
                     };
-                    if layout(&types, comp)?.0 < 4 {
-                        return Err(format!(
-                            "argument {} of type {}: vectors of 8/16-bit values are not supported yet",
-                            a.name, a.type_name
+                    let comp_size = layout(&types, comp)?.0;
+                    if comp_size < 4 {
+                        // Vectors of 8/16-bit values travel as one 32- or
+                        // 64-bit word and are reinterpreted in the shader.
+                        if !matches!(*size, 2 | 4 | 8) {
+                            return Err(format!(
+                                "argument {} of type {}: this vector of 8/16-bit values is not supported yet",
+                                a.name, a.type_name
+                            ));
+                        }
+                        let word = if *size == 8 { u64t } else { u32t };
+                        offset = offset.next_multiple_of(*size.max(&4));
+                        slots.push(Slot::Bytes {
+                            offset,
+                            size: *size,
+                        });
+                        loads.push((
+                            pid,
+                            pty,
+                            members.len() as u32,
+                            Conv::Bits {
+                                comp,
+                                comp_bits: comp_size * 8,
+                                bytes: *size,
+                            },
                         ));
+                        members.push((word, offset));
+                        offset += (*size).max(4);
+                        continue;
                     }
                 }
                 if narrow {
@@ -131,7 +169,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
                         offset,
                         size: *size,
                     });
-                    loads.push((pid, pty, members.len() as u32, Some(u32t)));
+                    loads.push((pid, pty, members.len() as u32, Conv::Widen(u32t)));
                     members.push((u32t, offset));
                     offset += 4;
                 } else {
@@ -140,7 +178,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
                         offset,
                         size: *size,
                     });
-                    loads.push((pid, pty, members.len() as u32, None));
+                    loads.push((pid, pty, members.len() as u32, Conv::Direct));
                     members.push((pty, offset));
                     offset += *size;
                 }
@@ -201,41 +239,103 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
             vec![Operand::IdRef(var), Operand::IdRef(index)],
         ));
         let is_ptr = ctx.pointer_parts(pty).is_some();
-        if is_ptr {
-            let addr = ctx.fresh();
-            code.push(Instruction::new(
-                Op::Load,
-                Some(u64t),
-                Some(addr),
-                vec![Operand::IdRef(chain)],
-            ));
-            code.push(Instruction::new(
-                Op::ConvertUToPtr,
-                Some(pty),
-                Some(pid),
-                vec![Operand::IdRef(addr)],
-            ));
-        } else if let Some(wide) = widen {
-            let v = ctx.fresh();
-            code.push(Instruction::new(
-                Op::Load,
-                Some(wide),
-                Some(v),
-                vec![Operand::IdRef(chain)],
-            ));
-            code.push(Instruction::new(
-                Op::UConvert,
-                Some(pty),
-                Some(pid),
-                vec![Operand::IdRef(v)],
-            ));
-        } else {
-            code.push(Instruction::new(
-                Op::Load,
-                Some(pty),
-                Some(pid),
-                vec![Operand::IdRef(chain)],
-            ));
+        match widen {
+            _ if is_ptr => {
+                let addr = ctx.fresh();
+                code.push(Instruction::new(
+                    Op::Load,
+                    Some(u64t),
+                    Some(addr),
+                    vec![Operand::IdRef(chain)],
+                ));
+                code.push(Instruction::new(
+                    Op::ConvertUToPtr,
+                    Some(pty),
+                    Some(pid),
+                    vec![Operand::IdRef(addr)],
+                ));
+            }
+            Conv::Widen(wide) => {
+                let v = ctx.fresh();
+                code.push(Instruction::new(
+                    Op::Load,
+                    Some(wide),
+                    Some(v),
+                    vec![Operand::IdRef(chain)],
+                ));
+                code.push(Instruction::new(
+                    Op::UConvert,
+                    Some(pty),
+                    Some(pid),
+                    vec![Operand::IdRef(v)],
+                ));
+            }
+            Conv::Direct => {
+                code.push(Instruction::new(
+                    Op::Load,
+                    Some(pty),
+                    Some(pid),
+                    vec![Operand::IdRef(chain)],
+                ));
+            }
+            Conv::Bits {
+                comp,
+                comp_bits,
+                bytes,
+            } => {
+                let mut v = ctx.fresh();
+                code.push(Instruction::new(
+                    Op::Load,
+                    Some(member_ty),
+                    Some(v),
+                    vec![Operand::IdRef(chain)],
+                ));
+                if bytes == 2 {
+                    let u16t = ctx.uint(16);
+                    let n = ctx.fresh();
+                    code.push(Instruction::new(
+                        Op::UConvert,
+                        Some(u16t),
+                        Some(n),
+                        vec![Operand::IdRef(v)],
+                    ));
+                    v = n;
+                }
+                let lanes = ctx
+                    .global(pty)
+                    .and_then(|t| match t.operands.get(1) {
+                        Some(Operand::LiteralBit32(n)) => Some(*n),
+                        _ => None,
+                    })
+                    .ok_or("bad vector type")?;
+                let padded = bytes * 8 / comp_bits;
+                if padded == lanes {
+                    code.push(Instruction::new(
+                        Op::Bitcast,
+                        Some(pty),
+                        Some(pid),
+                        vec![Operand::IdRef(v)],
+                    ));
+                } else {
+                    // A 3-vector occupies the room of a 4-vector.
+                    let full = ctx.vector(comp, padded);
+                    let b = ctx.fresh();
+                    code.push(Instruction::new(
+                        Op::Bitcast,
+                        Some(full),
+                        Some(b),
+                        vec![Operand::IdRef(v)],
+                    ));
+                    let mut ops = vec![Operand::IdRef(b), Operand::IdRef(b)];
+                    ops.extend((0..lanes).map(Operand::LiteralBit32));
+                    code.push(Instruction::new(
+                        Op::VectorShuffle,
+                        Some(pty),
+                        Some(pid),
+                        ops,
+                    ));
+                }
+            }
         }
     }
     // __local arguments: work-group arrays sized at pipeline creation.

@@ -38,10 +38,12 @@ pub fn rewrite(words: &[u32], kernel: &KernelInfo, caps: &DeviceCaps) -> Result<
     inline::run(&mut ctx, fid)?;
     let (push, block) = interface::run(&mut ctx, fid, &kernel.args)?;
     builtins::run(&mut ctx, &block)?;
+    // Built-ins may add pointer arithmetic (vloadn/vstoren), which the
+    // addressing pass then lowers.
+    extinst::run(&mut ctx)?;
     addressing::run(&mut ctx)?;
     structure::run(&mut ctx)?;
     sync::run(&mut ctx)?;
-    extinst::run(&mut ctx)?;
     finish::run(&mut ctx, fid, caps)?;
     let words = ctx.module.assemble();
     crate::compiler::link::validate_vulkan(&words)?;
