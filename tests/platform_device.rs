@@ -60,7 +60,7 @@ fn platform_info_answers(cl: &Cl) {
             &cl.platform_bytes(p, CL_PLATFORM_HOST_TIMER_RESOLUTION)
                 .unwrap()
         ),
-        0
+        1
     );
     assert_eq!(cl.platform_bytes(p, 0xFFFF), Err(CL_INVALID_VALUE));
     // A device handle is not a platform.
