@@ -16,6 +16,7 @@ both_ways!(
     default_local_size,
     narrow_vector_arguments,
     vload_and_vstore,
+    contended_atomics,
 );
 
 struct Setup<'a> {
@@ -374,4 +375,19 @@ fn vload_and_vstore(cl: &Cl) {
             );
         }
     }
+}
+
+fn contended_atomics(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let k = s.kernel("atomics.cl", "count32", "");
+    let init: [u32; 5] = [0, 0, u32::MAX, 0, 0];
+    let g = s.buffer_from(&bytes_of(&init));
+    s.arg(k, 0, &g);
+    let r = unsafe { cl.clSetKernelArg.unwrap()(k, 1, 4, std::ptr::null()) };
+    assert_eq!(r, CL_SUCCESS);
+    let n = 4096usize;
+    s.run(k, &[n], Some(&[64]), None);
+    let got = cl.read(s.q, g, 0, 20);
+    let w: Vec<u32> = (0..5).map(|i| u32_of(&got[i * 4..i * 4 + 4])).collect();
+    assert_eq!(w, [n as u32, n as u32 - 1, 0, 7, n as u32]);
 }

@@ -39,6 +39,19 @@ pub const PLATFORM_EXTENSIONS: &[(&str, cl_version)] = &[
     ("cl_khr_device_uuid", make_version(1, 0, 0)),
 ];
 
+/// OpenCL C extensions every device's kernels support (what OpenCL C 1.1
+/// and later make core, reported for the applications that check).
+pub const KERNEL_EXTENSIONS: &[(&str, cl_version)] = &[
+    ("cl_khr_byte_addressable_store", make_version(1, 0, 0)),
+    ("cl_khr_global_int32_base_atomics", make_version(1, 0, 0)),
+    (
+        "cl_khr_global_int32_extended_atomics",
+        make_version(1, 0, 0),
+    ),
+    ("cl_khr_local_int32_base_atomics", make_version(1, 0, 0)),
+    ("cl_khr_local_int32_extended_atomics", make_version(1, 0, 0)),
+];
+
 /// `CL_MAKE_VERSION`.
 pub const fn make_version(major: u32, minor: u32, patch: u32) -> cl_version {
     (major << 22) | (minor << 12) | patch
@@ -157,6 +170,7 @@ impl Device {
     /// Extensions this device offers, with their versions.
     pub fn extensions(&self) -> Vec<(&'static str, cl_version)> {
         let mut ext = PLATFORM_EXTENSIONS.to_vec();
+        ext.extend_from_slice(KERNEL_EXTENSIONS);
         if self.info.pci.is_some() {
             ext.push(("cl_khr_pci_bus_info", make_version(1, 0, 0)));
         }

@@ -66,8 +66,14 @@ impl ClObject for Program {
 
 /// The OpenCL C features and extensions vkcl's devices offer today.
 fn device_macros(_d: &Device) -> DeviceMacros {
+    let mut features = vec!["__opencl_c_int64".to_string()];
+    features.extend(
+        crate::core::device::KERNEL_EXTENSIONS
+            .iter()
+            .map(|(n, _)| n.to_string()),
+    );
     DeviceMacros {
-        features: vec!["__opencl_c_int64".into()],
+        features,
         image_support: false,
     }
 }
