@@ -17,6 +17,7 @@ both_ways!(
     narrow_vector_arguments,
     vload_and_vstore,
     contended_atomics,
+    linear_ids,
 );
 
 struct Setup<'a> {
@@ -390,4 +391,25 @@ fn contended_atomics(cl: &Cl) {
     let got = cl.read(s.q, g, 0, 20);
     let w: Vec<u32> = (0..5).map(|i| u32_of(&got[i * 4..i * 4 + 4])).collect();
     assert_eq!(w, [n as u32, n as u32 - 1, 0, 7, n as u32]);
+}
+
+fn linear_ids(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let (global, local, offset) = ([6usize, 4, 2], [3usize, 2, 1], [5usize, 1, 9]);
+    let items: usize = global.iter().product();
+    let k = s.kernel("linear.cl", "linear", "-cl-std=CL3.0");
+    let out = s.buffer(items * 8);
+    s.arg(k, 0, &out);
+    s.run(k, &global, Some(&local), Some(&offset));
+    let got = cl.read(s.q, out, 0, items * 8);
+    for z in 0..global[2] {
+        for y in 0..global[1] {
+            for x in 0..global[0] {
+                let g = (z * global[1] + y) * global[0] + x;
+                let l = ((z % local[2]) * local[1] + y % local[1]) * local[0] + x % local[0];
+                assert_eq!(u32_of(&got[8 * g..8 * g + 4]) as usize, g);
+                assert_eq!(u32_of(&got[8 * g + 4..8 * g + 8]) as usize, l);
+            }
+        }
+    }
 }

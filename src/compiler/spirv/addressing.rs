@@ -330,8 +330,44 @@ fn rewrite_accesses(ctx: &mut Ctx) -> Result<(), String> {
                             }
                         }
                     }
-                    Op::CopyMemory | Op::CopyMemorySized => {
-                        return Err("OpCopyMemory is not supported yet".into());
+                    Op::CopyMemory => {
+                        // A typed copy is a load and a store.
+                        let (dst, src) = (
+                            id_at(&i, 0).ok_or("bad copy")?,
+                            id_at(&i, 1).ok_or("bad copy")?,
+                        );
+                        let pointee = types
+                            .get(
+                                value_type
+                                    .get(&src)
+                                    .or(new_types.get(&src))
+                                    .ok_or("copy of unknown type")?,
+                            )
+                            .and_then(|t| id_at(t, 1))
+                            .ok_or("copy through a non-pointer")?;
+                        let v = ctx.fresh();
+                        let align = |p: Word| -> Vec<Operand> {
+                            if storage(p) == Some(StorageClass::PhysicalStorageBuffer) {
+                                vec![
+                                    Operand::MemoryAccess(MemoryAccess::ALIGNED),
+                                    Operand::LiteralBit32(pointee_align(p).unwrap_or(1)),
+                                ]
+                            } else {
+                                Vec::new()
+                            }
+                        };
+                        let mut load_ops = vec![Operand::IdRef(src)];
+                        load_ops.extend(align(src));
+                        out.push(Instruction::new(Op::Load, Some(pointee), Some(v), load_ops));
+                        let mut store_ops = vec![Operand::IdRef(dst), Operand::IdRef(v)];
+                        store_ops.extend(align(dst));
+                        i = Instruction::new(Op::Store, None, None, store_ops);
+                    }
+                    Op::CopyMemorySized => {
+                        return Err(
+                            "OpCopyMemorySized (memcpy of a computed size) is not supported yet"
+                                .into(),
+                        );
                     }
                     Op::PtrCastToGeneric | Op::GenericCastToPtr | Op::GenericCastToPtrExplicit => {
                         return Err("generic address space pointers are not supported yet".into());

@@ -121,12 +121,21 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
             | BuiltIn::LocalInvocationId
             | BuiltIn::WorkgroupId
             | BuiltIn::NumWorkgroups => {
-                let nv = vulkan_input(ctx, b, true);
-                vk_vars.insert(b, nv);
+                if !vk_vars.contains_key(&b) {
+                    let nv = vulkan_input(ctx, b, true);
+                    vk_vars.insert(b, nv);
+                }
             }
             BuiltIn::LocalInvocationIndex => {
                 let nv = vulkan_input(ctx, b, false);
                 vk_vars.insert(b, nv);
+            }
+            BuiltIn::GlobalLinearId => {
+                // Computed from the id without offset and the global size.
+                if !vk_vars.contains_key(&BuiltIn::GlobalInvocationId) {
+                    let nv = vulkan_input(ctx, BuiltIn::GlobalInvocationId, true);
+                    vk_vars.insert(BuiltIn::GlobalInvocationId, nv);
+                }
             }
             BuiltIn::WorkgroupSize
             | BuiltIn::EnqueuedWorkgroupSize
@@ -189,6 +198,46 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
                     BuiltIn::GlobalSize => vec3_from_push(ctx, &mut code, block.global_size),
                     BuiltIn::GlobalOffset => vec3_from_push(ctx, &mut code, block.global_offset),
                     BuiltIn::WorkgroupSize | BuiltIn::EnqueuedWorkgroupSize => workgroup_size(ctx),
+                    BuiltIn::GlobalLinearId => {
+                        let id = ctx.fresh();
+                        code.push(Instruction::new(
+                            Op::Load,
+                            Some(v3),
+                            Some(id),
+                            vec![Operand::IdRef(vk_vars[&BuiltIn::GlobalInvocationId])],
+                        ));
+                        let size = vec3_from_push(ctx, &mut code, block.global_size);
+                        let c = |ctx: &mut Ctx, code: &mut Vec<Instruction>, v: Word, k: u32| {
+                            let r = ctx.fresh();
+                            code.push(Instruction::new(
+                                Op::CompositeExtract,
+                                Some(u32t),
+                                Some(r),
+                                vec![Operand::IdRef(v), Operand::LiteralBit32(k)],
+                            ));
+                            r
+                        };
+                        let (x, y, z) = (
+                            c(ctx, &mut code, id, 0),
+                            c(ctx, &mut code, id, 1),
+                            c(ctx, &mut code, id, 2),
+                        );
+                        let (sx, sy) = (c(ctx, &mut code, size, 0), c(ctx, &mut code, size, 1));
+                        let mut op = |ctx: &mut Ctx, o: Op, a: Word, b: Word| {
+                            let r = ctx.fresh();
+                            code.push(Instruction::new(
+                                o,
+                                Some(u32t),
+                                Some(r),
+                                vec![Operand::IdRef(a), Operand::IdRef(b)],
+                            ));
+                            r
+                        };
+                        let t = op(ctx, Op::IMul, z, sy);
+                        let t = op(ctx, Op::IAdd, t, y);
+                        let t = op(ctx, Op::IMul, t, sx);
+                        op(ctx, Op::IAdd, t, x)
+                    }
                     BuiltIn::LocalInvocationIndex => {
                         let v = ctx.fresh();
                         code.push(Instruction::new(
@@ -223,7 +272,10 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
                     }
                 };
                 // Widen to the OpenCL type (size_t vectors, or uint).
-                let from = if kind == BuiltIn::WorkDim || kind == BuiltIn::LocalInvocationIndex {
+                let from = if matches!(
+                    kind,
+                    BuiltIn::WorkDim | BuiltIn::LocalInvocationIndex | BuiltIn::GlobalLinearId
+                ) {
                     u32t
                 } else {
                     v3

@@ -246,22 +246,29 @@ fn dedicated_loop_exits(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
         let Some((l, target)) = next else {
             return Ok(());
         };
-        dedicate(ctx, fi, &cfg, &l, target)?;
+        dedicate(ctx, fi, &cfg, &l.body, target)?;
     }
 }
 
-fn dedicate(ctx: &mut Ctx, fi: usize, cfg: &Cfg, l: &Loop, target: usize) -> Result<(), String> {
+/// Sends every edge from `body` to `target` through a new empty block,
+/// which takes over the phi entries of those edges.
+fn dedicate(
+    ctx: &mut Ctx,
+    fi: usize,
+    cfg: &Cfg,
+    body: &HashSet<usize>,
+    target: usize,
+) -> Result<(), String> {
     let new_label = ctx.fresh();
     let f = &mut ctx.module.functions[fi];
     let target_label = f.blocks[target].label_id().ok_or("labels")?;
-    let exiting: Vec<Word> = l
-        .body
+    let exiting: Vec<Word> = body
         .iter()
         .filter(|&&b| cfg.succ[b].contains(&target))
         .map(|&b| f.blocks[b].label_id().expect("labels"))
         .collect();
     // Redirect the exit edges.
-    for &b in &l.body {
+    for &b in body {
         if let Some(t) = f.blocks[b].instructions.last_mut() {
             for o in &mut t.operands {
                 if *o == Operand::IdRef(target_label) {
@@ -329,9 +336,79 @@ fn dedicate(ctx: &mut Ctx, fi: usize, cfg: &Cfg, l: &Loop, target: usize) -> Res
     Ok(())
 }
 
+/// Post-dominator tree of a CFG (index `n` is the virtual exit).
+fn post_dominators(cfg: &Cfg) -> Vec<Option<usize>> {
+    let n = cfg.succ.len();
+    let exit = n;
+    let mut rsucc = vec![Vec::new(); n + 1];
+    let mut rpreds = vec![Vec::new(); n + 1];
+    for b in 0..n {
+        if cfg.succ[b].is_empty() {
+            rsucc[exit].push(b);
+            rpreds[b].push(exit);
+        }
+        for &s in &cfg.succ[b] {
+            rsucc[s].push(b);
+            rpreds[b].push(s);
+        }
+    }
+    let rorder = rpo(n + 1, &rsucc, exit);
+    idoms(n + 1, &rpreds, &rorder)
+}
+
+/// Selections that would share a merge block with an enclosing one get a
+/// merge block of their own (the innermost first).
+fn dedicated_selection_merges(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
+    for _ in 0..10_000 {
+        let f = &ctx.module.functions[fi];
+        let cfg = analyze(f);
+        let ipdom = post_dominators(&cfg);
+        let loop_blocks: HashSet<usize> = loops(&cfg)?
+            .iter()
+            .flat_map(|l| [l.header, l.latch])
+            .collect();
+        let mut by_merge: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (b, blk) in f.blocks.iter().enumerate() {
+            let Some(term) = blk.instructions.last() else {
+                continue;
+            };
+            let two_way = match term.class.opcode {
+                Op::BranchConditional => id_at(term, 1) != id_at(term, 2),
+                Op::Switch => true,
+                _ => false,
+            };
+            if !two_way || loop_blocks.contains(&b) || cfg.idom[b].is_none() {
+                continue;
+            }
+            if let Some(m) = ipdom[b].filter(|&m| m < f.blocks.len()) {
+                by_merge.entry(m).or_default().push(b);
+            }
+        }
+        let shared = by_merge.into_iter().find(|(_, hs)| hs.len() > 1);
+        let Some((target, headers)) = shared else {
+            return Ok(());
+        };
+        // The innermost: a header no other one of the group sits below.
+        let inner = *headers
+            .iter()
+            .find(|&&h| {
+                !headers
+                    .iter()
+                    .any(|&o| o != h && dominates(&cfg.idom, h, o))
+            })
+            .ok_or("selections sharing a merge block in an unexpected shape")?;
+        let body: HashSet<usize> = (0..f.blocks.len())
+            .filter(|&b| dominates(&cfg.idom, inner, b) && b != target)
+            .collect();
+        dedicate(ctx, fi, &cfg, &body, target)?;
+    }
+    Err("control flow too complex to structure".into())
+}
+
 pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     for fi in 0..ctx.module.functions.len() {
         dedicated_loop_exits(ctx, fi)?;
+        dedicated_selection_merges(ctx, fi)?;
     }
     for f in &mut ctx.module.functions {
         let n = f.blocks.len();
