@@ -121,10 +121,7 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
             | BuiltIn::LocalInvocationId
             | BuiltIn::WorkgroupId
             | BuiltIn::NumWorkgroups => {
-                if !vk_vars.contains_key(&b) {
-                    let nv = vulkan_input(ctx, b, true);
-                    vk_vars.insert(b, nv);
-                }
+                vk_vars.entry(b).or_insert_with(|| vulkan_input(ctx, b, true));
             }
             BuiltIn::LocalInvocationIndex => {
                 let nv = vulkan_input(ctx, b, false);
@@ -132,10 +129,9 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
             }
             BuiltIn::GlobalLinearId => {
                 // Computed from the id without offset and the global size.
-                if !vk_vars.contains_key(&BuiltIn::GlobalInvocationId) {
-                    let nv = vulkan_input(ctx, BuiltIn::GlobalInvocationId, true);
-                    vk_vars.insert(BuiltIn::GlobalInvocationId, nv);
-                }
+                vk_vars
+                    .entry(BuiltIn::GlobalInvocationId)
+                    .or_insert_with(|| vulkan_input(ctx, BuiltIn::GlobalInvocationId, true));
             }
             BuiltIn::WorkgroupSize
             | BuiltIn::EnqueuedWorkgroupSize

@@ -342,12 +342,12 @@ fn post_dominators(cfg: &Cfg) -> Vec<Option<usize>> {
     let exit = n;
     let mut rsucc = vec![Vec::new(); n + 1];
     let mut rpreds = vec![Vec::new(); n + 1];
-    for b in 0..n {
-        if cfg.succ[b].is_empty() {
+    for (b, succ) in cfg.succ.iter().enumerate() {
+        if succ.is_empty() {
             rsucc[exit].push(b);
             rpreds[b].push(exit);
         }
-        for &s in &cfg.succ[b] {
+        for &s in succ {
             rsucc[s].push(b);
             rpreds[b].push(s);
         }
@@ -414,22 +414,8 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
         let n = f.blocks.len();
         let cfg = analyze(f);
         let (succ, order) = (&cfg.succ, &cfg.order);
-        // Post-dominators: dominators of the reversed graph from a virtual exit.
         let exit = n;
-        let mut rsucc = vec![Vec::new(); n + 1];
-        let mut rpreds = vec![Vec::new(); n + 1];
-        for b in 0..n {
-            if succ[b].is_empty() {
-                rsucc[exit].push(b);
-                rpreds[b].push(exit);
-            }
-            for &s in &succ[b] {
-                rsucc[s].push(b);
-                rpreds[b].push(s);
-            }
-        }
-        let rorder = rpo(n + 1, &rsucc, exit);
-        let ipdom = idoms(n + 1, &rpreds, &rorder);
+        let ipdom = post_dominators(&cfg);
         let label = |i: usize| f.blocks[i].label_id().expect("labels");
         let mut merges: HashMap<usize, Instruction> = HashMap::new();
         let mut latches: HashSet<usize> = HashSet::new();
