@@ -114,7 +114,7 @@ fn decode_arg(k: &Kernel, kind: &ArgKind, size: usize, value: *const c_void) -> 
             if !Arc::ptr_eq(&b.context, &k.program.context) {
                 return err(CL_INVALID_MEM_OBJECT);
             }
-            Ok(ArgValue::Buffer(Some(b)))
+            Ok(ArgValue::Buffer(Some(Arc::downgrade(&b))))
         }
         ArgKind::Local => {
             if !value.is_null() {
@@ -264,7 +264,7 @@ fn work_group_info(k: &Kernel, d: &Device, param: cl_kernel_work_group_info) -> 
             None => d.max_work_group_size(),
         }),
         CL_KERNEL_COMPILE_WORK_GROUP_SIZE => info(reqd.unwrap_or([0; 3]).map(|v| v as usize)),
-        CL_KERNEL_LOCAL_MEM_SIZE => info(k.local_arg_bytes()),
+        CL_KERNEL_LOCAL_MEM_SIZE => info(k.local_arg_bytes() + k.info.local_bytes),
         CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => info(d.subgroup_size() as usize),
         CL_KERNEL_PRIVATE_MEM_SIZE => info(0u64),
         // Only for custom devices and built-in kernels.
@@ -466,10 +466,13 @@ fn enqueue_ndrange(
         match (slot, value) {
             (Slot::Address { offset }, Some(ArgValue::Buffer(b))) => {
                 let address = match b {
-                    Some(b) => {
+                    Some(weak) => {
+                        // A buffer released since it was set is gone.
+                        let b = weak.upgrade().ok_or(ClError(CL_INVALID_KERNEL_ARGS))?;
                         b.check_device(&q)?;
-                        keep.push(Box::new(b.clone()));
-                        b.storage.address + b.offset as u64
+                        let address = b.storage.address + b.offset as u64;
+                        keep.push(Box::new(b));
+                        address
                     }
                     None => 0,
                 };

@@ -347,7 +347,8 @@ pub unsafe extern "C" fn clCompileProgram(
             Origin::Source(_) if !program::compiler_available() => {
                 return err(CL_COMPILER_NOT_AVAILABLE);
             }
-            Origin::Source(_) => {}
+            // IL compiles to an object as it is.
+            Origin::Source(_) | Origin::Il(_) => {}
             _ => return err(CL_INVALID_OPERATION),
         }
         let mut headers = Vec::new();
@@ -408,7 +409,9 @@ pub unsafe extern "C" fn clLinkProgram(
                 return err(CL_INVALID_CONTEXT);
             }
             let b = p.build_of(0);
-            if b.status != CL_BUILD_SUCCESS
+            // Compiled objects and libraries, built or loaded from binaries.
+            if b.status == CL_BUILD_ERROR
+                || b.spirv.is_none()
                 || ![
                     CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT,
                     CL_PROGRAM_BINARY_TYPE_LIBRARY,
@@ -436,7 +439,6 @@ pub unsafe extern "C" fn clLinkProgram(
     }
 }
 
-#[unsafe(no_mangle)]
 fn program_info(
     p: &Arc<Handle<Program>>,
     param: cl_program_info,

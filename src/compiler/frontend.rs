@@ -354,7 +354,7 @@ impl FrontEnd {
         options: &Options,
         device: &DeviceMacros,
     ) -> Result<Compiled, CompileError> {
-        let mut key = cache::Key::new("opencl-c");
+        let mut key = cache::Key::new("opencl-c, SPIR-V 1.0");
         key.add(self.version.as_bytes());
         key.add(options.clang.join("\u{1}").as_bytes());
         key.add(options.cl_std.as_bytes());
@@ -369,7 +369,10 @@ impl FrontEnd {
             key.add(name.as_bytes());
             key.add(body);
         }
-        if let Some((spirv, log)) = cache::load(&key) {
+        // Headers found through -I can change without the key seeing it:
+        // such builds are not cached.
+        let cacheable = !options.clang.iter().any(|o| o.starts_with("-I"));
+        if let Some((spirv, log)) = cacheable.then(|| cache::load(&key)).flatten() {
             return Ok(Compiled { spirv, log });
         }
         let fail = |log: String| CompileError { log };
@@ -422,6 +425,8 @@ impl FrontEnd {
         }
         let out = Command::new(&self.llvm_spirv)
             .arg("--preserve-ocl-kernel-arg-type-metadata-through-string")
+            // One SPIR-V version for every object, so that they link.
+            .arg("--spirv-max-version=1.0")
             .arg(&bc)
             .arg("-o")
             .arg(&spv)
@@ -435,7 +440,9 @@ impl FrontEnd {
             std::fs::read(&spv).map_err(|e| fail(format!("cannot read the SPIR-V: {e}")))?;
         let spirv = words_of(&bytes)
             .ok_or_else(|| fail("llvm-spirv produced a malformed module".into()))?;
-        cache::store(&key, &spirv, &log);
+        if cacheable {
+            cache::store(&key, &spirv, &log);
+        }
         Ok(Compiled { spirv, log })
     }
 }

@@ -1,7 +1,7 @@
 //! Kernel objects: one kernel of a built program, with its argument values.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use opencl_sys::*;
 
@@ -19,8 +19,9 @@ use crate::vk::pipeline::{ComputePipeline, KernelModule};
 /// The value set for one argument.
 #[derive(Clone)]
 pub enum ArgValue {
-    /// A buffer, or null.
-    Buffer(Option<Arc<Handle<Buffer>>>),
+    /// A buffer, or null. Setting an argument does not keep the buffer
+    /// alive: the application may release it, as the CTS checks.
+    Buffer(Option<Weak<Handle<Buffer>>>),
     /// The size of a `__local` allocation.
     Local(usize),
     /// Plain bytes (scalars, vectors, structs).

@@ -146,7 +146,7 @@ pub fn decode_binary(data: &[u8]) -> Option<Build> {
     let module = reflect::load(&spirv).ok()?;
     let kernels = reflect::kernels(&module).ok()?;
     Some(Build {
-        status: CL_BUILD_SUCCESS,
+        status: CL_BUILD_NONE,
         options,
         log: String::new(),
         binary_type,
@@ -361,7 +361,7 @@ impl Program {
         for p in inputs {
             let b = p.build_of(0);
             match &b.spirv {
-                Some(s) if b.status == CL_BUILD_SUCCESS => modules.push(s.to_vec()),
+                Some(s) if b.status != CL_BUILD_ERROR => modules.push(s.to_vec()),
                 _ => {
                     self.finish(
                         &all,

@@ -121,7 +121,9 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
             | BuiltIn::LocalInvocationId
             | BuiltIn::WorkgroupId
             | BuiltIn::NumWorkgroups => {
-                vk_vars.entry(b).or_insert_with(|| vulkan_input(ctx, b, true));
+                vk_vars
+                    .entry(b)
+                    .or_insert_with(|| vulkan_input(ctx, b, true));
             }
             BuiltIn::LocalInvocationIndex => {
                 let nv = vulkan_input(ctx, b, false);

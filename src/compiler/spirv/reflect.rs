@@ -34,7 +34,9 @@ pub struct KernelArg {
     pub address: cl_kernel_arg_address_qualifier,
     pub access: cl_kernel_arg_access_qualifier,
     pub type_name: String,
-    pub type_qual: cl_kernel_arg_type_qualifier,
+    /// A `cl_bitfield` (64 bits) in the Khronos headers, whatever width
+    /// opencl-sys gives `cl_kernel_arg_type_qualifier`.
+    pub type_qual: cl_bitfield,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,6 +46,8 @@ pub struct KernelInfo {
     pub reqd_work_group_size: Option<[u32; 3]>,
     pub work_group_size_hint: Option<[u32; 3]>,
     pub vec_type_hint: Option<String>,
+    /// Bytes of `__local` variables the kernel declares.
+    pub local_bytes: u64,
 }
 
 impl KernelInfo {
@@ -155,7 +159,7 @@ pub fn kernels(module: &Module) -> Result<Vec<KernelInfo>, String> {
             let pid = p.result_id.ok_or("parameter without id")?;
             let ty = p.result_type.ok_or("parameter without type")?;
             let (kind, address, access) = arg_kind(&types, ty, pid, &decorated)?;
-            let mut type_qual = 0;
+            let mut type_qual: cl_bitfield = 0;
             let qual_text = type_quals
                 .as_ref()
                 .and_then(|q| q.get(i))
@@ -164,7 +168,7 @@ pub fn kernels(module: &Module) -> Result<Vec<KernelInfo>, String> {
             if qual_text.split(' ').any(|q| q == "const")
                 || address == CL_KERNEL_ARG_ADDRESS_CONSTANT
             {
-                type_qual |= CL_KERNEL_ARG_TYPE_CONST;
+                type_qual |= CL_KERNEL_ARG_TYPE_CONST as cl_bitfield;
             }
             if qual_text.split(' ').any(|q| q == "restrict")
                 || decorated(pid, &|o| {
@@ -174,19 +178,20 @@ pub fn kernels(module: &Module) -> Result<Vec<KernelInfo>, String> {
                     ]
                 })
             {
-                type_qual |= CL_KERNEL_ARG_TYPE_RESTRICT;
+                type_qual |= CL_KERNEL_ARG_TYPE_RESTRICT as cl_bitfield;
             }
             if qual_text.split(' ').any(|q| q == "volatile")
                 || decorated(pid, &|o| o == [Operand::Decoration(Decoration::Volatile)])
             {
-                type_qual |= CL_KERNEL_ARG_TYPE_VOLATILE;
+                type_qual |= CL_KERNEL_ARG_TYPE_VOLATILE as cl_bitfield;
             }
             if qual_text.split(' ').any(|q| q == "pipe") {
-                type_qual |= CL_KERNEL_ARG_TYPE_PIPE;
+                type_qual |= CL_KERNEL_ARG_TYPE_PIPE as cl_bitfield;
             }
             // restrict and volatile only qualify pointers.
             if !matches!(kind, ArgKind::Buffer | ArgKind::Local) {
-                type_qual &= !(CL_KERNEL_ARG_TYPE_RESTRICT | CL_KERNEL_ARG_TYPE_VOLATILE);
+                type_qual &=
+                    !((CL_KERNEL_ARG_TYPE_RESTRICT | CL_KERNEL_ARG_TYPE_VOLATILE) as cl_bitfield);
             }
             args.push(KernelArg {
                 name: names.get(&pid).map(|s| s.to_string()).unwrap_or_default(),
@@ -216,9 +221,50 @@ pub fn kernels(module: &Module) -> Result<Vec<KernelInfo>, String> {
             work_group_size_hint: triple(mode(ExecutionMode::LocalSizeHint)),
             vec_type_hint: mode(ExecutionMode::VecTypeHint)
                 .and_then(|v| v.first().map(|&h| vec_type_name(h))),
+            local_bytes: local_bytes(module, &types, func_id),
         });
     }
     Ok(out)
+}
+
+/// The size of the module-scope `__local` variables a kernel (and what it
+/// calls) uses.
+fn local_bytes(module: &Module, types: &HashMap<u32, &Instruction>, kernel: u32) -> u64 {
+    let by_id: HashMap<u32, &rspirv::dr::Function> = module
+        .functions
+        .iter()
+        .filter_map(|f| Some((f.def.as_ref()?.result_id?, f)))
+        .collect();
+    let mut seen = std::collections::HashSet::from([kernel]);
+    let mut todo = vec![kernel];
+    let mut used = std::collections::HashSet::new();
+    while let Some(f) = todo.pop() {
+        let Some(func) = by_id.get(&f) else { continue };
+        for i in func.blocks.iter().flat_map(|b| &b.instructions) {
+            for o in &i.operands {
+                if let Operand::IdRef(x) = o {
+                    used.insert(*x);
+                    if i.class.opcode == Op::FunctionCall && seen.insert(*x) {
+                        todo.push(*x);
+                    }
+                }
+            }
+        }
+    }
+    module
+        .types_global_values
+        .iter()
+        .filter(|v| {
+            v.class.opcode == Op::Variable
+                && v.operands.first() == Some(&Operand::StorageClass(StorageClass::Workgroup))
+                && v.result_id.is_some_and(|r| used.contains(&r))
+        })
+        .filter_map(|v| {
+            let ptr = types.get(&v.result_type?)?;
+            let pointee = id(ptr.operands.get(1)?)?;
+            layout(types, pointee).ok().map(|(s, _)| s as u64)
+        })
+        .sum()
 }
 
 type Decorated<'a> = dyn Fn(u32, &dyn Fn(&[Operand]) -> bool) -> bool + 'a;
@@ -320,7 +366,11 @@ pub fn layout(types: &HashMap<u32, &Instruction>, ty: u32) -> Result<(u32, u32),
             let len = types
                 .get(&len_id)
                 .filter(|c| c.class.opcode == Op::Constant)
-                .and_then(|c| c.operands.first().and_then(lit))
+                .and_then(|c| match c.operands.first() {
+                    Some(Operand::LiteralBit32(v)) => Some(*v),
+                    Some(Operand::LiteralBit64(v)) => u32::try_from(*v).ok(),
+                    _ => None,
+                })
                 .ok_or("array of unknown length")?;
             (es * len, ea)
         }

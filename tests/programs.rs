@@ -1,0 +1,1746 @@
+//! Programs and kernel objects: creation from source, SPIR-V and binaries;
+//! build, compile and link with their options, logs and queries; the
+//! preprocessor's view of the device; kernel objects, their arguments and
+//! queries, through the ICD loader and directly.
+//!
+//! Expected codes are those of the OpenCL 3.0 API specification. SPIR-V for
+//! clCreateProgramWithIL is assembled here with `spirv-as` (SPIRV-Tools).
+
+mod common;
+
+use std::ffi::{CString, c_char, c_void};
+use std::path::PathBuf;
+use std::ptr::{null, null_mut};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use opencl_sys::*;
+
+both_ways!(
+    // clCreateProgramWithSource, clBuildProgram and program queries
+    source_strings_and_lengths,
+    source_arguments_are_checked,
+    build_and_query,
+    syntax_error_fails_with_log,
+    unknown_options_are_rejected,
+    defines_and_include_directories,
+    include_directories_are_read_at_each_build,
+    language_version_macros,
+    device_feature_macros,
+    asynchronous_build,
+    // clCompileProgram and clLinkProgram
+    compile_with_embedded_headers_and_link,
+    link_a_library,
+    link_objects_of_different_spirv_versions,
+    unresolved_link_fails_with_log,
+    compile_needs_source_or_il,
+    // Program binaries
+    binaries_round_trip,
+    damaged_binaries_are_rejected,
+    same_source_same_binary,
+    // clCreateProgramWithIL
+    program_from_il,
+    malformed_il_is_rejected,
+    // Kernel objects
+    create_kernel_errors,
+    kernels_in_program,
+    kernel_info,
+    kernel_arg_info,
+    kernel_arg_info_needs_option,
+    set_kernel_arg_checks,
+    work_group_info,
+    local_mem_size_counts_local_variables,
+    clone_kernel,
+    rebuild_with_kernels_attached,
+    enqueue_errors,
+);
+
+// ---------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------
+
+/// A kernel that stores `value` at `out[0]`.
+const STORE: &str = "kernel void store(global int* out, int value) { out[0] = value; }\n";
+
+/// A program from one NUL-terminated source string.
+fn with_source(cl: &Cl, c: cl_context, src: &str) -> cl_program {
+    let text = CString::new(src).unwrap();
+    let mut ptr = text.as_ptr();
+    let mut err = 1;
+    let p = unsafe { cl.clCreateProgramWithSource.unwrap()(c, 1, &mut ptr, null(), &mut err) };
+    assert_eq!(err, CL_SUCCESS, "{}: clCreateProgramWithSource", cl.how);
+    assert!(!p.is_null());
+    p
+}
+
+/// clBuildProgram for all devices, synchronously.
+fn build(cl: &Cl, p: cl_program, options: &str) -> cl_int {
+    let opts = CString::new(options).unwrap();
+    unsafe { cl.clBuildProgram.unwrap()(p, 0, null(), opts.as_ptr(), None, null_mut()) }
+}
+
+/// A program built from `src`, which must succeed.
+fn built(cl: &Cl, c: cl_context, src: &str, options: &str) -> cl_program {
+    let p = with_source(cl, c, src);
+    let r = build(cl, p, options);
+    assert_eq!(r, CL_SUCCESS, "{}: build log: {}", cl.how, build_log(cl, p));
+    p
+}
+
+fn program_info(cl: &Cl, p: cl_program, param: cl_program_info) -> Result<Vec<u8>, cl_int> {
+    query(|size, value, size_ret| unsafe {
+        cl.clGetProgramInfo.unwrap()(p, param, size, value, size_ret)
+    })
+}
+
+fn build_info(cl: &Cl, p: cl_program, param: cl_program_build_info) -> Result<Vec<u8>, cl_int> {
+    let d = cl.device();
+    query(|size, value, size_ret| unsafe {
+        cl.clGetProgramBuildInfo.unwrap()(p, d, param, size, value, size_ret)
+    })
+}
+
+fn build_status(cl: &Cl, p: cl_program) -> cl_build_status {
+    u32_of(&build_info(cl, p, CL_PROGRAM_BUILD_STATUS).unwrap()) as cl_build_status
+}
+
+fn build_log(cl: &Cl, p: cl_program) -> String {
+    c_string(&build_info(cl, p, CL_PROGRAM_BUILD_LOG).unwrap())
+}
+
+fn binary_type(cl: &Cl, p: cl_program) -> cl_program_binary_type {
+    u32_of(&build_info(cl, p, CL_PROGRAM_BINARY_TYPE).unwrap())
+}
+
+/// CL_PROGRAM_KERNEL_NAMES, sorted (the order is unspecified).
+fn kernel_names(cl: &Cl, p: cl_program) -> Result<Vec<String>, cl_int> {
+    let s = c_string(&program_info(cl, p, CL_PROGRAM_KERNEL_NAMES)?);
+    let mut v: Vec<String> = s
+        .split(';')
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+fn num_kernels(cl: &Cl, p: cl_program) -> Result<usize, cl_int> {
+    program_info(cl, p, CL_PROGRAM_NUM_KERNELS).map(|b| usize_of(&b))
+}
+
+/// A sorted list of names, to compare with [`kernel_names`].
+fn names(list: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+    v.sort();
+    v
+}
+
+fn release_program(cl: &Cl, p: cl_program) {
+    assert_eq!(unsafe { cl.clReleaseProgram.unwrap()(p) }, CL_SUCCESS);
+}
+
+fn release_kernel(cl: &Cl, k: cl_kernel) {
+    assert_eq!(unsafe { cl.clReleaseKernel.unwrap()(k) }, CL_SUCCESS);
+}
+
+fn release_mem(cl: &Cl, m: cl_mem) {
+    assert_eq!(unsafe { cl.clReleaseMemObject.unwrap()(m) }, CL_SUCCESS);
+}
+
+fn release_context(cl: &Cl, c: cl_context) {
+    assert_eq!(unsafe { cl.clReleaseContext.unwrap()(c) }, CL_SUCCESS);
+}
+
+/// clCreateKernel; on failure the handle must be null.
+fn kernel(cl: &Cl, p: cl_program, name: &str) -> Result<cl_kernel, cl_int> {
+    let n = CString::new(name).unwrap();
+    let mut err = 1;
+    let k = unsafe { cl.clCreateKernel.unwrap()(p, n.as_ptr(), &mut err) };
+    if err == CL_SUCCESS {
+        assert!(!k.is_null());
+        Ok(k)
+    } else {
+        assert!(k.is_null(), "a failed clCreateKernel returns null");
+        Err(err)
+    }
+}
+
+fn kernel_info_bytes(cl: &Cl, k: cl_kernel, param: cl_kernel_info) -> Result<Vec<u8>, cl_int> {
+    query(|size, value, size_ret| unsafe {
+        cl.clGetKernelInfo.unwrap()(k, param, size, value, size_ret)
+    })
+}
+
+fn arg_info(
+    cl: &Cl,
+    k: cl_kernel,
+    index: u32,
+    param: cl_kernel_arg_info,
+) -> Result<Vec<u8>, cl_int> {
+    query(|size, value, size_ret| unsafe {
+        cl.clGetKernelArgInfo.unwrap()(k, index, param, size, value, size_ret)
+    })
+}
+
+fn work_group_bytes(
+    cl: &Cl,
+    k: cl_kernel,
+    d: cl_device_id,
+    param: cl_kernel_work_group_info,
+) -> Result<Vec<u8>, cl_int> {
+    query(|size, value, size_ret| unsafe {
+        cl.clGetKernelWorkGroupInfo.unwrap()(k, d, param, size, value, size_ret)
+    })
+}
+
+/// clSetKernelArg with a value of type `T`.
+fn set_arg<T>(cl: &Cl, k: cl_kernel, index: u32, value: &T) -> cl_int {
+    unsafe {
+        cl.clSetKernelArg.unwrap()(
+            k,
+            index,
+            std::mem::size_of::<T>(),
+            (value as *const T).cast(),
+        )
+    }
+}
+
+/// clSetKernelArg with an explicit size and pointer.
+fn set_arg_raw(cl: &Cl, k: cl_kernel, index: u32, size: usize, value: *const c_void) -> cl_int {
+    unsafe { cl.clSetKernelArg.unwrap()(k, index, size, value) }
+}
+
+/// Runs `k` (whose arguments other than 0 are set) as a single work-item
+/// with a fresh 4-byte buffer as argument 0, and returns what it stored.
+fn run_single(cl: &Cl, c: cl_context, k: cl_kernel) -> i32 {
+    let q = cl.queue(c, 0);
+    let mut init = [0u8; 4];
+    let b = cl.buffer(
+        c,
+        CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+        4,
+        init.as_mut_ptr().cast(),
+    );
+    assert_eq!(set_arg(cl, k, 0, &b), CL_SUCCESS);
+    let one = [1usize];
+    let r = unsafe {
+        cl.clEnqueueNDRangeKernel.unwrap()(
+            q,
+            k,
+            1,
+            null(),
+            one.as_ptr(),
+            one.as_ptr(),
+            0,
+            null(),
+            null_mut(),
+        )
+    };
+    assert_eq!(r, CL_SUCCESS, "{}: clEnqueueNDRangeKernel", cl.how);
+    let out = cl.read(q, b, 0, 4);
+    release_mem(cl, b);
+    assert_eq!(unsafe { cl.clReleaseCommandQueue.unwrap()(q) }, CL_SUCCESS);
+    i32::from_ne_bytes(out.try_into().unwrap())
+}
+
+/// CL_PROGRAM_BINARIES, one per device, read the two-call way.
+fn binaries(cl: &Cl, p: cl_program) -> Vec<Vec<u8>> {
+    let sizes: Vec<usize> = program_info(cl, p, CL_PROGRAM_BINARY_SIZES)
+        .unwrap()
+        .chunks_exact(std::mem::size_of::<usize>())
+        .map(usize_of)
+        .collect();
+    let get = cl.clGetProgramInfo.unwrap();
+    let ptr_bytes = sizes.len() * std::mem::size_of::<*mut u8>();
+    let mut size_ret = 0;
+    let r = unsafe { get(p, CL_PROGRAM_BINARIES, 0, null_mut(), &mut size_ret) };
+    assert_eq!(r, CL_SUCCESS);
+    assert_eq!(size_ret, ptr_bytes, "one pointer per device");
+    let mut bins: Vec<Vec<u8>> = sizes.iter().map(|&s| vec![0u8; s]).collect();
+    let mut ptrs: Vec<*mut u8> = bins.iter_mut().map(|b| b.as_mut_ptr()).collect();
+    let r = unsafe {
+        get(
+            p,
+            CL_PROGRAM_BINARIES,
+            ptr_bytes,
+            ptrs.as_mut_ptr().cast(),
+            &mut size_ret,
+        )
+    };
+    assert_eq!(r, CL_SUCCESS);
+    assert_eq!(size_ret, ptr_bytes);
+    bins
+}
+
+/// clCreateProgramWithBinary for the default device: the program or the
+/// error, and the binary status.
+fn with_binary(cl: &Cl, c: cl_context, bin: &[u8]) -> (Result<cl_program, cl_int>, cl_int) {
+    let d = cl.device();
+    let len = bin.len();
+    let mut ptr = bin.as_ptr();
+    let mut status = 1;
+    let mut err = 1;
+    let p = unsafe {
+        cl.clCreateProgramWithBinary.unwrap()(c, 1, &d, &len, &mut ptr, &mut status, &mut err)
+    };
+    if err == CL_SUCCESS {
+        assert!(!p.is_null());
+        (Ok(p), status)
+    } else {
+        assert!(
+            p.is_null(),
+            "a failed clCreateProgramWithBinary returns null"
+        );
+        (Err(err), status)
+    }
+}
+
+/// clCompileProgram for all devices with embedded headers (program,
+/// include name), synchronously.
+fn compile(cl: &Cl, p: cl_program, options: &str, headers: &[(cl_program, &str)]) -> cl_int {
+    let opts = CString::new(options).unwrap();
+    let programs: Vec<cl_program> = headers.iter().map(|h| h.0).collect();
+    let include_names: Vec<CString> = headers.iter().map(|h| CString::new(h.1).unwrap()).collect();
+    let mut name_ptrs: Vec<*const c_char> = include_names.iter().map(|n| n.as_ptr()).collect();
+    let (hp, np) = if headers.is_empty() {
+        (null(), null_mut())
+    } else {
+        (programs.as_ptr(), name_ptrs.as_mut_ptr())
+    };
+    unsafe {
+        cl.clCompileProgram.unwrap()(
+            p,
+            0,
+            null(),
+            opts.as_ptr(),
+            headers.len() as cl_uint,
+            hp,
+            np,
+            None,
+            null_mut(),
+        )
+    }
+}
+
+/// A program compiled (not linked) from `src`, which must succeed.
+fn compiled(cl: &Cl, c: cl_context, src: &str) -> cl_program {
+    let p = with_source(cl, c, src);
+    let r = compile(cl, p, "", &[]);
+    assert_eq!(
+        r,
+        CL_SUCCESS,
+        "{}: compile log: {}",
+        cl.how,
+        build_log(cl, p)
+    );
+    p
+}
+
+/// clLinkProgram for all devices, synchronously: the program (possibly
+/// null) and the error code.
+fn link(cl: &Cl, c: cl_context, options: &str, inputs: &[cl_program]) -> (cl_program, cl_int) {
+    let opts = CString::new(options).unwrap();
+    let mut err = 1;
+    let p = unsafe {
+        cl.clLinkProgram.unwrap()(
+            c,
+            0,
+            null(),
+            opts.as_ptr(),
+            inputs.len() as cl_uint,
+            inputs.as_ptr(),
+            None,
+            null_mut(),
+            &mut err,
+        )
+    };
+    (p, err)
+}
+
+/// Which of the preprocessor conditions hold when building with
+/// `options`: each selects the name of one kernel.
+fn conditions(cl: &Cl, c: cl_context, options: &str, conds: &[&str]) -> Vec<bool> {
+    let mut src = String::new();
+    for (i, cond) in conds.iter().enumerate() {
+        src.push_str(&format!(
+            "#if {cond}\nkernel void cond{i}_yes(global int* o) {{ o[0] = 1; }}\n\
+             #else\nkernel void cond{i}_no(global int* o) {{ o[0] = 0; }}\n#endif\n"
+        ));
+    }
+    let p = built(cl, c, &src, options);
+    let got = kernel_names(cl, p).unwrap();
+    release_program(cl, p);
+    (0..conds.len())
+        .map(|i| {
+            let yes = got.contains(&format!("cond{i}_yes"));
+            let no = got.contains(&format!("cond{i}_no"));
+            assert!(yes != no, "exactly one of cond{i}_yes/no in {got:?}");
+            yes
+        })
+        .collect()
+}
+
+/// A fresh directory under the system's temporary directory, removed
+/// when dropped (also when a test fails).
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn new(tag: &str) -> ScratchDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "vkcl-programs-test-{}-{}-{tag}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        ScratchDir(dir)
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// SPIR-V 1.0 for an OpenCL kernel `il_store(global uint* out, uint
+/// value)` that stores `value` at `out[0]`.
+const IL_STORE: &str = r#"
+               OpCapability Addresses
+               OpCapability Kernel
+               OpCapability Int64
+               OpMemoryModel Physical64 OpenCL
+               OpEntryPoint Kernel %fn "il_store"
+               OpName %out "out"
+               OpName %value "value"
+       %void = OpTypeVoid
+       %uint = OpTypeInt 32 0
+        %ptr = OpTypePointer CrossWorkgroup %uint
+        %fty = OpTypeFunction %void %ptr %uint
+         %fn = OpFunction %void None %fty
+        %out = OpFunctionParameter %ptr
+      %value = OpFunctionParameter %uint
+      %entry = OpLabel
+               OpStore %out %value Aligned 4
+               OpReturn
+               OpFunctionEnd
+"#;
+
+/// Assembles SPIR-V text with spirv-as for SPIR-V 1.0.
+fn assemble(text: &str) -> Vec<u8> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("spirv-as")
+        .args(["--target-env", "spv1.0", "-o", "-", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spirv-as (package spirv-tools)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "spirv-as: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(&out.stdout[..4], &0x0723_0203u32.to_le_bytes());
+    out.stdout
+}
+
+/// clCreateProgramWithIL; on failure the handle must be null.
+fn with_il(cl: &Cl, c: cl_context, il: &[u8]) -> Result<cl_program, cl_int> {
+    let mut err = 1;
+    let p = unsafe { cl.clCreateProgramWithIL.unwrap()(c, il.as_ptr().cast(), il.len(), &mut err) };
+    if err == CL_SUCCESS {
+        assert!(!p.is_null());
+        Ok(p)
+    } else {
+        assert!(p.is_null(), "a failed clCreateProgramWithIL returns null");
+        Err(err)
+    }
+}
+
+// ---------------------------------------------------------------------
+// clCreateProgramWithSource, clBuildProgram and program queries
+// ---------------------------------------------------------------------
+
+fn source_strings_and_lengths(cl: &Cl) {
+    let c = cl.context();
+    // The first string has an explicit length and trailing junk that is not
+    // part of the source; the second is NUL-terminated (length 0); the
+    // third's lengths entry is its exact length.
+    let first = "kernel void first(global int* o) { o[0] = 1; }\n#error junk";
+    let first_len = first.find('#').unwrap();
+    let second = CString::new("kernel void second(global int* o) { o[0] = 2; }\n").unwrap();
+    let third = "kernel void third(global int* o) { o[0] = 3; }\n";
+    let mut strings: [*const c_char; 3] = [
+        first.as_ptr().cast(),
+        second.as_ptr(),
+        third.as_ptr().cast(),
+    ];
+    let lengths = [first_len, 0, third.len()];
+    let mut err = 1;
+    let p = unsafe {
+        cl.clCreateProgramWithSource.unwrap()(
+            c,
+            3,
+            strings.as_mut_ptr(),
+            lengths.as_ptr(),
+            &mut err,
+        )
+    };
+    assert_eq!(err, CL_SUCCESS);
+    let want = format!("{}{}{third}", &first[..first_len], second.to_str().unwrap());
+    assert_eq!(
+        c_string(&program_info(cl, p, CL_PROGRAM_SOURCE).unwrap()),
+        want,
+        "CL_PROGRAM_SOURCE is the concatenation"
+    );
+    assert_eq!(
+        usize_of(&program_info(cl, p, CL_PROGRAM_CONTEXT).unwrap()),
+        c as usize
+    );
+    assert_eq!(
+        u32_of(&program_info(cl, p, CL_PROGRAM_NUM_DEVICES).unwrap()),
+        1
+    );
+    assert_eq!(
+        usize_of(&program_info(cl, p, CL_PROGRAM_DEVICES).unwrap()),
+        cl.device() as usize
+    );
+    assert_eq!(
+        u32_of(&program_info(cl, p, CL_PROGRAM_REFERENCE_COUNT).unwrap()),
+        1
+    );
+    assert_eq!(
+        program_info(cl, p, CL_PROGRAM_IL).unwrap(),
+        Vec::<u8>::new(),
+        "no IL for a source program"
+    );
+    assert_eq!(build(cl, p, ""), CL_SUCCESS, "{}", build_log(cl, p));
+    assert_eq!(
+        kernel_names(cl, p).unwrap(),
+        names(&["first", "second", "third"])
+    );
+    release_program(cl, p);
+
+    // Every length NULL: all strings NUL-terminated.
+    let a = CString::new("kernel void a(global int* o) { o[0] = 1; }\n").unwrap();
+    let b = CString::new("kernel void b(global int* o) { o[0] = 2; }\n").unwrap();
+    let mut strings = [a.as_ptr(), b.as_ptr()];
+    let p = unsafe {
+        cl.clCreateProgramWithSource.unwrap()(c, 2, strings.as_mut_ptr(), null(), &mut err)
+    };
+    assert_eq!(err, CL_SUCCESS);
+    assert_eq!(
+        c_string(&program_info(cl, p, CL_PROGRAM_SOURCE).unwrap()),
+        format!("{}{}", a.to_str().unwrap(), b.to_str().unwrap())
+    );
+    assert_eq!(build(cl, p, ""), CL_SUCCESS);
+    assert_eq!(kernel_names(cl, p).unwrap(), names(&["a", "b"]));
+    release_program(cl, p);
+    release_context(cl, c);
+}
+
+fn source_arguments_are_checked(cl: &Cl) {
+    let c = cl.context();
+    let create = cl.clCreateProgramWithSource.unwrap();
+    let s = CString::new(STORE).unwrap();
+    let mut err = 1;
+    unsafe {
+        let mut one = [s.as_ptr()];
+        assert!(create(c, 0, one.as_mut_ptr(), null(), &mut err).is_null());
+        assert_eq!(err, CL_INVALID_VALUE, "count 0");
+        assert!(create(c, 1, null_mut(), null(), &mut err).is_null());
+        assert_eq!(err, CL_INVALID_VALUE, "strings NULL");
+        let mut with_null = [s.as_ptr(), null()];
+        assert!(create(c, 2, with_null.as_mut_ptr(), null(), &mut err).is_null());
+        assert_eq!(err, CL_INVALID_VALUE, "a NULL string");
+        // errcode_ret may be NULL.
+        let p = create(c, 1, one.as_mut_ptr(), null(), null_mut());
+        assert!(!p.is_null());
+        release_program(cl, p);
+    }
+    release_context(cl, c);
+}
+
+fn build_and_query(cl: &Cl) {
+    let c = cl.context();
+    let src = format!("{STORE}kernel void twice(global int* o) {{ o[0] *= 2; }}\n");
+    let p = with_source(cl, c, &src);
+    // Before any build: no executable, nothing built.
+    assert_eq!(
+        program_info(cl, p, CL_PROGRAM_KERNEL_NAMES),
+        Err(CL_INVALID_PROGRAM_EXECUTABLE)
+    );
+    assert_eq!(
+        program_info(cl, p, CL_PROGRAM_NUM_KERNELS),
+        Err(CL_INVALID_PROGRAM_EXECUTABLE)
+    );
+    assert_eq!(build_status(cl, p), CL_BUILD_NONE);
+    assert_eq!(binary_type(cl, p), CL_PROGRAM_BINARY_TYPE_NONE);
+
+    let options = "-DUNUSED=1 -cl-mad-enable";
+    assert_eq!(build(cl, p, options), CL_SUCCESS, "{}", build_log(cl, p));
+    assert_eq!(kernel_names(cl, p).unwrap(), names(&["store", "twice"]));
+    assert_eq!(num_kernels(cl, p), Ok(2));
+    assert_eq!(build_status(cl, p), CL_BUILD_SUCCESS);
+    assert_eq!(
+        c_string(&build_info(cl, p, CL_PROGRAM_BUILD_OPTIONS).unwrap()),
+        options
+    );
+    build_log(cl, p); // a string, possibly empty
+    assert_eq!(binary_type(cl, p), CL_PROGRAM_BINARY_TYPE_EXECUTABLE);
+    assert_eq!(
+        c_string(&program_info(cl, p, CL_PROGRAM_SOURCE).unwrap()),
+        src
+    );
+    // A device the program does not have.
+    let junk = junk_handle::<c_void>();
+    if cl.how == "direct" {
+        let r = unsafe {
+            cl.clGetProgramBuildInfo.unwrap()(
+                p,
+                junk,
+                CL_PROGRAM_BUILD_STATUS,
+                0,
+                null_mut(),
+                null_mut(),
+            )
+        };
+        assert_eq!(r, CL_INVALID_DEVICE);
+    }
+    assert_eq!(program_info(cl, p, 0xFFFF), Err(CL_INVALID_VALUE));
+    assert_eq!(build_info(cl, p, 0xFFFF), Err(CL_INVALID_VALUE));
+    // user_data without a callback.
+    let mut x = 0u8;
+    let r = unsafe {
+        cl.clBuildProgram.unwrap()(p, 0, null(), null(), None, (&mut x as *mut u8).cast())
+    };
+    assert_eq!(r, CL_INVALID_VALUE);
+    // A device list and its count must agree.
+    let d = cl.device();
+    let r = unsafe { cl.clBuildProgram.unwrap()(p, 1, null(), null(), None, null_mut()) };
+    assert_eq!(r, CL_INVALID_VALUE);
+    let r = unsafe { cl.clBuildProgram.unwrap()(p, 0, &d, null(), None, null_mut()) };
+    assert_eq!(r, CL_INVALID_VALUE);
+    // Rebuilding with an explicit device and NULL options works.
+    let r = unsafe { cl.clBuildProgram.unwrap()(p, 1, &d, null(), None, null_mut()) };
+    assert_eq!(r, CL_SUCCESS);
+    assert_eq!(num_kernels(cl, p), Ok(2));
+    release_program(cl, p);
+    release_context(cl, c);
+}
+
+fn syntax_error_fails_with_log(cl: &Cl) {
+    let c = cl.context();
+    let p = with_source(
+        cl,
+        c,
+        "kernel void broken(global int* o) { o[0] = undeclared_thing; }\n",
+    );
+    assert_eq!(build(cl, p, ""), CL_BUILD_PROGRAM_FAILURE);
+    assert_eq!(build_status(cl, p), CL_BUILD_ERROR);
+    let log = build_log(cl, p);
+    assert!(
+        log.contains("undeclared_thing"),
+        "the log names the error: {log:?}"
+    );
+    assert_eq!(
+        program_info(cl, p, CL_PROGRAM_KERNEL_NAMES),
+        Err(CL_INVALID_PROGRAM_EXECUTABLE)
+    );
+    assert_eq!(kernel(cl, p, "broken"), Err(CL_INVALID_PROGRAM_EXECUTABLE));
+    release_program(cl, p);
+    release_context(cl, c);
+}
+
+fn unknown_options_are_rejected(cl: &Cl) {
+    let c = cl.context();
+    let p = with_source(cl, c, STORE);
+    for bad in [
+        "-fbogus-option",
+        "-cl-std=CL9.9",
+        "-D",
+        "--no-such-thing -DX",
+    ] {
+        assert_eq!(build(cl, p, bad), CL_INVALID_BUILD_OPTIONS, "{bad:?}");
+    }
+    // The program still builds with good options afterwards.
+    assert_eq!(build(cl, p, "-w -cl-fast-relaxed-math"), CL_SUCCESS);
+    assert_eq!(kernel_names(cl, p).unwrap(), names(&["store"]));
+    release_program(cl, p);
+    release_context(cl, c);
+}
+
+fn defines_and_include_directories(cl: &Cl) {
+    let c = cl.context();
+    let src = "#ifdef USE_B\nkernel void b_kernel(global int* o) { o[0] = VALUE; }\n\
+               #else\nkernel void a_kernel(global int* o) { o[0] = 1; }\n#endif\n";
+    for (options, want) in [
+        ("", "a_kernel"),
+        ("-D USE_B -D VALUE=2", "b_kernel"),
+        ("-DUSE_B -DVALUE=3", "b_kernel"),
+    ] {
+        let p = built(cl, c, src, options);
+        assert_eq!(kernel_names(cl, p).unwrap(), names(&[want]), "{options:?}");
+        release_program(cl, p);
+    }
+
+    let scratch = ScratchDir::new("include");
+    let dir = &scratch.0;
+    std::fs::write(
+        dir.join("probe_header.h"),
+        "#define HEADER_KERNEL from_header\n",
+    )
+    .unwrap();
+    let src =
+        "#include \"probe_header.h\"\nkernel void HEADER_KERNEL(global int* o) { o[0] = 1; }\n";
+    for options in [
+        format!("-I {}", dir.display()),
+        format!("-I{}", dir.display()),
+    ] {
+        let p = built(cl, c, src, &options);
+        assert_eq!(kernel_names(cl, p).unwrap(), names(&["from_header"]));
+        release_program(cl, p);
+    }
+    // Without the directory the header is not found.
+    let p = with_source(cl, c, src);
+    assert_eq!(build(cl, p, ""), CL_BUILD_PROGRAM_FAILURE);
+    assert!(build_log(cl, p).contains("probe_header.h"));
+    release_program(cl, p);
+    drop(scratch); // removes the directory
+    release_context(cl, c);
+}
+
+fn include_directories_are_read_at_each_build(cl: &Cl) {
+    // A header found through -I is read when the program is built: the
+    // same source and options give a different program once it changes.
+    let c = cl.context();
+    let scratch = ScratchDir::new("changing-include");
+    let dir = &scratch.0;
+    let header = dir.join("changing.h");
+    let src = "#include \"changing.h\"\nkernel void HEADER_KERNEL(global int* o) { o[0] = 1; }\n";
+    let options = format!("-I {}", dir.display());
+    for name in ["before_edit", "after_edit"] {
+        std::fs::write(&header, format!("#define HEADER_KERNEL {name}\n")).unwrap();
+        let p = built(cl, c, src, &options);
+        let got = kernel_names(cl, p).unwrap();
+        release_program(cl, p);
+        assert_eq!(got, names(&[name]), "the header as it is now");
+    }
+    drop(scratch); // removes the directory
+    release_context(cl, c);
+}
+
+fn language_version_macros(cl: &Cl) {
+    let c = cl.context();
+    let conds = [
+        "__OPENCL_VERSION__ == 300",
+        "__OPENCL_C_VERSION__ == 110",
+        "__OPENCL_C_VERSION__ == 120",
+        "__OPENCL_C_VERSION__ == 300",
+    ];
+    // Without -cl-std, the highest OpenCL C 1.x the device supports (1.2).
+    assert_eq!(conditions(cl, c, "", &conds), [true, false, true, false]);
+    assert_eq!(
+        conditions(cl, c, "-cl-std=CL1.1", &conds),
+        [true, true, false, false]
+    );
+    assert_eq!(
+        conditions(cl, c, "-cl-std=CL1.2", &conds),
+        [true, false, true, false]
+    );
+    assert_eq!(
+        conditions(cl, c, "-cl-std=CL3.0", &conds),
+        [true, false, false, true]
+    );
+    release_context(cl, c);
+}
+
+fn device_feature_macros(cl: &Cl) {
+    let c = cl.context();
+    let d = cl.device();
+    let image_support = u32_of(&cl.device_bytes(d, CL_DEVICE_IMAGE_SUPPORT).unwrap());
+    assert_eq!(image_support, CL_FALSE, "vkcl offers no images yet");
+    let extensions = c_string(&cl.device_bytes(d, CL_DEVICE_EXTENSIONS).unwrap());
+    let reported: Vec<&str> = extensions.split_whitespace().collect();
+
+    // Extensions the device does not report are not defined, whatever
+    // clang would define for its target.
+    let absent: Vec<&str> = [
+        "cl_khr_fp64",
+        "cl_khr_fp16",
+        "cl_khr_subgroups",
+        "cl_khr_subgroup_ballot",
+        "cl_khr_int64_base_atomics",
+        "cl_khr_3d_image_writes",
+    ]
+    .into_iter()
+    .filter(|e| !reported.contains(e))
+    .collect();
+    // OpenCL C extensions the device reports are defined.
+    let present: Vec<&str> = [
+        "cl_khr_byte_addressable_store",
+        "cl_khr_global_int32_base_atomics",
+        "cl_khr_global_int32_extended_atomics",
+        "cl_khr_local_int32_base_atomics",
+        "cl_khr_local_int32_extended_atomics",
+    ]
+    .into_iter()
+    .filter(|e| reported.contains(e))
+    .collect();
+    let mut conds = vec!["defined(__IMAGE_SUPPORT__)".to_string()];
+    conds.extend(absent.iter().map(|e| format!("defined({e})")));
+    conds.extend(present.iter().map(|e| format!("defined({e})")));
+    let mut want = vec![false];
+    want.extend(absent.iter().map(|_| false));
+    want.extend(present.iter().map(|_| true));
+    let cond_refs: Vec<&str> = conds.iter().map(String::as_str).collect();
+    for options in ["", "-cl-std=CL3.0"] {
+        assert_eq!(
+            conditions(cl, c, options, &cond_refs),
+            want,
+            "{options:?}: {conds:?}"
+        );
+    }
+
+    // OpenCL C 3.0 feature macros follow CL_DEVICE_OPENCL_C_FEATURES.
+    let raw = cl.device_bytes(d, CL_DEVICE_OPENCL_C_FEATURES).unwrap();
+    let item = std::mem::size_of::<cl_name_version>();
+    let features: Vec<String> = raw
+        .chunks_exact(item)
+        .map(|f| {
+            let name = &f[std::mem::size_of::<cl_version>()..];
+            let end = name.iter().position(|&b| b == 0).unwrap();
+            String::from_utf8(name[..end].to_vec()).unwrap()
+        })
+        .collect();
+    let mut conds: Vec<String> = features.iter().map(|f| format!("defined({f})")).collect();
+    let mut want = vec![true; features.len()];
+    for f in [
+        "__opencl_c_images",
+        "__opencl_c_fp64",
+        "__opencl_c_3d_image_writes",
+    ] {
+        if !features.iter().any(|x| x == f) {
+            conds.push(format!("defined({f})"));
+            want.push(false);
+        }
+    }
+    let cond_refs: Vec<&str> = conds.iter().map(String::as_str).collect();
+    assert_eq!(
+        conditions(cl, c, "-cl-std=CL3.0", &cond_refs),
+        want,
+        "{conds:?}"
+    );
+    release_context(cl, c);
+}
+
+/// What a build callback saw: the program it was called for.
+struct Notified {
+    program: Mutex<Option<usize>>,
+    done: Condvar,
+}
+
+unsafe extern "C" fn build_done(p: cl_program, user_data: *mut c_void) {
+    // SAFETY: user_data is the `Notified` of the test, which waits for this.
+    let n = unsafe { &*(user_data as *const Notified) };
+    *n.program.lock().unwrap() = Some(p as usize);
+    n.done.notify_all();
+}
+
+fn asynchronous_build(cl: &Cl) {
+    let c = cl.context();
+    let p = with_source(cl, c, STORE);
+    let n = Notified {
+        program: Mutex::new(None),
+        done: Condvar::new(),
+    };
+    let r = unsafe {
+        cl.clBuildProgram.unwrap()(
+            p,
+            0,
+            null(),
+            null(),
+            Some(build_done),
+            (&n as *const Notified).cast_mut().cast(),
+        )
+    };
+    assert_eq!(r, CL_SUCCESS);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut seen = n.program.lock().unwrap();
+    while seen.is_none() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "the build callback did not run");
+        seen = n.done.wait_timeout(seen, left).unwrap().0;
+    }
+    assert_eq!(*seen, Some(p as usize), "called for this program");
+    drop(seen);
+    assert_eq!(build_status(cl, p), CL_BUILD_SUCCESS);
+    assert_eq!(kernel_names(cl, p).unwrap(), names(&["store"]));
+    release_program(cl, p);
+    release_context(cl, c);
+}
+
+// ---------------------------------------------------------------------
+// clCompileProgram and clLinkProgram
+// ---------------------------------------------------------------------
+
+/// A kernel that calls a function defined elsewhere, through headers.
+const USES_TWICE: &str = "#include \"inc/defs.h\"\n#include \"inc/util/twice.h\"\n\
+                          kernel void first(global int* o) { o[0] = twice(SCALE); }\n";
+const DEFS_H: &str = "#define SCALE 3\n";
+const TWICE_H: &str = "int twice(int x);\n";
+/// The function, and a kernel of its own. (Unsigned arithmetic keeps
+/// llvm-spirv at SPIR-V 1.0, the version of the other object: see
+/// `link_objects_of_different_spirv_versions` for the mixed case.)
+const TWICE_FN: &str = "int twice(int x) { return (int)(2u * (uint)x); }\n";
+const DEFINES_TWICE: &str = "int twice(int x) { return (int)(2u * (uint)x); }\n\
+                             kernel void second(global int* o) { o[0] = twice(5); }\n";
+
+/// USES_TWICE compiled with its two embedded headers.
+fn compiled_with_headers(cl: &Cl, c: cl_context) -> cl_program {
+    let defs = with_source(cl, c, DEFS_H);
+    let twice = with_source(cl, c, TWICE_H);
+    let p = with_source(cl, c, USES_TWICE);
+    let r = compile(
+        cl,
+        p,
+        "",
+        &[(defs, "inc/defs.h"), (twice, "inc/util/twice.h")],
+    );
+    assert_eq!(r, CL_SUCCESS, "{}: {}", cl.how, build_log(cl, p));
+    release_program(cl, defs);
+    release_program(cl, twice);
+    p
+}
+
+fn compile_with_embedded_headers_and_link(cl: &Cl) {
+    let c = cl.context();
+    // Without its headers the first object does not compile.
+    let p = with_source(cl, c, USES_TWICE);
+    assert_eq!(compile(cl, p, "", &[]), CL_COMPILE_PROGRAM_FAILURE);
+    assert_eq!(build_status(cl, p), CL_BUILD_ERROR);
+    assert!(build_log(cl, p).contains("inc/defs.h"));
+    assert_eq!(compile(cl, p, "-fbogus", &[]), CL_INVALID_COMPILER_OPTIONS);
+    release_program(cl, p);
+
+    let a = compiled_with_headers(cl, c);
+    let b = compiled(cl, c, DEFINES_TWICE);
+    for obj in [a, b] {
+        assert_eq!(build_status(cl, obj), CL_BUILD_SUCCESS);
+        assert_eq!(binary_type(cl, obj), CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT);
+        assert_eq!(
+            program_info(cl, obj, CL_PROGRAM_KERNEL_NAMES),
+            Err(CL_INVALID_PROGRAM_EXECUTABLE),
+            "a compiled object is no executable"
+        );
+        assert_eq!(kernel(cl, obj, "first"), Err(CL_INVALID_PROGRAM_EXECUTABLE));
+    }
+
+    let (bad, err) = link(cl, c, "-DX", &[a, b]);
+    assert!(bad.is_null());
+    assert_eq!(err, CL_INVALID_LINKER_OPTIONS);
+
+    let (exe, err) = link(cl, c, "", &[a, b]);
+    assert_eq!(err, CL_SUCCESS);
+    assert!(!exe.is_null());
+    assert_eq!(build_status(cl, exe), CL_BUILD_SUCCESS);
+    assert_eq!(binary_type(cl, exe), CL_PROGRAM_BINARY_TYPE_EXECUTABLE);
+    assert_eq!(kernel_names(cl, exe).unwrap(), names(&["first", "second"]));
+    assert_eq!(num_kernels(cl, exe), Ok(2));
+    assert_eq!(
+        usize_of(&program_info(cl, exe, CL_PROGRAM_CONTEXT).unwrap()),
+        c as usize
+    );
+    for (name, want) in [("first", 6), ("second", 10)] {
+        let k = kernel(cl, exe, name).unwrap();
+        assert_eq!(run_single(cl, c, k), want, "{name}");
+        release_kernel(cl, k);
+    }
+    release_program(cl, exe);
+
+    // A program that was never compiled cannot be linked.
+    let raw = with_source(cl, c, STORE);
+    let (none, err) = link(cl, c, "", &[a, raw]);
+    assert!(none.is_null());
+    assert_eq!(err, CL_INVALID_OPERATION);
+    // No inputs.
+    let (none, err) = link(cl, c, "", &[]);
+    assert!(none.is_null());
+    assert_eq!(err, CL_INVALID_VALUE);
+    release_program(cl, raw);
+    release_program(cl, a);
+    release_program(cl, b);
+    release_context(cl, c);
+}
+
+fn link_a_library(cl: &Cl) {
+    let c = cl.context();
+    let helper = compiled(cl, c, TWICE_FN);
+    let (lib, err) = link(cl, c, "-create-library", &[helper]);
+    assert_eq!(err, CL_SUCCESS, "{}", build_log(cl, lib));
+    assert_eq!(build_status(cl, lib), CL_BUILD_SUCCESS);
+    assert_eq!(binary_type(cl, lib), CL_PROGRAM_BINARY_TYPE_LIBRARY);
+    assert_eq!(
+        program_info(cl, lib, CL_PROGRAM_KERNEL_NAMES),
+        Err(CL_INVALID_PROGRAM_EXECUTABLE),
+        "a library is no executable"
+    );
+
+    let user = compiled_with_headers(cl, c);
+    let (exe, err) = link(cl, c, "", &[user, lib]);
+    assert_eq!(err, CL_SUCCESS, "{}", build_log(cl, exe));
+    assert_eq!(binary_type(cl, exe), CL_PROGRAM_BINARY_TYPE_EXECUTABLE);
+    assert_eq!(kernel_names(cl, exe).unwrap(), names(&["first"]));
+    let k = kernel(cl, exe, "first").unwrap();
+    assert_eq!(run_single(cl, c, k), 6);
+    release_kernel(cl, k);
+    for p in [exe, user, lib, helper] {
+        release_program(cl, p);
+    }
+    release_context(cl, c);
+}
+
+fn link_objects_of_different_spirv_versions(cl: &Cl) {
+    // llvm-spirv gives each module the lowest SPIR-V version it needs:
+    // signed arithmetic (NoSignedWrap decorations) needs 1.4, the kernel
+    // that only calls `twice` 1.0. Linking them is still one program.
+    let c = cl.context();
+    let user = compiled_with_headers(cl, c);
+    let helper = compiled(cl, c, "int twice(int x) { return 2 * x; }\n");
+    let (exe, err) = link(cl, c, "", &[user, helper]);
+    assert_eq!(err, CL_SUCCESS, "{}", build_log(cl, exe));
+    assert_eq!(kernel_names(cl, exe).unwrap(), names(&["first"]));
+    let k = kernel(cl, exe, "first").unwrap();
+    assert_eq!(run_single(cl, c, k), 6);
+    release_kernel(cl, k);
+    for p in [exe, user, helper] {
+        release_program(cl, p);
+    }
+    release_context(cl, c);
+}
+
+fn unresolved_link_fails_with_log(cl: &Cl) {
+    let c = cl.context();
+    let obj = compiled(
+        cl,
+        c,
+        "int helper_missing(int x);\n\
+         kernel void calls(global int* o) { o[0] = helper_missing(o[0]); }\n",
+    );
+    let (p, err) = link(cl, c, "", &[obj]);
+    assert_eq!(err, CL_LINK_PROGRAM_FAILURE);
+    assert!(!p.is_null(), "a failed link still returns its program");
+    assert_eq!(build_status(cl, p), CL_BUILD_ERROR);
+    let log = build_log(cl, p);
+    assert!(!log.is_empty(), "the log says why");
+    assert_eq!(
+        program_info(cl, p, CL_PROGRAM_KERNEL_NAMES),
+        Err(CL_INVALID_PROGRAM_EXECUTABLE)
+    );
+    release_program(cl, p);
+    release_program(cl, obj);
+    release_context(cl, c);
+}
+
+fn compile_needs_source_or_il(cl: &Cl) {
+    let c = cl.context();
+    // From a binary: no source or IL to compile.
+    let exe = built(cl, c, STORE, "");
+    let bin = binaries(cl, exe).remove(0);
+    let (from_bin, status) = with_binary(cl, c, &bin);
+    assert_eq!(status, CL_SUCCESS);
+    let from_bin = from_bin.unwrap();
+    assert_eq!(compile(cl, from_bin, "", &[]), CL_INVALID_OPERATION);
+    release_program(cl, from_bin);
+    release_program(cl, exe);
+
+    // A linked program has no source or IL either.
+    let obj = compiled(cl, c, STORE);
+    let (linked, err) = link(cl, c, "", &[obj]);
+    assert_eq!(err, CL_SUCCESS);
+    assert_eq!(compile(cl, linked, "", &[]), CL_INVALID_OPERATION);
+    release_program(cl, linked);
+    release_program(cl, obj);
+
+    // From IL: compiling is allowed ("CL_INVALID_OPERATION if program has no
+    // source or IL available"), and gives a compiled object.
+    let il = with_il(cl, c, &assemble(IL_STORE)).unwrap();
+    assert_eq!(compile(cl, il, "", &[]), CL_SUCCESS);
+    assert_eq!(binary_type(cl, il), CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT);
+    release_program(cl, il);
+    release_context(cl, c);
+}
+
+// ---------------------------------------------------------------------
+// Program binaries
+// ---------------------------------------------------------------------
+
+fn binaries_round_trip(cl: &Cl) {
+    let c = cl.context();
+    let src = format!("{STORE}kernel void other(global int* o) {{ o[0] = 5; }}\n");
+    // Before a build there is no binary.
+    let p = with_source(cl, c, &src);
+    assert_eq!(binaries(cl, p), vec![Vec::<u8>::new()]);
+    assert_eq!(build(cl, p, ""), CL_SUCCESS);
+    let bins = binaries(cl, p);
+    assert_eq!(bins.len(), 1);
+    assert!(!bins[0].is_empty());
+    // A NULL entry in the pointer array is skipped.
+    let mut skip: [*mut u8; 1] = [null_mut()];
+    let r = unsafe {
+        cl.clGetProgramInfo.unwrap()(
+            p,
+            CL_PROGRAM_BINARIES,
+            std::mem::size_of_val(&skip),
+            skip.as_mut_ptr().cast(),
+            null_mut(),
+        )
+    };
+    assert_eq!(r, CL_SUCCESS);
+
+    let (q, status) = with_binary(cl, c, &bins[0]);
+    assert_eq!(status, CL_SUCCESS);
+    let q = q.unwrap();
+    assert_eq!(
+        program_info(cl, q, CL_PROGRAM_SOURCE).unwrap(),
+        vec![0],
+        "no source for a binary program"
+    );
+    assert_eq!(build(cl, q, ""), CL_SUCCESS, "{}", build_log(cl, q));
+    assert_eq!(build_status(cl, q), CL_BUILD_SUCCESS);
+    assert_eq!(binary_type(cl, q), CL_PROGRAM_BINARY_TYPE_EXECUTABLE);
+    assert_eq!(kernel_names(cl, q), kernel_names(cl, p));
+    assert_eq!(binaries(cl, q), bins, "the binary survives the trip");
+    let k = kernel(cl, q, "store").unwrap();
+    assert_eq!(set_arg(cl, k, 1, &41i32), CL_SUCCESS);
+    assert_eq!(run_single(cl, c, k), 41);
+    release_kernel(cl, k);
+    release_program(cl, q);
+    release_program(cl, p);
+
+    // A compiled object's binary links like the object itself.
+    let obj = compiled(cl, c, STORE);
+    assert_eq!(binary_type(cl, obj), CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT);
+    let obj_bin = binaries(cl, obj).remove(0);
+    let (again, status) = with_binary(cl, c, &obj_bin);
+    assert_eq!(status, CL_SUCCESS);
+    let again = again.unwrap();
+    assert_eq!(
+        binary_type(cl, again),
+        CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT
+    );
+    let (exe, err) = link(cl, c, "", &[again]);
+    assert_eq!(err, CL_SUCCESS);
+    assert_eq!(kernel_names(cl, exe).unwrap(), names(&["store"]));
+    for p in [exe, again, obj] {
+        release_program(cl, p);
+    }
+    release_context(cl, c);
+}
+
+fn damaged_binaries_are_rejected(cl: &Cl) {
+    let c = cl.context();
+    let p = built(cl, c, STORE, "");
+    let good = binaries(cl, p).remove(0);
+    release_program(cl, p);
+
+    let mut flipped = good.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0x40;
+    let truncated = good[..good.len() / 2].to_vec();
+    let garbage: Vec<u8> = (0..good.len()).map(|i| (i * 37 + 11) as u8).collect();
+    for (what, bin) in [
+        ("a flipped byte", &flipped),
+        ("truncated", &truncated),
+        ("garbage", &garbage),
+    ] {
+        let (r, status) = with_binary(cl, c, bin);
+        assert_eq!(r, Err(CL_INVALID_BINARY), "{what}");
+        assert_eq!(status, CL_INVALID_BINARY, "{what}: binary_status");
+    }
+
+    // Argument checks: lengths and binaries must be given and non-empty.
+    let d = cl.device();
+    let create = cl.clCreateProgramWithBinary.unwrap();
+    let mut err = 1;
+    let mut status = 1;
+    let zero = 0usize;
+    let mut ptr = good.as_ptr();
+    unsafe {
+        assert!(create(c, 1, &d, &zero, &mut ptr, &mut status, &mut err).is_null());
+        assert_eq!(err, CL_INVALID_VALUE, "length 0");
+        assert_eq!(status, CL_INVALID_VALUE);
+        let len = good.len();
+        let mut none: *const u8 = null();
+        assert!(create(c, 1, &d, &len, &mut none, &mut status, &mut err).is_null());
+        assert_eq!(err, CL_INVALID_VALUE, "a NULL binary");
+        assert!(create(c, 0, &d, &len, &mut ptr, &mut status, &mut err).is_null());
+        assert_eq!(err, CL_INVALID_VALUE, "no devices");
+        // binary_status may be NULL.
+        let p = create(c, 1, &d, &len, &mut ptr, null_mut(), &mut err);
+        assert_eq!(err, CL_SUCCESS);
+        release_program(cl, p);
+    }
+    release_context(cl, c);
+}
+
+fn same_source_same_binary(cl: &Cl) {
+    // The second build may come from the compiler cache; either way the
+    // result is the same.
+    let c = cl.context();
+    let src = format!("{STORE}// same_source_same_binary\n");
+    let p1 = built(cl, c, &src, "-DSAME=1");
+    let p2 = built(cl, c, &src, "-DSAME=1");
+    assert_eq!(binaries(cl, p1), binaries(cl, p2));
+    assert_eq!(build_log(cl, p1), build_log(cl, p2));
+    release_program(cl, p1);
+    release_program(cl, p2);
+    release_context(cl, c);
+}
+
+// ---------------------------------------------------------------------
+// clCreateProgramWithIL
+// ---------------------------------------------------------------------
+
+fn program_from_il(cl: &Cl) {
+    let c = cl.context();
+    let spirv = assemble(IL_STORE);
+    let p = with_il(cl, c, &spirv).unwrap();
+    assert_eq!(program_info(cl, p, CL_PROGRAM_IL).unwrap(), spirv);
+    assert_eq!(
+        program_info(cl, p, CL_PROGRAM_SOURCE).unwrap(),
+        vec![0],
+        "no source for an IL program"
+    );
+    assert_eq!(
+        program_info(cl, p, CL_PROGRAM_KERNEL_NAMES),
+        Err(CL_INVALID_PROGRAM_EXECUTABLE)
+    );
+    assert_eq!(build(cl, p, ""), CL_SUCCESS, "{}", build_log(cl, p));
+    assert_eq!(binary_type(cl, p), CL_PROGRAM_BINARY_TYPE_EXECUTABLE);
+    assert_eq!(kernel_names(cl, p).unwrap(), names(&["il_store"]));
+    let k = kernel(cl, p, "il_store").unwrap();
+    assert_eq!(
+        u32_of(&kernel_info_bytes(cl, k, CL_KERNEL_NUM_ARGS).unwrap()),
+        2
+    );
+    assert_eq!(set_arg(cl, k, 1, &0x1234u32), CL_SUCCESS);
+    assert_eq!(run_single(cl, c, k), 0x1234);
+    release_kernel(cl, k);
+    release_program(cl, p);
+    release_context(cl, c);
+}
+
+fn malformed_il_is_rejected(cl: &Cl) {
+    let c = cl.context();
+    let spirv = assemble(IL_STORE);
+    let garbage: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(29) ^ 0x5A).collect();
+    let cases: [(&str, &[u8]); 4] = [
+        ("garbage", &garbage),
+        ("truncated to the header", &spirv[..20]),
+        ("missing its last word", &spirv[..spirv.len() - 4]),
+        (
+            "a length that is no multiple of 4",
+            &spirv[..spirv.len() - 1],
+        ),
+    ];
+    for (what, il) in cases {
+        assert_eq!(with_il(cl, c, il), Err(CL_INVALID_VALUE), "{what}");
+    }
+    let mut err = 1;
+    let create = cl.clCreateProgramWithIL.unwrap();
+    unsafe {
+        assert!(create(c, null(), 16, &mut err).is_null());
+        assert_eq!(err, CL_INVALID_VALUE, "IL NULL");
+        assert!(create(c, spirv.as_ptr().cast(), 0, &mut err).is_null());
+        assert_eq!(err, CL_INVALID_VALUE, "length 0");
+    }
+    release_context(cl, c);
+}
+
+// ---------------------------------------------------------------------
+// Kernel objects
+// ---------------------------------------------------------------------
+
+/// Kernels for the kernel-object tests: a fixed work-group size, a plain
+/// one, and a helper that is no kernel.
+const KERNELS: &str = "int helper(int x) { return x + 1; }\n\
+    __attribute__((reqd_work_group_size(4,2,1)))\n\
+    kernel void fixed(global int* out) { out[get_global_id(0)] = helper(1); }\n\
+    kernel void store(global int* out, int value) { out[0] = value; }\n";
+
+fn create_kernel_errors(cl: &Cl) {
+    let c = cl.context();
+    let p = with_source(cl, c, KERNELS);
+    assert_eq!(kernel(cl, p, "store"), Err(CL_INVALID_PROGRAM_EXECUTABLE));
+    assert_eq!(build(cl, p, ""), CL_SUCCESS);
+    assert_eq!(kernel(cl, p, "no_such_kernel"), Err(CL_INVALID_KERNEL_NAME));
+    assert_eq!(
+        kernel(cl, p, "helper"),
+        Err(CL_INVALID_KERNEL_NAME),
+        "not a kernel"
+    );
+    assert_eq!(kernel(cl, p, "stor"), Err(CL_INVALID_KERNEL_NAME));
+    let mut err = 1;
+    let k = unsafe { cl.clCreateKernel.unwrap()(p, null(), &mut err) };
+    assert!(k.is_null());
+    assert_eq!(err, CL_INVALID_VALUE, "a NULL name");
+    // errcode_ret may be NULL.
+    let name = CString::new("store").unwrap();
+    let k = unsafe { cl.clCreateKernel.unwrap()(p, name.as_ptr(), null_mut()) };
+    assert!(!k.is_null());
+    release_kernel(cl, k);
+    release_program(cl, p);
+    release_context(cl, c);
+}
+
+fn kernels_in_program(cl: &Cl) {
+    let c = cl.context();
+    let p = with_source(cl, c, KERNELS);
+    let create = cl.clCreateKernelsInProgram.unwrap();
+    let mut n = 0;
+    assert_eq!(
+        unsafe { create(p, 0, null_mut(), &mut n) },
+        CL_INVALID_PROGRAM_EXECUTABLE
+    );
+    assert_eq!(build(cl, p, ""), CL_SUCCESS);
+    assert_eq!(unsafe { create(p, 0, null_mut(), &mut n) }, CL_SUCCESS);
+    assert_eq!(n, 2);
+    let mut one = [null_mut(); 1];
+    assert_eq!(
+        unsafe { create(p, 1, one.as_mut_ptr(), null_mut()) },
+        CL_INVALID_VALUE,
+        "too small an array"
+    );
+    let mut ks = [null_mut(); 3];
+    let mut got = 0;
+    assert_eq!(
+        unsafe { create(p, 3, ks.as_mut_ptr(), &mut got) },
+        CL_SUCCESS
+    );
+    assert_eq!(got, 2);
+    let mut fnames: Vec<String> = ks[..2]
+        .iter()
+        .map(|&k| c_string(&kernel_info_bytes(cl, k, CL_KERNEL_FUNCTION_NAME).unwrap()))
+        .collect();
+    fnames.sort();
+    assert_eq!(fnames, names(&["fixed", "store"]));
+    for &k in &ks[..2] {
+        release_kernel(cl, k);
+    }
+    release_program(cl, p);
+    release_context(cl, c);
+}
+
+fn kernel_info(cl: &Cl) {
+    let c = cl.context();
+    let p = built(cl, c, KERNELS, "");
+    let fixed = kernel(cl, p, "fixed").unwrap();
+    let store = kernel(cl, p, "store").unwrap();
+    let s = |k, param| c_string(&kernel_info_bytes(cl, k, param).unwrap());
+    let u = |k, param| u32_of(&kernel_info_bytes(cl, k, param).unwrap());
+    let h = |k, param| usize_of(&kernel_info_bytes(cl, k, param).unwrap());
+    assert_eq!(s(fixed, CL_KERNEL_FUNCTION_NAME), "fixed");
+    assert_eq!(s(store, CL_KERNEL_FUNCTION_NAME), "store");
+    assert_eq!(u(fixed, CL_KERNEL_NUM_ARGS), 1);
+    assert_eq!(u(store, CL_KERNEL_NUM_ARGS), 2);
+    assert_eq!(
+        s(fixed, CL_KERNEL_ATTRIBUTES),
+        "reqd_work_group_size(4,2,1)"
+    );
+    assert_eq!(s(store, CL_KERNEL_ATTRIBUTES), "");
+    assert_eq!(h(store, CL_KERNEL_CONTEXT), c as usize);
+    assert_eq!(h(store, CL_KERNEL_PROGRAM), p as usize);
+    assert_eq!(u(store, CL_KERNEL_REFERENCE_COUNT), 1);
+    unsafe {
+        assert_eq!(cl.clRetainKernel.unwrap()(store), CL_SUCCESS);
+        assert_eq!(u(store, CL_KERNEL_REFERENCE_COUNT), 2);
+        assert_eq!(cl.clReleaseKernel.unwrap()(store), CL_SUCCESS);
+    }
+    assert_eq!(u(store, CL_KERNEL_REFERENCE_COUNT), 1);
+    assert_eq!(kernel_info_bytes(cl, store, 0xFFFF), Err(CL_INVALID_VALUE));
+    release_kernel(cl, fixed);
+    release_kernel(cl, store);
+    release_program(cl, p);
+    release_context(cl, c);
+}
+
+/// A kernel with one argument of each interesting kind.
+const DESCRIBED: &str = "typedef struct { int a; float b; } pair_t;\n\
+    kernel void described(global const float* restrict src,\n\
+                          constant int* table,\n\
+                          local float* scratch,\n\
+                          int n,\n\
+                          float4 scale,\n\
+                          pair_t pair,\n\
+                          global volatile int* flags,\n\
+                          unsigned int u)\n\
+    {\n\
+        size_t i = get_global_id(0);\n\
+        scratch[get_local_id(0)] = src[i] * scale.x + table[0] + n + pair.b + u;\n\
+        barrier(CLK_LOCAL_MEM_FENCE);\n\
+        flags[i] = (int)scratch[0] + pair.a;\n\
+    }\n";
+
+fn kernel_arg_info(cl: &Cl) {
+    let c = cl.context();
+    let p = built(cl, c, DESCRIBED, "-cl-kernel-arg-info");
+    let k = kernel(cl, p, "described").unwrap();
+    let want: [(&str, &str, cl_uint, cl_uint); 8] = [
+        (
+            "src",
+            "float*",
+            CL_KERNEL_ARG_ADDRESS_GLOBAL,
+            CL_KERNEL_ARG_TYPE_CONST | CL_KERNEL_ARG_TYPE_RESTRICT,
+        ),
+        (
+            "table",
+            "int*",
+            CL_KERNEL_ARG_ADDRESS_CONSTANT,
+            CL_KERNEL_ARG_TYPE_CONST,
+        ),
+        (
+            "scratch",
+            "float*",
+            CL_KERNEL_ARG_ADDRESS_LOCAL,
+            CL_KERNEL_ARG_TYPE_NONE,
+        ),
+        (
+            "n",
+            "int",
+            CL_KERNEL_ARG_ADDRESS_PRIVATE,
+            CL_KERNEL_ARG_TYPE_NONE,
+        ),
+        (
+            "scale",
+            "float4",
+            CL_KERNEL_ARG_ADDRESS_PRIVATE,
+            CL_KERNEL_ARG_TYPE_NONE,
+        ),
+        (
+            "pair",
+            "pair_t",
+            CL_KERNEL_ARG_ADDRESS_PRIVATE,
+            CL_KERNEL_ARG_TYPE_NONE,
+        ),
+        (
+            "flags",
+            "int*",
+            CL_KERNEL_ARG_ADDRESS_GLOBAL,
+            CL_KERNEL_ARG_TYPE_VOLATILE,
+        ),
+        (
+            "u",
+            "uint",
+            CL_KERNEL_ARG_ADDRESS_PRIVATE,
+            CL_KERNEL_ARG_TYPE_NONE,
+        ),
+    ];
+    let mut quals = Vec::new();
+    for (i, (name, type_name, address, type_qual)) in want.into_iter().enumerate() {
+        let i = i as u32;
+        let s = |param| c_string(&arg_info(cl, k, i, param).unwrap());
+        let n = |param| arg_info(cl, k, i, param).unwrap();
+        assert_eq!(s(CL_KERNEL_ARG_NAME), name, "arg {i}");
+        assert_eq!(s(CL_KERNEL_ARG_TYPE_NAME), type_name, "arg {i}");
+        assert_eq!(
+            u32_of(&n(CL_KERNEL_ARG_ADDRESS_QUALIFIER)),
+            address,
+            "arg {i}"
+        );
+        assert_eq!(
+            u32_of(&n(CL_KERNEL_ARG_ACCESS_QUALIFIER)),
+            CL_KERNEL_ARG_ACCESS_NONE,
+            "arg {i}"
+        );
+        quals.push((n(CL_KERNEL_ARG_TYPE_QUALIFIER), u64::from(type_qual)));
+    }
+    // cl_kernel_arg_type_qualifier is a cl_bitfield (a cl_ulong) in cl.h.
+    for (i, (got, want)) in quals.iter().enumerate() {
+        assert_eq!(got.len(), 8, "arg {i}: the type qualifier's size");
+        assert_eq!(u64_of(got), *want, "arg {i}: the type qualifier");
+    }
+    assert_eq!(
+        arg_info(cl, k, 8, CL_KERNEL_ARG_NAME),
+        Err(CL_INVALID_ARG_INDEX)
+    );
+    assert_eq!(arg_info(cl, k, 0, 0xFFFF), Err(CL_INVALID_VALUE));
+    release_kernel(cl, k);
+    release_program(cl, p);
+    release_context(cl, c);
+}
+
+fn kernel_arg_info_needs_option(cl: &Cl) {
+    let c = cl.context();
+    let p = built(cl, c, DESCRIBED, "");
+    let k = kernel(cl, p, "described").unwrap();
+    for param in [
+        CL_KERNEL_ARG_NAME,
+        CL_KERNEL_ARG_TYPE_NAME,
+        CL_KERNEL_ARG_ADDRESS_QUALIFIER,
+        CL_KERNEL_ARG_ACCESS_QUALIFIER,
+        CL_KERNEL_ARG_TYPE_QUALIFIER,
+    ] {
+        assert_eq!(
+            arg_info(cl, k, 0, param),
+            Err(CL_KERNEL_ARG_INFO_NOT_AVAILABLE),
+            "{param:#x}"
+        );
+    }
+    release_kernel(cl, k);
+    release_program(cl, p);
+    release_context(cl, c);
+}
+
+fn set_kernel_arg_checks(cl: &Cl) {
+    let c = cl.context();
+    let p = built(cl, c, DESCRIBED, "");
+    let k = kernel(cl, p, "described").unwrap();
+    let b = cl.buffer(c, CL_MEM_READ_WRITE, 64, null_mut());
+    let no_mem: cl_mem = null_mut();
+    let mem = std::mem::size_of::<cl_mem>();
+
+    // Index out of range.
+    assert_eq!(set_arg(cl, k, 8, &0i32), CL_INVALID_ARG_INDEX);
+    // Buffers: sizeof(cl_mem), a valid buffer or NULL.
+    assert_eq!(set_arg(cl, k, 0, &b), CL_SUCCESS);
+    assert_eq!(
+        set_arg_raw(cl, k, 0, 4, (&b as *const cl_mem).cast()),
+        CL_INVALID_ARG_SIZE
+    );
+    assert_eq!(set_arg(cl, k, 0, &no_mem), CL_SUCCESS, "a NULL buffer");
+    assert_eq!(
+        set_arg_raw(cl, k, 0, mem, null()),
+        CL_SUCCESS,
+        "a NULL value"
+    );
+    assert_eq!(set_arg(cl, k, 1, &b), CL_SUCCESS, "a __constant buffer");
+    assert_eq!(set_arg(cl, k, 6, &b), CL_SUCCESS);
+    let junk = junk_handle::<c_void>();
+    assert_eq!(set_arg(cl, k, 0, &junk), CL_INVALID_MEM_OBJECT);
+    // __local: a size and no value.
+    assert_eq!(set_arg_raw(cl, k, 2, 64, null()), CL_SUCCESS);
+    assert_eq!(
+        set_arg_raw(cl, k, 2, 64, (&b as *const cl_mem).cast()),
+        CL_INVALID_ARG_VALUE
+    );
+    assert_eq!(set_arg_raw(cl, k, 2, 0, null()), CL_INVALID_ARG_SIZE);
+    // By value: exactly the size of the type, and a value.
+    assert_eq!(set_arg(cl, k, 3, &7i32), CL_SUCCESS);
+    assert_eq!(set_arg(cl, k, 3, &7i64), CL_INVALID_ARG_SIZE);
+    assert_eq!(set_arg(cl, k, 3, &7i16), CL_INVALID_ARG_SIZE);
+    assert_eq!(set_arg_raw(cl, k, 3, 4, null()), CL_INVALID_ARG_VALUE);
+    assert_eq!(set_arg(cl, k, 4, &[1.0f32; 4]), CL_SUCCESS);
+    assert_eq!(set_arg(cl, k, 4, &[1.0f32; 3]), CL_INVALID_ARG_SIZE);
+    #[repr(C)]
+    struct Pair {
+        a: i32,
+        b: f32,
+    }
+    assert_eq!(
+        set_arg(cl, k, 5, &Pair { a: 3, b: 0.5 }),
+        CL_SUCCESS,
+        "a struct"
+    );
+    assert_eq!(set_arg(cl, k, 5, &3i32), CL_INVALID_ARG_SIZE);
+    assert_eq!(set_arg(cl, k, 7, &1u32), CL_SUCCESS);
+    release_mem(cl, b);
+    release_kernel(cl, k);
+    release_program(cl, p);
+    release_context(cl, c);
+}
+
+fn work_group_info(cl: &Cl) {
+    let c = cl.context();
+    let d = cl.device();
+    let p = built(cl, c, KERNELS, "");
+    let fixed = kernel(cl, p, "fixed").unwrap();
+    let store = kernel(cl, p, "store").unwrap();
+    let max = usize_of(&cl.device_bytes(d, CL_DEVICE_MAX_WORK_GROUP_SIZE).unwrap());
+    let size = |k, dev, param| work_group_bytes(cl, k, dev, param).unwrap();
+    let triple = |b: Vec<u8>| -> Vec<usize> {
+        b.chunks_exact(std::mem::size_of::<usize>())
+            .map(usize_of)
+            .collect()
+    };
+
+    let wg = usize_of(&size(store, d, CL_KERNEL_WORK_GROUP_SIZE));
+    assert!((1..=max).contains(&wg), "{wg} within 1..={max}");
+    let fixed_wg = usize_of(&size(fixed, d, CL_KERNEL_WORK_GROUP_SIZE));
+    assert!((8..=max).contains(&fixed_wg), "room for 4x2x1: {fixed_wg}");
+    assert_eq!(
+        triple(size(store, d, CL_KERNEL_COMPILE_WORK_GROUP_SIZE)),
+        [0, 0, 0]
+    );
+    assert_eq!(
+        triple(size(fixed, d, CL_KERNEL_COMPILE_WORK_GROUP_SIZE)),
+        [4, 2, 1]
+    );
+    let multiple = usize_of(&size(
+        store,
+        d,
+        CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+    ));
+    assert!(multiple >= 1 && multiple <= wg, "{multiple}");
+    assert_eq!(size(store, d, CL_KERNEL_PRIVATE_MEM_SIZE).len(), 8);
+    // With one device, the device may be NULL.
+    assert_eq!(
+        usize_of(&size(store, null_mut(), CL_KERNEL_WORK_GROUP_SIZE)),
+        wg
+    );
+    // Only for custom devices and built-in kernels.
+    assert_eq!(
+        work_group_bytes(cl, store, d, CL_KERNEL_GLOBAL_WORK_SIZE),
+        Err(CL_INVALID_VALUE)
+    );
+    assert_eq!(
+        work_group_bytes(cl, store, d, 0xFFFF),
+        Err(CL_INVALID_VALUE)
+    );
+    release_kernel(cl, fixed);
+    release_kernel(cl, store);
+    release_program(cl, p);
+    release_context(cl, c);
+}
+
+fn local_mem_size_counts_local_variables(cl: &Cl) {
+    // CL_KERNEL_LOCAL_MEM_SIZE includes __local variables declared in the
+    // kernel as well as __local arguments.
+    let c = cl.context();
+    let d = cl.device();
+    let p = built(
+        cl,
+        c,
+        "kernel void tiles(global float* out, local float* extra) {\n\
+             local float tile[64];\n\
+             tile[get_local_id(0)] = get_local_id(0);\n\
+             extra[get_local_id(0)] = 1.0f;\n\
+             barrier(CLK_LOCAL_MEM_FENCE);\n\
+             out[get_global_id(0)] = tile[63 - get_local_id(0)] + extra[0];\n\
+         }\n",
+        "",
+    );
+    let k = kernel(cl, p, "tiles").unwrap();
+    let local = |k| u64_of(&work_group_bytes(cl, k, d, CL_KERNEL_LOCAL_MEM_SIZE).unwrap());
+    assert!(local(k) >= 256, "the 64-float tile: {}", local(k));
+    assert_eq!(set_arg_raw(cl, k, 1, 128, null()), CL_SUCCESS);
+    assert!(local(k) >= 256 + 128, "tile and argument: {}", local(k));
+    release_kernel(cl, k);
+    release_program(cl, p);
+    release_context(cl, c);
+}
+
+fn clone_kernel(cl: &Cl) {
+    let c = cl.context();
+    let p = built(cl, c, STORE, "");
+    let k = kernel(cl, p, "store").unwrap();
+    assert_eq!(set_arg(cl, k, 1, &7i32), CL_SUCCESS);
+    let mut err = 1;
+    let copy = unsafe { cl.clCloneKernel.unwrap()(k, &mut err) };
+    assert_eq!(err, CL_SUCCESS);
+    assert!(!copy.is_null() && copy != k);
+    let s = |k, param| c_string(&kernel_info_bytes(cl, k, param).unwrap());
+    let h = |k, param| usize_of(&kernel_info_bytes(cl, k, param).unwrap());
+    assert_eq!(s(copy, CL_KERNEL_FUNCTION_NAME), "store");
+    assert_eq!(h(copy, CL_KERNEL_PROGRAM), p as usize);
+    assert_eq!(h(copy, CL_KERNEL_CONTEXT), c as usize);
+    assert_eq!(
+        u32_of(&kernel_info_bytes(cl, copy, CL_KERNEL_REFERENCE_COUNT).unwrap()),
+        1
+    );
+    // The clone has the values set so far; later changes stay apart.
+    assert_eq!(set_arg(cl, k, 1, &9i32), CL_SUCCESS);
+    assert_eq!(run_single(cl, c, copy), 7);
+    assert_eq!(run_single(cl, c, k), 9);
+    assert_eq!(set_arg(cl, copy, 1, &11i32), CL_SUCCESS);
+    assert_eq!(run_single(cl, c, k), 9);
+    release_kernel(cl, k);
+    // The clone outlives the original.
+    assert_eq!(run_single(cl, c, copy), 11);
+    release_kernel(cl, copy);
+    release_program(cl, p);
+    release_context(cl, c);
+}
+
+fn rebuild_with_kernels_attached(cl: &Cl) {
+    let c = cl.context();
+    let p = built(cl, c, STORE, "");
+    let k = kernel(cl, p, "store").unwrap();
+    assert_eq!(build(cl, p, ""), CL_INVALID_OPERATION);
+    assert_eq!(compile(cl, p, "", &[]), CL_INVALID_OPERATION);
+    let mut err = 1;
+    let copy = unsafe { cl.clCloneKernel.unwrap()(k, &mut err) };
+    assert_eq!(err, CL_SUCCESS);
+    release_kernel(cl, k);
+    assert_eq!(
+        build(cl, p, ""),
+        CL_INVALID_OPERATION,
+        "a clone still counts"
+    );
+    release_kernel(cl, copy);
+    // With every kernel released the program can be built again.
+    assert_eq!(build(cl, p, "-DAGAIN"), CL_SUCCESS);
+    assert_eq!(kernel_names(cl, p).unwrap(), names(&["store"]));
+    release_program(cl, p);
+    release_context(cl, c);
+}
+
+fn enqueue_errors(cl: &Cl) {
+    let c = cl.context();
+    let q = cl.queue(c, 0);
+    let p = built(cl, c, KERNELS, "");
+    let store = kernel(cl, p, "store").unwrap();
+    let fixed = kernel(cl, p, "fixed").unwrap();
+    let b = cl.buffer(c, CL_MEM_READ_WRITE, 64 * 4, null_mut());
+    let enqueue = |k, dims: u32, global: &[usize], local: Option<&[usize]>| unsafe {
+        cl.clEnqueueNDRangeKernel.unwrap()(
+            q,
+            k,
+            dims,
+            null(),
+            global.as_ptr(),
+            local.map_or(null(), |l| l.as_ptr()),
+            0,
+            null(),
+            null_mut(),
+        )
+    };
+    // Argument 1 is not set yet.
+    assert_eq!(set_arg(cl, store, 0, &b), CL_SUCCESS);
+    assert_eq!(enqueue(store, 1, &[1], None), CL_INVALID_KERNEL_ARGS);
+    assert_eq!(set_arg(cl, store, 1, &5i32), CL_SUCCESS);
+    assert_eq!(
+        enqueue(store, 0, &[1, 1, 1, 1], None),
+        CL_INVALID_WORK_DIMENSION
+    );
+    assert_eq!(
+        enqueue(store, 4, &[1, 1, 1, 1], None),
+        CL_INVALID_WORK_DIMENSION
+    );
+    assert_eq!(enqueue(store, 1, &[1], None), CL_SUCCESS);
+    // reqd_work_group_size(4,2,1) must be matched.
+    assert_eq!(set_arg(cl, fixed, 0, &b), CL_SUCCESS);
+    assert_eq!(
+        enqueue(fixed, 3, &[8, 2, 1], Some(&[2, 2, 1])),
+        CL_INVALID_WORK_GROUP_SIZE
+    );
+    assert_eq!(enqueue(fixed, 3, &[8, 2, 1], Some(&[4, 2, 1])), CL_SUCCESS);
+    assert_eq!(unsafe { cl.clFinish.unwrap()(q) }, CL_SUCCESS);
+    release_mem(cl, b);
+    release_kernel(cl, store);
+    release_kernel(cl, fixed);
+    release_program(cl, p);
+    assert_eq!(unsafe { cl.clReleaseCommandQueue.unwrap()(q) }, CL_SUCCESS);
+    release_context(cl, c);
+}
