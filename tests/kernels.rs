@@ -20,6 +20,21 @@ both_ways!(
     linear_ids,
 );
 
+/// The kernel files, built into the test so it runs from anywhere.
+fn source(file: &str) -> &'static str {
+    match file {
+        "atomics.cl" => include_str!("kernels/atomics.cl"),
+        "linear.cl" => include_str!("kernels/linear.cl"),
+        "matmul.cl" => include_str!("kernels/matmul.cl"),
+        "offsets.cl" => include_str!("kernels/offsets.cl"),
+        "reduce.cl" => include_str!("kernels/reduce.cl"),
+        "types.cl" => include_str!("kernels/types.cl"),
+        "vectors.cl" => include_str!("kernels/vectors.cl"),
+        "vector_add.cl" => include_str!("kernels/vector_add.cl"),
+        other => panic!("no kernel file {other}"),
+    }
+}
+
 struct Setup<'a> {
     cl: &'a Cl,
     c: cl_context,
@@ -42,8 +57,7 @@ impl<'a> Setup<'a> {
     }
 
     fn kernel(&mut self, file: &str, name: &str, options: &str) -> cl_kernel {
-        let path = format!("{}/tests/kernels/{file}", env!("CARGO_MANIFEST_DIR"));
-        let src = CString::new(std::fs::read_to_string(path).unwrap()).unwrap();
+        let src = CString::new(source(file)).unwrap();
         let mut ptr = src.as_ptr();
         let mut err = 1;
         let cl = self.cl;
