@@ -8,6 +8,7 @@ use opencl_sys::*;
 
 use crate::api::util::*;
 use crate::compiler::frontend::Purpose;
+use crate::compiler::spirv::reflect;
 use crate::core::context::Context;
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
@@ -530,7 +531,12 @@ fn build_info(b: &Build, param: cl_program_build_info) -> Info {
         CL_PROGRAM_BUILD_OPTIONS => info(b.options.clone()),
         CL_PROGRAM_BUILD_LOG => info(b.log.clone()),
         CL_PROGRAM_BINARY_TYPE => info(b.binary_type),
-        CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE => info(0usize),
+        CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE => info(
+            b.spirv
+                .as_ref()
+                .and_then(|w| reflect::load(w).ok())
+                .map_or(0, |m| reflect::global_variable_bytes(&m)) as usize,
+        ),
         _ => invalid_param(param),
     }
 }

@@ -227,6 +227,29 @@ pub fn kernels(module: &Module) -> Result<Vec<KernelInfo>, String> {
     Ok(out)
 }
 
+/// The size of a program's program-scope `__global` variables
+/// (CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE).
+pub fn global_variable_bytes(module: &Module) -> u64 {
+    let types: HashMap<u32, &Instruction> = module
+        .types_global_values
+        .iter()
+        .filter_map(|i| i.result_id.map(|r| (r, i)))
+        .collect();
+    module
+        .types_global_values
+        .iter()
+        .filter(|v| {
+            v.class.opcode == Op::Variable
+                && v.operands.first() == Some(&Operand::StorageClass(StorageClass::CrossWorkgroup))
+        })
+        .filter_map(|v| {
+            let ptr = types.get(&v.result_type?)?;
+            let pointee = id(ptr.operands.get(1)?)?;
+            layout(&types, pointee).ok().map(|(s, _)| s as u64)
+        })
+        .sum()
+}
+
 /// The size of the module-scope `__local` variables a kernel (and what it
 /// calls) uses.
 fn local_bytes(module: &Module, types: &HashMap<u32, &Instruction>, kernel: u32) -> u64 {
