@@ -280,6 +280,18 @@ pub mod work {
         Box::new(v)
     }
 
+    /// Device work that copies `regions` from `src` to `dst`.
+    fn copy_record(
+        src: vk::Buffer,
+        dst: vk::Buffer,
+        regions: Vec<vk::BufferCopy>,
+    ) -> Option<crate::core::queue::RecordFn> {
+        Some(Box::new(move |r| {
+            r.copy_buffer(src, dst, &regions);
+            Ok(())
+        }))
+    }
+
     pub fn write(
         queue: &Queue,
         buf: &Arc<Handle<Buffer>>,
@@ -295,10 +307,7 @@ pub mod work {
             size: data.len() as u64,
         };
         Ok(Work {
-            record: Some(Box::new(move |r| {
-                r.copy_buffer(src, dst, &[region]);
-                Ok(())
-            })),
+            record: copy_record(src, dst, vec![region]),
             complete: None,
             keep: vec![keep(staging), keep(buf.clone())],
         })
@@ -335,10 +344,7 @@ pub mod work {
         };
         let out = staging.clone();
         Ok(Work {
-            record: Some(Box::new(move |r| {
-                r.copy_buffer(src, dst, &[region]);
-                Ok(())
-            })),
+            record: copy_record(src, dst, vec![region]),
             complete: Some(Box::new(move || {
                 // SAFETY: the application keeps `ptr` valid for `size` bytes.
                 unsafe { out.buffer().read_to(0, ptr.get().cast(), size) };
@@ -364,10 +370,7 @@ pub mod work {
             })
             .collect();
         Work {
-            record: Some(Box::new(move |r| {
-                r.copy_buffer(s, d, &regions);
-                Ok(())
-            })),
+            record: copy_record(s, d, regions),
             complete: None,
             keep: vec![keep(src.clone()), keep(dst.clone())],
         }
@@ -414,10 +417,7 @@ pub mod work {
             })
             .collect();
         Ok(Work {
-            record: Some(Box::new(move |r| {
-                r.copy_buffer(src, dst, &regions);
-                Ok(())
-            })),
+            record: copy_record(src, dst, regions),
             complete: None,
             keep: vec![keep(staging), keep(buf.clone())],
         })
@@ -462,10 +462,7 @@ pub mod work {
         }
         let (src, dst) = (staging.buffer().raw, buf.storage.raw);
         Ok(Work {
-            record: Some(Box::new(move |r| {
-                r.copy_buffer(src, dst, &regions);
-                Ok(())
-            })),
+            record: copy_record(src, dst, regions),
             complete: None,
             keep: vec![keep(staging), keep(buf.clone())],
         })
@@ -494,10 +491,7 @@ pub mod work {
         let (src, dst) = (buf.storage.raw, staging.buffer().raw);
         let out = staging.clone();
         Ok(Work {
-            record: Some(Box::new(move |r| {
-                r.copy_buffer(src, dst, &regions);
-                Ok(())
-            })),
+            record: copy_record(src, dst, regions),
             complete: Some(Box::new(move || {
                 let base = out.ptr();
                 for (i, (_, host, len)) in rows.into_iter().enumerate() {
@@ -554,10 +548,7 @@ pub mod work {
         Ok((
             ptr,
             Work {
-                record: Some(Box::new(move |r| {
-                    r.copy_buffer(src, dst, &[region]);
-                    Ok(())
-                })),
+                record: copy_record(src, dst, vec![region]),
                 complete: Some(Box::new(move || {
                     if to_host {
                         // SAFETY: CL_MEM_USE_HOST_PTR memory covers the
@@ -606,10 +597,7 @@ pub mod work {
         };
         let (src, dst) = (staging.buffer().raw, buf.storage.raw);
         Ok(Work {
-            record: Some(Box::new(move |r| {
-                r.copy_buffer(src, dst, &[region]);
-                Ok(())
-            })),
+            record: copy_record(src, dst, vec![region]),
             complete: None,
             keep: vec![keep(staging), keep(buf.clone())],
         })
