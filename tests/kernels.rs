@@ -174,6 +174,12 @@ fn vector_add_every_type(cl: &Cl) {
         ("uchar4", 1, false),
         ("short2", 2, false),
         ("ushort4", 2, false),
+        ("int8", 4, false),
+        ("float8", 4, true),
+        ("uchar16", 1, false),
+        ("float16", 4, true),
+        ("long8", 8, false),
+        ("short16", 2, false),
     ];
     for (ty, elem, float) in types {
         let mut s = Setup::new(cl);

@@ -141,6 +141,45 @@ impl Ctx {
             .push(Instruction::new(Op::MemberDecorate, None, None, ops));
     }
 
+    /// Orders types, constants and variables so that each comes after
+    /// what it refers to (keeping the order otherwise).
+    pub fn sort_globals(&mut self) {
+        let items = std::mem::take(&mut self.module.types_global_values);
+        let index: std::collections::HashMap<Word, usize> = items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, x)| Some((x.result_id?, i)))
+            .collect();
+        let mut done = vec![false; items.len()];
+        let mut order = Vec::with_capacity(items.len());
+        fn visit(
+            i: usize,
+            items: &[Instruction],
+            index: &std::collections::HashMap<Word, usize>,
+            done: &mut Vec<bool>,
+            order: &mut Vec<usize>,
+        ) {
+            if done[i] {
+                return;
+            }
+            done[i] = true;
+            for d in ids_used(&items[i]) {
+                if let Some(&j) = index.get(&d) {
+                    visit(j, items, index, done, order);
+                }
+            }
+            order.push(i);
+        }
+        for i in 0..items.len() {
+            visit(i, &items, &index, &mut done, &mut order);
+        }
+        let mut slots: Vec<Option<Instruction>> = items.into_iter().map(Some).collect();
+        self.module.types_global_values = order
+            .into_iter()
+            .map(|i| slots[i].take().expect("once"))
+            .collect();
+    }
+
     /// The defining instruction of a global id (type, constant, variable).
     pub fn global(&self, id: Word) -> Option<&Instruction> {
         self.module

@@ -16,6 +16,7 @@ pub mod reflect;
 pub mod select;
 pub mod structure;
 pub mod sync;
+pub mod vectors;
 
 use rspirv::binary::Assemble;
 
@@ -36,6 +37,7 @@ pub fn rewrite(words: &[u32], kernel: &KernelInfo, caps: &DeviceCaps) -> Result<
     let mut ctx = Ctx::new(module);
     let fid = select::run(&mut ctx, &kernel.name)?;
     inline::run(&mut ctx, fid)?;
+    vectors::run(&mut ctx)?;
     let (push, block) = interface::run(&mut ctx, fid, &kernel.args)?;
     builtins::run(&mut ctx, &block)?;
     // Built-ins may add pointer arithmetic (vloadn/vstoren), which the

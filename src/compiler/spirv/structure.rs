@@ -359,7 +359,9 @@ fn post_dominators(cfg: &Cfg) -> Vec<Option<usize>> {
 /// Selections that would share a merge block with an enclosing one get a
 /// merge block of their own (the innermost first).
 fn dedicated_selection_merges(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
-    for _ in 0..10_000 {
+    let limit = ctx.module.functions[fi].blocks.len();
+    let mut last: Option<(usize, usize, usize)> = None;
+    for _ in 0..=limit {
         let f = &ctx.module.functions[fi];
         let cfg = analyze(f);
         let ipdom = post_dominators(&cfg);
@@ -400,6 +402,14 @@ fn dedicated_selection_merges(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
         let body: HashSet<usize> = (0..f.blocks.len())
             .filter(|&b| dominates(&cfg.idom, inner, b) && b != target)
             .collect();
+        // The same sharing again after a fix means the fix did not apply.
+        let key = (inner, target, headers.len());
+        if last == Some(key) {
+            return Err(
+                "selections sharing a merge block in this shape are not supported yet".into(),
+            );
+        }
+        last = Some(key);
         dedicate(ctx, fi, &cfg, &body, target)?;
     }
     Err("control flow too complex to structure".into())

@@ -1,0 +1,369 @@
+//! Pass 4: vectors Vulkan lacks. OpenCL's 8- and 16-component vectors
+//! become arrays of their components, and every operation on them works
+//! component by component. Arrays keep the OpenCL C memory layout (the
+//! components are contiguous), so loads and stores through pointers need
+//! no change; composite instructions work on arrays as they did on vectors.
+
+use std::collections::HashMap;
+
+use rspirv::dr::{Instruction, Operand};
+use rspirv::spirv::{Op, Word};
+
+use crate::compiler::spirv::ctx::{Ctx, id_at};
+
+/// Opcodes that apply to each component: a result component is the
+/// operation on the operands' same components (scalars stay whole).
+fn componentwise(op: Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        SNegate
+            | FNegate
+            | IAdd
+            | FAdd
+            | ISub
+            | FSub
+            | IMul
+            | FMul
+            | UDiv
+            | SDiv
+            | FDiv
+            | UMod
+            | SRem
+            | SMod
+            | FRem
+            | FMod
+            | ShiftRightLogical
+            | ShiftRightArithmetic
+            | ShiftLeftLogical
+            | BitwiseOr
+            | BitwiseXor
+            | BitwiseAnd
+            | Not
+            | ConvertFToU
+            | ConvertFToS
+            | ConvertSToF
+            | ConvertUToF
+            | UConvert
+            | SConvert
+            | FConvert
+            | IEqual
+            | INotEqual
+            | UGreaterThan
+            | SGreaterThan
+            | UGreaterThanEqual
+            | SGreaterThanEqual
+            | ULessThan
+            | SLessThan
+            | ULessThanEqual
+            | SLessThanEqual
+            | FOrdEqual
+            | FUnordEqual
+            | FOrdNotEqual
+            | FUnordNotEqual
+            | FOrdLessThan
+            | FUnordLessThan
+            | FOrdGreaterThan
+            | FUnordGreaterThan
+            | FOrdLessThanEqual
+            | FUnordLessThanEqual
+            | FOrdGreaterThanEqual
+            | FUnordGreaterThanEqual
+            | LogicalEqual
+            | LogicalNotEqual
+            | LogicalOr
+            | LogicalAnd
+            | LogicalNot
+            | IsNan
+            | IsInf
+            | IsFinite
+            | IsNormal
+            | SignBitSet
+            | Ordered
+            | Unordered
+            | Select
+            | ExtInst
+            | VectorTimesScalar
+            | BitCount
+            | BitReverse
+    )
+}
+
+pub fn run(ctx: &mut Ctx) -> Result<(), String> {
+    // Wide vector types and the arrays replacing them: (component, count).
+    let mut wide: HashMap<Word, (Word, u32)> = HashMap::new();
+    for t in &ctx.module.types_global_values {
+        if t.class.opcode == Op::TypeVector {
+            if let (Some(c), Some(Operand::LiteralBit32(n))) = (id_at(t, 0), t.operands.get(1)) {
+                if *n > 4 {
+                    wide.insert(t.result_id.expect("types have ids"), (c, *n));
+                }
+            }
+        }
+    }
+    if wide.is_empty() {
+        return Ok(());
+    }
+    // The vector type becomes an array type with the same id; its length
+    // constant may come later in the module, so the section is re-sorted.
+    let lengths: Vec<(Word, u32)> = wide.iter().map(|(&id, &(_, n))| (id, n)).collect();
+    for (id, n) in lengths {
+        let len = ctx.const_u32(n);
+        let (comp, _) = wide[&id];
+        if let Some(t) = ctx
+            .module
+            .types_global_values
+            .iter_mut()
+            .find(|t| t.result_id == Some(id))
+        {
+            *t = Instruction::new(
+                Op::TypeArray,
+                None,
+                Some(id),
+                vec![Operand::IdRef(comp), Operand::IdRef(len)],
+            );
+        }
+    }
+    ctx.sort_globals();
+    // Value types, to know which operands are wide.
+    let mut types: HashMap<Word, Word> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter_map(|i| Some((i.result_id?, i.result_type?)))
+        .collect();
+    for f in &ctx.module.functions {
+        for i in f.blocks.iter().flat_map(|b| &b.instructions) {
+            if let (Some(r), Some(t)) = (i.result_id, i.result_type) {
+                types.insert(r, t);
+            }
+        }
+    }
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    for f in &mut functions {
+        for b in &mut f.blocks {
+            let mut out = Vec::with_capacity(b.instructions.len());
+            for i in std::mem::take(&mut b.instructions) {
+                let rt = i.result_type.filter(|t| wide.contains_key(t));
+                let touches_wide = rt.is_some()
+                    || i.operands.iter().any(|o| matches!(o, Operand::IdRef(x) if types.get(x).is_some_and(|t| wide.contains_key(t))));
+                if !touches_wide {
+                    out.push(i);
+                    continue;
+                }
+                match i.class.opcode {
+                    // Work on arrays as they did on vectors.
+                    Op::Load
+                    | Op::Store
+                    | Op::Phi
+                    | Op::CompositeExtract
+                    | Op::CompositeInsert
+                    | Op::CopyObject
+                    | Op::Undef => out.push(i),
+                    Op::Select
+                        if id_at(&i, 0)
+                            .and_then(|c| types.get(&c))
+                            .is_some_and(|t| !wide.contains_key(t)) =>
+                    {
+                        out.push(i)
+                    }
+                    Op::CompositeConstruct => {
+                        // Vector constituents are spread into components.
+                        let (comp, _) = wide[&rt.ok_or("construct of a wide vector")?];
+                        let mut parts = Vec::new();
+                        for o in &i.operands {
+                            let Operand::IdRef(x) = o else { continue };
+                            let xt = types.get(x).copied();
+                            let lanes = xt.and_then(|t| vector_lanes(ctx, &wide, t));
+                            match lanes {
+                                Some(n) => {
+                                    for k in 0..n {
+                                        let e = ctx.fresh();
+                                        out.push(Instruction::new(
+                                            Op::CompositeExtract,
+                                            Some(comp),
+                                            Some(e),
+                                            vec![Operand::IdRef(*x), Operand::LiteralBit32(k)],
+                                        ));
+                                        parts.push(Operand::IdRef(e));
+                                    }
+                                }
+                                None => parts.push(Operand::IdRef(*x)),
+                            }
+                        }
+                        out.push(Instruction::new(
+                            Op::CompositeConstruct,
+                            i.result_type,
+                            i.result_id,
+                            parts,
+                        ));
+                    }
+                    Op::VectorShuffle => {
+                        let rty = i.result_type.ok_or("shuffle without type")?;
+                        let (a, bb) = (
+                            id_at(&i, 0).ok_or("bad shuffle")?,
+                            id_at(&i, 1).ok_or("bad shuffle")?,
+                        );
+                        let na = types
+                            .get(&a)
+                            .and_then(|t| vector_lanes(ctx, &wide, *t))
+                            .ok_or("bad shuffle")?;
+                        let comp = component_of(ctx, &wide, types[&a]).ok_or("bad shuffle")?;
+                        let mut parts = Vec::new();
+                        for o in &i.operands[2..] {
+                            let Operand::LiteralBit32(k) = o else {
+                                continue;
+                            };
+                            let e = ctx.fresh();
+                            let (src, idx) = if *k == u32::MAX {
+                                (a, 0)
+                            } else if *k < na {
+                                (a, *k)
+                            } else {
+                                (bb, *k - na)
+                            };
+                            out.push(Instruction::new(
+                                Op::CompositeExtract,
+                                Some(comp),
+                                Some(e),
+                                vec![Operand::IdRef(src), Operand::LiteralBit32(idx)],
+                            ));
+                            parts.push(Operand::IdRef(e));
+                        }
+                        out.push(Instruction::new(
+                            Op::CompositeConstruct,
+                            Some(rty),
+                            i.result_id,
+                            parts,
+                        ));
+                    }
+                    op if componentwise(op) => {
+                        let rty = i.result_type.ok_or("operation without type")?;
+                        let n = vector_lanes(ctx, &wide, rty)
+                            .or_else(|| {
+                                i.operands.iter().find_map(|o| match o {
+                                    Operand::IdRef(x) => {
+                                        types.get(x).and_then(|t| wide.get(t)).map(|w| w.1)
+                                    }
+                                    _ => None,
+                                })
+                            })
+                            .ok_or("bad component-wise operation")?;
+                        let rcomp = component_of(ctx, &wide, rty).ok_or_else(|| {
+                            format!(
+                                "{op:?} on a wide vector with a scalar result is not supported yet"
+                            )
+                        })?;
+                        let mut parts = Vec::new();
+                        for k in 0..n {
+                            let ops: Vec<Operand> = i
+                                .operands
+                                .iter()
+                                .map(|o| match o {
+                                    Operand::IdRef(x)
+                                        if types.get(x).is_some_and(|t| wide.contains_key(t)) =>
+                                    {
+                                        let c = component_of(ctx, &wide, types[x]).expect("wide");
+                                        let e = ctx.fresh();
+                                        out.push(Instruction::new(
+                                            Op::CompositeExtract,
+                                            Some(c),
+                                            Some(e),
+                                            vec![Operand::IdRef(*x), Operand::LiteralBit32(k)],
+                                        ));
+                                        Operand::IdRef(e)
+                                    }
+                                    other => other.clone(),
+                                })
+                                .collect();
+                            let e = ctx.fresh();
+                            let opk = if op == Op::VectorTimesScalar {
+                                Op::FMul
+                            } else {
+                                op
+                            };
+                            out.push(Instruction::new(opk, Some(rcomp), Some(e), ops));
+                            types.insert(e, rcomp);
+                            parts.push(Operand::IdRef(e));
+                        }
+                        out.push(Instruction::new(
+                            Op::CompositeConstruct,
+                            Some(rty),
+                            i.result_id,
+                            parts,
+                        ));
+                    }
+                    Op::Bitcast => {
+                        // Same component size only (as_int8 of a float8, ...).
+                        let rty = i.result_type.ok_or("bitcast without type")?;
+                        let src = id_at(&i, 0).ok_or("bad bitcast")?;
+                        let (rn, sn) = (
+                            vector_lanes(ctx, &wide, rty),
+                            types.get(&src).and_then(|t| vector_lanes(ctx, &wide, *t)),
+                        );
+                        if rn.is_none() || rn != sn {
+                            return Err("reinterpreting 8/16-component vectors across component sizes is not supported yet".into());
+                        }
+                        let rcomp = component_of(ctx, &wide, rty).expect("wide");
+                        let scomp = component_of(ctx, &wide, types[&src]).expect("wide");
+                        let mut parts = Vec::new();
+                        for k in 0..rn.expect("checked") {
+                            let e = ctx.fresh();
+                            out.push(Instruction::new(
+                                Op::CompositeExtract,
+                                Some(scomp),
+                                Some(e),
+                                vec![Operand::IdRef(src), Operand::LiteralBit32(k)],
+                            ));
+                            let c = ctx.fresh();
+                            out.push(Instruction::new(
+                                Op::Bitcast,
+                                Some(rcomp),
+                                Some(c),
+                                vec![Operand::IdRef(e)],
+                            ));
+                            parts.push(Operand::IdRef(c));
+                        }
+                        out.push(Instruction::new(
+                            Op::CompositeConstruct,
+                            Some(rty),
+                            i.result_id,
+                            parts,
+                        ));
+                    }
+                    other => {
+                        return Err(format!(
+                            "{other:?} on 8/16-component vectors is not supported yet"
+                        ));
+                    }
+                }
+            }
+            b.instructions = out;
+        }
+    }
+    ctx.module.functions = functions;
+    Ok(())
+}
+
+/// Components of a vector type (wide or not), or `None` for scalars.
+fn vector_lanes(ctx: &Ctx, wide: &HashMap<Word, (Word, u32)>, t: Word) -> Option<u32> {
+    if let Some(w) = wide.get(&t) {
+        return Some(w.1);
+    }
+    let g = ctx.global(t)?;
+    match (g.class.opcode, g.operands.get(1)) {
+        (Op::TypeVector, Some(Operand::LiteralBit32(n))) => Some(*n),
+        _ => None,
+    }
+}
+
+/// The component type of a vector type (wide or not).
+fn component_of(ctx: &Ctx, wide: &HashMap<Word, (Word, u32)>, t: Word) -> Option<Word> {
+    if let Some(w) = wide.get(&t) {
+        return Some(w.0);
+    }
+    let g = ctx.global(t)?;
+    (g.class.opcode == Op::TypeVector)
+        .then(|| id_at(g, 0))
+        .flatten()
+}
