@@ -37,12 +37,13 @@ pub fn rewrite(words: &[u32], kernel: &KernelInfo, caps: &DeviceCaps) -> Result<
     let mut ctx = Ctx::new(module);
     let fid = select::run(&mut ctx, &kernel.name)?;
     inline::run(&mut ctx, fid)?;
+    // Built-ins first: vloadn/vstoren become pointer arithmetic (lowered
+    // by the addressing pass), and math on 8/16-component vectors is then
+    // split by the vectors pass like any other operation.
+    extinst::run(&mut ctx)?;
     vectors::run(&mut ctx)?;
     let (push, block) = interface::run(&mut ctx, fid, &kernel.args)?;
     builtins::run(&mut ctx, &block)?;
-    // Built-ins may add pointer arithmetic (vloadn/vstoren), which the
-    // addressing pass then lowers.
-    extinst::run(&mut ctx)?;
     addressing::run(&mut ctx)?;
     structure::run(&mut ctx)?;
     sync::run(&mut ctx)?;
