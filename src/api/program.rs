@@ -157,19 +157,20 @@ pub unsafe extern "C" fn clCreateProgramWithBinary(
             }
             devices.push(d);
         }
+        // Entry `i` of binary_status, which may be null.
+        let set_status = |i: usize, status: cl_int| {
+            if !binary_status.is_null() {
+                // SAFETY: non-null, with num_devices entries per the specification.
+                unsafe { binary_status.add(i).write(status) };
+            }
+        };
         let mut builds = Vec::new();
         let mut bad = false;
         for i in 0..num_devices as usize {
             // SAFETY: `num_devices` entries in both arrays.
             let (len, ptr) = unsafe { (*lengths.add(i), *binaries.add(i)) };
             if len == 0 || ptr.is_null() {
-                // SAFETY: binary_status is null or has num_devices entries.
-                unsafe {
-                    write_out(
-                        binary_status.wrapping_add(i).filter_null(binary_status),
-                        CL_INVALID_VALUE,
-                    )
-                };
+                set_status(i, CL_INVALID_VALUE);
                 return err(CL_INVALID_VALUE);
             }
             // SAFETY: `len` readable bytes.
@@ -181,13 +182,7 @@ pub unsafe extern "C" fn clCreateProgramWithBinary(
                     (Build::default(), CL_INVALID_BINARY)
                 }
             };
-            // SAFETY: as above.
-            unsafe {
-                write_out(
-                    binary_status.wrapping_add(i).filter_null(binary_status),
-                    status,
-                )
-            };
+            set_status(i, status);
             builds.push(build);
         }
         if bad {
@@ -202,17 +197,6 @@ pub unsafe extern "C" fn clCreateProgramWithBinary(
     };
     // SAFETY: errcode_ret is null or writable, per the specification.
     unsafe { api_create("clCreateProgramWithBinary", errcode_ret, create) }
-}
-
-/// Keeps a pointer null when its base is.
-trait FilterNull {
-    fn filter_null(self, base: *mut cl_int) -> *mut cl_int;
-}
-
-impl FilterNull for *mut cl_int {
-    fn filter_null(self, base: *mut cl_int) -> *mut cl_int {
-        if base.is_null() { base } else { self }
-    }
 }
 
 #[unsafe(no_mangle)]

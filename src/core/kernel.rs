@@ -182,7 +182,7 @@ impl Kernel {
     fn compile(&self, device: &Device, vk: &Arc<LogicalDevice>) -> Result<Arc<Compiled>, String> {
         let i = self
             .program
-            .device_index_of(device)
+            .device_index(device)
             .ok_or("the program is not built for this device")?;
         let spirv = self
             .program

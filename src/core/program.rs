@@ -181,12 +181,8 @@ impl Program {
         self.builds.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn device_index(&self, d: &Arc<Handle<Device>>) -> Option<usize> {
-        self.devices.iter().position(|x| Arc::ptr_eq(x, d))
-    }
-
     /// The index of a device among the program's devices.
-    pub fn device_index_of(&self, d: &Device) -> Option<usize> {
+    pub fn device_index(&self, d: &Device) -> Option<usize> {
         self.devices
             .iter()
             .position(|x| std::ptr::eq::<Device>(&***x, d))

@@ -47,8 +47,16 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     }) {
         return Err("program-scope global variables are not supported yet".into());
     }
-    explicit_layout(ctx, &psb_types)?;
-    rewrite_accesses(ctx)
+    // The types, as they are now, for both steps below (which add only
+    // decorations and instructions, no types).
+    let types: HashMap<Word, Instruction> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter_map(|i| i.result_id.map(|r| (r, i.clone())))
+        .collect();
+    explicit_layout(ctx, &types, &psb_types)?;
+    rewrite_accesses(ctx, &types)
 }
 
 /// `__constant` data declared at program scope (tables, literals) lives
@@ -117,13 +125,11 @@ fn move_constant_data_to_private(ctx: &mut Ctx) -> Result<(), String> {
 }
 
 /// Decorates what device-address pointers point at with OpenCL C's layout.
-fn explicit_layout(ctx: &mut Ctx, psb_types: &[Word]) -> Result<(), String> {
-    let types: HashMap<Word, Instruction> = ctx
-        .module
-        .types_global_values
-        .iter()
-        .filter_map(|i| i.result_id.map(|r| (r, i.clone())))
-        .collect();
+fn explicit_layout(
+    ctx: &mut Ctx,
+    types: &HashMap<Word, Instruction>,
+    psb_types: &[Word],
+) -> Result<(), String> {
     let refs: HashMap<Word, &Instruction> = types.iter().map(|(k, v)| (*k, v)).collect();
     let mut done = HashSet::new();
     let mut todo: Vec<Word> = Vec::new();
@@ -175,13 +181,7 @@ fn explicit_layout(ctx: &mut Ctx, psb_types: &[Word]) -> Result<(), String> {
 }
 
 /// Access chains, alignment of device-address accesses.
-fn rewrite_accesses(ctx: &mut Ctx) -> Result<(), String> {
-    let types: HashMap<Word, Instruction> = ctx
-        .module
-        .types_global_values
-        .iter()
-        .filter_map(|i| i.result_id.map(|r| (r, i.clone())))
-        .collect();
+fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result<(), String> {
     let refs: HashMap<Word, &Instruction> = types.iter().map(|(k, v)| (*k, v)).collect();
     let zero_consts: HashSet<Word> = types
         .values()

@@ -178,13 +178,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
                             match lanes {
                                 Some(n) => {
                                     for k in 0..n {
-                                        let e = ctx.fresh();
-                                        out.push(Instruction::new(
-                                            Op::CompositeExtract,
-                                            Some(comp),
-                                            Some(e),
-                                            vec![Operand::IdRef(*x), Operand::LiteralBit32(k)],
-                                        ));
+                                        let e = extract(ctx, &mut out, comp, *x, k);
                                         parts.push(Operand::IdRef(e));
                                     }
                                 }
@@ -214,7 +208,6 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
                             let Operand::LiteralBit32(k) = o else {
                                 continue;
                             };
-                            let e = ctx.fresh();
                             let (src, idx) = if *k == u32::MAX {
                                 (a, 0)
                             } else if *k < na {
@@ -222,12 +215,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
                             } else {
                                 (bb, *k - na)
                             };
-                            out.push(Instruction::new(
-                                Op::CompositeExtract,
-                                Some(comp),
-                                Some(e),
-                                vec![Operand::IdRef(src), Operand::LiteralBit32(idx)],
-                            ));
+                            let e = extract(ctx, &mut out, comp, src, idx);
                             parts.push(Operand::IdRef(e));
                         }
                         out.push(Instruction::new(
@@ -264,13 +252,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
                                         if types.get(x).is_some_and(|t| wide.contains_key(t)) =>
                                     {
                                         let c = component_of(ctx, &wide, types[x]).expect("wide");
-                                        let e = ctx.fresh();
-                                        out.push(Instruction::new(
-                                            Op::CompositeExtract,
-                                            Some(c),
-                                            Some(e),
-                                            vec![Operand::IdRef(*x), Operand::LiteralBit32(k)],
-                                        ));
+                                        let e = extract(ctx, &mut out, c, *x, k);
                                         Operand::IdRef(e)
                                     }
                                     other => other.clone(),
@@ -308,13 +290,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
                         let scomp = component_of(ctx, &wide, types[&src]).expect("wide");
                         let mut parts = Vec::new();
                         for k in 0..rn.expect("checked") {
-                            let e = ctx.fresh();
-                            out.push(Instruction::new(
-                                Op::CompositeExtract,
-                                Some(scomp),
-                                Some(e),
-                                vec![Operand::IdRef(src), Operand::LiteralBit32(k)],
-                            ));
+                            let e = extract(ctx, &mut out, scomp, src, k);
                             let c = ctx.fresh();
                             out.push(Instruction::new(
                                 Op::Bitcast,
@@ -343,6 +319,19 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     }
     ctx.module.functions = functions;
     Ok(())
+}
+
+/// Emits the extraction of component `k` of `src` (of component type
+/// `comp`) and returns its id.
+fn extract(ctx: &mut Ctx, out: &mut Vec<Instruction>, comp: Word, src: Word, k: u32) -> Word {
+    let e = ctx.fresh();
+    out.push(Instruction::new(
+        Op::CompositeExtract,
+        Some(comp),
+        Some(e),
+        vec![Operand::IdRef(src), Operand::LiteralBit32(k)],
+    ));
+    e
 }
 
 /// Components of a vector type (wide or not), or `None` for scalars.
