@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::ffi::{CString, c_void};
-
 use common::*;
 use opencl_sys::*;
 
@@ -19,138 +17,6 @@ both_ways!(
     contended_atomics,
     linear_ids,
 );
-
-/// The kernel files, built into the test so it runs from anywhere.
-fn source(file: &str) -> &'static str {
-    match file {
-        "atomics.cl" => include_str!("kernels/atomics.cl"),
-        "linear.cl" => include_str!("kernels/linear.cl"),
-        "matmul.cl" => include_str!("kernels/matmul.cl"),
-        "offsets.cl" => include_str!("kernels/offsets.cl"),
-        "reduce.cl" => include_str!("kernels/reduce.cl"),
-        "types.cl" => include_str!("kernels/types.cl"),
-        "vectors.cl" => include_str!("kernels/vectors.cl"),
-        "vector_add.cl" => include_str!("kernels/vector_add.cl"),
-        other => panic!("no kernel file {other}"),
-    }
-}
-
-struct Setup<'a> {
-    cl: &'a Cl,
-    c: cl_context,
-    q: cl_command_queue,
-    mems: Vec<cl_mem>,
-    objects: Vec<(cl_program, cl_kernel)>,
-}
-
-impl<'a> Setup<'a> {
-    fn new(cl: &'a Cl) -> Self {
-        let c = cl.context();
-        let q = cl.queue(c, 0);
-        Setup {
-            cl,
-            c,
-            q,
-            mems: Vec::new(),
-            objects: Vec::new(),
-        }
-    }
-
-    fn kernel(&mut self, file: &str, name: &str, options: &str) -> cl_kernel {
-        let src = CString::new(source(file)).unwrap();
-        let mut ptr = src.as_ptr();
-        let mut err = 1;
-        let cl = self.cl;
-        let p = unsafe {
-            cl.clCreateProgramWithSource.unwrap()(self.c, 1, &mut ptr, std::ptr::null(), &mut err)
-        };
-        assert_eq!(err, CL_SUCCESS);
-        let opts = CString::new(options).unwrap();
-        let d = cl.device();
-        let r = unsafe {
-            cl.clBuildProgram.unwrap()(p, 1, &d, opts.as_ptr(), None, std::ptr::null_mut())
-        };
-        assert_eq!(r, CL_SUCCESS, "build {file} {options}");
-        let n = CString::new(name).unwrap();
-        let k = unsafe { cl.clCreateKernel.unwrap()(p, n.as_ptr(), &mut err) };
-        assert_eq!(err, CL_SUCCESS);
-        self.objects.push((p, k));
-        k
-    }
-
-    fn buffer_from(&mut self, bytes: &[u8]) -> cl_mem {
-        let b = self.cl.buffer(
-            self.c,
-            CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-            bytes.len(),
-            bytes.as_ptr() as *mut c_void,
-        );
-        self.mems.push(b);
-        b
-    }
-
-    fn buffer(&mut self, size: usize) -> cl_mem {
-        let b = self
-            .cl
-            .buffer(self.c, CL_MEM_READ_WRITE, size, std::ptr::null_mut());
-        self.mems.push(b);
-        b
-    }
-
-    fn arg<T>(&self, k: cl_kernel, i: u32, v: &T) {
-        let r = unsafe {
-            self.cl.clSetKernelArg.unwrap()(k, i, std::mem::size_of::<T>(), (v as *const T).cast())
-        };
-        assert_eq!(r, CL_SUCCESS, "arg {i}");
-    }
-
-    fn run(
-        &self,
-        k: cl_kernel,
-        global: &[usize],
-        local: Option<&[usize]>,
-        offset: Option<&[usize]>,
-    ) {
-        let r = unsafe {
-            self.cl.clEnqueueNDRangeKernel.unwrap()(
-                self.q,
-                k,
-                global.len() as u32,
-                offset.map_or(std::ptr::null(), |o| o.as_ptr()),
-                global.as_ptr(),
-                local.map_or(std::ptr::null(), |l| l.as_ptr()),
-                0,
-                std::ptr::null(),
-                std::ptr::null_mut(),
-            )
-        };
-        assert_eq!(r, CL_SUCCESS, "{}: clEnqueueNDRangeKernel", self.cl.how);
-    }
-}
-
-impl Drop for Setup<'_> {
-    fn drop(&mut self) {
-        let cl = self.cl;
-        unsafe {
-            for &m in &self.mems {
-                cl.clReleaseMemObject.unwrap()(m);
-            }
-            for &(p, k) in &self.objects {
-                cl.clReleaseKernel.unwrap()(k);
-                cl.clReleaseProgram.unwrap()(p);
-            }
-            cl.clReleaseCommandQueue.unwrap()(self.q);
-            cl.clReleaseContext.unwrap()(self.c);
-        }
-    }
-}
-
-fn bytes_of<T: Copy>(v: &[T]) -> Vec<u8> {
-    // SAFETY: plain numbers viewed as bytes.
-    unsafe {
-        std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)).to_vec()
-    }
-}
 
 fn vector_add_every_type(cl: &Cl) {
     // (OpenCL type, element size in bytes, is float)
@@ -216,7 +82,11 @@ fn vector_add_every_type(cl: &Cl) {
             let sum: Vec<u64> = x.iter().zip(&y).map(|(p, q)| p.wrapping_add(*q)).collect();
             want = trunc(&sum);
         }
-        let k = s.kernel("types.cl", "add", &format!("-DT={ty}"));
+        let k = s.kernel(
+            include_str!("kernels/types.cl"),
+            "add",
+            &format!("-DT={ty}"),
+        );
         let (ba, bb, bc) = (s.buffer_from(&a), s.buffer_from(&b), s.buffer(a.len()));
         s.arg(k, 0, &ba);
         s.arg(k, 1, &bb);
@@ -247,7 +117,7 @@ fn tiled_matmul(cl: &Cl) {
     let b: Vec<f32> = (0..n * n)
         .map(|i| ((i * 5) % 11) as f32 * 0.5 - 2.0)
         .collect();
-    let k = s.kernel("matmul.cl", "matmul", "");
+    let k = s.kernel(include_str!("kernels/matmul.cl"), "matmul", "");
     let (ba, bb, bc) = (
         s.buffer_from(&bytes_of(&a)),
         s.buffer_from(&bytes_of(&b)),
@@ -281,7 +151,7 @@ fn local_memory_reduction(cl: &Cl) {
     let input: Vec<u32> = (0..groups * local)
         .map(|i| (i as u32).wrapping_mul(2654435761) >> 8)
         .collect();
-    let k = s.kernel("reduce.cl", "reduce", "");
+    let k = s.kernel(include_str!("kernels/reduce.cl"), "reduce", "");
     let (bi, bo) = (s.buffer_from(&bytes_of(&input)), s.buffer(groups * 4));
     s.arg(k, 0, &bi);
     s.arg(k, 1, &bo);
@@ -303,7 +173,7 @@ fn three_d_ndrange_with_offsets(cl: &Cl) {
     let local = [4usize, 3, 2];
     let offset = [3usize, 5, 7];
     let items = global.iter().product::<usize>();
-    let k = s.kernel("offsets.cl", "ids", "");
+    let k = s.kernel(include_str!("kernels/offsets.cl"), "ids", "");
     let out = s.buffer(items * 16);
     s.arg(k, 0, &out);
     s.run(k, &global, Some(&local), Some(&offset));
@@ -343,7 +213,7 @@ fn default_local_size(cl: &Cl) {
     let mut s = Setup::new(cl);
     let n = 1000usize;
     let x: Vec<u32> = (0..n as u32).collect();
-    let k = s.kernel("types.cl", "add", "-DT=uint");
+    let k = s.kernel(include_str!("kernels/types.cl"), "add", "-DT=uint");
     let (ba, bc) = (s.buffer_from(&bytes_of(&x)), s.buffer(n * 4));
     s.arg(k, 0, &ba);
     s.arg(k, 1, &ba);
@@ -357,7 +227,7 @@ fn default_local_size(cl: &Cl) {
 
 fn narrow_vector_arguments(cl: &Cl) {
     let mut s = Setup::new(cl);
-    let k = s.kernel("vectors.cl", "narrow", "");
+    let k = s.kernel(include_str!("kernels/vectors.cl"), "narrow", "");
     let out = s.buffer(16);
     s.arg(k, 0, &out);
     s.arg(k, 1, &[1u8, 2, 3, 4]);
@@ -375,7 +245,7 @@ fn vload_and_vstore(cl: &Cl) {
     let mut s = Setup::new(cl);
     let (n, local) = (64usize, 16usize);
     let input: Vec<f32> = (0..n * 4).map(|i| i as f32).collect();
-    let k = s.kernel("vectors.cl", "vl", "");
+    let k = s.kernel(include_str!("kernels/vectors.cl"), "vl", "");
     let (bi, bo) = (s.buffer_from(&bytes_of(&input)), s.buffer(n * 3 * 4));
     s.arg(k, 0, &bi);
     s.arg(k, 1, &bo);
@@ -400,7 +270,7 @@ fn vload_and_vstore(cl: &Cl) {
 
 fn contended_atomics(cl: &Cl) {
     let mut s = Setup::new(cl);
-    let k = s.kernel("atomics.cl", "count32", "");
+    let k = s.kernel(include_str!("kernels/atomics.cl"), "count32", "");
     let init: [u32; 5] = [0, 0, u32::MAX, 0, 0];
     let g = s.buffer_from(&bytes_of(&init));
     s.arg(k, 0, &g);
@@ -417,7 +287,7 @@ fn linear_ids(cl: &Cl) {
     let mut s = Setup::new(cl);
     let (global, local, offset) = ([6usize, 4, 2], [3usize, 2, 1], [5usize, 1, 9]);
     let items: usize = global.iter().product();
-    let k = s.kernel("linear.cl", "linear", "-cl-std=CL3.0");
+    let k = s.kernel(include_str!("kernels/linear.cl"), "linear", "-cl-std=CL3.0");
     let out = s.buffer(items * 8);
     s.arg(k, 0, &out);
     s.run(k, &global, Some(&local), Some(&offset));

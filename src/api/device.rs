@@ -194,7 +194,7 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
                 .collect::<Vec<_>>(),
         ),
         CL_DEVICE_OPENCL_C_FEATURES => info(
-            opencl_c_features()
+            d.opencl_c_features()
                 .iter()
                 .map(|f| name_version(f, make_version(3, 0, 0)))
                 .collect::<Vec<_>>(),
@@ -216,15 +216,8 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         | CL_DEVICE_PREFERRED_LOCAL_ATOMIC_ALIGNMENT => info(0u32),
         CL_DEVICE_MAX_NUM_SUB_GROUPS => info(0u32),
         CL_DEVICE_SUB_GROUP_INDEPENDENT_FORWARD_PROGRESS => info(false),
-        // The minimum OpenCL 3.0 asks of every device.
-        CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES => {
-            info(CL_DEVICE_ATOMIC_ORDER_RELAXED | CL_DEVICE_ATOMIC_SCOPE_WORK_GROUP)
-        }
-        CL_DEVICE_ATOMIC_FENCE_CAPABILITIES => info(
-            CL_DEVICE_ATOMIC_ORDER_RELAXED
-                | CL_DEVICE_ATOMIC_ORDER_ACQ_REL
-                | CL_DEVICE_ATOMIC_SCOPE_WORK_GROUP,
-        ),
+        CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES => info(d.atomic_capabilities()),
+        CL_DEVICE_ATOMIC_FENCE_CAPABILITIES => info(d.atomic_capabilities()),
         CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT
         | CL_DEVICE_WORK_GROUP_COLLECTIVE_FUNCTIONS_SUPPORT
         | CL_DEVICE_GENERIC_ADDRESS_SPACE_SUPPORT => info(false),
@@ -249,13 +242,6 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         },
         _ => invalid_param(param),
     }
-}
-
-/// Optional OpenCL C 3.0 features the devices support.
-fn opencl_c_features() -> &'static [&'static str] {
-    // 64-bit integers are required of every full-profile device, and vkcl
-    // only offers devices with shaderInt64.
-    &["__opencl_c_int64"]
 }
 
 /// Vulkan has no cache query; these are the usual line sizes.

@@ -171,10 +171,44 @@ impl Device {
     pub fn extensions(&self) -> Vec<(&'static str, cl_version)> {
         let mut ext = PLATFORM_EXTENSIONS.to_vec();
         ext.extend_from_slice(KERNEL_EXTENSIONS);
+        if self.has_int64_atomics() {
+            ext.push(("cl_khr_int64_base_atomics", make_version(1, 0, 0)));
+            ext.push(("cl_khr_int64_extended_atomics", make_version(1, 0, 0)));
+        }
         if self.info.pci.is_some() {
             ext.push(("cl_khr_pci_bus_info", make_version(1, 0, 0)));
         }
         ext
+    }
+
+    /// 64-bit atomics on both global and local memory, as the
+    /// cl_khr_int64_*_atomics extensions require.
+    pub fn has_int64_atomics(&self) -> bool {
+        let f = &self.info.features12;
+        f.shader_buffer_int64_atomics != 0 && f.shader_shared_int64_atomics != 0
+    }
+
+    /// The optional OpenCL C 3.0 features kernels on this device may use
+    /// (`CL_DEVICE_OPENCL_C_FEATURES` and the `__opencl_c_*` macros).
+    pub fn opencl_c_features(&self) -> Vec<&'static str> {
+        // 64-bit integers are required of every full-profile device, and
+        // vkcl only offers devices with shaderInt64. Acquire-release order
+        // and device scope are what Vulkan's memory model gives atomics;
+        // sequential consistency is not offered, as Vulkan has no total
+        // order over all sequentially consistent operations.
+        vec![
+            "__opencl_c_int64",
+            "__opencl_c_atomic_order_acq_rel",
+            "__opencl_c_atomic_scope_device",
+        ]
+    }
+
+    /// `CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES`, matching the features above.
+    pub fn atomic_capabilities(&self) -> cl_device_atomic_capabilities {
+        CL_DEVICE_ATOMIC_ORDER_RELAXED
+            | CL_DEVICE_ATOMIC_ORDER_ACQ_REL
+            | CL_DEVICE_ATOMIC_SCOPE_WORK_GROUP
+            | CL_DEVICE_ATOMIC_SCOPE_DEVICE
     }
 
     /// Compute units: Vulkan has no core query, so use what extensions tell

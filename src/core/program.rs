@@ -64,13 +64,24 @@ impl ClObject for Program {
     const INVALID: i32 = CL_INVALID_PROGRAM;
 }
 
-/// The OpenCL C features and extensions vkcl's devices offer today.
-fn device_macros(_d: &Device) -> DeviceMacros {
-    let mut features = vec!["__opencl_c_int64".to_string()];
+/// The OpenCL C features and extensions of a device, for the front end.
+fn device_macros(d: &Device) -> DeviceMacros {
+    let mut features: Vec<String> = d
+        .opencl_c_features()
+        .iter()
+        .map(|f| f.to_string())
+        .collect();
     features.extend(
-        crate::core::device::KERNEL_EXTENSIONS
+        d.extensions()
             .iter()
-            .map(|(n, _)| n.to_string()),
+            .map(|(n, _)| *n)
+            .filter(|n| {
+                !crate::core::device::PLATFORM_EXTENSIONS
+                    .iter()
+                    .any(|(p, _)| p == n)
+            })
+            .filter(|n| *n != "cl_khr_pci_bus_info")
+            .map(str::to_string),
     );
     DeviceMacros {
         features,

@@ -5,7 +5,7 @@
 
 #![allow(dead_code, non_snake_case)]
 
-use std::ffi::c_void;
+use std::ffi::{CString, c_void};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -423,4 +423,130 @@ pub fn usize_of(b: &[u8]) -> usize {
 pub fn junk_handle<T>() -> *mut T {
     static JUNK: [u64; 16] = [0xDEAD_BEEF_DEAD_BEEF; 16];
     JUNK.as_ptr() as *mut T
+}
+
+/// One context and in-order queue on the default device, with the
+/// programs, kernels and buffers a test makes, released on drop.
+pub struct Setup<'a> {
+    pub cl: &'a Cl,
+    pub c: cl_context,
+    pub q: cl_command_queue,
+    mems: Vec<cl_mem>,
+    objects: Vec<(cl_program, cl_kernel)>,
+}
+
+impl<'a> Setup<'a> {
+    pub fn new(cl: &'a Cl) -> Self {
+        let c = cl.context();
+        let q = cl.queue(c, 0);
+        Setup {
+            cl,
+            c,
+            q,
+            mems: Vec::new(),
+            objects: Vec::new(),
+        }
+    }
+
+    /// Builds OpenCL C `source` with `options` and makes kernel `name`.
+    pub fn kernel(&mut self, source: &str, name: &str, options: &str) -> cl_kernel {
+        let src = CString::new(source).unwrap();
+        let mut ptr = src.as_ptr();
+        let mut err = 1;
+        let cl = self.cl;
+        let p = unsafe {
+            cl.clCreateProgramWithSource.unwrap()(self.c, 1, &mut ptr, std::ptr::null(), &mut err)
+        };
+        assert_eq!(err, CL_SUCCESS);
+        let opts = CString::new(options).unwrap();
+        let d = cl.device();
+        let r = unsafe {
+            cl.clBuildProgram.unwrap()(p, 1, &d, opts.as_ptr(), None, std::ptr::null_mut())
+        };
+        let log = || {
+            let bytes = query(|size, value, size_ret| unsafe {
+                cl.clGetProgramBuildInfo.unwrap()(p, d, CL_PROGRAM_BUILD_LOG, size, value, size_ret)
+            });
+            c_string(&bytes.unwrap_or_default())
+        };
+        assert_eq!(r, CL_SUCCESS, "build with {options:?}: {}", log());
+        let n = CString::new(name).unwrap();
+        let k = unsafe { cl.clCreateKernel.unwrap()(p, n.as_ptr(), &mut err) };
+        assert_eq!(err, CL_SUCCESS, "kernel {name}");
+        self.objects.push((p, k));
+        k
+    }
+
+    pub fn buffer_from(&mut self, bytes: &[u8]) -> cl_mem {
+        let b = self.cl.buffer(
+            self.c,
+            CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+            bytes.len(),
+            bytes.as_ptr() as *mut c_void,
+        );
+        self.mems.push(b);
+        b
+    }
+
+    pub fn buffer(&mut self, size: usize) -> cl_mem {
+        let b = self
+            .cl
+            .buffer(self.c, CL_MEM_READ_WRITE, size, std::ptr::null_mut());
+        self.mems.push(b);
+        b
+    }
+
+    pub fn arg<T>(&self, k: cl_kernel, i: u32, v: &T) {
+        let r = unsafe {
+            self.cl.clSetKernelArg.unwrap()(k, i, std::mem::size_of::<T>(), (v as *const T).cast())
+        };
+        assert_eq!(r, CL_SUCCESS, "arg {i}");
+    }
+
+    pub fn run(
+        &self,
+        k: cl_kernel,
+        global: &[usize],
+        local: Option<&[usize]>,
+        offset: Option<&[usize]>,
+    ) {
+        let r = unsafe {
+            self.cl.clEnqueueNDRangeKernel.unwrap()(
+                self.q,
+                k,
+                global.len() as u32,
+                offset.map_or(std::ptr::null(), |o| o.as_ptr()),
+                global.as_ptr(),
+                local.map_or(std::ptr::null(), |l| l.as_ptr()),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(r, CL_SUCCESS, "{}: clEnqueueNDRangeKernel", self.cl.how);
+    }
+}
+
+impl Drop for Setup<'_> {
+    fn drop(&mut self) {
+        let cl = self.cl;
+        unsafe {
+            for &m in &self.mems {
+                cl.clReleaseMemObject.unwrap()(m);
+            }
+            for &(p, k) in &self.objects {
+                cl.clReleaseKernel.unwrap()(k);
+                cl.clReleaseProgram.unwrap()(p);
+            }
+            cl.clReleaseCommandQueue.unwrap()(self.q);
+            cl.clReleaseContext.unwrap()(self.c);
+        }
+    }
+}
+
+pub fn bytes_of<T: Copy>(v: &[T]) -> Vec<u8> {
+    // SAFETY: plain numbers viewed as bytes.
+    unsafe {
+        std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)).to_vec()
+    }
 }

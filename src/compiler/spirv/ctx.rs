@@ -88,6 +88,36 @@ impl Ctx {
         self.ty(Op::TypeFunction, ops)
     }
 
+    /// An integer constant of integer type `ty` (any width).
+    pub fn const_int(&mut self, ty: Word, v: u64) -> Word {
+        let wide = matches!(
+            self.global(ty).and_then(|t| t.operands.first()),
+            Some(Operand::LiteralBit32(64))
+        );
+        let literal = if wide {
+            Operand::LiteralBit64(v)
+        } else {
+            Operand::LiteralBit32(v as u32)
+        };
+        if let Some(id) = self.module.types_global_values.iter().find_map(|i| {
+            (i.class.opcode == Op::Constant
+                && i.result_type == Some(ty)
+                && i.operands.first() == Some(&literal))
+            .then_some(i.result_id)
+            .flatten()
+        }) {
+            return id;
+        }
+        let id = self.fresh();
+        self.module.types_global_values.push(Instruction::new(
+            Op::Constant,
+            Some(ty),
+            Some(id),
+            vec![literal],
+        ));
+        id
+    }
+
     /// A 32-bit unsigned constant.
     pub fn const_u32(&mut self, v: u32) -> Word {
         let t = self.uint(32);
@@ -231,4 +261,31 @@ pub fn ids_used(i: &Instruction) -> impl Iterator<Item = Word> + '_ {
             Operand::IdRef(id) | Operand::IdScope(id) | Operand::IdMemorySemantics(id) => Some(*id),
             _ => None,
         }))
+}
+
+/// Test support: a module assembled from SPIR-V text with `spirv-as`.
+#[cfg(test)]
+pub fn assemble(text: &str) -> Ctx {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("spirv-as")
+        .args(["--target-env", "spv1.0", "-", "-o", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spirv-as (from spirv-tools) runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("spirv-as finishes");
+    assert!(out.status.success(), "spirv-as rejects the test module");
+    let words: Vec<u32> = out
+        .stdout
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().expect("word")))
+        .collect();
+    Ctx::new(rspirv::dr::load_words(words).expect("a module"))
 }

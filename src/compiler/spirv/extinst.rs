@@ -3,6 +3,9 @@
 //! functions whose precision OpenCL leaves to the implementation. Every
 //! other `OpenCL.std` instruction is reported by name: those need the
 //! built-in library (libclc or vkcl's own) that is still to come.
+//! `shuffle`/`shuffle2` become per-component selections, since their masks
+//! are run-time values and 8/16-component vectors have no dynamic extract
+//! once split.
 
 use std::collections::HashMap;
 
@@ -103,6 +106,10 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
                 let args: Vec<Operand> = i.operands[2..].to_vec();
                 if matches!(op, C::vloadn | C::vstoren) {
                     vector_memory(ctx, &value_types, op, &i, &mut out)?;
+                    continue;
+                }
+                if matches!(op, C::shuffle | C::shuffle2) {
+                    shuffle(ctx, &value_types, &i, &mut out)?;
                     continue;
                 }
                 match lowering(op) {
@@ -280,5 +287,101 @@ fn vector_memory(
             values,
         ));
     }
+    Ok(())
+}
+
+/// The component type and count of a vector type.
+fn vector_parts(ctx: &Ctx, ty: Word) -> Option<(Word, u32)> {
+    let t = ctx.global(ty)?;
+    match (t.class.opcode, t.operands.first(), t.operands.get(1)) {
+        (Op::TypeVector, Some(Operand::IdRef(c)), Some(Operand::LiteralBit32(n))) => Some((*c, *n)),
+        _ => None,
+    }
+}
+
+/// shuffle(x, mask) and shuffle2(x, y, mask): result component k is
+/// component `mask[k] mod m` of x (or, for shuffle2, `mask[k] mod 2m` of
+/// x followed by y), where m is x's width. Only the low bits of each mask
+/// component count, as the OpenCL C specification says.
+fn shuffle(
+    ctx: &mut Ctx,
+    types: &HashMap<Word, Word>,
+    i: &Instruction,
+    out: &mut Vec<Instruction>,
+) -> Result<(), String> {
+    let ids: Vec<Word> = (2..i.operands.len()).filter_map(|n| id_at(i, n)).collect();
+    let (sources, mask) = match ids.as_slice() {
+        [x, mask] => (vec![*x], *mask),
+        [x, y, mask] => (vec![*x, *y], *mask),
+        _ => return Err("malformed shuffle".into()),
+    };
+    let x_ty = *types.get(&sources[0]).ok_or("shuffle of unknown type")?;
+    let (elem, m) = vector_parts(ctx, x_ty).ok_or("shuffle of a non-vector")?;
+    let mask_ty = *types.get(&mask).ok_or("shuffle mask of unknown type")?;
+    let (mask_elem, n) = vector_parts(ctx, mask_ty).ok_or("shuffle mask not a vector")?;
+    let bool_ty = ctx.ty(Op::TypeBool, vec![]);
+    let span = m * sources.len() as u32;
+    let low_bits = ctx.const_int(mask_elem, u64::from(span - 1));
+    let mut emit = |ctx: &mut Ctx, op: Op, ty: Word, operands: Vec<Operand>| -> Word {
+        let id = ctx.fresh();
+        out.push(Instruction::new(op, Some(ty), Some(id), operands));
+        id
+    };
+    let mut parts = Vec::with_capacity(n as usize);
+    for k in 0..n {
+        let raw = emit(
+            ctx,
+            Op::CompositeExtract,
+            mask_elem,
+            vec![Operand::IdRef(mask), Operand::LiteralBit32(k)],
+        );
+        let index = emit(
+            ctx,
+            Op::BitwiseAnd,
+            mask_elem,
+            vec![Operand::IdRef(raw), Operand::IdRef(low_bits)],
+        );
+        // Start from the first component and replace it where the index
+        // names another one.
+        let mut value = emit(
+            ctx,
+            Op::CompositeExtract,
+            elem,
+            vec![Operand::IdRef(sources[0]), Operand::LiteralBit32(0)],
+        );
+        for j in 1..span {
+            let src = sources[(j / m) as usize];
+            let candidate = emit(
+                ctx,
+                Op::CompositeExtract,
+                elem,
+                vec![Operand::IdRef(src), Operand::LiteralBit32(j % m)],
+            );
+            let jc = ctx.const_int(mask_elem, u64::from(j));
+            let hit = emit(
+                ctx,
+                Op::IEqual,
+                bool_ty,
+                vec![Operand::IdRef(index), Operand::IdRef(jc)],
+            );
+            value = emit(
+                ctx,
+                Op::Select,
+                elem,
+                vec![
+                    Operand::IdRef(hit),
+                    Operand::IdRef(candidate),
+                    Operand::IdRef(value),
+                ],
+            );
+        }
+        parts.push(Operand::IdRef(value));
+    }
+    out.push(Instruction::new(
+        Op::CompositeConstruct,
+        i.result_type,
+        i.result_id,
+        parts,
+    ));
     Ok(())
 }

@@ -203,6 +203,9 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
     if let Some(h) = ctx.module.header.as_mut() {
         h.version = (1 << 16) | (5 << 8);
     }
+    // Passes add types where convenient; SPIR-V wants each global after
+    // the ids it refers to.
+    ctx.sort_globals();
     Ok(())
 }
 

@@ -2,7 +2,9 @@
 //! a copy of the callee (llvm-spirv always emits at least one: the entry
 //! point is a wrapper that calls the kernel's body), so the kernel becomes
 //! one function, as Vulkan entry points with pointer arguments require.
-//! OpenCL C has no recursion, so this terminates.
+//! OpenCL C has no recursion, so this terminates. Lifetime markers, which
+//! only Kernel modules may carry and which mean nothing to Vulkan, are
+//! dropped here too.
 
 use std::collections::HashMap;
 
@@ -169,5 +171,9 @@ pub fn run(ctx: &mut Ctx, fid: Word) -> Result<(), String> {
         first.splice(at..at, hoisted);
     }
     ctx.module.functions.retain(|f| fid_of(f) == Some(fid));
+    for b in ctx.module.functions.iter_mut().flat_map(|f| &mut f.blocks) {
+        b.instructions
+            .retain(|i| !matches!(i.class.opcode, Op::LifetimeStart | Op::LifetimeStop));
+    }
     Ok(())
 }

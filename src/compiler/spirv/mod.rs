@@ -12,6 +12,7 @@ pub mod extinst;
 pub mod finish;
 pub mod inline;
 pub mod interface;
+pub mod memcopy;
 pub mod reflect;
 pub mod select;
 pub mod structure;
@@ -37,6 +38,7 @@ pub fn rewrite(words: &[u32], kernel: &KernelInfo, caps: &DeviceCaps) -> Result<
     let mut ctx = Ctx::new(module);
     let fid = select::run(&mut ctx, &kernel.name)?;
     inline::run(&mut ctx, fid)?;
+    memcopy::run(&mut ctx)?;
     // Built-ins first: vloadn/vstoren become pointer arithmetic (lowered
     // by the addressing pass), and math on 8/16-component vectors is then
     // split by the vectors pass like any other operation.

@@ -2,11 +2,13 @@
 //! semantics become ones Vulkan accepts: `CrossDevice` scope is `Device`;
 //! sequentially consistent ordering is acquire-release (the strongest
 //! Vulkan ordering); `CrossWorkgroupMemory` is `UniformMemory`, which
-//! covers device-address memory.
+//! covers device-address memory. The weak compare-exchange is the strong
+//! one (Vulkan has no weak form) and `atomic_flag` operations become an
+//! exchange or a store of a 32-bit word.
 
 use std::collections::HashMap;
 
-use rspirv::dr::Operand;
+use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Op, Word};
 
 use crate::compiler::spirv::ctx::Ctx;
@@ -86,16 +88,19 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     let mut functions = std::mem::take(&mut ctx.module.functions);
     for f in &mut functions {
         for b in &mut f.blocks {
+            lower_flags(ctx, &mut b.instructions);
             for i in &mut b.instructions {
+                if i.class.opcode == Op::AtomicCompareExchangeWeak {
+                    *i = Instruction::new(
+                        Op::AtomicCompareExchange,
+                        i.result_type,
+                        i.result_id,
+                        std::mem::take(&mut i.operands),
+                    );
+                }
                 let Some((scopes, sems)) = sync_operands(i.class.opcode) else {
                     continue;
                 };
-                if matches!(
-                    i.class.opcode,
-                    Op::AtomicFlagTestAndSet | Op::AtomicFlagClear
-                ) {
-                    return Err("atomic_flag operations are not supported yet".into());
-                }
                 for (&at, map) in scopes
                     .iter()
                     .map(|a| (a, scope as fn(u32) -> u32))
@@ -124,6 +129,50 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     }
     ctx.module.functions = functions;
     Ok(())
+}
+
+/// `atomic_flag_test_and_set` is an exchange of 1 compared with 0, and
+/// `atomic_flag_clear` a store of 0; the flag is a 32-bit word.
+fn lower_flags(ctx: &mut Ctx, instructions: &mut Vec<Instruction>) {
+    if !instructions.iter().any(|i| {
+        matches!(
+            i.class.opcode,
+            Op::AtomicFlagTestAndSet | Op::AtomicFlagClear
+        )
+    }) {
+        return;
+    }
+    let u32t = ctx.uint(32);
+    let (zero, one) = (ctx.const_u32(0), ctx.const_u32(1));
+    let mut out = Vec::with_capacity(instructions.len() + 1);
+    for i in std::mem::take(instructions) {
+        match i.class.opcode {
+            Op::AtomicFlagTestAndSet => {
+                let old = ctx.fresh();
+                let mut ops = i.operands.clone();
+                ops.push(Operand::IdRef(one));
+                out.push(Instruction::new(
+                    Op::AtomicExchange,
+                    Some(u32t),
+                    Some(old),
+                    ops,
+                ));
+                out.push(Instruction::new(
+                    Op::INotEqual,
+                    i.result_type,
+                    i.result_id,
+                    vec![Operand::IdRef(old), Operand::IdRef(zero)],
+                ));
+            }
+            Op::AtomicFlagClear => {
+                let mut ops = i.operands.clone();
+                ops.push(Operand::IdRef(zero));
+                out.push(Instruction::new(Op::AtomicStore, None, None, ops));
+            }
+            _ => out.push(i),
+        }
+    }
+    *instructions = out;
 }
 
 #[cfg(test)]

@@ -307,6 +307,54 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
                             parts,
                         ));
                     }
+                    Op::Any | Op::All | Op::Dot => {
+                        // Reductions: combine the components pairwise.
+                        let rty = i.result_type.ok_or("reduction without type")?;
+                        let srcs: Vec<Word> =
+                            (0..i.operands.len()).filter_map(|n| id_at(&i, n)).collect();
+                        let src_ty = *types.get(&srcs[0]).ok_or("reduction of unknown type")?;
+                        let n = vector_lanes(ctx, &wide, src_ty).ok_or("bad reduction")?;
+                        let comp = component_of(ctx, &wide, src_ty).expect("wide");
+                        let (combine, opk) = match i.class.opcode {
+                            Op::Any => (Op::LogicalOr, None),
+                            Op::All => (Op::LogicalAnd, None),
+                            _ => (Op::FAdd, Some(Op::FMul)),
+                        };
+                        let mut acc: Option<Word> = None;
+                        for k in 0..n {
+                            let mut v = extract(ctx, &mut out, comp, srcs[0], k);
+                            if let Some(mul) = opk {
+                                let w = extract(ctx, &mut out, comp, srcs[1], k);
+                                let p = ctx.fresh();
+                                out.push(Instruction::new(
+                                    mul,
+                                    Some(rty),
+                                    Some(p),
+                                    vec![Operand::IdRef(v), Operand::IdRef(w)],
+                                ));
+                                v = p;
+                            }
+                            acc = Some(match acc {
+                                None => v,
+                                Some(a) => {
+                                    let c = ctx.fresh();
+                                    out.push(Instruction::new(
+                                        combine,
+                                        Some(rty),
+                                        Some(c),
+                                        vec![Operand::IdRef(a), Operand::IdRef(v)],
+                                    ));
+                                    c
+                                }
+                            });
+                        }
+                        out.push(Instruction::new(
+                            Op::CopyObject,
+                            Some(rty),
+                            i.result_id,
+                            vec![Operand::IdRef(acc.ok_or("empty reduction")?)],
+                        ));
+                    }
                     other => {
                         return Err(format!(
                             "{other:?} on 8/16-component vectors is not supported yet"

@@ -1,0 +1,373 @@
+//! Pass 1 (third part): memory copies. clang turns struct and array
+//! assignments, and the zero or constant initialisation of aggregates,
+//! into `memcpy`/`memset` calls that llvm-spirv emits as `OpCopyMemorySized`
+//! (and sometimes `OpCopyMemory`) between byte pointers. Vulkan has no
+//! sized copy, so each becomes typed loads and stores.
+//!
+//! The byte pointers are casts of typed pointers; the pass looks through
+//! the casts to the typed pointers and their pointee types, and handles:
+//! * a copy between two objects of the same type, or of k consecutive
+//!   elements of one type (typed loads and stores, element by element);
+//! * a copy from a module-scope constant whose value is all zero (stores
+//!   of zero values of the destination's type);
+//! * a copy from a module-scope constant of the destination's type (a
+//!   store of the constant's value).
+//!
+//! Any other copy (between unrelated types, or of a size that is not a
+//! whole number of destination elements) fails the rewrite by name.
+
+use std::collections::HashMap;
+
+use rspirv::dr::{Instruction, Operand};
+use rspirv::spirv::{Op, Word};
+
+use crate::compiler::spirv::ctx::{Ctx, id_at};
+use crate::compiler::spirv::reflect::layout;
+
+pub fn run(ctx: &mut Ctx) -> Result<(), String> {
+    let has_copies = ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| f.all_inst_iter())
+        .any(|i| matches!(i.class.opcode, Op::CopyMemorySized | Op::CopyMemory));
+    if !has_copies {
+        return Ok(());
+    }
+    // Every function-local value's defining instruction and type.
+    let mut defs: HashMap<Word, Instruction> = HashMap::new();
+    for i in ctx.module.functions.iter().flat_map(|f| {
+        f.parameters
+            .iter()
+            .chain(f.blocks.iter().flat_map(|b| &b.instructions))
+    }) {
+        if let Some(r) = i.result_id {
+            defs.insert(r, i.clone());
+        }
+    }
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    let result = (|| {
+        for b in functions.iter_mut().flat_map(|f| &mut f.blocks) {
+            let mut out = Vec::with_capacity(b.instructions.len());
+            for i in std::mem::take(&mut b.instructions) {
+                match i.class.opcode {
+                    Op::CopyMemorySized | Op::CopyMemory => {
+                        lower_copy(ctx, &defs, &i, &mut out)?;
+                    }
+                    _ => out.push(i),
+                }
+            }
+            b.instructions = out;
+        }
+        Ok(())
+    })();
+    ctx.module.functions = functions;
+    result
+}
+
+/// A pointer with its casts looked through: (typed pointer, its pointer
+/// type, the pointee type). Access chains that step to the first byte of
+/// an object (all indices but the first zero) count as casts; a non-zero
+/// first index becomes an element step on the object's own type, emitted
+/// into `out`.
+fn origin(
+    ctx: &mut Ctx,
+    defs: &HashMap<Word, Instruction>,
+    out: &mut Vec<Instruction>,
+    mut p: Word,
+) -> Option<(Word, Word, Word)> {
+    let mut element: Option<Word> = None;
+    while let Some(d) = defs.get(&p) {
+        match d.class.opcode {
+            Op::Bitcast | Op::CopyObject => p = id_at(d, 0)?,
+            Op::PtrAccessChain | Op::InBoundsPtrAccessChain if element.is_none() => {
+                let zero = |x: Option<Word>| x.is_some_and(|c| is_zero(ctx, c));
+                if !(2..d.operands.len()).all(|n| zero(id_at(d, n))) {
+                    break;
+                }
+                let first = id_at(d, 1)?;
+                if !zero(Some(first)) {
+                    element = Some(first);
+                }
+                p = id_at(d, 0)?;
+            }
+            _ => break,
+        }
+    }
+    let ty = defs
+        .get(&p)
+        .and_then(|d| d.result_type)
+        .or_else(|| ctx.type_of(p))?;
+    let (_, pointee) = ctx.pointer_parts(ty)?;
+    if let Some(e) = element {
+        let q = ctx.fresh();
+        out.push(Instruction::new(
+            Op::InBoundsPtrAccessChain,
+            Some(ty),
+            Some(q),
+            vec![Operand::IdRef(p), Operand::IdRef(e)],
+        ));
+        p = q;
+    }
+    Some((p, ty, pointee))
+}
+
+fn type_name(ctx: &Ctx, ty: Word) -> String {
+    ctx.global(ty)
+        .map(|t| {
+            format!("{:?}", t.class.opcode)
+                .trim_start_matches("Type")
+                .to_string()
+        })
+        .unwrap_or_else(|| "?".into())
+}
+
+/// Whether a module-scope constant is zero all through.
+fn is_zero(ctx: &Ctx, c: Word) -> bool {
+    let Some(def) = ctx.global(c) else {
+        return false;
+    };
+    match def.class.opcode {
+        Op::ConstantNull => true,
+        Op::Constant => def.operands.iter().all(|o| match o {
+            Operand::LiteralBit32(v) => *v == 0,
+            Operand::LiteralBit64(v) => *v == 0,
+            _ => false,
+        }),
+        Op::ConstantComposite => def
+            .operands
+            .iter()
+            .all(|o| matches!(o, Operand::IdRef(x) if is_zero(ctx, *x))),
+        _ => false,
+    }
+}
+
+fn null_of(ctx: &mut Ctx, ty: Word) -> Word {
+    if let Some(id) = ctx.module.types_global_values.iter().find_map(|i| {
+        (i.class.opcode == Op::ConstantNull && i.result_type == Some(ty))
+            .then_some(i.result_id)
+            .flatten()
+    }) {
+        return id;
+    }
+    let id = ctx.fresh();
+    ctx.module.types_global_values.push(Instruction::new(
+        Op::ConstantNull,
+        Some(ty),
+        Some(id),
+        vec![],
+    ));
+    id
+}
+
+fn lower_copy(
+    ctx: &mut Ctx,
+    defs: &HashMap<Word, Instruction>,
+    i: &Instruction,
+    out: &mut Vec<Instruction>,
+) -> Result<(), String> {
+    let (dst, src) = (
+        id_at(i, 0).ok_or("malformed memory copy")?,
+        id_at(i, 1).ok_or("malformed memory copy")?,
+    );
+    let (d, d_ty, d_elem) =
+        origin(ctx, defs, out, dst).ok_or("memory copy to an untyped pointer")?;
+    let (s, s_ty, s_elem) =
+        origin(ctx, defs, out, src).ok_or("memory copy from an untyped pointer")?;
+    let types: HashMap<Word, &Instruction> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter_map(|t| Some((t.result_id?, t)))
+        .collect();
+    let d_size = layout(&types, d_elem)?.0;
+    let bytes = if i.class.opcode == Op::CopyMemory {
+        layout(&types, s_elem)?.0
+    } else {
+        let n = id_at(i, 2).ok_or("malformed OpCopyMemorySized")?;
+        match types.get(&n).map(|c| (c.class.opcode, c.operands.first())) {
+            Some((Op::Constant, Some(Operand::LiteralBit32(v)))) => *v,
+            Some((Op::Constant, Some(Operand::LiteralBit64(v)))) => {
+                u32::try_from(*v).map_err(|_| "a memory copy of over 4 GiB")?
+            }
+            _ => {
+                return Err(
+                    "OpCopyMemorySized of a size known only at run time is not supported yet"
+                        .into(),
+                );
+            }
+        }
+    };
+    drop(types);
+    if bytes == 0 {
+        return Ok(());
+    }
+    let unsupported = || {
+        format!(
+            "OpCopyMemorySized of {bytes} bytes from {} to {} is not supported yet",
+            type_name(ctx, s_elem),
+            type_name(ctx, d_elem)
+        )
+    };
+    if d_size == 0 || bytes % d_size != 0 {
+        return Err(unsupported());
+    }
+    let count = bytes / d_size;
+    // The values to store, one per destination element.
+    enum Source {
+        Value(Word),
+        Elements,
+    }
+    let initializer = ctx
+        .global(s)
+        .filter(|v| v.class.opcode == Op::Variable)
+        .and_then(|v| id_at(v, 1));
+    let source = match initializer {
+        Some(init) if is_zero(ctx, init) => Source::Value(null_of(ctx, d_elem)),
+        Some(init) if s_elem == d_elem && count == 1 => Source::Value(init),
+        _ if s_elem == d_elem => Source::Elements,
+        _ => return Err(unsupported()),
+    };
+    let index_ty = ctx.uint(32);
+    for k in 0..count {
+        let at = |ctx: &mut Ctx, out: &mut Vec<Instruction>, base: Word, ty: Word| -> Word {
+            if k == 0 {
+                return base;
+            }
+            let kc = ctx.const_int(index_ty, u64::from(k));
+            let p = ctx.fresh();
+            out.push(Instruction::new(
+                Op::InBoundsPtrAccessChain,
+                Some(ty),
+                Some(p),
+                vec![Operand::IdRef(base), Operand::IdRef(kc)],
+            ));
+            p
+        };
+        let value = match source {
+            Source::Value(v) => v,
+            Source::Elements => {
+                let from = at(ctx, out, s, s_ty);
+                let v = ctx.fresh();
+                out.push(Instruction::new(
+                    Op::Load,
+                    Some(s_elem),
+                    Some(v),
+                    vec![Operand::IdRef(from)],
+                ));
+                v
+            }
+        };
+        let to = at(ctx, out, d, d_ty);
+        out.push(Instruction::new(
+            Op::Store,
+            None,
+            None,
+            vec![Operand::IdRef(to), Operand::IdRef(value)],
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compiler::spirv::ctx::assemble;
+
+    const HEADER: &str = "
+        OpCapability Addresses
+        OpCapability Kernel
+        OpCapability Int64
+        OpCapability Int8
+        OpMemoryModel Physical64 OpenCL
+        OpEntryPoint Kernel %k \"k\"
+        %void = OpTypeVoid
+        %uchar = OpTypeInt 8 0
+        %uint = OpTypeInt 32 0
+        %ulong = OpTypeInt 64 0
+        %ulong_0 = OpConstant %ulong 0
+        %ulong_2 = OpConstant %ulong 2
+        %ulong_8 = OpConstant %ulong 8
+        %ulong_12 = OpConstant %ulong 12
+        %ulong_16 = OpConstant %ulong 16
+        %pair = OpTypeStruct %uint %uint
+        %arr = OpTypeArray %uchar %ulong_16
+        %p_pair = OpTypePointer Function %pair
+        %g_pair = OpTypePointer CrossWorkgroup %pair
+        %p_bytes = OpTypePointer Function %uchar
+        %g_bytes = OpTypePointer CrossWorkgroup %uchar
+        %c_arr = OpTypePointer UniformConstant %arr
+        %c_bytes = OpTypePointer UniformConstant %uchar
+        %zero = OpConstantNull %arr
+        %zeros = OpVariable %c_arr UniformConstant %zero
+        %fn = OpTypeFunction %void %g_pair
+    ";
+
+    fn ops(ctx: &Ctx) -> Vec<Op> {
+        ctx.module
+            .functions
+            .iter()
+            .flat_map(|f| f.all_inst_iter())
+            .map(|i| i.class.opcode)
+            .collect()
+    }
+
+    #[test]
+    fn struct_copy_becomes_load_and_store() {
+        let mut ctx = assemble(&format!(
+            "{HEADER}
+            %k = OpFunction %void None %fn
+            %g = OpFunctionParameter %g_pair
+            %b = OpLabel
+            %x = OpVariable %p_pair Function
+            %dst = OpBitcast %p_bytes %x
+            %elem = OpInBoundsPtrAccessChain %g_pair %g %ulong_2
+            %src = OpBitcast %g_bytes %elem
+            OpCopyMemorySized %dst %src %ulong_8 Aligned 4
+            OpReturn
+            OpFunctionEnd"
+        ));
+        run(&mut ctx).unwrap();
+        let ops = ops(&ctx);
+        assert!(!ops.contains(&Op::CopyMemorySized));
+        assert_eq!(ops.iter().filter(|&&o| o == Op::Load).count(), 1);
+        assert_eq!(ops.iter().filter(|&&o| o == Op::Store).count(), 1);
+    }
+
+    #[test]
+    fn copy_from_zero_constant_stores_zeros() {
+        let mut ctx = assemble(&format!(
+            "{HEADER}
+            %k = OpFunction %void None %fn
+            %g = OpFunctionParameter %g_pair
+            %b = OpLabel
+            %dst = OpBitcast %g_bytes %g
+            %src = OpBitcast %c_bytes %zeros
+            OpCopyMemorySized %dst %src %ulong_16 Aligned 4
+            OpReturn
+            OpFunctionEnd"
+        ));
+        run(&mut ctx).unwrap();
+        let ops = ops(&ctx);
+        assert!(!ops.contains(&Op::Load));
+        assert_eq!(ops.iter().filter(|&&o| o == Op::Store).count(), 2);
+    }
+
+    #[test]
+    fn copy_between_unrelated_types_is_refused() {
+        let mut ctx = assemble(&format!(
+            "{HEADER}
+            %k = OpFunction %void None %fn
+            %g = OpFunctionParameter %g_pair
+            %b = OpLabel
+            %x = OpVariable %p_pair Function
+            %dst = OpBitcast %p_bytes %x
+            %src = OpBitcast %g_bytes %g
+            OpCopyMemorySized %src %dst %ulong_12 Aligned 4
+            OpReturn
+            OpFunctionEnd"
+        ));
+        let err = run(&mut ctx).unwrap_err();
+        assert!(err.contains("not supported"), "{err}");
+    }
+}

@@ -1,0 +1,231 @@
+//! Data shapes in kernels: vec3/vec8/vec16 loads, stores, swizzles and
+//! shuffles; a struct with padding; private arrays indexed at run time;
+//! contended 64-bit and C11 atomics. Each checked against the host.
+
+mod common;
+
+use common::*;
+use opencl_sys::*;
+
+both_ways!(
+    vector_swizzles_and_shuffles,
+    struct_with_padding,
+    private_array_dynamic_index,
+    contended_64bit_atomics,
+    c11_atomics_with_order_and_scope,
+);
+
+const SOURCE: &str = include_str!("kernels/data.cl");
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn u64s(b: &[u8]) -> Vec<u64> {
+    b.chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn vector_swizzles_and_shuffles(cl: &Cl) {
+    let n = 64usize;
+    // Quarter steps keep every sum and product exact.
+    let input: Vec<f32> = (0..2048)
+        .map(|k| ((k * 37) % 101) as f32 * 0.25 - 10.0)
+        .collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "swizzles", "");
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.buffer_from(&vec![0u8; n * 48 * 4]);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], Some(&[16]), None);
+    let got = f32s(&cl.read(s.q, bo, 0, n * 48 * 4));
+    for i in 0..n {
+        let a = &input[4 * i..4 * i + 3];
+        let b = &input[256 + 3 * i..256 + 3 * i + 3];
+        let c = &input[512 + 8 * i..512 + 8 * i + 8];
+        let d = &input[1024 + 16 * i..1024 + 16 * i + 16];
+        let mut want = [f32::NAN; 48];
+        want[0..3].copy_from_slice(&[a[2] + b[1], a[0] + b[1], a[1] + b[2]]);
+        want[3] = a[2] - b[0];
+        for j in 0..8 {
+            want[4 + j] = c[7 - j] * 2.0 + d[8 + j];
+        }
+        for j in 0..4 {
+            want[12 + j] = d[2 * j] + d[9 + 2 * j] + c[2 * j];
+        }
+        for (j, m) in [7, 0, 6, 1, 5, 2, 4, 3].into_iter().enumerate() {
+            want[16 + j] = c[m];
+        }
+        let both: Vec<f32> = c.iter().chain(&d[..8]).copied().collect();
+        let mask = [15, 0, 14, 1, 13, 2, 12, 3, 11, 4, 10, 5, 9, 6, 8, 7];
+        for (j, m) in mask.into_iter().enumerate() {
+            want[24 + j] = both[m];
+        }
+        want[40..43].copy_from_slice(&[d[15], d[8], a[1]]);
+        want[44] = -1.0 + c[1] + c[2] + c[3];
+        want[45] = a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+        want[46] = if want[12] > want[15] { 1.0 } else { 0.0 };
+        let any = (0..3).any(|j| a[j] > b[j]) as u32;
+        let all = c.iter().all(|&x| x > 0.0) as u32;
+        want[47] = (any + 2 * all) as f32;
+        let o = &got[48 * i..48 * i + 48];
+        for j in (0..48).filter(|&j| j != 43) {
+            assert_eq!(o[j], want[j], "{}: item {i} output {j}", cl.how);
+        }
+    }
+}
+
+/// The fields of the kernel's `Padded`, laid out by hand below.
+struct Padded {
+    c: i8,
+    i: i32,
+    s: i16,
+    l: i64,
+    v: [f32; 4],
+    u: [u8; 3],
+}
+
+fn struct_with_padding(cl: &Cl) {
+    let n = 48usize;
+    let items: Vec<Padded> = (0..n)
+        .map(|k| Padded {
+            c: (k as i8).wrapping_mul(5).wrapping_sub(100),
+            i: k as i32 * 1000 - 7,
+            s: (k as i16) * -300,
+            l: (k as i64) << 35,
+            v: [k as f32, 0.5, -(k as f32), 0.0],
+            u: [k as u8, 200, 3 * k as u8],
+        })
+        .collect();
+    // Padding bytes start as 0xAA so a layout mismatch shows.
+    let mut bytes = vec![0xAAu8; n * 64];
+    for (k, p) in items.iter().enumerate() {
+        let b = &mut bytes[64 * k..64 * k + 64];
+        b[0] = p.c as u8;
+        b[4..8].copy_from_slice(&p.i.to_le_bytes());
+        b[8..10].copy_from_slice(&p.s.to_le_bytes());
+        b[16..24].copy_from_slice(&p.l.to_le_bytes());
+        for j in 0..3 {
+            b[32 + 4 * j..36 + 4 * j].copy_from_slice(&p.v[j].to_le_bytes());
+        }
+        b[48..51].copy_from_slice(&p.u);
+    }
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "structs", "");
+    let buf = s.buffer_from(&bytes);
+    s.arg(k, 0, &buf);
+    s.run(k, &[n], Some(&[16]), None);
+    let got = cl.read(s.q, buf, 0, n * 64);
+    for (k, p) in items.iter().enumerate() {
+        let b = &got[64 * k..64 * k + 64];
+        let c = p.c.wrapping_add(1);
+        let i = p.i.wrapping_mul(3);
+        let mut u = p.u;
+        u[k % 3] = p.u[0].wrapping_add(p.u[1]).wrapping_add(p.u[2]);
+        assert_eq!(b[0] as i8, c, "{}: item {k} char", cl.how);
+        assert_eq!(
+            i32::from_le_bytes(b[4..8].try_into().unwrap()),
+            i,
+            "item {k} int"
+        );
+        assert_eq!(
+            i16::from_le_bytes(b[8..10].try_into().unwrap()),
+            p.s.wrapping_sub(c as i16),
+            "item {k} short"
+        );
+        assert_eq!(
+            i64::from_le_bytes(b[16..24].try_into().unwrap()),
+            p.l + i as i64,
+            "item {k} long"
+        );
+        let v = f32s(&b[32..44]);
+        assert_eq!(
+            v,
+            [p.v[2] * 2.0, p.v[1] * 2.0, p.v[0] * 2.0],
+            "item {k} float3"
+        );
+        assert_eq!(b[48..51], u, "item {k} uchar[3]");
+    }
+}
+
+fn private_array_dynamic_index(cl: &Cl) {
+    let n = 256usize;
+    let input: Vec<u32> = (0..n as u32)
+        .map(|g| g.wrapping_mul(2_654_435_761) % 1000)
+        .collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "private_array", "");
+    let (bi, bo) = (s.buffer_from(&bytes_of(&input)), s.buffer(n * 4));
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], Some(&[32]), None);
+    let got = cl.read(s.q, bo, 0, n * 4);
+    for (g, &x) in input.iter().enumerate() {
+        let mut a: Vec<u32> = (0..19u32).map(|k| x.wrapping_mul(k + 1)).collect();
+        let acc = (0..19u32).fold(0u32, |acc, k| {
+            acc.wrapping_add(a[((x + 7 * k) % 19) as usize] ^ k)
+        });
+        a[(x % 19) as usize] = acc;
+        let want = a[((x + 1) % 19) as usize].wrapping_add(a[(x % 19) as usize]);
+        assert_eq!(u32_of(&got[4 * g..4 * g + 4]), want, "{}: item {g}", cl.how);
+    }
+}
+
+/// Whether the device has 64-bit atomics; the tests that need them say
+/// so and pass without them.
+fn has_int64_atomics(cl: &Cl) -> bool {
+    let ext = c_string(&cl.device_bytes(cl.device(), CL_DEVICE_EXTENSIONS).unwrap());
+    let has = ext.contains("cl_khr_int64_base_atomics");
+    if !has {
+        eprintln!("{}: the device has no 64-bit atomics", cl.how);
+    }
+    has
+}
+
+fn contended_64bit_atomics(cl: &Cl) {
+    if !has_int64_atomics(cl) {
+        return;
+    }
+    let (n, local) = (1024u64, 64u64);
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "count64", "");
+    let init: [u64; 7] = [0, 0, 0, u64::MAX, 0, 0, 0];
+    let g = s.buffer_from(&bytes_of(&init));
+    s.arg(k, 0, &g);
+    let r = unsafe { cl.clSetKernelArg.unwrap()(k, 1, 16, std::ptr::null()) };
+    assert_eq!(r, CL_SUCCESS);
+    s.run(k, &[n as usize], Some(&[local as usize]), None);
+    let got = u64s(&cl.read(s.q, g, 0, 56));
+    let big = 0x1_0000_0001u64;
+    assert_eq!(
+        got,
+        [n * big, n, (n - 1) << 40, 0, 0, n * big, (n - 1) << 33,],
+        "{}",
+        cl.how
+    );
+}
+
+fn c11_atomics_with_order_and_scope(cl: &Cl) {
+    if !has_int64_atomics(cl) {
+        return;
+    }
+    let (n, local) = (1024u32, 64u32);
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "c11", "-cl-std=CL3.0");
+    let g = s.buffer_from(&[0u8; 20]);
+    let w = s.buffer_from(&[0u8; 8]);
+    s.arg(k, 0, &g);
+    s.arg(k, 1, &w);
+    let r = unsafe { cl.clSetKernelArg.unwrap()(k, 2, 4, std::ptr::null()) };
+    assert_eq!(r, CL_SUCCESS);
+    s.run(k, &[n as usize], Some(&[local as usize]), None);
+    let got = cl.read(s.q, g, 0, 20);
+    let words: Vec<u32> = (0..5).map(|i| u32_of(&got[4 * i..4 * i + 4])).collect();
+    assert_eq!(words, [n, n - 1, 2 * n, n, 42], "{}", cl.how);
+    let sum = u64s(&cl.read(s.q, w, 0, 8))[0];
+    assert_eq!(sum, u64::from(n) * u64::from(n - 1) / 2, "{}", cl.how);
+}

@@ -1,0 +1,116 @@
+// Vector shapes, structs with padding, private arrays and atomics, each
+// checked against a host computation.
+
+// vec3, vec8 and vec16 loads, stores, swizzles and shuffles.
+__kernel void swizzles(__global const float *in, __global float *out) {
+    size_t i = get_global_id(0);
+    __global const float3 *in3 = (__global const float3 *)in;
+    float3 a = in3[i];                      // 16-byte stride: vec3 takes vec4's room
+    float3 b = vload3(i, in + 64 * 4);      // packed: 12-byte stride
+    float8 c = vload8(i, in + 2 * 64 * 4);
+    float16 d = vload16(i, in + 2 * 64 * 4 + 64 * 8);
+    float3 s3 = a.zxy + b.yyz;
+    float8 s8 = c.s76543210 * (float8)(2.0f) + d.hi;
+    float4 s4 = d.even.lo + d.odd.hi + c.s0246;
+    uint8 mask = (uint8)(7, 0, 6, 1, 5, 2, 4, 3);
+    float8 sh = shuffle(c, mask);
+    float16 sh2 = shuffle2(c, d.lo, (uint16)(15, 0, 14, 1, 13, 2, 12, 3, 11, 4, 10, 5, 9, 6, 8, 7));
+    __global float *o = out + i * 48;
+    vstore3(s3, 0, o);
+    o[3] = a.s2 - b.s0;
+    vstore8(s8, 0, o + 4);
+    vstore4(s4, 0, o + 12);
+    vstore8(sh, 0, o + 16);
+    vstore16(sh2, 0, o + 24);
+    ((__global float3 *)(o + 40))[0] = (float3)(d.sf, d.s8, a.y);
+    float16 e = d;
+    e.s5 = -1.0f;
+    e.sabc = (float3)(c.s1, c.s2, c.s3);
+    o[44] = e.s5 + e.sa + e.sb + e.sc;
+    o[45] = dot(a, b);
+    o[46] = s4.x > s4.w ? 1.0f : 0.0f;
+    o[47] = (float)(any(a > b) + 2 * all(c > 0.0f));
+}
+
+// A struct with padding between and after members, read and written in
+// global memory with the OpenCL C layout.
+typedef struct {
+    char c;      // 0, then 3 bytes of padding
+    int i;       // 4
+    short s;     // 8, then 6 bytes of padding
+    long l;      // 16
+    float3 v;    // 32 (16-byte aligned, 16 bytes)
+    uchar u[3];  // 48, then 13 bytes of padding: the struct is 64 bytes
+} Padded;
+
+__kernel void structs(__global Padded *p) {
+    size_t n = get_global_id(0);
+    Padded x = p[n];
+    x.c = (char)(x.c + 1);
+    x.i = x.i * 3;
+    x.s = (short)(x.s - x.c);
+    x.l = x.l + (long)x.i;
+    x.v = x.v.zyx * 2.0f;
+    x.u[n % 3] = (uchar)(x.u[0] + x.u[1] + x.u[2]);
+    p[n] = x;
+}
+
+// A private array written and read at indices known only at run time.
+__kernel void private_array(__global const uint *in, __global uint *out) {
+    size_t g = get_global_id(0);
+    uint a[19];
+    for (uint k = 0; k < 19; k++)
+        a[k] = in[g] * (k + 1);
+    uint acc = 0;
+    for (uint k = 0; k < 19; k++)
+        acc += a[(in[g] + 7 * k) % 19] ^ k;
+    a[in[g] % 19] = acc;
+    out[g] = a[(in[g] + 1) % 19] + a[in[g] % 19];
+}
+
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
+// Contended 64-bit atomics on global and local memory.
+__kernel void count64(__global ulong *g, __local ulong *l) {
+    if (get_local_id(0) == 0) {
+        l[0] = 0;
+        l[1] = 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    ulong big = 0x100000001ul;
+    atom_add(&l[0], big);
+    atom_max(&l[1], (ulong)get_global_id(0) << 33);
+    atom_add(&g[0], big);
+    atom_inc(&g[1]);
+    atom_max(&g[2], (ulong)get_global_id(0) << 40);
+    atom_min(&g[3], (ulong)get_global_id(0) << 40);
+    atom_xor(&g[4], (ulong)1 << (get_global_id(0) % 64));
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0) {
+        atom_add(&g[5], l[0]);
+        atom_max(&g[6], l[1]);
+    }
+}
+
+// C11 atomics with explicit memory orders and scopes (OpenCL C 2.0 and up).
+#if __OPENCL_C_VERSION__ >= 200
+__kernel void c11(__global atomic_uint *g, __global atomic_long *w, __local atomic_uint *l) {
+    if (get_local_id(0) == 0)
+        atomic_init(l, 0u);
+    work_group_barrier(CLK_LOCAL_MEM_FENCE);
+    atomic_fetch_add_explicit(l, 1u, memory_order_relaxed, memory_scope_work_group);
+    atomic_fetch_add_explicit(&g[0], 1u, memory_order_relaxed, memory_scope_device);
+    atomic_fetch_max_explicit(&g[1], (uint)get_global_id(0), memory_order_acq_rel, memory_scope_device);
+    atomic_fetch_add_explicit(&w[0], (long)get_global_id(0), memory_order_relaxed, memory_scope_device);
+    uint expected = atomic_load_explicit(&g[2], memory_order_acquire, memory_scope_device);
+    while (!atomic_compare_exchange_weak_explicit(&g[2], &expected, expected + 2u,
+                                                  memory_order_acq_rel, memory_order_relaxed,
+                                                  memory_scope_device))
+        ;
+    work_group_barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0)
+        atomic_fetch_add_explicit(&g[3], atomic_load_explicit(l, memory_order_relaxed, memory_scope_work_group),
+                                  memory_order_acq_rel, memory_scope_device);
+    atomic_store_explicit(&g[4], 42u, memory_order_release, memory_scope_device);
+}
+#endif
