@@ -9,6 +9,7 @@ use opencl_sys::*;
 
 both_ways!(
     vector_swizzles_and_shuffles,
+    relational_tests,
     struct_with_padding,
     private_array_dynamic_index,
     contended_64bit_atomics,
@@ -76,6 +77,66 @@ fn vector_swizzles_and_shuffles(cl: &Cl) {
         for j in (0..48).filter(|&j| j != 43) {
             assert_eq!(o[j], want[j], "{}: item {i} output {j}", cl.how);
         }
+    }
+}
+
+fn relational_tests(cl: &Cl) {
+    let input: Vec<f32> = vec![
+        0.0,
+        -0.0,
+        1.5,
+        -2.25,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        f32::MIN_POSITIVE,
+        f32::MIN_POSITIVE / 4.0,
+        -f32::MIN_POSITIVE / 2.0,
+        f32::MAX,
+        -f32::MAX,
+        1.0e-40,
+        3.0,
+        3.0,
+    ];
+    let n = input.len();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "relational", "");
+    let (bi, bo) = (s.buffer_from(&bytes_of(&input)), s.buffer(n * 12 * 4));
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], Some(&[n]), None);
+    let got = cl.read(s.q, bo, 0, n * 12 * 4);
+    let got: Vec<i32> = got
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    for i in 0..n {
+        let (x, y) = (input[i], input[(i + 1) % n]);
+        let unordered = x.is_nan() || y.is_nan();
+        let scalar = [
+            x.is_finite(),
+            x.is_normal(),
+            x.is_sign_negative(),
+            !unordered,
+            unordered,
+            !unordered && x != y,
+        ];
+        // Vector results are -1 for true: isnormal + 2 signbit + 4 isfinite.
+        let vector = |v: f32| {
+            -(v.is_normal() as i32 + 2 * v.is_sign_negative() as i32 + 4 * v.is_finite() as i32)
+        };
+        let want: Vec<i32> = scalar
+            .iter()
+            .map(|&b| b as i32)
+            .chain([x, y, -x, -y, x, -y].into_iter().map(vector))
+            .collect();
+        assert_eq!(
+            got[12 * i..12 * i + 12],
+            want[..],
+            "{}: input {i} ({x}, {y})",
+            cl.how
+        );
     }
 }
 

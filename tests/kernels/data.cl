@@ -32,6 +32,27 @@ __kernel void swizzles(__global const float *in, __global float *out) {
     o[47] = (float)(any(a > b) + 2 * all(c > 0.0f));
 }
 
+// Relational tests on scalars (1 or 0) and on 8-component vectors (-1 or 0).
+__kernel void relational(__global const float *in, __global int *out) {
+    size_t i = get_global_id(0), n = get_global_size(0);
+    float x = in[i], y = in[(i + 1) % n];
+    __global int *o = out + 12 * i;
+    o[0] = isfinite(x);
+    o[1] = isnormal(x);
+    o[2] = signbit(x);
+    o[3] = isordered(x, y);
+    o[4] = isunordered(x, y);
+    o[5] = islessgreater(x, y);
+    float8 v = (float8)(x, y, x, y, -x, -y, x, -y);
+    int8 r = isnormal(v) + 2 * signbit(v) + 4 * isfinite(v);
+    o[6] = r.s0;
+    o[7] = r.s1;
+    o[8] = r.s4;
+    o[9] = r.s5;
+    o[10] = r.s6;
+    o[11] = r.s7;
+}
+
 // A struct with padding between and after members, read and written in
 // global memory with the OpenCL C layout.
 typedef struct {

@@ -13,6 +13,7 @@ use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{GlslStd450Op as G, Op, OpenclStd100Op as C, Word};
 
 use crate::compiler::spirv::ctx::{Ctx, id_at};
+use crate::compiler::spirv::integer;
 
 enum Lowering {
     Glsl(G),
@@ -94,7 +95,22 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
             let mut out = Vec::with_capacity(b.instructions.len());
             for i in std::mem::take(&mut b.instructions) {
                 if i.class.opcode != Op::ExtInst || id_at(&i, 0) != Some(ocl) {
-                    out.push(i);
+                    let arg_types: Vec<Word> = i
+                        .operands
+                        .iter()
+                        .filter_map(|o| match o {
+                            Operand::IdRef(x) => value_types.get(x).copied(),
+                            _ => None,
+                        })
+                        .collect();
+                    let mut e = integer::Emit {
+                        ctx,
+                        out: &mut out,
+                        glsl: &mut glsl,
+                    };
+                    if !integer::lower_relational(&mut e, &i, &arg_types)? {
+                        out.push(i);
+                    }
                     continue;
                 }
                 let n = match i.operands.get(1) {
@@ -111,6 +127,21 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
                 if matches!(op, C::shuffle | C::shuffle2) {
                     shuffle(ctx, &value_types, &i, &mut out)?;
                     continue;
+                }
+                let ids: Vec<Word> = (2..i.operands.len()).filter_map(|n| id_at(&i, n)).collect();
+                let arg_types: Vec<Word> = ids
+                    .iter()
+                    .filter_map(|x| value_types.get(x).copied())
+                    .collect();
+                if let (Some(rty), Some(rid)) = (i.result_type, i.result_id) {
+                    let mut e = integer::Emit {
+                        ctx,
+                        out: &mut out,
+                        glsl: &mut glsl,
+                    };
+                    if integer::lower(&mut e, op, (rty, rid), &ids, &arg_types)? {
+                        continue;
+                    }
                 }
                 match lowering(op) {
                     Some(Lowering::Glsl(g)) => {

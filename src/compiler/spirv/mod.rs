@@ -11,6 +11,7 @@ pub mod ctx;
 pub mod extinst;
 pub mod finish;
 pub mod inline;
+pub mod integer;
 pub mod interface;
 pub mod memcopy;
 pub mod reflect;

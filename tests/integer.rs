@@ -1,0 +1,270 @@
+//! The OpenCL C integer built-ins (clz, ctz, popcount, rotate, the
+//! saturating, halving and high-half operations, mad_sat, abs, abs_diff,
+//! bitselect, select, upsample) for every integer width, signed and
+//! unsigned, scalar and vector, against a host reference on edge and
+//! pseudo-random inputs.
+
+mod common;
+
+use common::*;
+
+both_ways!(integer_builtins_every_width, upsample_every_width);
+
+const SOURCE: &str = include_str!("kernels/integer.cl");
+
+/// One lane value of `bits` bits, held sign- or zero-extended.
+#[derive(Clone, Copy)]
+struct Ty {
+    bits: u32,
+    signed: bool,
+}
+
+impl Ty {
+    fn mask(self) -> u128 {
+        (1u128 << self.bits) - 1
+    }
+    /// The value of raw bits as a number of this type.
+    fn value(self, raw: u64) -> i128 {
+        let v = raw as u128 & self.mask();
+        if self.signed && v >> (self.bits - 1) == 1 {
+            v as i128 - (1i128 << self.bits)
+        } else {
+            v as i128
+        }
+    }
+    fn min(self) -> i128 {
+        if self.signed {
+            -(1i128 << (self.bits - 1))
+        } else {
+            0
+        }
+    }
+    fn max(self) -> i128 {
+        if self.signed {
+            (1i128 << (self.bits - 1)) - 1
+        } else {
+            (1i128 << self.bits) - 1
+        }
+    }
+    fn wrap(self, v: i128) -> u64 {
+        (v as u128 & self.mask()) as u64
+    }
+    fn sat(self, v: i128) -> u64 {
+        self.wrap(v.clamp(self.min(), self.max()))
+    }
+}
+
+/// The reference for result `k` of the `ops` kernel on one lane.
+fn reference(t: Ty, k: usize, x: u64, y: u64, z: u64, vector: bool) -> u64 {
+    let (a, b, c) = (t.value(x), t.value(y), t.value(z));
+    let ux = x as u128 & t.mask();
+    let w = t.bits;
+    match k {
+        0 => (w - (128 - ux.leading_zeros())) as u64,
+        1 => {
+            if ux == 0 {
+                w as u64
+            } else {
+                ux.trailing_zeros() as u64
+            }
+        }
+        2 => ux.count_ones() as u64,
+        3 => {
+            let n = (y as u32) & (w - 1);
+            t.wrap(((ux << n) | (ux >> ((w - n) % w))) as i128)
+        }
+        4 => t.sat(a + b),
+        5 => t.sat(a - b),
+        6 => t.wrap((a + b) >> 1),
+        7 => t.wrap((a + b + 1) >> 1),
+        8 => t.wrap((a - b).abs()),
+        9 => t.wrap(if t.signed {
+            (a * b) >> w
+        } else {
+            ((a as u128 * b as u128) >> w) as i128
+        }),
+        10 => {
+            let hi = if t.signed {
+                (a * b) >> w
+            } else {
+                ((a as u128 * b as u128) >> w) as i128
+            };
+            t.wrap(hi + c)
+        }
+        11 => {
+            if t.signed {
+                t.sat(a * b + c)
+            } else {
+                let p = a as u128 * b as u128 + c as u128;
+                t.wrap(p.min(t.max() as u128) as i128)
+            }
+        }
+        12 => ((x & !z) | (y & z)) & t.mask() as u64,
+        13 => {
+            let take = if vector {
+                c < 0 || (!t.signed && c >> (w - 1) == 1)
+            } else {
+                c != 0
+            };
+            if take {
+                y & t.mask() as u64
+            } else {
+                x & t.mask() as u64
+            }
+        }
+        14 => t.wrap(a.abs()),
+        15 => t.wrap(a.wrapping_mul(b) + c),
+        _ => unreachable!(),
+    }
+}
+
+/// Lane inputs: edge values first, then pseudo-random ones.
+fn inputs(t: Ty, count: usize, salt: u64) -> Vec<u64> {
+    let edges = [
+        0,
+        1,
+        t.wrap(-1),
+        t.wrap(t.max()),
+        t.wrap(t.min()),
+        2,
+        t.wrap(t.max() - 1),
+        t.wrap(t.min() + 1),
+    ];
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ salt;
+    (0..count)
+        .map(|i| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let r = seed >> 11 ^ seed << 7;
+            // Mix edges into every operand position, shifted by salt.
+            let e = (i + salt as usize) % 13;
+            if e < edges.len() {
+                edges[e]
+            } else {
+                t.wrap(r as i128)
+            }
+        })
+        .collect()
+}
+
+fn pack(t: Ty, lanes: &[u64]) -> Vec<u8> {
+    let size = (t.bits / 8) as usize;
+    lanes
+        .iter()
+        .flat_map(|v| v.to_le_bytes()[..size].to_vec())
+        .collect()
+}
+
+fn unpack(t: Ty, bytes: &[u8]) -> Vec<u64> {
+    let size = (t.bits / 8) as usize;
+    bytes
+        .chunks_exact(size)
+        .map(|c| {
+            let mut w = [0u8; 8];
+            w[..size].copy_from_slice(c);
+            u64::from_le_bytes(w)
+        })
+        .collect()
+}
+
+fn integer_builtins_every_width(cl: &Cl) {
+    let types = [
+        ("uchar", 8, false, 1),
+        ("char", 8, true, 1),
+        ("ushort", 16, false, 1),
+        ("short", 16, true, 1),
+        ("uint", 32, false, 1),
+        ("int", 32, true, 1),
+        ("ulong", 64, false, 1),
+        ("long", 64, true, 1),
+        ("int4", 32, true, 4),
+        ("uchar16", 8, false, 16),
+        ("short8", 16, true, 8),
+        ("ulong2", 64, false, 2),
+    ];
+    let items = 64usize;
+    for (name, bits, signed, lanes) in types {
+        let t = Ty { bits, signed };
+        let count = items * lanes;
+        let (x, y, z) = (
+            inputs(t, count, 0),
+            inputs(t, count, 5),
+            inputs(t, count, 9),
+        );
+        let mut s = Setup::new(cl);
+        let k = s.kernel(SOURCE, "ops", &format!("-cl-std=CL3.0 -DT={name}"));
+        let (ba, bb, bc) = (
+            s.buffer_from(&pack(t, &x)),
+            s.buffer_from(&pack(t, &y)),
+            s.buffer_from(&pack(t, &z)),
+        );
+        let out_len = 16 * count * (bits / 8) as usize;
+        let br = s.buffer(out_len);
+        s.arg(k, 0, &ba);
+        s.arg(k, 1, &bb);
+        s.arg(k, 2, &bc);
+        s.arg(k, 3, &br);
+        s.run(k, &[items], Some(&[16]), None);
+        let got = unpack(t, &cl.read(s.q, br, 0, out_len));
+        for op in 0..16 {
+            for lane in 0..count {
+                let want = reference(t, op, x[lane], y[lane], z[lane], lanes > 1);
+                assert_eq!(
+                    got[op * count + lane],
+                    want,
+                    "{}: {name} result {op} lane {lane}: x={:#x} y={:#x} z={:#x}",
+                    cl.how,
+                    x[lane],
+                    y[lane],
+                    z[lane]
+                );
+            }
+        }
+    }
+}
+
+fn upsample_every_width(cl: &Cl) {
+    for (h, l, r, bits, signed) in [
+        ("uchar", "uchar", "ushort", 8, false),
+        ("char", "uchar", "short", 8, true),
+        ("ushort4", "ushort4", "uint4", 16, false),
+        ("short", "ushort", "int", 16, true),
+        ("uint", "uint", "ulong", 32, false),
+        ("int2", "uint2", "long2", 32, true),
+    ] {
+        let t = Ty { bits, signed };
+        let u = Ty {
+            bits,
+            signed: false,
+        };
+        let wide = Ty {
+            bits: 2 * bits,
+            signed,
+        };
+        let lanes = h
+            .trim_start_matches(char::is_alphabetic)
+            .parse()
+            .unwrap_or(1usize);
+        let count = 64 * lanes;
+        let (hi, lo) = (inputs(t, count, 3), inputs(u, count, 7));
+        let mut s = Setup::new(cl);
+        let k = s.kernel(
+            SOURCE,
+            "up",
+            &format!("-DH={h} -DL={l} -DR={r} -cl-std=CL3.0"),
+        );
+        let (bh, bl) = (s.buffer_from(&pack(t, &hi)), s.buffer_from(&pack(u, &lo)));
+        let out_len = count * (2 * bits / 8) as usize;
+        let br = s.buffer(out_len);
+        s.arg(k, 0, &bh);
+        s.arg(k, 1, &bl);
+        s.arg(k, 2, &br);
+        s.run(k, &[64], Some(&[16]), None);
+        let got = unpack(wide, &cl.read(s.q, br, 0, out_len));
+        for i in 0..count {
+            let want = wide.wrap((t.value(hi[i]) << bits) | u.value(lo[i]));
+            assert_eq!(got[i], want, "{}: upsample({h}, {l}) lane {i}", cl.how);
+        }
+    }
+}
