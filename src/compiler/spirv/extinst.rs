@@ -13,7 +13,7 @@ use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{GlslStd450Op as G, Op, OpenclStd100Op as C, Word};
 
 use crate::compiler::spirv::ctx::{Ctx, id_at};
-use crate::compiler::spirv::integer;
+use crate::compiler::spirv::{exact, inline, libclc, memcopy};
 
 enum Lowering {
     Glsl(G),
@@ -31,7 +31,6 @@ fn lowering(op: C) -> Option<Lowering> {
         C::ceil => Glsl(G::Ceil),
         C::trunc => Glsl(G::Trunc),
         C::rint => Glsl(G::RoundEven),
-        C::fma => Glsl(G::Fma),
         C::fmin => Glsl(G::NMin),
         C::fmax => Glsl(G::NMax),
         C::fmin_common => Glsl(G::FMin),
@@ -58,19 +57,68 @@ fn lowering(op: C) -> Option<Lowering> {
         C::native_tan => Glsl(G::Tan),
         C::native_powr => Glsl(G::Pow),
         C::native_divide => Div,
+        // fma is not here: Vulkan's Fma may round twice, and OpenCL's is
+        // correctly rounded (see `lower`).
+        // Vulkan's sqrt (inherited from inversesqrt) and inversesqrt (2
+        // ULP) are within OpenCL's 3 and 2 ULP for single precision.
+        C::sqrt => Glsl(G::Sqrt),
+        C::rsqrt => Glsl(G::InverseSqrt),
+        // half_* functions allow 8192 ULP: Vulkan's forms are far better.
+        C::half_cos => Glsl(G::Cos),
+        C::half_sin => Glsl(G::Sin),
+        C::half_tan => Glsl(G::Tan),
+        C::half_exp => Glsl(G::Exp),
+        C::half_exp2 => Glsl(G::Exp2),
+        C::half_log => Glsl(G::Log),
+        C::half_log2 => Glsl(G::Log2),
+        C::half_powr => Glsl(G::Pow),
+        C::half_sqrt => Glsl(G::Sqrt),
+        C::half_rsqrt => Glsl(G::InverseSqrt),
+        C::half_divide => Div,
         _ => return None,
     })
 }
 
-pub fn run(ctx: &mut Ctx) -> Result<(), String> {
+/// Lowers the kernel's built-ins; those taken from libclc are copied in,
+/// inlined into kernel `fid`, and their own built-ins lowered in turn.
+pub fn run(ctx: &mut Ctx, fid: Word) -> Result<(), String> {
+    let mut linker: Option<libclc::Linker> = None;
+    let mut rounds = 0;
+    while lower(ctx, &mut linker, rounds == 0)? {
+        rounds += 1;
+        if rounds > 16 {
+            return Err("built-in functions call each other without end".into());
+        }
+        inline::run(ctx, fid)?;
+        memcopy::run(ctx)?;
+    }
+    Ok(())
+}
+
+/// One round: returns whether calls to libclc functions were added.
+/// In the first round the built-ins are the kernel's own; later rounds
+/// lower those of the libclc functions copied in.
+fn lower(
+    ctx: &mut Ctx,
+    linker: &mut Option<libclc::Linker>,
+    kernel_code: bool,
+) -> Result<bool, String> {
     let Some(ocl) = ctx.module.ext_inst_imports.iter().find_map(|i| {
         (i.operands.first() == Some(&Operand::LiteralString("OpenCL.std".into())))
             .then_some(i.result_id)
             .flatten()
     }) else {
-        return Ok(());
+        return Ok(false);
     };
-    let mut glsl: Option<Word> = None;
+    if let Some(l) = linker.as_mut() {
+        l.begin(ctx);
+    }
+    let mut called = false;
+    let mut glsl: Option<Word> = ctx.module.ext_inst_imports.iter().find_map(|i| {
+        (i.operands.first() == Some(&Operand::LiteralString("GLSL.std.450".into())))
+            .then_some(i.result_id)
+            .flatten()
+    });
     // Types of the values in the functions, for vloadn/vstoren.
     let value_types: HashMap<Word, Word> = ctx
         .module
@@ -103,12 +151,12 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
                             _ => None,
                         })
                         .collect();
-                    let mut e = integer::Emit {
+                    let mut e = exact::Emit {
                         ctx,
                         out: &mut out,
                         glsl: &mut glsl,
                     };
-                    if !integer::lower_relational(&mut e, &i, &arg_types)? {
+                    if !exact::lower_relational(&mut e, &i, &arg_types)? {
                         out.push(i);
                     }
                     continue;
@@ -134,16 +182,23 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
                     .filter_map(|x| value_types.get(x).copied())
                     .collect();
                 if let (Some(rty), Some(rid)) = (i.result_type, i.result_id) {
-                    let mut e = integer::Emit {
+                    let mut e = exact::Emit {
                         ctx,
                         out: &mut out,
                         glsl: &mut glsl,
                     };
-                    if integer::lower(&mut e, op, (rty, rid), &ids, &arg_types)? {
+                    if exact::lower(&mut e, op, (rty, rid), &ids, &arg_types)? {
                         continue;
                     }
                 }
-                match lowering(op) {
+                // The kernel's fma must be correctly rounded and comes from
+                // libclc; libclc's own fma calls get Vulkan's Fma, as they do
+                // when Mesa runs libclc on the same drivers.
+                let lowered = match op {
+                    C::fma if !kernel_code => Some(Lowering::Glsl(G::Fma)),
+                    _ => lowering(op),
+                };
+                match lowered {
                     Some(Lowering::Glsl(g)) => {
                         let set = *glsl.get_or_insert_with(|| {
                             let id = ctx.fresh();
@@ -192,18 +247,54 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
                         args,
                     )),
                     None => {
-                        return Err(format!("the built-in function {op:?} is not supported yet"));
+                        let ids: Vec<Word> =
+                            (2..i.operands.len()).filter_map(|n| id_at(&i, n)).collect();
+                        let types: Vec<Word> = ids
+                            .iter()
+                            .filter_map(|x| value_types.get(x).copied())
+                            .collect();
+                        let name = format!("{op:?}");
+                        let mangled = libclc::mangle(ctx, &name, &types)
+                            .filter(|m| libclc::library().is_ok_and(|l| l.has(m)))
+                            .ok_or_else(|| {
+                                let why = libclc::library().err().unwrap_or_default();
+                                format!("the built-in function {name} is not supported yet {why}")
+                                    .trim()
+                                    .to_string()
+                            })?;
+                        let lk = match linker {
+                            Some(l) => l,
+                            None => {
+                                let l = linker.insert(libclc::Linker::new(libclc::library()?));
+                                l.begin(ctx);
+                                l
+                            }
+                        };
+                        let f = lk.function(ctx, &mangled)?;
+                        let mut ops = vec![Operand::IdRef(f)];
+                        ops.extend(ids.iter().map(|&x| Operand::IdRef(x)));
+                        out.push(Instruction::new(
+                            Op::FunctionCall,
+                            i.result_type,
+                            i.result_id,
+                            ops,
+                        ));
+                        called = true;
                     }
                 }
             }
             b.instructions = out;
         }
     }
-    ctx.module.functions = functions;
-    ctx.module
-        .ext_inst_imports
-        .retain(|i| i.result_id != Some(ocl));
-    Ok(())
+    // Functions copied from libclc come after the kernel's own.
+    let copied = std::mem::replace(&mut ctx.module.functions, functions);
+    ctx.module.functions.extend(copied);
+    if !called {
+        ctx.module
+            .ext_inst_imports
+            .retain(|i| i.result_id != Some(ocl));
+    }
+    Ok(called)
 }
 
 /// vloadn(offset, p, n) reads p[offset*n .. offset*n+n); vstoren(data,

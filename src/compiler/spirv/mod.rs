@@ -8,11 +8,12 @@
 pub mod addressing;
 pub mod builtins;
 pub mod ctx;
+pub mod exact;
 pub mod extinst;
 pub mod finish;
 pub mod inline;
-pub mod integer;
 pub mod interface;
+pub mod libclc;
 pub mod memcopy;
 pub mod reflect;
 pub mod select;
@@ -43,7 +44,7 @@ pub fn rewrite(words: &[u32], kernel: &KernelInfo, caps: &DeviceCaps) -> Result<
     // Built-ins first: vloadn/vstoren become pointer arithmetic (lowered
     // by the addressing pass), and math on 8/16-component vectors is then
     // split by the vectors pass like any other operation.
-    extinst::run(&mut ctx)?;
+    extinst::run(&mut ctx, fid)?;
     vectors::run(&mut ctx)?;
     let (push, block) = interface::run(&mut ctx, fid, &kernel.args)?;
     builtins::run(&mut ctx, &block)?;

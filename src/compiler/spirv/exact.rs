@@ -1,4 +1,6 @@
-//! Pass 7 (second part): the OpenCL C integer built-ins, `select` and
+//! Pass 7 (second part): the built-ins that are exact by definition. The
+//! OpenCL C integer built-ins; `copysign`, `fdim`, `fmax`-like `maxmag`
+//! and `minmag`, `nan`, `nextafter` and `round` on floats; `select` and
 //! `bitselect`, `OpBitCount` of 8/16/64-bit values, and the relational
 //! tests that SPIR-V only offers to kernels (`isfinite`, `isnormal`, `signbit`, `isordered`, ...). All are
 //! exact, so each becomes a short sequence of core instructions that
@@ -511,6 +513,141 @@ impl Emit<'_> {
         }
     }
 
+    /// A float type's sign bit, and its integer view type.
+    fn sign_bit(&mut self, ty: Word) -> (Word, Word) {
+        let w = width(self.ctx, ty).unwrap_or(32);
+        let it = self.int_like(ty, w);
+        (self.konst(it, 1u64 << (w - 1)), it)
+    }
+
+    fn copysign(&mut self, x: Word, y: Word, ty: Word) -> Word {
+        let (sign, it) = self.sign_bit(ty);
+        let (bx, _) = self.as_int(x, ty);
+        let (by, _) = self.as_int(y, ty);
+        let magnitude_mask = self.op(Op::Not, it, &[sign]);
+        let magnitude = self.op(Op::BitwiseAnd, it, &[bx, magnitude_mask]);
+        let s = self.op(Op::BitwiseAnd, it, &[by, sign]);
+        let r = self.op(Op::BitwiseOr, it, &[magnitude, s]);
+        self.op(Op::Bitcast, ty, &[r])
+    }
+
+    fn float_zero(&mut self, ty: Word) -> Word {
+        let w = width(self.ctx, ty).unwrap_or(32);
+        let it = self.int_like(ty, w);
+        let z = self.konst(it, 0);
+        self.op(Op::Bitcast, ty, &[z])
+    }
+
+    /// fdim(x, y): x - y when x > y, +0 otherwise, NaN when either is.
+    fn fdim(&mut self, x: Word, y: Word, ty: Word) -> Word {
+        let bt = self.bool_like(ty);
+        let d = self.op(Op::FSub, ty, &[x, y]);
+        let zero = self.float_zero(ty);
+        let gt = self.op(Op::FOrdGreaterThan, bt, &[x, y]);
+        let r = self.select(ty, gt, d, zero);
+        // x - y is NaN when either operand is.
+        let unordered = self.op(Op::FUnordNotEqual, bt, &[x, x]);
+        let unordered_y = self.op(Op::FUnordNotEqual, bt, &[y, y]);
+        let either = self.op(Op::LogicalOr, bt, &[unordered, unordered_y]);
+        self.select(ty, either, d, r)
+    }
+
+    /// maxmag/minmag: the operand of greater (smaller) magnitude, else
+    /// fmax (fmin) of the two.
+    fn magnitude_pick(&mut self, x: Word, y: Word, ty: Word, greater: bool) -> Word {
+        let glsl_abs = |e: &mut Self, v: Word| e.glsl(G::FAbs, ty, &[v]);
+        let (ax, ay) = (glsl_abs(self, x), glsl_abs(self, y));
+        let bt = self.bool_like(ty);
+        let (first, second) = if greater { (ax, ay) } else { (ay, ax) };
+        let x_wins = self.op(Op::FOrdGreaterThan, bt, &[first, second]);
+        let y_wins = self.op(Op::FOrdGreaterThan, bt, &[second, first]);
+        let tie = self.glsl(if greater { G::NMax } else { G::NMin }, ty, &[x, y]);
+        let r = self.select(ty, y_wins, y, tie);
+        self.select(ty, x_wins, x, r)
+    }
+
+    /// nan(code): a quiet NaN carrying `code` in its mantissa.
+    fn nan(&mut self, code: Word, cty: Word, rty: Word) -> Word {
+        let w = width(self.ctx, rty).unwrap_or(32);
+        let quiet = match w {
+            16 => 0x7E00u64,
+            64 => 0x7FF8_0000_0000_0000,
+            _ => 0x7FC0_0000,
+        };
+        let payload_mask = (1u64
+            << (if w == 16 {
+                9
+            } else if w == 64 {
+                51
+            } else {
+                22
+            }))
+            - 1;
+        let code = self.resize(code, cty, w, false);
+        let it = self.int_like(rty, w);
+        let (q, m) = (self.konst(it, quiet), self.konst(it, payload_mask));
+        let payload = self.op(Op::BitwiseAnd, it, &[code, m]);
+        let bits = self.op(Op::BitwiseOr, it, &[q, payload]);
+        self.op(Op::Bitcast, rty, &[bits])
+    }
+
+    /// nextafter(x, y): the next representable value after x toward y.
+    fn nextafter(&mut self, x: Word, y: Word, ty: Word) -> Word {
+        let (sign, it) = self.sign_bit(ty);
+        let bt = self.bool_like(ty);
+        let (bx, _) = self.as_int(x, ty);
+        let (by, _) = self.as_int(y, ty);
+        let one = self.konst(it, 1);
+        // Moving away from zero adds one to the bits, toward zero takes
+        // one away; from ±0 the step is to the smallest denormal of y's sign.
+        let away = {
+            let x_pos = self.op(Op::FOrdLessThan, bt, &[x, y]);
+            let x_neg_bits = self.is_negative(bx, it);
+            self.op(Op::LogicalNotEqual, bt, &[x_pos, x_neg_bits])
+        };
+        let up = self.op(Op::IAdd, it, &[bx, one]);
+        let down = self.op(Op::ISub, it, &[bx, one]);
+        let stepped = self.select(it, away, up, down);
+        let ysign = self.op(Op::BitwiseAnd, it, &[by, sign]);
+        let from_zero = self.op(Op::BitwiseOr, it, &[ysign, one]);
+        let zero = self.float_zero(ty);
+        let x_zero = self.op(Op::FOrdEqual, bt, &[x, zero]);
+        let r = self.select(it, x_zero, from_zero, stepped);
+        let r = self.op(Op::Bitcast, ty, &[r]);
+        // Equal operands give y; NaN operands give NaN.
+        let same = self.op(Op::FOrdEqual, bt, &[x, y]);
+        let r = self.select(ty, same, y, r);
+        let nan_x = self.op(Op::FUnordNotEqual, bt, &[x, x]);
+        let r = self.select(ty, nan_x, x, r);
+        let nan_y = self.op(Op::FUnordNotEqual, bt, &[y, y]);
+        self.select(ty, nan_y, y, r)
+    }
+
+    /// round(x): to the nearest integer, halfway cases away from zero.
+    fn round(&mut self, x: Word, ty: Word) -> Word {
+        let bt = self.bool_like(ty);
+        let t = self.glsl(G::Trunc, ty, &[x]);
+        // x - trunc(x) is exact.
+        let frac = self.op(Op::FSub, ty, &[x, t]);
+        let af = self.glsl(G::FAbs, ty, &[frac]);
+        let w = width(self.ctx, ty).unwrap_or(32);
+        let it = self.int_like(ty, w);
+        let (half_bits, one_bits) = match w {
+            16 => (0x3800u64, 0x3C00u64),
+            64 => (0x3FE0_0000_0000_0000, 0x3FF0_0000_0000_0000),
+            _ => (0x3F00_0000, 0x3F80_0000),
+        };
+        let (hb, ob) = (self.konst(it, half_bits), self.konst(it, one_bits));
+        let (half, one) = (
+            self.op(Op::Bitcast, ty, &[hb]),
+            self.op(Op::Bitcast, ty, &[ob]),
+        );
+        let signed_one = self.copysign(one, x, ty);
+        let bumped = self.op(Op::FAdd, ty, &[t, signed_one]);
+        let up = self.op(Op::FOrdGreaterThanEqual, bt, &[af, half]);
+        self.select(ty, up, bumped, t)
+    }
+
     /// select(a, b, c): b where c is non-zero (scalars) or where c's most
     /// significant bit is set (vectors), else a.
     fn select_builtin(&mut self, a: Word, b: Word, c: Word, ty: Word, cty: Word) -> Word {
@@ -564,6 +701,13 @@ pub fn lower(
         }
         C::s_upsample | C::u_upsample => e.upsample(arg(0)?, arg(1)?, ty, rty, op == C::s_upsample),
         C::bitselect => e.bitselect(arg(0)?, arg(1)?, arg(2)?, ty),
+        C::copysign => e.copysign(arg(0)?, arg(1)?, ty),
+        C::fdim => e.fdim(arg(0)?, arg(1)?, ty),
+        C::maxmag => e.magnitude_pick(arg(0)?, arg(1)?, ty, true),
+        C::minmag => e.magnitude_pick(arg(0)?, arg(1)?, ty, false),
+        C::nan => e.nan(arg(0)?, ty, rty),
+        C::nextafter => e.nextafter(arg(0)?, arg(1)?, ty),
+        C::round => e.round(arg(0)?, ty),
         C::select => {
             let cty = *arg_types.get(2).ok_or("select needs three operands")?;
             e.select_builtin(arg(0)?, arg(1)?, arg(2)?, ty, cty)

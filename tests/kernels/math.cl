@@ -1,0 +1,80 @@
+// Math built-ins, one result per function and input; the host checks each
+// against a double-precision reference within OpenCL C's ULP limits.
+
+#define OUT(k, v) out[(k) * n + i] = (v)
+
+__kernel void unary(__global const float *in, __global float *out) {
+    size_t i = get_global_id(0), n = get_global_size(0);
+    float x = in[i];
+    OUT(0, sin(x));
+    OUT(1, cos(x));
+    OUT(2, tan(x));
+    OUT(3, asin(x));
+    OUT(4, acos(x));
+    OUT(5, atan(x));
+    OUT(6, sinh(x));
+    OUT(7, cosh(x));
+    OUT(8, tanh(x));
+    OUT(9, asinh(x));
+    OUT(10, acosh(x));
+    OUT(11, atanh(x));
+    OUT(12, exp(x));
+    OUT(13, exp2(x));
+    OUT(14, exp10(x));
+    OUT(15, expm1(x));
+    OUT(16, log(x));
+    OUT(17, log2(x));
+    OUT(18, log10(x));
+    OUT(19, log1p(x));
+    OUT(20, sqrt(x));
+    OUT(21, rsqrt(x));
+    OUT(22, cbrt(x));
+    OUT(23, round(x));
+    float whole;
+    OUT(24, fract(x, &whole));
+    OUT(25, whole);
+    OUT(26, logb(x));
+    int e;
+    OUT(27, frexp(x, &e));
+    OUT(28, (float)e);
+}
+
+__kernel void binary(__global const float *in, __global const float *in2, __global float *out) {
+    size_t i = get_global_id(0), n = get_global_size(0);
+    float x = in[i], y = in2[i];
+    OUT(0, pow(x, y));
+    OUT(1, atan2(x, y));
+    OUT(2, hypot(x, y));
+    OUT(3, x * y);
+    OUT(4, x - y);
+    OUT(5, copysign(x, y));
+    OUT(6, fdim(x, y));
+    OUT(7, maxmag(x, y));
+    OUT(8, minmag(x, y));
+    OUT(9, nextafter(x, y));
+    OUT(10, x / y);
+    OUT(11, ldexp(x, (int)y));
+    OUT(12, pown(x, (int)y));
+    OUT(13, fmax(x, y));
+    OUT(14, fmin(x, y));
+    OUT(15, fabs(x));
+}
+
+// sin on 16-component vectors: libclc's vector overload, split afterwards.
+__kernel void wide(__global const float16 *in, __global float16 *out) {
+    size_t i = get_global_id(0);
+    out[i] = sin(in[i]) + exp(in[i] * 0.125f);
+}
+
+// fmod, remainder, remquo and fma: libclc's implementations, with loops
+// and many branches.
+__kernel void remainders(__global const float *in, __global const float *in2, __global float *out) {
+    size_t i = get_global_id(0), n = get_global_size(0);
+    float x = in[i], y = in2[i];
+    int q;
+    OUT(0, fmod(x, y));
+    OUT(1, remainder(x, y));
+    OUT(2, remquo(x, y, &q));
+    OUT(3, (float)(q & 7));
+    OUT(4, fma(x, y, x));
+}

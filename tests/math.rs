@@ -1,0 +1,358 @@
+//! Math built-ins (OpenCL.std instructions with Vulkan instructions where
+//! those are precise enough, exact bit operations, and libclc's
+//! implementations otherwise) against a double-precision host reference,
+//! within the ULP limits of the OpenCL C specification for single
+//! precision, on edge and pseudo-random inputs.
+
+mod common;
+
+use common::*;
+
+both_ways!(unary_math, binary_math, math_on_wide_vectors);
+
+const SOURCE: &str = include_str!("kernels/math.cl");
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// The spacing of f32 values at the magnitude of `r`.
+fn ulp(r: f64) -> f64 {
+    let a = r.abs();
+    if a < f32::MIN_POSITIVE as f64 {
+        return 2f64.powi(-149);
+    }
+    2f64.powi(a.log2().floor() as i32 - 23)
+}
+
+/// Whether `got` is within `limit` ULP of the exact `want` (NaN for NaN,
+/// infinities exactly; denormal results may flush to zero).
+fn close(got: f32, want: f64, limit: f64) -> bool {
+    if want.is_nan() {
+        return got.is_nan();
+    }
+    let rounded = want as f32;
+    if rounded.is_infinite() {
+        // Overflowing results may be the largest finite value within the limit.
+        return got == rounded
+            || (got.is_finite() && ((got as f64) - want).abs() <= limit * ulp(f32::MAX as f64));
+    }
+    if got.is_nan() {
+        return false;
+    }
+    if (rounded.abs() as f64) < f32::MIN_POSITIVE as f64 && got.abs() <= f32::MIN_POSITIVE {
+        return true;
+    }
+    // A limit of 0 ULP means correctly rounded: half an ULP from exact.
+    ((got as f64) - want).abs() <= limit.max(0.5) * ulp(want)
+}
+
+/// Inputs: edge values, then values spread over several magnitudes.
+fn inputs(n: usize, salt: u64) -> Vec<f32> {
+    let edges = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        2.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        1.0e-30,
+        -3.0e30,
+        0.999,
+        100.0,
+        -88.5,
+        1.0e-7,
+    ];
+    let mut seed = 0x2545_F491_4F6C_DD1Du64 ^ salt;
+    (0..n)
+        .map(|i| {
+            if i < edges.len() {
+                return edges[(i + salt as usize) % edges.len()];
+            }
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let unit = (seed >> 11) as f64 / (1u64 << 53) as f64;
+            let scale = [1.0, 4.0, 30.0, 1000.0][i % 4];
+            ((unit * 2.0 - 1.0) * scale) as f32
+        })
+        .collect()
+}
+
+fn run(cl: &Cl, kernel: &str, args: &[&[f32]], results: usize) -> Vec<f32> {
+    let n = args[0].len();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, kernel, "");
+    for (a, data) in args.iter().enumerate() {
+        let b = s.buffer_from(&bytes_of(data));
+        s.arg(k, a as u32, &b);
+    }
+    let out = s.buffer(results * n * 4);
+    s.arg(k, args.len() as u32, &out);
+    s.run(k, &[n], Some(&[64]), None);
+    f32s(&cl.read(s.q, out, 0, results * n * 4))
+}
+
+type Unary = (&'static str, fn(f64) -> f64, f64);
+
+fn unary_math(cl: &Cl) {
+    let n = 512;
+    let x = inputs(n, 0);
+    let round = |v: f64| {
+        if v.is_finite() {
+            v.abs().add_half_floor().copysign(v)
+        } else {
+            v
+        }
+    };
+    let fract = |v: f64| {
+        if v.is_nan() {
+            v
+        } else if v.is_infinite() {
+            0f64.copysign(v)
+        } else {
+            (v - v.floor()).min(f32::from_bits(0x3f7f_ffff) as f64)
+        }
+    };
+    let whole = |v: f64| v.floor();
+    let logb = |v: f64| {
+        if v == 0.0 {
+            f64::NEG_INFINITY
+        } else if v.is_infinite() {
+            f64::INFINITY
+        } else if v.is_nan() {
+            v
+        } else {
+            frexp(v).1 as f64 - 1.0
+        }
+    };
+    let table: [Unary; 29] = [
+        ("sin", f64::sin, 4.0),
+        ("cos", f64::cos, 4.0),
+        ("tan", f64::tan, 5.0),
+        ("asin", f64::asin, 4.0),
+        ("acos", f64::acos, 4.0),
+        ("atan", f64::atan, 5.0),
+        ("sinh", f64::sinh, 4.0),
+        ("cosh", f64::cosh, 4.0),
+        ("tanh", f64::tanh, 5.0),
+        ("asinh", f64::asinh, 4.0),
+        ("acosh", f64::acosh, 4.0),
+        ("atanh", f64::atanh, 5.0),
+        ("exp", f64::exp, 3.0),
+        ("exp2", f64::exp2, 3.0),
+        ("exp10", |v| 10f64.powf(v), 3.0),
+        ("expm1", f64::exp_m1, 3.0),
+        ("log", f64::ln, 3.0),
+        ("log2", f64::log2, 3.0),
+        ("log10", f64::log10, 3.0),
+        ("log1p", f64::ln_1p, 2.0),
+        ("sqrt", f64::sqrt, 3.0),
+        ("rsqrt", |v| 1.0 / v.sqrt(), 2.0),
+        ("cbrt", f64::cbrt, 2.0),
+        ("round", round, 0.0),
+        ("fract", fract, 0.0),
+        ("fract's whole part", whole, 0.0),
+        ("logb", logb, 0.0),
+        (
+            "frexp",
+            |v| {
+                if v.is_finite() && v != 0.0 {
+                    frexp(v).0
+                } else {
+                    v
+                }
+            },
+            0.0,
+        ),
+        (
+            "frexp's exponent",
+            |v| {
+                if v.is_finite() && v != 0.0 {
+                    frexp(v).1 as f64
+                } else {
+                    0.0
+                }
+            },
+            0.0,
+        ),
+    ];
+    let got = run(cl, "unary", &[&x], table.len());
+    for (k, (name, f, limit)) in table.iter().enumerate() {
+        for i in 0..n {
+            let v = x[i] as f64;
+            let (mut want, g) = (f(v), got[k * n + i]);
+            if *name == "acosh" && v < 1.0 || *name == "atanh" && v.abs() > 1.0 {
+                want = f64::NAN;
+            }
+            assert!(
+                close(g, want, *limit),
+                "{}: {name}({:e}) = {:e}, want {:e} within {limit} ULP",
+                cl.how,
+                x[i],
+                g,
+                want
+            );
+        }
+    }
+}
+
+/// Mantissa in [0.5, 1) and exponent of a finite non-zero value.
+fn frexp(v: f64) -> (f64, i32) {
+    let e = v.abs().log2().floor() as i32 + 1;
+    let m = v / 2f64.powi(e);
+    if m.abs() >= 1.0 {
+        (m / 2.0, e + 1)
+    } else if m.abs() < 0.5 {
+        (m * 2.0, e - 1)
+    } else {
+        (m, e)
+    }
+}
+
+trait HalfFloor {
+    fn add_half_floor(self) -> f64;
+}
+
+impl HalfFloor for f64 {
+    fn add_half_floor(self) -> f64 {
+        (self + 0.5).floor()
+    }
+}
+
+fn binary_math(cl: &Cl) {
+    let n = 512;
+    let (x, y) = (inputs(n, 0), inputs(n, 5));
+    let got = run(cl, "binary", &[&x, &y], 16);
+    type Binary = (&'static str, fn(f32, f32) -> f64, f64);
+    let table: [Binary; 16] = [
+        ("pow", |a, b| pow(a as f64, b as f64), 16.0),
+        ("atan2", |a, b| (a as f64).atan2(b as f64), 6.0),
+        ("hypot", |a, b| (a as f64).hypot(b as f64), 4.0),
+        ("multiply", |a, b| a as f64 * b as f64, 0.0),
+        ("subtract", |a, b| a as f64 - b as f64, 0.0),
+        ("copysign", |a, b| a.copysign(b) as f64, 0.0),
+        (
+            "fdim",
+            |a, b| {
+                if a.is_nan() || b.is_nan() {
+                    f64::NAN
+                } else if a > b {
+                    (a - b) as f64
+                } else {
+                    0.0
+                }
+            },
+            0.0,
+        ),
+        (
+            "maxmag",
+            |a, b| {
+                if a.abs() > b.abs() {
+                    a as f64
+                } else if b.abs() > a.abs() {
+                    b as f64
+                } else {
+                    a.max(b) as f64
+                }
+            },
+            0.0,
+        ),
+        (
+            "minmag",
+            |a, b| {
+                if a.abs() < b.abs() {
+                    a as f64
+                } else if b.abs() < a.abs() {
+                    b as f64
+                } else {
+                    a.min(b) as f64
+                }
+            },
+            0.0,
+        ),
+        ("nextafter", |a, b| nextafter(a, b) as f64, 0.0),
+        ("divide", |a, b| a as f64 / b as f64, 2.5),
+        (
+            "ldexp",
+            |a, b| (a as f64) * 2f64.powi((b as i32).clamp(-400, 400)),
+            0.0,
+        ),
+        ("pown", |a, b| (a as f64).powi(b as i32), 16.0),
+        ("fmax", |a, b| a.max(b) as f64, 0.0),
+        ("fmin", |a, b| a.min(b) as f64, 0.0),
+        ("fabs", |a, _| a.abs() as f64, 0.0),
+    ];
+    for (k, (name, f, limit)) in table.iter().enumerate() {
+        for i in 0..n {
+            let (a, b) = (x[i], y[i]);
+            if *name == "divide" && (b.abs() < 1.0e-37 || b.abs() > 1.0e37) {
+                continue; // Vulkan's precision for division covers this range
+            }
+            if matches!(*name, "ldexp" | "pown") && (b.is_nan() || b.abs() >= 2_147_483_648.0) {
+                continue; // (int)b is undefined in OpenCL C
+            }
+            let (want, g) = (f(a, b), got[k * n + i]);
+            assert!(
+                close(g, want, *limit),
+                "{}: {name}({a:e}, {b:e}) = {g:e}, want {want:e} within {limit} ULP",
+                cl.how
+            );
+        }
+    }
+}
+
+/// pow with C99's special cases, which f64::powf follows except for NaN.
+fn pow(a: f64, b: f64) -> f64 {
+    if a == 1.0 || b == 0.0 { 1.0 } else { a.powf(b) }
+}
+
+fn nextafter(a: f32, b: f32) -> f32 {
+    if a.is_nan() || b.is_nan() {
+        return f32::NAN;
+    }
+    if a == b {
+        return b;
+    }
+    if a == 0.0 {
+        return f32::from_bits(1).copysign(b);
+    }
+    let bits = a.to_bits();
+    let away = (b > a) == (a > 0.0);
+    f32::from_bits(if away { bits + 1 } else { bits - 1 })
+}
+
+fn math_on_wide_vectors(cl: &Cl) {
+    let n = 64;
+    let x = inputs(n * 16, 3);
+    let got = run_wide(cl, &x);
+    for i in 0..n * 16 {
+        let v = x[i] as f64;
+        let want = (v.sin() as f32 as f64) + ((v * 0.125).exp() as f32 as f64);
+        // Two results each within their limits, then one rounding.
+        let tolerance = 4.0 * ulp(v.sin()) + 3.0 * ulp((v * 0.125).exp()) + ulp(want);
+        let g = got[i] as f64;
+        assert!(
+            want.is_nan() && g.is_nan() || (g - want).abs() <= tolerance || g == want,
+            "{}: sin+exp lane {i} of {:e}: {g:e}, want {want:e}",
+            cl.how,
+            x[i]
+        );
+    }
+}
+
+fn run_wide(cl: &Cl, x: &[f32]) -> Vec<f32> {
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "wide", "");
+    let (bi, bo) = (s.buffer_from(&bytes_of(x)), s.buffer(x.len() * 4));
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[x.len() / 16], Some(&[16]), None);
+    f32s(&cl.read(s.q, bo, 0, x.len() * 4))
+}
