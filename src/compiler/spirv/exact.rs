@@ -36,7 +36,7 @@ fn shape(ctx: &Ctx, ty: Word) -> Option<(Word, Option<u32>)> {
     }
 }
 
-fn width(ctx: &Ctx, ty: Word) -> Option<u32> {
+pub(crate) fn width(ctx: &Ctx, ty: Word) -> Option<u32> {
     let (c, _) = shape(ctx, ty)?;
     match ctx.global(c)?.operands.first() {
         Some(Operand::LiteralBit32(w)) => Some(*w),
@@ -45,7 +45,7 @@ fn width(ctx: &Ctx, ty: Word) -> Option<u32> {
 }
 
 impl Emit<'_> {
-    fn op(&mut self, op: Op, ty: Word, args: &[Word]) -> Word {
+    pub(crate) fn op(&mut self, op: Op, ty: Word, args: &[Word]) -> Word {
         let id = self.ctx.fresh();
         self.out.push(Instruction::new(
             op,
@@ -56,7 +56,7 @@ impl Emit<'_> {
         id
     }
 
-    fn glsl(&mut self, g: G, ty: Word, args: &[Word]) -> Word {
+    pub(crate) fn glsl(&mut self, g: G, ty: Word, args: &[Word]) -> Word {
         let set = match *self.glsl {
             Some(s) => s,
             None => {
@@ -83,7 +83,7 @@ impl Emit<'_> {
     }
 
     /// An integer type of `bits` with the shape of `like`.
-    fn int_like(&mut self, like: Word, bits: u32) -> Word {
+    pub(crate) fn int_like(&mut self, like: Word, bits: u32) -> Word {
         let c = self.ctx.uint(bits);
         match shape(self.ctx, like).and_then(|s| s.1) {
             Some(n) => self.ctx.vector(c, n),
@@ -92,7 +92,7 @@ impl Emit<'_> {
     }
 
     /// A boolean type with the shape of `like`.
-    fn bool_like(&mut self, like: Word) -> Word {
+    pub(crate) fn bool_like(&mut self, like: Word) -> Word {
         let b = self.ctx.ty(Op::TypeBool, vec![]);
         match shape(self.ctx, like).and_then(|s| s.1) {
             Some(n) => self.ctx.vector(b, n),
@@ -101,7 +101,7 @@ impl Emit<'_> {
     }
 
     /// Constant `v` of integer type `ty` (splat over vectors).
-    fn konst(&mut self, ty: Word, v: u64) -> Word {
+    pub(crate) fn konst(&mut self, ty: Word, v: u64) -> Word {
         let (c, lanes) = shape(self.ctx, ty).expect("a value type");
         let w = width(self.ctx, ty).unwrap_or(32);
         let v = if w < 64 { v & ((1u64 << w) - 1) } else { v };
@@ -127,7 +127,7 @@ impl Emit<'_> {
         id
     }
 
-    fn select(&mut self, ty: Word, cond: Word, yes: Word, no: Word) -> Word {
+    pub(crate) fn select(&mut self, ty: Word, cond: Word, yes: Word, no: Word) -> Word {
         self.op(Op::Select, ty, &[cond, yes, no])
     }
 
@@ -247,7 +247,7 @@ impl Emit<'_> {
         }
     }
 
-    fn min_max(&self, ty: Word, signed: bool) -> (u64, u64) {
+    pub(crate) fn min_max(&self, ty: Word, signed: bool) -> (u64, u64) {
         let w = width(self.ctx, ty).unwrap_or(32);
         let all = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
         if signed {
@@ -257,7 +257,7 @@ impl Emit<'_> {
         }
     }
 
-    fn is_negative(&mut self, x: Word, ty: Word) -> Word {
+    pub(crate) fn is_negative(&mut self, x: Word, ty: Word) -> Word {
         let zero = self.konst(ty, 0);
         let bt = self.bool_like(ty);
         self.op(Op::SLessThan, bt, &[x, zero])

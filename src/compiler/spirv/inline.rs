@@ -17,6 +17,25 @@ fn fid_of(f: &Function) -> Option<Word> {
     f.def.as_ref().and_then(|d| d.result_id)
 }
 
+/// Decorations of the callee's values (rounding modes, saturation, ...)
+/// apply to their copies too (those of its parameters do not apply to
+/// the arguments).
+fn copy_decorations(ctx: &mut Ctx, map: &HashMap<Word, Word>) {
+    let copies: Vec<Instruction> = ctx
+        .module
+        .annotations
+        .iter()
+        .filter(|a| a.class.opcode == Op::Decorate)
+        .filter_map(|a| {
+            let to = map.get(&id_at(a, 0)?)?;
+            let mut c = a.clone();
+            c.operands[0] = Operand::IdRef(*to);
+            Some(c)
+        })
+        .collect();
+    ctx.module.annotations.extend(copies);
+}
+
 fn remap(i: &mut Instruction, map: &HashMap<Word, Word>) {
     if let Some(r) = i.result_id.as_mut() {
         if let Some(n) = map.get(r) {
@@ -71,14 +90,16 @@ pub fn run(ctx: &mut Ctx, fid: Word) -> Result<(), String> {
                 map.insert(pid, *aid);
             }
         }
+        let mut fresh_ids: HashMap<Word, Word> = HashMap::new();
         for b in &callee.blocks {
             for i in b.label.iter().chain(&b.instructions) {
                 if let Some(r) = i.result_id {
-                    let n = ctx.fresh();
-                    map.insert(r, n);
+                    fresh_ids.insert(r, ctx.fresh());
                 }
             }
         }
+        copy_decorations(ctx, &fresh_ids);
+        map.extend(fresh_ids);
         let cont = ctx.fresh();
         let kernel = &mut ctx.module.functions[k];
         let caller_label = kernel.blocks[bi].label_id().ok_or("block without label")?;

@@ -453,7 +453,10 @@ mod tests {
         );
         assert_eq!(mangle(&ctx, "sin", &[float]).unwrap(), "_Z3sinf");
         assert_eq!(mangle(&ctx, "pow", &[v4, v4]).unwrap(), "_Z3powDv4_fS_");
-        assert_eq!(mangle(&ctx, "fract", &[v2, gp]).unwrap(), "_Z5fractDv2_fPU3AS1S_");
+        assert_eq!(
+            mangle(&ctx, "fract", &[v2, gp]).unwrap(),
+            "_Z5fractDv2_fPU3AS1S_"
+        );
         assert_eq!(mangle(&ctx, "frexp", &[float, pi]).unwrap(), "_Z5frexpfPi");
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod addressing;
 pub mod builtins;
+pub mod convert;
 pub mod ctx;
 pub mod exact;
 pub mod extinst;
@@ -45,6 +46,7 @@ pub fn rewrite(words: &[u32], kernel: &KernelInfo, caps: &DeviceCaps) -> Result<
     // by the addressing pass), and math on 8/16-component vectors is then
     // split by the vectors pass like any other operation.
     extinst::run(&mut ctx, fid)?;
+    convert::run(&mut ctx)?;
     vectors::run(&mut ctx)?;
     let (push, block) = interface::run(&mut ctx, fid, &kernel.args)?;
     builtins::run(&mut ctx, &block)?;

@@ -1,0 +1,324 @@
+//! Pass 7 (fourth part): conversions with OpenCL C's saturation and
+//! rounding modes (`convert_int_sat_rtp`, `convert_float_rtz`, ...).
+//! llvm-spirv marks them with `SaturatedConversion` and `FPRoundingMode`
+//! decorations, and uses `OpSatConvertSToU`/`OpSatConvertUToS`; Vulkan
+//! has none of these, so each becomes plain instructions:
+//! * float to integer: the rounding mode first (`RoundEven`, `Ceil`,
+//!   `Floor`; conversions truncate), then, when saturating, NaN gives 0 and
+//!   values beyond the target's range give its limits;
+//! * integer to integer with saturation: a clamp to the target's range in
+//!   the source's signedness, then the conversion;
+//! * integer to float with a rounding mode: the correctly rounded
+//!   conversion, moved one step toward the mode's direction where the
+//!   exact value, compared in 64-bit integers, lies on the other side.
+//!   Sources of up to 32 bits only; 64-bit ones fail by name.
+//!
+//! Float-to-float rounding (`convert_half_rtz`, ...) needs fp16 or fp64,
+//! which are not offered yet, and fails by name.
+
+use std::collections::HashMap;
+
+use rspirv::dr::{Instruction, Operand};
+use rspirv::spirv::{Decoration, FPRoundingMode, GlslStd450Op as G, Op, Word};
+
+use crate::compiler::spirv::ctx::{Ctx, id_at};
+use crate::compiler::spirv::exact::{Emit, width};
+
+#[derive(Default, Clone, Copy)]
+struct Marks {
+    saturate: bool,
+    rounding: Option<FPRoundingMode>,
+}
+
+pub fn run(ctx: &mut Ctx) -> Result<(), String> {
+    let mut marks: HashMap<Word, Marks> = HashMap::new();
+    for a in &ctx.module.annotations {
+        if a.class.opcode != Op::Decorate {
+            continue;
+        }
+        let Some(t) = id_at(a, 0) else { continue };
+        match (a.operands.get(1), a.operands.get(2)) {
+            (Some(Operand::Decoration(Decoration::SaturatedConversion)), _) => {
+                marks.entry(t).or_default().saturate = true;
+            }
+            (
+                Some(Operand::Decoration(Decoration::FPRoundingMode)),
+                Some(Operand::FPRoundingMode(m)),
+            ) => marks.entry(t).or_default().rounding = Some(*m),
+            _ => {}
+        }
+    }
+    let has_sat_ops = ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| f.all_inst_iter())
+        .any(|i| matches!(i.class.opcode, Op::SatConvertSToU | Op::SatConvertUToS));
+    if marks.is_empty() && !has_sat_ops {
+        return Ok(());
+    }
+    let value_types: HashMap<Word, Word> = ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| f.all_inst_iter())
+        .chain(ctx.module.functions.iter().flat_map(|f| &f.parameters))
+        .filter_map(|i| Some((i.result_id?, i.result_type?)))
+        .collect();
+    let mut glsl = ctx.module.ext_inst_imports.iter().find_map(|i| {
+        (i.operands.first() == Some(&Operand::LiteralString("GLSL.std.450".into())))
+            .then_some(i.result_id)
+            .flatten()
+    });
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    let result = (|| {
+        for b in functions.iter_mut().flat_map(|f| &mut f.blocks) {
+            let mut out = Vec::with_capacity(b.instructions.len());
+            for i in std::mem::take(&mut b.instructions) {
+                let m = i.result_id.and_then(|r| marks.get(&r)).copied();
+                let sat_op = matches!(i.class.opcode, Op::SatConvertSToU | Op::SatConvertUToS);
+                if m.is_none() && !sat_op {
+                    out.push(i);
+                    continue;
+                }
+                let m = m.unwrap_or_default();
+                let (Some(rty), Some(rid), Some(src)) = (i.result_type, i.result_id, id_at(&i, 0))
+                else {
+                    out.push(i);
+                    continue;
+                };
+                let sty = *value_types
+                    .get(&src)
+                    .ok_or("conversion of a value of unknown type")?;
+                let mut e = Emit {
+                    ctx,
+                    out: &mut out,
+                    glsl: &mut glsl,
+                };
+                let value = lower(&mut e, i.class.opcode, m, src, sty, rty)?;
+                out.push(Instruction::new(
+                    Op::CopyObject,
+                    Some(rty),
+                    Some(rid),
+                    vec![Operand::IdRef(value)],
+                ));
+            }
+            b.instructions = out;
+        }
+        Ok::<(), String>(())
+    })();
+    ctx.module.functions = functions;
+    result?;
+    ctx.module.annotations.retain(|a| {
+        !(a.class.opcode == Op::Decorate
+            && matches!(
+                a.operands.get(1),
+                Some(Operand::Decoration(
+                    Decoration::SaturatedConversion | Decoration::FPRoundingMode
+                ))
+            ))
+    });
+    Ok(())
+}
+
+fn lower(e: &mut Emit, op: Op, m: Marks, x: Word, sty: Word, rty: Word) -> Result<Word, String> {
+    match op {
+        Op::ConvertFToS | Op::ConvertFToU => {
+            let signed = op == Op::ConvertFToS;
+            let rounded = match m.rounding {
+                None | Some(FPRoundingMode::RTZ) => x,
+                Some(FPRoundingMode::RTE) => e.glsl(G::RoundEven, sty, &[x]),
+                Some(FPRoundingMode::RTP) => e.glsl(G::Ceil, sty, &[x]),
+                Some(FPRoundingMode::RTN) => e.glsl(G::Floor, sty, &[x]),
+            };
+            if !m.saturate {
+                return Ok(e.op(op, rty, &[rounded]));
+            }
+            Ok(saturate_float(e, rounded, sty, rty, signed))
+        }
+        Op::SConvert | Op::UConvert | Op::SatConvertSToU | Op::SatConvertUToS => {
+            if m.rounding.is_some() && !m.saturate {
+                return Ok(e.op(op, rty, &[x]));
+            }
+            // Source signedness and target signedness.
+            let (from_signed, to_signed) = match op {
+                Op::SConvert => (true, true),
+                Op::UConvert => (false, false),
+                Op::SatConvertSToU => (true, false),
+                _ => (false, true),
+            };
+            Ok(saturate_int(e, x, sty, rty, from_signed, to_signed))
+        }
+        Op::ConvertSToF | Op::ConvertUToF => {
+            let r = e.op(op, rty, &[x]);
+            match m.rounding {
+                None | Some(FPRoundingMode::RTE) => Ok(r),
+                Some(mode) => round_int_to_float(e, r, x, sty, rty, op == Op::ConvertSToF, mode),
+            }
+        }
+        Op::FConvert => Err(format!(
+            "conversions between floating-point widths with rounding mode {:?} are not supported yet",
+            m.rounding
+        )),
+        other => Err(format!(
+            "saturation or rounding on {other:?} is not supported yet"
+        )),
+    }
+}
+
+/// Float `x` (already rounded to an integral value) to integer type `rty`
+/// with saturation: NaN gives 0, out-of-range values the nearest limit.
+fn saturate_float(e: &mut Emit, x: Word, sty: Word, rty: Word, signed: bool) -> Word {
+    let w = width(e.ctx, rty).unwrap_or(32);
+    let fw = width(e.ctx, sty).unwrap_or(32);
+    let float_bits = |v: f64| -> u64 {
+        if fw == 64 {
+            v.to_bits()
+        } else {
+            u64::from((v as f32).to_bits())
+        }
+    };
+    // 2^(w-1) or 2^w: the first value above the range, exact in floats.
+    let above = if signed {
+        2f64.powi(w as i32 - 1)
+    } else {
+        2f64.powi(w as i32)
+    };
+    let below = if signed { -above } else { 0.0 };
+    let (k_above, k_below) = (
+        e.konst(sty, float_bits(above)),
+        e.konst(sty, float_bits(below)),
+    );
+    let (min, max) = e.min_max(rty, signed);
+    let (kmin, kmax, zero) = (e.konst(rty, min), e.konst(rty, max), e.konst(rty, 0));
+    let bt = e.bool_like(sty);
+    let too_big = e.op(Op::FOrdGreaterThanEqual, bt, &[x, k_above]);
+    let too_small = e.op(Op::FOrdLessThan, bt, &[x, k_below]);
+    let nan = e.op(Op::IsNan, bt, &[x]);
+    // Convert a value known to be in range, so the conversion is defined.
+    let safe = e.select(sty, too_big, k_below, x);
+    let safe = e.select(sty, too_small, k_below, safe);
+    let safe = e.select(sty, nan, k_below, safe);
+    let op = if signed {
+        Op::ConvertFToS
+    } else {
+        Op::ConvertFToU
+    };
+    let r = e.op(op, rty, &[safe]);
+    let r = e.select(rty, too_big, kmax, r);
+    let r = e.select(rty, too_small, kmin, r);
+    e.select(rty, nan, zero, r)
+}
+
+/// Integer `x` to integer type `rty` with saturation.
+fn saturate_int(
+    e: &mut Emit,
+    x: Word,
+    sty: Word,
+    rty: Word,
+    from_signed: bool,
+    to_signed: bool,
+) -> Word {
+    let (sw, rw) = (
+        width(e.ctx, sty).unwrap_or(32),
+        width(e.ctx, rty).unwrap_or(32),
+    );
+    let bt = e.bool_like(sty);
+    let (tmin, tmax) = e.min_max(rty, to_signed);
+    let (smin, smax) = e.min_max(sty, from_signed);
+    let as_i128 = |v: u64, bits: u32, signed: bool| -> i128 {
+        if signed && bits < 128 && (v >> (bits - 1)) & 1 == 1 {
+            v as i128 - (1i128 << bits)
+        } else {
+            v as i128
+        }
+    };
+    let (tmin, tmax) = (as_i128(tmin, rw, to_signed), as_i128(tmax, rw, to_signed));
+    let (smin, smax) = (
+        as_i128(smin, sw, from_signed),
+        as_i128(smax, sw, from_signed),
+    );
+    let mut v = x;
+    // Clamp in the source type where the target's range is narrower.
+    let (less, greater) = if from_signed {
+        (Op::SLessThan, Op::SGreaterThan)
+    } else {
+        (Op::ULessThan, Op::UGreaterThan)
+    };
+    if tmax < smax {
+        let k = e.konst(sty, tmax as u64);
+        let over = e.op(greater, bt, &[v, k]);
+        v = e.select(sty, over, k, v);
+    }
+    if tmin > smin {
+        let k = e.konst(sty, tmin as u64);
+        let under = e.op(less, bt, &[v, k]);
+        v = e.select(sty, under, k, v);
+    }
+    if sw == rw {
+        return if sty == rty {
+            v
+        } else {
+            e.op(Op::Bitcast, rty, &[v])
+        };
+    }
+    let op = if sw < rw && from_signed {
+        Op::SConvert
+    } else {
+        Op::UConvert
+    };
+    e.op(op, rty, &[v])
+}
+
+/// Moves the correctly rounded conversion `r` of integer `x` one step
+/// toward the rounding direction where needed.
+fn round_int_to_float(
+    e: &mut Emit,
+    r: Word,
+    x: Word,
+    sty: Word,
+    rty: Word,
+    signed: bool,
+    mode: FPRoundingMode,
+) -> Result<Word, String> {
+    if width(e.ctx, sty).unwrap_or(32) > 32 {
+        return Err(format!(
+            "conversion of 64-bit integers to floats with rounding mode {mode:?} is not supported yet"
+        ));
+    }
+    let fw = width(e.ctx, rty).unwrap_or(32);
+    let i64t = e.int_like(sty, 64);
+    let it = e.int_like(rty, fw);
+    let bt = e.bool_like(rty);
+    // Exact integer and the rounded value back as integers (both fit in
+    // 64 bits for 32-bit sources).
+    let exact = e.op(if signed { Op::SConvert } else { Op::UConvert }, i64t, &[x]);
+    let back = e.op(Op::ConvertFToS, i64t, &[r]);
+    let (less, greater) = (Op::SLessThan, Op::SGreaterThan);
+    let bits = e.op(Op::Bitcast, it, &[r]);
+    let one = e.konst(it, 1);
+    let (up, down) = (
+        e.op(Op::IAdd, it, &[bits, one]),
+        e.op(Op::ISub, it, &[bits, one]),
+    );
+    // Away from zero adds one to the bits; toward zero takes one away.
+    let negative = e.is_negative(bits, it);
+    let step_needed = match mode {
+        FPRoundingMode::RTZ => {
+            // Rounded away from zero: |back| > |exact|.
+            let pos_over = e.op(greater, bt, &[back, exact]);
+            let neg_over = e.op(less, bt, &[back, exact]);
+            e.select(bt, negative, neg_over, pos_over)
+        }
+        FPRoundingMode::RTP => e.op(less, bt, &[back, exact]),
+        _ => e.op(greater, bt, &[back, exact]),
+    };
+    let stepped = match mode {
+        FPRoundingMode::RTZ => down,
+        // Upward: away from zero for positive values, toward for negative.
+        FPRoundingMode::RTP => e.select(it, negative, down, up),
+        _ => e.select(it, negative, up, down),
+    };
+    let chosen = e.select(it, step_needed, stepped, bits);
+    Ok(e.op(Op::Bitcast, rty, &[chosen]))
+}
