@@ -43,6 +43,7 @@ both_ways!(
     // clCreateProgramWithIL
     program_from_il,
     malformed_il_is_rejected,
+    specialization_constants,
     // Kernel objects
     create_kernel_errors,
     kernels_in_program,
@@ -427,6 +428,96 @@ const IL_STORE: &str = r#"
                OpReturn
                OpFunctionEnd
 "#;
+
+/// out[i] = flag ? value + 100 : value, with `value` (SpecId 7, default 5)
+/// and `flag` (SpecId 8, default false) specialization constants.
+const SPECIALIZED: &str = r#"
+               OpCapability Addresses
+               OpCapability Kernel
+               OpCapability Int64
+               OpMemoryModel Physical64 OpenCL
+               OpEntryPoint Kernel %k "k" %gid
+               OpDecorate %gid BuiltIn GlobalInvocationId
+               OpDecorate %gid Constant
+               OpDecorate %value SpecId 7
+               OpDecorate %flag SpecId 8
+       %void = OpTypeVoid
+       %uint = OpTypeInt 32 0
+      %ulong = OpTypeInt 64 0
+       %bool = OpTypeBool
+    %v3ulong = OpTypeVector %ulong 3
+        %pin = OpTypePointer Input %v3ulong
+        %pgl = OpTypePointer CrossWorkgroup %uint
+         %fn = OpTypeFunction %void %pgl
+      %value = OpSpecConstant %uint 5
+       %flag = OpSpecConstantFalse %bool
+   %uint_100 = OpConstant %uint 100
+        %gid = OpVariable %pin Input
+          %k = OpFunction %void None %fn
+        %out = OpFunctionParameter %pgl
+      %entry = OpLabel
+        %ids = OpLoad %v3ulong %gid Aligned 32
+          %i = OpCompositeExtract %ulong %ids 0
+          %p = OpInBoundsPtrAccessChain %pgl %out %i
+       %more = OpIAdd %uint %value %uint_100
+     %result = OpSelect %uint %flag %more %value
+               OpStore %p %result Aligned 4
+               OpReturn
+               OpFunctionEnd
+"#;
+
+fn specialization_constants(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let il = assemble(SPECIALIZED);
+    let run = |s: &mut Setup, values: &[(u32, &[u8])]| -> Result<u32, cl_int> {
+        let p = with_il(cl, s.c, &il).unwrap();
+        for &(id, v) in values {
+            let r = unsafe {
+                cl.clSetProgramSpecializationConstant.unwrap()(p, id, v.len(), v.as_ptr().cast())
+            };
+            if r != CL_SUCCESS {
+                unsafe { cl.clReleaseProgram.unwrap()(p) };
+                return Err(r);
+            }
+        }
+        let d = cl.device();
+        let r = unsafe {
+            cl.clBuildProgram.unwrap()(p, 1, &d, c"".as_ptr(), None, std::ptr::null_mut())
+        };
+        assert_eq!(r, CL_SUCCESS);
+        let mut e = 0;
+        let k = unsafe { cl.clCreateKernel.unwrap()(p, c"k".as_ptr(), &mut e) };
+        assert_eq!(e, CL_SUCCESS);
+        let out = s.buffer(16);
+        s.arg(k, 0, &out);
+        s.run(k, &[4], None, None);
+        let got = u32_of(&cl.read(s.q, out, 12, 4));
+        unsafe {
+            cl.clReleaseKernel.unwrap()(k);
+            cl.clReleaseProgram.unwrap()(p);
+        }
+        Ok(got)
+    };
+    assert_eq!(run(&mut s, &[]), Ok(5), "{}: defaults", cl.how);
+    assert_eq!(run(&mut s, &[(7, &42u32.to_le_bytes())]), Ok(42));
+    assert_eq!(
+        run(&mut s, &[(7, &42u32.to_le_bytes()), (8, &[1])]),
+        Ok(142)
+    );
+    assert_eq!(run(&mut s, &[(9, &[1])]), Err(CL_INVALID_SPEC_ID));
+    assert_eq!(run(&mut s, &[(7, &[1, 2])]), Err(CL_INVALID_VALUE));
+    // Only IL programs have specialization constants.
+    let src = c"__kernel void k(__global int *p) { p[0] = 1; }";
+    let (mut e, mut text) = (0, src.as_ptr());
+    let p = unsafe {
+        cl.clCreateProgramWithSource.unwrap()(s.c, 1, &mut text, std::ptr::null(), &mut e)
+    };
+    let r = unsafe {
+        cl.clSetProgramSpecializationConstant.unwrap()(p, 7, 4, [0u8; 4].as_ptr().cast())
+    };
+    assert_eq!(r, CL_INVALID_PROGRAM);
+    unsafe { cl.clReleaseProgram.unwrap()(p) };
+}
 
 /// Assembles SPIR-V text with spirv-as for SPIR-V 1.0.
 fn assemble(text: &str) -> Vec<u8> {

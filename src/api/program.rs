@@ -561,10 +561,18 @@ pub unsafe extern "C" fn clSetProgramReleaseCallback(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clSetProgramSpecializationConstant(
-    _program: cl_program,
-    _spec_id: cl_uint,
-    _spec_size: usize,
-    _spec_value: *const c_void,
+    program: cl_program,
+    spec_id: cl_uint,
+    spec_size: usize,
+    spec_value: *const c_void,
 ) -> cl_int {
-    unsupported("clSetProgramSpecializationConstant")
+    api_call("clSetProgramSpecializationConstant", || {
+        let p = Handle::<Program>::from_raw(program)?;
+        if spec_value.is_null() || spec_size == 0 {
+            return err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the application passes spec_size readable bytes.
+        let value = unsafe { std::slice::from_raw_parts(spec_value.cast::<u8>(), spec_size) };
+        p.set_spec_constant(spec_id, value)
+    })
 }

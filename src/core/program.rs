@@ -1,6 +1,7 @@
 //! Programs: OpenCL C source, SPIR-V IL or vkcl binaries in; per-device
 //! builds (compile, link) with their status, options, log and kernels.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -58,6 +59,8 @@ pub struct Program {
     builds: Mutex<Vec<Build>>,
     /// Kernel objects created from this program.
     pub kernels_attached: AtomicUsize,
+    /// Values set with clSetProgramSpecializationConstant, by SpecId.
+    spec_values: Mutex<HashMap<u32, Vec<u8>>>,
 }
 
 impl ClObject for Program {
@@ -168,6 +171,28 @@ pub fn decode_binary(data: &[u8]) -> Option<Build> {
 }
 
 impl Program {
+    /// clSetProgramSpecializationConstant: checks the SpecId and size
+    /// against the IL and keeps the value for the next build.
+    pub fn set_spec_constant(&self, spec_id: u32, value: &[u8]) -> ClResult<()> {
+        let Origin::Il(bytes) = &self.origin else {
+            return err(CL_INVALID_PROGRAM);
+        };
+        let words = frontend::words_of(bytes).ok_or(ClError(CL_INVALID_PROGRAM))?;
+        let sizes = crate::compiler::spirv::specialize::spec_ids(&words)
+            .map_err(|_| ClError(CL_INVALID_PROGRAM))?;
+        match sizes.get(&spec_id) {
+            None => err(CL_INVALID_SPEC_ID),
+            Some(&size) if size != value.len() => err(CL_INVALID_VALUE),
+            Some(_) => {
+                self.spec_values
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(spec_id, value.to_vec());
+                Ok(())
+            }
+        }
+    }
+
     pub fn new(
         context: Arc<Handle<Context>>,
         devices: Vec<Arc<Handle<Device>>>,
@@ -185,6 +210,7 @@ impl Program {
             origin,
             builds: Mutex::new(builds),
             kernels_attached: AtomicUsize::new(0),
+            spec_values: Mutex::new(HashMap::new()),
         })
     }
 
@@ -303,6 +329,13 @@ impl Program {
             Origin::Il(bytes) => {
                 let words = frontend::words_of(bytes)
                     .ok_or_else(|| failed("invalid SPIR-V".into(), failure_code))?;
+                let values = self
+                    .spec_values
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                let words = crate::compiler::spirv::specialize::apply(&words, &values)
+                    .map_err(|e| failed(e, failure_code))?;
                 (words, String::new())
             }
             Origin::Binary | Origin::Linked => {

@@ -102,6 +102,7 @@ cl_api! {
     clSetUserEventStatus: clSetUserEventStatus_t,
     clGetDeviceAndHostTimer: clGetDeviceAndHostTimer_t,
     clCreateProgramWithIL: clCreateProgramWithIL_t,
+    clSetProgramSpecializationConstant: clSetProgramSpecializationConstant_t,
     clCreateProgramWithBinary: clCreateProgramWithBinary_t,
     clCreateProgramWithBuiltInKernels: clCreateProgramWithBuiltInKernels_t,
     clRetainProgram: clRetainProgram_t,

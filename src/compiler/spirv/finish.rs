@@ -288,7 +288,10 @@ fn strip_decorations(ctx: &mut Ctx) -> Result<(), String> {
                 | Decoration::AlignmentId
                 | Decoration::MaxByteOffset
                 | Decoration::MaxByteOffsetId
-                | Decoration::Constant,
+                | Decoration::Constant
+                // Hints whose scopes Vulkan restricts; dropping them is safe.
+                | Decoration::Uniform
+                | Decoration::UniformId,
             )) => false,
             Some(Operand::Decoration(
                 Decoration::Restrict | Decoration::Aliased | Decoration::Volatile,

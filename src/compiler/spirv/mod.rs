@@ -18,6 +18,7 @@ pub mod libclc;
 pub mod memcopy;
 pub mod reflect;
 pub mod select;
+pub mod specialize;
 pub mod structure;
 pub mod sync;
 pub mod vectors;

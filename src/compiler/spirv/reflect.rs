@@ -68,8 +68,84 @@ impl KernelInfo {
 }
 
 /// Parses SPIR-V words into an rspirv module.
+/// Reads a module, with decoration groups replaced by the decorations
+/// they stand for (Vulkan modules may not have groups, and the readers
+/// of decorations then see every one directly).
 pub fn load(words: &[u32]) -> Result<Module, String> {
-    rspirv::dr::load_words(words).map_err(|e| format!("malformed SPIR-V: {e:?}"))
+    let mut m = rspirv::dr::load_words(words).map_err(|e| format!("malformed SPIR-V: {e:?}"))?;
+    flatten_decoration_groups(&mut m);
+    Ok(m)
+}
+
+fn flatten_decoration_groups(m: &mut Module) {
+    let groups: std::collections::HashSet<u32> = m
+        .annotations
+        .iter()
+        .filter(|a| a.class.opcode == Op::DecorationGroup)
+        .filter_map(|a| a.result_id)
+        .collect();
+    if groups.is_empty() {
+        return;
+    }
+    let of_group = |g: u32| -> Vec<Instruction> {
+        m.annotations
+            .iter()
+            .filter(|a| {
+                matches!(a.class.opcode, Op::Decorate | Op::DecorateId)
+                    && a.operands.first().and_then(id) == Some(g)
+            })
+            .cloned()
+            .collect()
+    };
+    let mut flat = Vec::new();
+    for a in &m.annotations {
+        match a.class.opcode {
+            Op::GroupDecorate => {
+                let Some(g) = a.operands.first().and_then(id) else {
+                    continue;
+                };
+                for target in a.operands[1..].iter().filter_map(id) {
+                    for mut d in of_group(g) {
+                        d.operands[0] = Operand::IdRef(target);
+                        flat.push(d);
+                    }
+                }
+            }
+            Op::GroupMemberDecorate => {
+                let Some(g) = a.operands.first().and_then(id) else {
+                    continue;
+                };
+                for pair in a.operands[1..].chunks_exact(2) {
+                    let (Some(target), Some(member)) = (id(&pair[0]), lit(&pair[1])) else {
+                        continue;
+                    };
+                    for d in of_group(g) {
+                        let mut ops = vec![Operand::IdRef(target), Operand::LiteralBit32(member)];
+                        ops.extend(d.operands[1..].iter().cloned());
+                        flat.push(Instruction::new(Op::MemberDecorate, None, None, ops));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    m.annotations.retain(|a| {
+        !matches!(
+            a.class.opcode,
+            Op::DecorationGroup | Op::GroupDecorate | Op::GroupMemberDecorate
+        ) && !a
+            .operands
+            .first()
+            .and_then(id)
+            .is_some_and(|t| groups.contains(&t))
+    });
+    m.annotations.extend(flat);
+    m.debug_names.retain(|n| {
+        !n.operands
+            .first()
+            .and_then(id)
+            .is_some_and(|t| groups.contains(&t))
+    });
 }
 
 fn id(op: &Operand) -> Option<u32> {

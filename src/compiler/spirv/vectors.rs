@@ -133,7 +133,11 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
         .filter_map(|i| Some((i.result_id?, i.result_type?)))
         .collect();
     for f in &ctx.module.functions {
-        for i in f.blocks.iter().flat_map(|b| &b.instructions) {
+        for i in f
+            .parameters
+            .iter()
+            .chain(f.blocks.iter().flat_map(|b| &b.instructions))
+        {
             if let (Some(r), Some(t)) = (i.result_id, i.result_type) {
                 types.insert(r, t);
             }
@@ -191,6 +195,60 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
                             i.result_id,
                             parts,
                         ));
+                    }
+                    Op::VectorExtractDynamic | Op::VectorInsertDynamic => {
+                        // Arrays have no dynamic component access as values:
+                        // compare the index with each position.
+                        let v = id_at(&i, 0).ok_or("bad dynamic component access")?;
+                        let vt = *types.get(&v).ok_or("dynamic access of unknown type")?;
+                        let (comp, n) = wide[&vt];
+                        let inserting = i.class.opcode == Op::VectorInsertDynamic;
+                        let idx = id_at(&i, if inserting { 2 } else { 1 }).ok_or("bad index")?;
+                        let it = *types.get(&idx).ok_or("index of unknown type")?;
+                        let bool_ty = ctx.ty(Op::TypeBool, vec![]);
+                        let mut chosen: Option<Word> = None;
+                        let mut parts = Vec::new();
+                        for k in 0..n {
+                            let e = extract(ctx, &mut out, comp, v, k);
+                            let kc = ctx.const_int(it, u64::from(k));
+                            let hit = ctx.fresh();
+                            out.push(Instruction::new(
+                                Op::IEqual,
+                                Some(bool_ty),
+                                Some(hit),
+                                vec![Operand::IdRef(idx), Operand::IdRef(kc)],
+                            ));
+                            let (yes, no) = if inserting {
+                                (id_at(&i, 1).ok_or("bad insert")?, e)
+                            } else {
+                                (e, chosen.unwrap_or(e))
+                            };
+                            let s = ctx.fresh();
+                            out.push(Instruction::new(
+                                Op::Select,
+                                Some(comp),
+                                Some(s),
+                                vec![Operand::IdRef(hit), Operand::IdRef(yes), Operand::IdRef(no)],
+                            ));
+                            types.insert(s, comp);
+                            chosen = Some(s);
+                            parts.push(Operand::IdRef(s));
+                        }
+                        if inserting {
+                            out.push(Instruction::new(
+                                Op::CompositeConstruct,
+                                i.result_type,
+                                i.result_id,
+                                parts,
+                            ));
+                        } else {
+                            out.push(Instruction::new(
+                                Op::CopyObject,
+                                i.result_type,
+                                i.result_id,
+                                vec![Operand::IdRef(chosen.ok_or("empty vector")?)],
+                            ));
+                        }
                     }
                     Op::VectorShuffle => {
                         let rty = i.result_type.ok_or("shuffle without type")?;
