@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 
-both_ways!(unary_math, binary_math, math_on_wide_vectors);
+both_ways!(unary_math, binary_math, math_on_wide_vectors, relaxed_math);
 
 const SOURCE: &str = include_str!("kernels/math.cl");
 
@@ -86,9 +86,13 @@ fn inputs(n: usize, salt: u64) -> Vec<f32> {
 }
 
 fn run(cl: &Cl, kernel: &str, args: &[&[f32]], results: usize) -> Vec<f32> {
+    run_with(cl, kernel, "", args, results)
+}
+
+fn run_with(cl: &Cl, kernel: &str, options: &str, args: &[&[f32]], results: usize) -> Vec<f32> {
     let n = args[0].len();
     let mut s = Setup::new(cl);
-    let k = s.kernel(SOURCE, kernel, "");
+    let k = s.kernel(SOURCE, kernel, options);
     for (a, data) in args.iter().enumerate() {
         let b = s.buffer_from(&bytes_of(data));
         s.arg(k, a as u32, &b);
@@ -355,4 +359,42 @@ fn run_wide(cl: &Cl, x: &[f32]) -> Vec<f32> {
     s.arg(k, 1, &bo);
     s.run(k, &[x.len() / 16], Some(&[16]), None);
     f32s(&cl.read(s.q, bo, 0, x.len() * 4))
+}
+
+/// -cl-fast-relaxed-math: the specification's relaxed limits (absolute
+/// error 2^-11 for sin and cos on [-pi, pi], 3 + 2|x| ULP for exp, ...).
+fn relaxed_math(cl: &Cl) {
+    let n = 256;
+    let x: Vec<f32> = (0..n)
+        .map(|i| (i as f32 / n as f32 * 2.0 - 1.0) * std::f32::consts::PI)
+        .collect();
+    let got = run_with(cl, "relaxed", "-cl-fast-relaxed-math", &[&x], 5);
+    for (i, &v) in x.iter().enumerate() {
+        let v = v as f64;
+        let at = |k: usize| got[k * n + i] as f64;
+        assert!(
+            (at(0) - v.sin()).abs() <= 2f64.powi(-11),
+            "{}: sin({v})",
+            cl.how
+        );
+        assert!(
+            (at(1) - v.cos()).abs() <= 2f64.powi(-11),
+            "{}: cos({v})",
+            cl.how
+        );
+        let e = v.exp();
+        assert!(
+            (at(2) - e).abs() <= (3.0 + 2.0 * v.abs()) * ulp(e),
+            "{}: exp({v})",
+            cl.how
+        );
+        let l = (v.abs() + 0.25).ln();
+        assert!(
+            (at(3) - l).abs() <= 3.0 * ulp(l).max(2f64.powi(-21)),
+            "{}: log",
+            cl.how
+        );
+        let p = (v.abs() + 0.25).powf(1.5);
+        assert!((at(4) - p).abs() <= 8192.0 * ulp(p), "{}: powr", cl.how);
+    }
 }

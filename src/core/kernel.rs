@@ -184,12 +184,17 @@ impl Kernel {
             .program
             .device_index(device)
             .ok_or("the program is not built for this device")?;
-        let spirv = self
-            .program
-            .build_of(i)
+        let build = self.program.build_of(i);
+        let spirv = build
             .spirv
             .ok_or("the program has no executable for this device")?;
-        let rewritten = crate::compiler::spirv::rewrite(&spirv, &self.info, &device_caps(device))?;
+        let options = crate::compiler::spirv::Options::from_build_options(&build.options);
+        let rewritten = crate::compiler::spirv::rewrite_with(
+            &spirv,
+            &self.info,
+            &device_caps(device),
+            options,
+        )?;
         if let Some(dir) = std::env::var_os("VKCL_DUMP_DIR") {
             // For debugging the rewriter: the Vulkan module of each kernel.
             let path = std::path::Path::new(&dir).join(format!("{}.spv", self.info.name));

@@ -78,3 +78,14 @@ __kernel void remainders(__global const float *in, __global const float *in2, __
     OUT(3, (float)(q & 7));
     OUT(4, fma(x, y, x));
 }
+
+// Built with -cl-fast-relaxed-math in the tests: native forms allowed.
+__kernel void relaxed(__global const float *in, __global float *out) {
+    size_t i = get_global_id(0), n = get_global_size(0);
+    float x = in[i];
+    OUT(0, sin(x));
+    OUT(1, cos(x));
+    OUT(2, exp(x));
+    OUT(3, log(fabs(x) + 0.25f));
+    OUT(4, powr(fabs(x) + 0.25f, 1.5f));
+}

@@ -81,10 +81,29 @@ fn lowering(op: C) -> Option<Lowering> {
 
 /// Lowers the kernel's built-ins; those taken from libclc are copied in,
 /// inlined into kernel `fid`, and their own built-ins lowered in turn.
-pub fn run(ctx: &mut Ctx, fid: Word) -> Result<(), String> {
+/// Native forms the relaxed-precision build options allow for single
+/// precision (the specification's table for -cl-unsafe-math-optimizations:
+/// absolute error bounds near the origin, derived implementations).
+fn relaxed(op: C) -> Option<Lowering> {
+    use Lowering::*;
+    Some(match op {
+        C::sin => Glsl(G::Sin),
+        C::cos => Glsl(G::Cos),
+        C::tan => Glsl(G::Tan),
+        C::exp => Glsl(G::Exp),
+        C::exp2 => Glsl(G::Exp2),
+        C::log => Glsl(G::Log),
+        C::log2 => Glsl(G::Log2),
+        C::powr => Glsl(G::Pow),
+        C::fma => Glsl(G::Fma),
+        _ => return None,
+    })
+}
+
+pub fn run(ctx: &mut Ctx, fid: Word, relaxed_math: bool) -> Result<(), String> {
     let mut linker: Option<libclc::Linker> = None;
     let mut rounds = 0;
-    while lower(ctx, &mut linker, rounds == 0)? {
+    while lower(ctx, &mut linker, rounds == 0, relaxed_math)? {
         rounds += 1;
         if rounds > 16 {
             return Err("built-in functions call each other without end".into());
@@ -102,6 +121,7 @@ fn lower(
     ctx: &mut Ctx,
     linker: &mut Option<libclc::Linker>,
     kernel_code: bool,
+    relaxed_math: bool,
 ) -> Result<bool, String> {
     let Some(ocl) = ctx.module.ext_inst_imports.iter().find_map(|i| {
         (i.operands.first() == Some(&Operand::LiteralString("OpenCL.std".into())))
@@ -194,8 +214,14 @@ fn lower(
                 // The kernel's fma must be correctly rounded and comes from
                 // libclc; libclc's own fma calls get Vulkan's Fma, as they do
                 // when Mesa runs libclc on the same drivers.
+                let single = i
+                    .result_type
+                    .is_some_and(|t| exact::width(ctx, t) == Some(32));
                 let lowered = match op {
                     C::fma if !kernel_code => Some(Lowering::Glsl(G::Fma)),
+                    _ if relaxed_math && kernel_code && single => {
+                        relaxed(op).or_else(|| lowering(op))
+                    }
                     _ => lowering(op),
                 };
                 match lowered {

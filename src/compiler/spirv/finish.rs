@@ -291,15 +291,15 @@ fn strip_decorations(ctx: &mut Ctx) -> Result<(), String> {
                 | Decoration::Constant
                 // Hints whose scopes Vulkan restricts; dropping them is safe.
                 | Decoration::Uniform
-                | Decoration::UniformId,
+                | Decoration::UniformId
+                // Permissions to be less precise; honouring none is allowed.
+                | Decoration::FPFastMathMode,
             )) => false,
             Some(Operand::Decoration(
                 Decoration::Restrict | Decoration::Aliased | Decoration::Volatile,
             )) => id_at(a, 0).is_some_and(|t| variables.contains(&t)),
             Some(Operand::Decoration(
-                d @ (Decoration::SaturatedConversion
-                | Decoration::FPRoundingMode
-                | Decoration::FPFastMathMode),
+                d @ (Decoration::SaturatedConversion | Decoration::FPRoundingMode),
             )) => {
                 problem = Some(format!("the {d:?} decoration is not supported yet"));
                 true

@@ -36,8 +36,38 @@ pub struct Rewritten {
     pub push: PushLayout,
 }
 
+/// Choices the program's build options make for the rewrite.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// `-cl-fast-relaxed-math` or `-cl-unsafe-math-optimizations`: the
+    /// transcendental functions may use Vulkan's native forms, as the
+    /// specification's relaxed precision allows.
+    pub relaxed_math: bool,
+}
+
+impl Options {
+    /// The options that matter to the rewrite, from build options.
+    pub fn from_build_options(options: &str) -> Options {
+        Options {
+            relaxed_math: options
+                .split_whitespace()
+                .any(|o| matches!(o, "-cl-fast-relaxed-math" | "-cl-unsafe-math-optimizations")),
+        }
+    }
+}
+
 /// Rewrites `kernel` of an OpenCL SPIR-V module for a Vulkan device.
 pub fn rewrite(words: &[u32], kernel: &KernelInfo, caps: &DeviceCaps) -> Result<Rewritten, String> {
+    rewrite_with(words, kernel, caps, Options::default())
+}
+
+/// [`rewrite`] with the choices of the program's build options.
+pub fn rewrite_with(
+    words: &[u32],
+    kernel: &KernelInfo,
+    caps: &DeviceCaps,
+    options: Options,
+) -> Result<Rewritten, String> {
     let module = reflect::load(words)?;
     let mut ctx = Ctx::new(module);
     let fid = select::run(&mut ctx, &kernel.name)?;
@@ -46,7 +76,7 @@ pub fn rewrite(words: &[u32], kernel: &KernelInfo, caps: &DeviceCaps) -> Result<
     // Built-ins first: vloadn/vstoren become pointer arithmetic (lowered
     // by the addressing pass), and math on 8/16-component vectors is then
     // split by the vectors pass like any other operation.
-    extinst::run(&mut ctx, fid)?;
+    extinst::run(&mut ctx, fid, options.relaxed_math)?;
     convert::run(&mut ctx)?;
     vectors::run(&mut ctx)?;
     let (push, block) = interface::run(&mut ctx, fid, &kernel.args)?;
