@@ -13,7 +13,7 @@ use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{GlslStd450Op as G, Op, OpenclStd100Op as C, Word};
 
 use crate::compiler::spirv::ctx::{Ctx, id_at};
-use crate::compiler::spirv::{exact, inline, libclc, memcopy};
+use crate::compiler::spirv::{exact, half, inline, libclc, memcopy};
 
 enum Lowering {
     Glsl(G),
@@ -101,6 +101,8 @@ fn relaxed(op: C) -> Option<Lowering> {
 }
 
 pub fn run(ctx: &mut Ctx, fid: Word, relaxed_math: bool) -> Result<(), String> {
+    // No half arithmetic is offered: half values only live in memory.
+    half::retype_half(ctx);
     let mut linker: Option<libclc::Linker> = None;
     let mut rounds = 0;
     while lower(ctx, &mut linker, rounds == 0, relaxed_math)? {
@@ -191,6 +193,16 @@ fn lower(
                 if matches!(op, C::vloadn | C::vstoren) {
                     vector_memory(ctx, &value_types, op, &i, &mut out)?;
                     continue;
+                }
+                {
+                    let mut e = exact::Emit {
+                        ctx,
+                        out: &mut out,
+                        glsl: &mut glsl,
+                    };
+                    if half::lower(&mut e, op, &i, &value_types)? {
+                        continue;
+                    }
                 }
                 if matches!(op, C::shuffle | C::shuffle2) {
                     shuffle(ctx, &value_types, &i, &mut out)?;

@@ -12,6 +12,7 @@ pub mod ctx;
 pub mod exact;
 pub mod extinst;
 pub mod finish;
+pub mod half;
 pub mod inline;
 pub mod interface;
 pub mod libclc;
