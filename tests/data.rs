@@ -14,6 +14,7 @@ both_ways!(
     private_array_dynamic_index,
     contended_64bit_atomics,
     c11_atomics_with_order_and_scope,
+    async_work_group_copies,
 );
 
 const SOURCE: &str = include_str!("kernels/data.cl");
@@ -289,4 +290,28 @@ fn c11_atomics_with_order_and_scope(cl: &Cl) {
     assert_eq!(words, [n, n - 1, 2 * n, n, 42], "{}", cl.how);
     let sum = u64s(&cl.read(s.q, w, 0, 8))[0];
     assert_eq!(sum, u64::from(n) * u64::from(n - 1) / 2, "{}", cl.how);
+}
+
+fn async_work_group_copies(cl: &Cl) {
+    let (groups, local) = (8usize, 32usize);
+    let n = groups * local;
+    let src: Vec<f32> = (0..n * 4).map(|i| i as f32 * 0.5).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "async_copies", "");
+    let (bs, bd) = (s.buffer_from(&bytes_of(&src)), s.buffer(n * 16));
+    s.arg(k, 0, &bs);
+    s.arg(k, 1, &bd);
+    let r = unsafe { cl.clSetKernelArg.unwrap()(k, 2, local * 16, std::ptr::null()) };
+    assert_eq!(r, CL_SUCCESS);
+    s.run(k, &[n], Some(&[local]), None);
+    let got = f32s(&cl.read(s.q, bd, 0, n * 16));
+    for g in 0..groups {
+        for l in 0..local {
+            for c in 0..4 {
+                let want = src[(g * local + l) * 4 + c] * 2.0 + l as f32;
+                let at = (l * groups + g) * 4 + c;
+                assert_eq!(got[at], want, "{}: group {g} item {l} lane {c}", cl.how);
+            }
+        }
+    }
 }

@@ -135,3 +135,16 @@ __kernel void c11(__global atomic_uint *g, __global atomic_long *w, __local atom
     atomic_store_explicit(&g[4], 42u, memory_order_release, memory_scope_device);
 }
 #endif
+
+// async_work_group_copy in and out of __local memory, strided, and prefetch.
+__kernel void async_copies(__global const float4 *src, __global float4 *dst, __local float4 *tmp) {
+    size_t g = get_group_id(0), l = get_local_id(0), n = get_local_size(0);
+    prefetch(src + g * n, n);
+    event_t e = async_work_group_copy(tmp, src + g * n, n, 0);
+    wait_group_events(1, &e);
+    tmp[l] = tmp[l] * 2.0f + (float4)(l);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    // Group g writes element g of every block of 'groups' elements.
+    event_t f = async_work_group_strided_copy(dst + g, tmp, n, get_num_groups(0), 0);
+    wait_group_events(1, &f);
+}

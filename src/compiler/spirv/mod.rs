@@ -6,6 +6,7 @@
 //! message naming the construct; the caller reports it, never a panic.
 
 pub mod addressing;
+pub mod async_copy;
 pub mod builtins;
 pub mod convert;
 pub mod ctx;
@@ -74,6 +75,7 @@ pub fn rewrite_with(
     let fid = select::run(&mut ctx, &kernel.name)?;
     inline::run(&mut ctx, fid)?;
     memcopy::run(&mut ctx)?;
+    async_copy::run(&mut ctx)?;
     // Built-ins first: vloadn/vstoren become pointer arithmetic (lowered
     // by the addressing pass), and math on 8/16-component vectors is then
     // split by the vectors pass like any other operation.
