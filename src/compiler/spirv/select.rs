@@ -1,6 +1,6 @@
 //! Pass 1: keep one kernel. Drops the other entry points, every function
-//! the kernel does not reach, and the module-scope variables (constant
-//! data of other kernels) that no remaining function uses.
+//! the kernel does not reach, and the types, constants and module-scope
+//! variables that nothing left uses.
 
 use std::collections::HashSet;
 
@@ -50,38 +50,49 @@ pub fn run(ctx: &mut Ctx, kernel: &str) -> Result<Word, String> {
             .and_then(|d| d.result_id)
             .is_some_and(|id| reach.contains(&id))
     });
-    drop_unused_variables(ctx);
+    drop_unused_globals(ctx);
     Ok(fid)
 }
 
-/// Removes module-scope variables no function refers to, with their
-/// names and decorations.
-fn drop_unused_variables(ctx: &mut Ctx) {
+/// Removes the types, constants and module-scope variables that nothing
+/// left refers to (another kernel's constant data, or types only other
+/// kernels use, which Vulkan might reject), with their names and
+/// decorations.
+fn drop_unused_globals(ctx: &mut Ctx) {
     let m = &mut ctx.module;
-    let used: HashSet<Word> = m
+    let defs: std::collections::HashMap<Word, usize> = m
+        .types_global_values
+        .iter()
+        .enumerate()
+        .filter_map(|(n, i)| Some((i.result_id?, n)))
+        .collect();
+    let mut kept: HashSet<Word> = HashSet::new();
+    let mut todo: Vec<Word> = m
         .functions
         .iter()
         .flat_map(|f| f.all_inst_iter())
+        .chain(&m.entry_points)
+        .chain(&m.execution_modes)
         .flat_map(ids_used)
-        .chain(m.types_global_values.iter().flat_map(ids_used))
         .collect();
-    let unused: HashSet<Word> = m
-        .types_global_values
-        .iter()
-        .filter(|i| i.class.opcode == Op::Variable)
-        .filter_map(|i| i.result_id)
-        .filter(|id| !used.contains(id))
-        .collect();
-    if unused.is_empty() {
-        return;
+    while let Some(id) = todo.pop() {
+        if !kept.insert(id) {
+            continue;
+        }
+        if let Some(&n) = defs.get(&id) {
+            todo.extend(ids_used(&m.types_global_values[n]));
+        }
+        // Ids a kept target's decorations name (AlignmentId, ...).
+        for a in m.annotations.iter().filter(|a| id_at(a, 0) == Some(id)) {
+            todo.extend(ids_used(a).skip(1));
+        }
     }
-    let names = |i: &rspirv::dr::Instruction| id_at(i, 0).is_some_and(|t| unused.contains(&t));
-    m.types_global_values
-        .retain(|i| !i.result_id.is_some_and(|id| unused.contains(&id)));
-    m.annotations.retain(|i| !names(i));
-    m.debug_names.retain(|i| !names(i));
+    let gone = |id: Option<Word>| id.is_some_and(|i| defs.contains_key(&i) && !kept.contains(&i));
+    m.types_global_values.retain(|i| !gone(i.result_id));
+    m.annotations.retain(|a| !gone(id_at(a, 0)));
+    m.debug_names.retain(|a| !gone(id_at(a, 0)));
     for e in &mut m.entry_points {
         e.operands
-            .retain(|o| !matches!(o, Operand::IdRef(id) if unused.contains(id)));
+            .retain(|o| !matches!(o, Operand::IdRef(id) if gone(Some(*id))));
     }
 }
