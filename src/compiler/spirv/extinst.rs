@@ -7,17 +7,18 @@
 //! are run-time values and 8/16-component vectors have no dynamic extract
 //! once split.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use rspirv::dr::{Instruction, Operand};
-use rspirv::spirv::{GlslStd450Op as G, Op, OpenclStd100Op as C, Word};
+use rspirv::spirv::{Decoration, GlslStd450Op as G, Op, OpenclStd100Op as C, Word};
 
 use crate::compiler::spirv::ctx::{Ctx, id_at};
-use crate::compiler::spirv::{exact, half, inline, libclc, memcopy};
+use crate::compiler::spirv::{Options, exact, half, inline, libclc, memcopy};
 
 enum Lowering {
     Glsl(G),
-    /// `a * b + c` as two instructions (mad allows any precision).
+    /// `a * b + c` as a multiply and an add that drivers may fuse (mad
+    /// allows any precision).
     MulAdd,
     Div,
     Copy,
@@ -100,12 +101,19 @@ fn relaxed(op: C) -> Option<Lowering> {
     })
 }
 
-pub fn run(ctx: &mut Ctx, fid: Word, relaxed_math: bool) -> Result<(), String> {
+pub fn run(ctx: &mut Ctx, fid: Word, options: Options) -> Result<(), String> {
     // No half arithmetic is offered: half values only live in memory.
     half::retype_half(ctx);
     let mut linker: Option<libclc::Linker> = None;
+    let mut fusable: HashSet<Word> = HashSet::new();
     let mut rounds = 0;
-    while lower(ctx, &mut linker, rounds == 0, relaxed_math)? {
+    while lower(
+        ctx,
+        &mut linker,
+        rounds == 0,
+        options.relaxed_math,
+        &mut fusable,
+    )? {
         rounds += 1;
         if rounds > 16 {
             return Err("built-in functions call each other without end".into());
@@ -113,7 +121,43 @@ pub fn run(ctx: &mut Ctx, fid: Word, relaxed_math: bool) -> Result<(), String> {
         inline::run(ctx, fid)?;
         memcopy::run(ctx)?;
     }
+    if !options.contract {
+        no_contraction(ctx, &fusable);
+    }
     Ok(())
+}
+
+/// OpenCL C rounds each float operation on its own unless the program
+/// allows contraction (clang has already fused where `FP_CONTRACT` let it,
+/// into `mad`/`fma`), while Vulkan lets drivers fuse a multiply and an add
+/// unless told not to: every float operation but those of `mad` (any
+/// precision) and of libclc's `fma` (which its algorithms want fused) gets
+/// `NoContraction`. libclc's precise algorithms depend on both.
+fn no_contraction(ctx: &mut Ctx, fusable: &HashSet<Word>) {
+    let targets: Vec<Word> = ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| f.all_inst_iter())
+        .filter(|i| {
+            matches!(
+                i.class.opcode,
+                Op::FAdd
+                    | Op::FSub
+                    | Op::FMul
+                    | Op::FDiv
+                    | Op::FRem
+                    | Op::FMod
+                    | Op::FNegate
+                    | Op::VectorTimesScalar
+            )
+        })
+        .filter_map(|i| i.result_id)
+        .filter(|r| !fusable.contains(r))
+        .collect();
+    for t in targets {
+        ctx.decorate(t, Decoration::NoContraction, vec![]);
+    }
 }
 
 /// One round: returns whether calls to libclc functions were added.
@@ -124,6 +168,7 @@ fn lower(
     linker: &mut Option<libclc::Linker>,
     kernel_code: bool,
     relaxed_math: bool,
+    fusable: &mut HashSet<Word>,
 ) -> Result<bool, String> {
     let Some(ocl) = ctx.module.ext_inst_imports.iter().find_map(|i| {
         (i.operands.first() == Some(&Operand::LiteralString("OpenCL.std".into())))
@@ -230,7 +275,7 @@ fn lower(
                     .result_type
                     .is_some_and(|t| exact::width(ctx, t) == Some(32));
                 let lowered = match op {
-                    C::fma if !kernel_code => Some(Lowering::Glsl(G::Fma)),
+                    C::fma if !kernel_code => Some(Lowering::MulAdd),
                     _ if relaxed_math && kernel_code && single => {
                         relaxed(op).or_else(|| lowering(op))
                     }
@@ -274,6 +319,8 @@ fn lower(
                             i.result_id,
                             vec![Operand::IdRef(tmp), args[2].clone()],
                         ));
+                        fusable.insert(tmp);
+                        fusable.extend(i.result_id);
                     }
                     Some(Lowering::Div) => {
                         out.push(Instruction::new(Op::FDiv, i.result_type, i.result_id, args))

@@ -45,15 +45,19 @@ pub struct Options {
     /// transcendental functions may use Vulkan's native forms, as the
     /// specification's relaxed precision allows.
     pub relaxed_math: bool,
+    /// `-cl-mad-enable` (or the relaxed options): multiplies and adds may
+    /// be fused; otherwise every float operation rounds on its own.
+    pub contract: bool,
 }
 
 impl Options {
     /// The options that matter to the rewrite, from build options.
     pub fn from_build_options(options: &str) -> Options {
+        let has = |names: &[&str]| options.split_whitespace().any(|o| names.contains(&o));
+        let relaxed_math = has(&["-cl-fast-relaxed-math", "-cl-unsafe-math-optimizations"]);
         Options {
-            relaxed_math: options
-                .split_whitespace()
-                .any(|o| matches!(o, "-cl-fast-relaxed-math" | "-cl-unsafe-math-optimizations")),
+            relaxed_math,
+            contract: relaxed_math || has(&["-cl-mad-enable"]),
         }
     }
 }
@@ -70,25 +74,42 @@ pub fn rewrite_with(
     caps: &DeviceCaps,
     options: Options,
 ) -> Result<Rewritten, String> {
+    let started = std::time::Instant::now();
+    let mut last = started;
+    // Each pass's time, for VKCL_LOG=trace.
+    let mut lap = |pass: &str| {
+        let now = std::time::Instant::now();
+        log::trace!(target: "vkcl::compiler", "{}: {pass} {:?}", kernel.name, now - last);
+        last = now;
+    };
     let module = reflect::load(words)?;
     let mut ctx = Ctx::new(module);
     let fid = select::run(&mut ctx, &kernel.name)?;
     inline::run(&mut ctx, fid)?;
     memcopy::run(&mut ctx)?;
     async_copy::run(&mut ctx)?;
+    lap("select, inline, copies");
     // Built-ins first: vloadn/vstoren become pointer arithmetic (lowered
     // by the addressing pass), and math on 8/16-component vectors is then
     // split by the vectors pass like any other operation.
-    extinst::run(&mut ctx, fid, options.relaxed_math)?;
+    extinst::run(&mut ctx, fid, options)?;
     convert::run(&mut ctx)?;
+    lap("built-ins");
     vectors::run(&mut ctx)?;
+    lap("vectors");
     let (push, block) = interface::run(&mut ctx, fid, &kernel.args)?;
     builtins::run(&mut ctx, &block)?;
+    lap("interface");
     addressing::run(&mut ctx)?;
+    lap("addressing");
     structure::run(&mut ctx)?;
+    lap("structure");
     sync::run(&mut ctx)?;
     finish::run(&mut ctx, fid, caps)?;
+    lap("finish");
     let words = ctx.module.assemble();
     crate::compiler::link::validate_vulkan(&words)?;
+    lap("spirv-val");
+    log::debug!(target: "vkcl::compiler", "{} rewritten in {:?} ({} words)", kernel.name, started.elapsed(), words.len());
     Ok(Rewritten { words, push })
 }

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use rspirv::dr::{Instruction, Operand};
-use rspirv::spirv::{Op, Word};
+use rspirv::spirv::{Decoration, Op, Word};
 
 use crate::compiler::spirv::ctx::{Ctx, id_at};
 
@@ -143,6 +143,14 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
             }
         }
     }
+    // Operations that must round on their own; so must their components.
+    let exact: std::collections::HashSet<Word> = ctx
+        .module
+        .annotations
+        .iter()
+        .filter(|a| a.operands.get(1) == Some(&Operand::Decoration(Decoration::NoContraction)))
+        .filter_map(|a| id_at(a, 0))
+        .collect();
     let mut functions = std::mem::take(&mut ctx.module.functions);
     for f in &mut functions {
         for b in &mut f.blocks {
@@ -323,6 +331,9 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
                                 op
                             };
                             out.push(Instruction::new(opk, Some(rcomp), Some(e), ops));
+                            if i.result_id.is_some_and(|r| exact.contains(&r)) {
+                                ctx.decorate(e, Decoration::NoContraction, vec![]);
+                            }
                             types.insert(e, rcomp);
                             parts.push(Operand::IdRef(e));
                         }
