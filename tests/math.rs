@@ -8,7 +8,13 @@ mod common;
 
 use common::*;
 
-both_ways!(unary_math, binary_math, math_on_wide_vectors, relaxed_math);
+both_ways!(
+    unary_math,
+    binary_math,
+    math_on_wide_vectors,
+    relaxed_math,
+    library_functions_with_loops
+);
 
 const SOURCE: &str = include_str!("kernels/math.cl");
 
@@ -317,6 +323,27 @@ fn pow(a: f64, b: f64) -> f64 {
     if a == 1.0 || b == 0.0 { 1.0 } else { a.powf(b) }
 }
 
+/// IEEE remainder from exact fmod: the result of rounding the quotient to
+/// nearest even, without computing the (possibly huge) quotient.
+fn remainder(a: f64, b: f64) -> f64 {
+    if b == 0.0 || a.is_infinite() || a.is_nan() || b.is_nan() {
+        return f64::NAN;
+    }
+    if b.is_infinite() {
+        return a;
+    }
+    let r = a % b;
+    let (ar, ab) = (r.abs(), b.abs());
+    // The truncated quotient is odd when fmod by 2b leaves at least b.
+    let odd = (a % (2.0 * ab)).abs() >= ab;
+    let r = if 2.0 * ar > ab || (2.0 * ar == ab && odd) {
+        r - ab.copysign(r)
+    } else {
+        r
+    };
+    if r == 0.0 { 0f64.copysign(a) } else { r }
+}
+
 fn nextafter(a: f32, b: f32) -> f32 {
     if a.is_nan() || b.is_nan() {
         return f32::NAN;
@@ -396,5 +423,49 @@ fn relaxed_math(cl: &Cl) {
         );
         let p = (v.abs() + 0.25).powf(1.5);
         assert!((at(4) - p).abs() <= 8192.0 * ulp(p), "{}: powr", cl.how);
+    }
+}
+
+/// fmod, remainder and remquo come from libclc with loops and many
+/// branches; fma is Vulkan's.
+fn library_functions_with_loops(cl: &Cl) {
+    let n = 512;
+    let (x, y) = (inputs(n, 0), inputs(n, 5));
+    let got = run(cl, "remainders", &[&x, &y], 5);
+    for i in 0..n {
+        let (a, b) = (x[i] as f64, y[i] as f64);
+        let checks = [
+            ("fmod", a % b),
+            ("remainder", remainder(a, b)),
+            ("remquo", remainder(a, b)),
+        ];
+        for (k, (name, want)) in checks.iter().enumerate() {
+            assert!(
+                close(got[k * n + i], *want, 0.0),
+                "{}: {name}({a:e}, {b:e}) = {:e}, want {want:e}",
+                cl.how,
+                got[k * n + i]
+            );
+        }
+        // remquo's quotient bits: the sign and low bits of a/b rounded.
+        let r = remainder(a, b);
+        if r.is_finite() && b != 0.0 && (a / b).abs() < 1.0e6 {
+            let q = ((a - r) / b).round() as i64;
+            assert_eq!(
+                got[3 * n + i] as i64,
+                q & 7,
+                "{}: remquo quotient of {a:e}/{b:e}",
+                cl.how
+            );
+        }
+        // Vulkan's Fma: fused on GPUs, rounded twice by some drivers.
+        let fma = a.mul_add(b, a);
+        let twice = ((x[i] * y[i]) + x[i]) as f64;
+        assert!(
+            close(got[4 * n + i], fma, 0.0) || close(got[4 * n + i], twice, 0.0),
+            "{}: fma({a:e}, {b:e}, {a:e}) = {:e}, want {fma:e}",
+            cl.how,
+            got[4 * n + i]
+        );
     }
 }

@@ -407,6 +407,10 @@ impl FrontEnd {
             .arg("-include")
             .arg(&prelude)
             .arg("-fno-discard-value-names")
+            // Lifetime markers mean nothing to Vulkan, and with them clang
+            // routes loop exits through cleanup switches that the optimiser
+            // narrows to odd widths (i3) llvm-spirv cannot translate.
+            .args(["-Xclang", "-disable-lifetime-markers"])
             .arg("-I")
             .arg(dir.join("include"))
             .args(&options.clang);

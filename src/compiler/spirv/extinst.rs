@@ -58,8 +58,10 @@ fn lowering(op: C) -> Option<Lowering> {
         C::native_tan => Glsl(G::Tan),
         C::native_powr => Glsl(G::Pow),
         C::native_divide => Div,
-        // fma is not here: Vulkan's Fma may round twice, and OpenCL's is
-        // correctly rounded (see `lower`).
+        // Vulkan's Fma: fused on GPUs; drivers may round twice (lavapipe
+        // does), and libclc's correctly rounded fma has control flow the
+        // structure pass cannot yet handle.
+        C::fma => Glsl(G::Fma),
         // Vulkan's sqrt (inherited from inversesqrt) and inversesqrt (2
         // ULP) are within OpenCL's 3 and 2 ULP for single precision.
         C::sqrt => Glsl(G::Sqrt),
@@ -268,9 +270,8 @@ fn lower(
                         continue;
                     }
                 }
-                // The kernel's fma must be correctly rounded and comes from
-                // libclc; libclc's own fma calls get Vulkan's Fma, as they do
-                // when Mesa runs libclc on the same drivers.
+                // libclc's own fma calls become a multiply and an add the
+                // driver may fuse, which its algorithms expect.
                 let single = i
                     .result_type
                     .is_some_and(|t| exact::width(ctx, t) == Some(32));

@@ -203,10 +203,52 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
     if let Some(h) = ctx.module.header.as_mut() {
         h.version = (1 << 16) | (5 << 8);
     }
+    pointer_variables_alias(ctx);
     // Passes add types where convenient; SPIR-V wants each global after
     // the ids it refers to.
     ctx.sort_globals();
     Ok(())
+}
+
+/// Variables that hold device addresses (pointers kept in private
+/// variables, as unoptimised code does) must say whether what they point
+/// at may alias; OpenCL C pointers may.
+fn pointer_variables_alias(ctx: &mut Ctx) {
+    let psb_pointers: HashSet<Word> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|t| {
+            t.class.opcode == Op::TypePointer
+                && t.operands.first()
+                    == Some(&Operand::StorageClass(StorageClass::PhysicalStorageBuffer))
+        })
+        .filter_map(|t| t.result_id)
+        .collect();
+    let holders: HashSet<Word> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|t| {
+            t.class.opcode == Op::TypePointer
+                && id_at(t, 1).is_some_and(|p| psb_pointers.contains(&p))
+        })
+        .filter_map(|t| t.result_id)
+        .collect();
+    let vars: Vec<Word> = ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| f.all_inst_iter())
+        .chain(&ctx.module.types_global_values)
+        .filter(|i| {
+            i.class.opcode == Op::Variable && i.result_type.is_some_and(|t| holders.contains(&t))
+        })
+        .filter_map(|i| i.result_id)
+        .collect();
+    for v in vars {
+        ctx.decorate(v, Decoration::AliasedPointer, vec![]);
+    }
 }
 
 fn uses_64bit_atomics(ctx: &Ctx) -> bool {
