@@ -2,8 +2,10 @@
 //! push-constant block that the host fills at each dispatch: buffers as
 //! 64-bit device addresses turned back into pointers, values by value.
 //! The block starts with the work-item data Vulkan has no built-in for
-//! (global offset, global size, work dimension). The kernel becomes a
-//! function without parameters, ready to be the compute entry point.
+//! (global offset, global size, work dimension, and for NDRanges run as
+//! several dispatches the first group's id and the enqueued work-group
+//! size). The kernel becomes a function without parameters, ready to be
+//! the compute entry point.
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, Op, StorageClass, Word};
@@ -51,16 +53,25 @@ pub struct PushLayout {
 pub const GLOBAL_OFFSET: u32 = 0;
 pub const GLOBAL_SIZE: u32 = 12;
 pub const WORK_DIM: u32 = 24;
-const HEADER: u32 = 32;
+/// The group id of this dispatch's first work-group: an NDRange larger
+/// than one dispatch, or with a partial last work-group, runs as several.
+pub const GROUP_OFFSET: u32 = 28;
+/// The work-group size the application enqueued; a dispatch of partial
+/// work-groups runs with a smaller one in its specialization constants.
+pub const ENQUEUED_LOCAL_SIZE: u32 = 40;
+const HEADER: u32 = 56;
 
 /// The block variable and its member indexes for the built-ins.
 pub struct Block {
     pub var: Word,
     /// Member index of global offset x (y, z follow), global size x
-    /// (y, z follow) and work_dim.
+    /// (y, z follow), work_dim, group offset x (y, z follow) and enqueued
+    /// local size x (y, z follow).
     pub global_offset: u32,
     pub global_size: u32,
     pub work_dim: u32,
+    pub group_offset: u32,
+    pub enqueued_local_size: u32,
 }
 
 fn ctx_pointer_parts(
@@ -79,7 +90,7 @@ fn ctx_pointer_parts(
 pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, Block), String> {
     let u32t = ctx.uint(32);
     let u64t = ctx.uint(64);
-    let mut members: Vec<(Word, u32)> = (0..7).map(|i| (u32t, i * 4)).collect();
+    let mut members: Vec<(Word, u32)> = (0..13).map(|i| (u32t, i * 4)).collect();
     let func_index = ctx
         .module
         .functions
@@ -398,6 +409,8 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
             global_offset: 0,
             global_size: 3,
             work_dim: 6,
+            group_offset: 7,
+            enqueued_local_size: 10,
         },
     ))
 }

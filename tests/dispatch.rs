@@ -1,0 +1,280 @@
+//! NDRanges that do not fit one Vulkan dispatch: more work-groups than
+//! the device's dispatch limit, and global sizes that are not a multiple
+//! of the local size (OpenCL 2.0+ non-uniform work-groups). Each is
+//! checked against the work-item functions computed on the CPU.
+
+mod common;
+
+use std::ffi::{CString, c_void};
+
+use common::*;
+use opencl_sys::*;
+
+both_ways!(
+    non_uniform_three_d_with_offsets,
+    more_groups_than_one_dispatch,
+    partial_group_after_split_dispatches,
+    uniform_programs_reject_partial_groups,
+    default_local_size_stays_uniform,
+    device_reports_non_uniform_groups,
+);
+
+const SOURCE: &str = include_str!("kernels/dispatch.cl");
+
+struct Setup<'a> {
+    cl: &'a Cl,
+    c: cl_context,
+    q: cl_command_queue,
+    mems: Vec<cl_mem>,
+    objects: Vec<(cl_program, cl_kernel)>,
+}
+
+impl<'a> Setup<'a> {
+    fn new(cl: &'a Cl) -> Self {
+        let c = cl.context();
+        let q = cl.queue(c, 0);
+        Setup {
+            cl,
+            c,
+            q,
+            mems: Vec::new(),
+            objects: Vec::new(),
+        }
+    }
+
+    fn kernel(&mut self, name: &str, options: &str) -> cl_kernel {
+        let src = CString::new(SOURCE).unwrap();
+        let mut ptr = src.as_ptr();
+        let mut err = 1;
+        let cl = self.cl;
+        let p = unsafe {
+            cl.clCreateProgramWithSource.unwrap()(self.c, 1, &mut ptr, std::ptr::null(), &mut err)
+        };
+        assert_eq!(err, CL_SUCCESS);
+        let opts = CString::new(options).unwrap();
+        let d = cl.device();
+        let r = unsafe {
+            cl.clBuildProgram.unwrap()(p, 1, &d, opts.as_ptr(), None, std::ptr::null_mut())
+        };
+        assert_eq!(r, CL_SUCCESS, "build {options}");
+        let n = CString::new(name).unwrap();
+        let k = unsafe { cl.clCreateKernel.unwrap()(p, n.as_ptr(), &mut err) };
+        assert_eq!(err, CL_SUCCESS);
+        self.objects.push((p, k));
+        k
+    }
+
+    fn zeroed(&mut self, size: usize) -> cl_mem {
+        let zeros = vec![0u8; size];
+        let b = self.cl.buffer(
+            self.c,
+            CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+            size,
+            zeros.as_ptr() as *mut c_void,
+        );
+        self.mems.push(b);
+        b
+    }
+
+    fn arg<T>(&self, k: cl_kernel, i: u32, v: &T) {
+        let r = unsafe {
+            self.cl.clSetKernelArg.unwrap()(k, i, std::mem::size_of::<T>(), (v as *const T).cast())
+        };
+        assert_eq!(r, CL_SUCCESS, "arg {i}");
+    }
+
+    fn enqueue(
+        &self,
+        k: cl_kernel,
+        global: &[usize],
+        local: Option<&[usize]>,
+        offset: Option<&[usize]>,
+    ) -> cl_int {
+        unsafe {
+            self.cl.clEnqueueNDRangeKernel.unwrap()(
+                self.q,
+                k,
+                global.len() as u32,
+                offset.map_or(std::ptr::null(), |o| o.as_ptr()),
+                global.as_ptr(),
+                local.map_or(std::ptr::null(), |l| l.as_ptr()),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        }
+    }
+
+    fn words(&self, b: cl_mem, count: usize) -> Vec<u32> {
+        let got = self.cl.read(self.q, b, 0, count * 4);
+        got.chunks_exact(4).map(u32_of).collect()
+    }
+}
+
+impl Drop for Setup<'_> {
+    fn drop(&mut self) {
+        let cl = self.cl;
+        unsafe {
+            for &m in &self.mems {
+                cl.clReleaseMemObject.unwrap()(m);
+            }
+            for &(p, k) in &self.objects {
+                cl.clReleaseKernel.unwrap()(k);
+                cl.clReleaseProgram.unwrap()(p);
+            }
+            cl.clReleaseCommandQueue.unwrap()(self.q);
+            cl.clReleaseContext.unwrap()(self.c);
+        }
+    }
+}
+
+/// Runs `items` and checks every work-item function of every item
+/// against the OpenCL 3.0 definitions, computed here.
+fn check_items(
+    s: &mut Setup,
+    options: &str,
+    global: [usize; 3],
+    local: [usize; 3],
+    offset: [usize; 3],
+) {
+    let k = s.kernel("items", options);
+    let count: usize = global.iter().product();
+    let out = s.zeroed(count * 19 * 4);
+    s.arg(k, 0, &out);
+    assert_eq!(
+        s.enqueue(k, &global, Some(&local), Some(&offset)),
+        CL_SUCCESS
+    );
+    let got = s.words(out, count * 19);
+    for z in 0..global[2] {
+        for y in 0..global[1] {
+            for x in 0..global[0] {
+                let i = (z * global[1] + y) * global[0] + x;
+                let at = [x, y, z];
+                let o = &got[19 * i..19 * i + 19];
+                for d in 0..3 {
+                    let group = at[d] / local[d];
+                    let full = global[d] / local[d];
+                    // The last group of a dimension holds the remainder.
+                    let size = if group < full {
+                        local[d]
+                    } else {
+                        global[d] % local[d]
+                    };
+                    let want = [
+                        at[d] + offset[d],
+                        at[d] % local[d],
+                        group,
+                        size,
+                        local[d],
+                        global[d].div_ceil(local[d]),
+                    ];
+                    let have: Vec<usize> =
+                        o[6 * d..6 * d + 6].iter().map(|&v| v as usize).collect();
+                    assert_eq!(
+                        have, want,
+                        "item {at:?}, dimension {d} (global id, local id, group id, local size, enqueued local size, groups)"
+                    );
+                }
+                assert_eq!(o[18] as usize, i, "global linear id of {at:?}");
+            }
+        }
+    }
+}
+
+fn non_uniform_three_d_with_offsets(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    check_items(&mut s, "-cl-std=CL3.0", [7, 5, 3], [3, 2, 2], [2, 4, 1]);
+    // Uniform in two dimensions, partial in one.
+    check_items(&mut s, "-cl-std=CL3.0", [8, 5, 4], [4, 4, 2], [0, 0, 0]);
+    // A single partial group per dimension.
+    check_items(&mut s, "-cl-std=CL3.0", [3, 2, 1], [4, 4, 2], [1, 1, 1]);
+}
+
+/// Runs `once` over `global` items and checks that each ran exactly once
+/// with the expected group id (and partial-group flag).
+fn check_once(s: &mut Setup, options: &str, global: usize, local: usize, offset: usize) {
+    let k = s.kernel("once", options);
+    let hits = s.zeroed(global * 4);
+    let groups = s.zeroed(global * 4);
+    s.arg(k, 0, &hits);
+    s.arg(k, 1, &groups);
+    s.arg(k, 2, &(global.div_ceil(local) as u32));
+    assert_eq!(
+        s.enqueue(k, &[global], Some(&[local]), Some(&[offset])),
+        CL_SUCCESS,
+        "{}: {global} items in groups of {local}",
+        s.cl.how
+    );
+    let hits = s.words(hits, global);
+    let groups = s.words(groups, global);
+    let full = global / local;
+    for i in 0..global {
+        assert_eq!(hits[i], 1, "item {i} of {global}");
+        let partial = if i / local >= full { 0x4000_0000 } else { 0 };
+        assert_eq!(
+            groups[i] as usize,
+            (i / local) | partial,
+            "group of item {i}"
+        );
+    }
+}
+
+fn more_groups_than_one_dispatch(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let limit = 65535usize;
+    // Beyond the limit of lavapipe and most GPUs: three dispatches.
+    check_once(&mut s, "", 2 * limit + 1234, 1, 3);
+}
+
+fn partial_group_after_split_dispatches(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    // 70000 full groups of 2 (two dispatches) and one of 1.
+    check_once(&mut s, "-cl-std=CL3.0", 140_001, 2, 0);
+}
+
+fn uniform_programs_reject_partial_groups(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    for options in [
+        "",
+        "-cl-std=CL1.2",
+        "-cl-std=CL3.0 -cl-uniform-work-group-size",
+    ] {
+        let k = s.kernel("once", options);
+        let b = s.zeroed(64);
+        s.arg(k, 0, &b);
+        s.arg(k, 1, &b);
+        s.arg(k, 2, &3u32);
+        assert_eq!(
+            s.enqueue(k, &[7], Some(&[3]), None),
+            CL_INVALID_WORK_GROUP_SIZE,
+            "options {options:?}"
+        );
+        assert_eq!(s.enqueue(k, &[6], Some(&[3]), None), CL_SUCCESS);
+    }
+}
+
+fn default_local_size_stays_uniform(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let k = s.kernel("items", "-cl-std=CL3.0");
+    let global = [1000usize, 6, 1];
+    let count = 6000;
+    let out = s.zeroed(count * 19 * 4);
+    s.arg(k, 0, &out);
+    assert_eq!(s.enqueue(k, &global[..2], None, None), CL_SUCCESS);
+    let got = s.words(out, count * 19);
+    for i in 0..count {
+        let o = &got[19 * i..19 * i + 19];
+        for d in 0..2 {
+            assert_eq!(o[6 * d + 3], o[6 * d + 4], "item {i}: a partial group");
+            assert_eq!(global[d] % o[6 * d + 3] as usize, 0, "item {i}");
+        }
+    }
+}
+
+fn device_reports_non_uniform_groups(cl: &Cl) {
+    let b = cl
+        .device_bytes(cl.device(), CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT)
+        .unwrap();
+    assert_eq!(u32_of(&b), CL_TRUE);
+}
