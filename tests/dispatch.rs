@@ -17,9 +17,13 @@ both_ways!(
     uniform_programs_reject_partial_groups,
     default_local_size_stays_uniform,
     device_reports_non_uniform_groups,
+    arguments_beyond_push_constants,
+    struct_by_value,
+    wide_and_narrow_vectors_by_value,
 );
 
 const SOURCE: &str = include_str!("kernels/dispatch.cl");
+const ARGS: &str = include_str!("kernels/args.cl");
 
 struct Setup<'a> {
     cl: &'a Cl,
@@ -43,7 +47,11 @@ impl<'a> Setup<'a> {
     }
 
     fn kernel(&mut self, name: &str, options: &str) -> cl_kernel {
-        let src = CString::new(SOURCE).unwrap();
+        self.kernel_of(SOURCE, name, options)
+    }
+
+    fn kernel_of(&mut self, source: &str, name: &str, options: &str) -> cl_kernel {
+        let src = CString::new(source).unwrap();
         let mut ptr = src.as_ptr();
         let mut err = 1;
         let cl = self.cl;
@@ -74,6 +82,11 @@ impl<'a> Setup<'a> {
         );
         self.mems.push(b);
         b
+    }
+
+    fn arg_bytes(&self, k: cl_kernel, i: u32, v: &[u8]) {
+        let r = unsafe { self.cl.clSetKernelArg.unwrap()(k, i, v.len(), v.as_ptr().cast()) };
+        assert_eq!(r, CL_SUCCESS, "arg {i}");
     }
 
     fn arg<T>(&self, k: cl_kernel, i: u32, v: &T) {
@@ -277,4 +290,131 @@ fn device_reports_non_uniform_groups(cl: &Cl) {
         .device_bytes(cl.device(), CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT)
         .unwrap();
     assert_eq!(u32_of(&b), CL_TRUE);
+}
+
+fn arguments_beyond_push_constants(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let k = s.kernel_of(ARGS, "many", "");
+    let n = 64usize;
+    let out = s.zeroed(n * 8);
+    s.arg(k, 0, &out);
+    let a: Vec<i64> = (0..19)
+        .map(|i| (i * i) as i64 - 7 + (i as i64) * 1_000_000_007)
+        .collect();
+    let mut index = 1;
+    for (j, v) in a.iter().enumerate() {
+        if j == 10 {
+            s.arg(k, index, &-5i32);
+            index += 1;
+        }
+        s.arg(k, index, v);
+        index += 1;
+    }
+    s.arg(k, index, &42.75f32);
+    assert_eq!(s.enqueue(k, &[n], Some(&[16]), None), CL_SUCCESS);
+    let got = s.cl.read(s.q, out, 0, n * 8);
+    let sum: i64 = a.iter().enumerate().map(|(j, v)| (j as i64 + 1) * v).sum();
+    for i in 0..n {
+        let v = i64::from_ne_bytes(got[i * 8..i * 8 + 8].try_into().unwrap());
+        assert_eq!(v, sum * i as i64 - 5 + 42, "item {i}");
+    }
+}
+
+/// Writes `v` at `at` of `buf`.
+fn put(buf: &mut [u8], at: usize, v: &[u8]) {
+    buf[at..at + v.len()].copy_from_slice(v);
+}
+
+fn struct_by_value(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let k = s.kernel_of(ARGS, "structs", "");
+    let out = s.zeroed(12 * 4);
+    // Outer in the OpenCL C layout: tag@0, in@16 (c@16, i@20, v@32,
+    // s@48), l@64, c3@72 (4 bytes), 80 bytes in all.
+    let mut o = vec![0xAAu8; 80];
+    put(&mut o, 0, &[200]);
+    put(&mut o, 16, &[(-3i8) as u8]);
+    put(&mut o, 20, &123_456i32.to_ne_bytes());
+    for (j, f) in [1.0f32, 2.0, 3.0, -9.0].iter().enumerate() {
+        put(&mut o, 32 + 4 * j, &f.to_ne_bytes());
+    }
+    for (j, v) in [-300i16, 7, 31_000].iter().enumerate() {
+        put(&mut o, 48 + 2 * j, &v.to_ne_bytes());
+    }
+    put(&mut o, 64, &0x1234_5678_9abc_def0u64.to_ne_bytes());
+    put(&mut o, 72, &[5, (-6i8) as u8, 7, 0]);
+    s.arg(k, 0, &out);
+    s.arg_bytes(k, 1, &o);
+    s.arg(k, 2, &77i32);
+    assert_eq!(s.enqueue(k, &[1], Some(&[1]), None), CL_SUCCESS);
+    let got = s.words(out, 12);
+    let want: Vec<i32> = vec![
+        200,
+        -3,
+        123_456,
+        1,
+        -9,
+        -300,
+        31_000,
+        0x1234_5678,
+        0x9abc_def0u32 as i32,
+        5,
+        7,
+        77,
+    ];
+    assert_eq!(got.iter().map(|&v| v as i32).collect::<Vec<_>>(), want);
+}
+
+fn wide_and_narrow_vectors_by_value(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let k = s.kernel_of(ARGS, "vectors", "");
+    let out = s.zeroed(62 * 8);
+    let f: Vec<f32> = (0..8).map(|i| i as f32 * 3.0 - 10.0).collect();
+    let c: Vec<i8> = (0..16).map(|i| (i * 17 - 100) as i8).collect();
+    let sh: Vec<i16> = (0..8).map(|i| (i * 4000 - 15_000) as i16).collect();
+    let c3: [i8; 4] = [-1, 2, -3, 99];
+    let u8s: Vec<u8> = (0..8).map(|i| 250 - i * 30).collect();
+    let l: Vec<i64> = (0..16).map(|i| (i - 8) * 1_000_000_000_007).collect();
+    let u2: [u16; 2] = [65_000, 3];
+    s.arg(k, 0, &out);
+    s.arg_bytes(
+        k,
+        1,
+        &f.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<_>>(),
+    );
+    s.arg_bytes(k, 2, &c.iter().map(|&v| v as u8).collect::<Vec<_>>());
+    s.arg_bytes(
+        k,
+        3,
+        &sh.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<_>>(),
+    );
+    s.arg_bytes(k, 4, &c3.iter().map(|&v| v as u8).collect::<Vec<_>>());
+    s.arg_bytes(k, 5, &u8s);
+    s.arg_bytes(
+        k,
+        6,
+        &l.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<_>>(),
+    );
+    s.arg_bytes(
+        k,
+        7,
+        &u2.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<_>>(),
+    );
+    s.arg(k, 8, &-4i32);
+    assert_eq!(s.enqueue(k, &[1], Some(&[1]), None), CL_SUCCESS);
+    let got = s.cl.read(s.q, out, 0, 62 * 8);
+    let got: Vec<i64> = got
+        .chunks_exact(8)
+        .map(|b| i64::from_ne_bytes(b.try_into().unwrap()))
+        .collect();
+    let mut want: Vec<i64> = Vec::new();
+    want.extend(f.iter().map(|&v| v as i64));
+    want.extend(c.iter().map(|&v| v as i64));
+    want.extend(sh.iter().map(|&v| v as i64));
+    want.extend(c3[..3].iter().map(|&v| v as i64));
+    want.extend(u8s.iter().map(|&v| v as i64));
+    want.extend(l.iter().copied());
+    want.extend(u2.iter().map(|&v| v as i64));
+    want.push(-4);
+    assert_eq!(got, want);
 }

@@ -14,10 +14,11 @@ use crate::compiler::spirv::reflect::ArgKind;
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::kernel::{ArgValue, Kernel};
-use crate::core::memory::Buffer;
+use crate::core::memory::{Buffer, Staging};
 use crate::core::object::Handle;
 use crate::core::program::Program;
 use crate::core::queue::{Ordering, Queue, Work};
+use crate::vk::memory::BufferUse;
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clCreateKernel(
@@ -510,7 +511,7 @@ fn enqueue_ndrange(
         push[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
     };
     use crate::compiler::spirv::interface::{
-        ENQUEUED_LOCAL_SIZE, GLOBAL_OFFSET, GLOBAL_SIZE, GROUP_OFFSET, Slot, WORK_DIM,
+        ARG_BLOCK, ENQUEUED_LOCAL_SIZE, GLOBAL_OFFSET, GLOBAL_SIZE, GROUP_OFFSET, Slot, WORK_DIM,
     };
     for i in 0..3 {
         let at = 4 * i as u32;
@@ -524,6 +525,13 @@ fn enqueue_ndrange(
     }
     put(&mut push, WORK_DIM, &work_dim.to_ne_bytes());
     let mut keep: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
+    // Arguments go to the push constants, or all to an argument block.
+    let mut block = vec![0u8; compiled.push.block.unwrap_or(0) as usize];
+    let args_to = if compiled.push.block.is_some() {
+        &mut block
+    } else {
+        &mut push
+    };
     let mut locals = Vec::new();
     let mut local_bytes = 0u64;
     for (slot, value) in compiled.push.args.iter().zip(k.args().iter()) {
@@ -540,10 +548,10 @@ fn enqueue_ndrange(
                     }
                     None => 0,
                 };
-                put(&mut push, *offset, &address.to_ne_bytes());
+                put(args_to, *offset, &address.to_ne_bytes());
             }
             (Slot::Bytes { offset, .. }, Some(ArgValue::Bytes(bytes))) => {
-                put(&mut push, *offset, bytes)
+                put(args_to, *offset, bytes)
             }
             (Slot::Local { spec_id, elem_size }, Some(ArgValue::Local(bytes))) => {
                 local_bytes += *bytes as u64;
@@ -554,6 +562,17 @@ fn enqueue_ndrange(
     }
     if local_bytes > d.local_mem_size() {
         return err(CL_OUT_OF_RESOURCES);
+    }
+    if compiled.push.block.is_some() {
+        // Written now, read by the device after submission.
+        let staging = Staging::new(&q.vk, block.len(), BufferUse::Upload)?;
+        staging.buffer().write(0, &block);
+        put(
+            &mut push,
+            ARG_BLOCK,
+            &staging.buffer().address.to_ne_bytes(),
+        );
+        keep.push(Box::new(staging));
     }
     let max_groups = d.info.props.limits.max_compute_work_group_count;
     let mut dispatches = Vec::new();

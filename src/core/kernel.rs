@@ -80,6 +80,7 @@ fn device_caps(d: &Device) -> DeviceCaps {
         storage8: i.features12.storage_buffer8_bit_access != 0,
         storage16: i.features11.storage_buffer16_bit_access != 0,
         int64_atomics: i.features12.shader_buffer_int64_atomics != 0,
+        max_push_constants: i.props.limits.max_push_constants_size,
     }
 }
 
@@ -228,7 +229,7 @@ impl Kernel {
         let limit = device.info.props.limits.max_push_constants_size;
         if rewritten.push.size > limit {
             return Err(format!(
-                "the arguments need {} bytes of push constants, the device has {limit}; argument blocks are not supported yet",
+                "the arguments need {} bytes of push constants, the device has {limit}; vkcl needs at least 64",
                 rewritten.push.size
             ));
         }

@@ -6,6 +6,14 @@
 //! several dispatches the first group's id and the enqueued work-group
 //! size). The kernel becomes a function without parameters, ready to be
 //! the compute entry point.
+//!
+//! Arguments that do not fit the device's push constants, or that need
+//! memory to be rebuilt (structs by value with their OpenCL C layout,
+//! 8/16-component vectors, vectors of 8/16-bit values wider than 8 bytes),
+//! all travel instead in a per-dispatch argument block whose device
+//! address is in the push constants; they are read through CrossWorkgroup
+//! pointers, which the addressing pass turns into laid-out device
+//! addresses like any other global data.
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, Op, StorageClass, Word};
@@ -47,6 +55,23 @@ pub const FIRST_LOCAL_SPEC_ID: u32 = 3;
 pub struct PushLayout {
     pub size: u32,
     pub args: Vec<Slot>,
+    /// When the arguments do not fit in push constants (or need memory
+    /// to be rebuilt: structs, wide vectors), they all travel in an
+    /// argument block of this many bytes, whose device address is the
+    /// push-constant member at `ARG_BLOCK`; the slots' offsets are then
+    /// offsets in the block.
+    pub block: Option<u32>,
+}
+
+/// How a parameter is read from the argument block.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum MemConv {
+    /// A value of the parameter's type.
+    Value,
+    /// A buffer's device address.
+    Address,
+    /// A struct, copied into a private variable the parameter points to.
+    Copy,
 }
 
 /// Byte offsets of the built-in members.
@@ -60,6 +85,8 @@ pub const GROUP_OFFSET: u32 = 28;
 /// work-groups runs with a smaller one in its specialization constants.
 pub const ENQUEUED_LOCAL_SIZE: u32 = 40;
 const HEADER: u32 = 56;
+/// The argument block's device address, when there is one.
+pub const ARG_BLOCK: u32 = HEADER;
 
 /// The block variable and its member indexes for the built-ins.
 pub struct Block {
@@ -87,7 +114,12 @@ fn ctx_pointer_parts(
     }
 }
 
-pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, Block), String> {
+pub fn run(
+    ctx: &mut Ctx,
+    fid: Word,
+    args: &[KernelArg],
+    max_push: u32,
+) -> Result<(PushLayout, Block), String> {
     let u32t = ctx.uint(32);
     let u64t = ctx.uint(64);
     let mut members: Vec<(Word, u32)> = (0..13).map(|i| (u32t, i * 4)).collect();
@@ -113,6 +145,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
     let mut loads: Vec<(Word, Word, u32, Conv)> = Vec::new();
     // (param id, param type, element type, SpecId) of __local arguments.
     let mut locals: Vec<(Word, Word, Word, u32)> = Vec::new();
+    let mut in_memory = false;
     for (p, a) in params.iter().zip(args) {
         let pid = p.result_id.ok_or("parameter without id")?;
         let pty = p.result_type.ok_or("parameter without type")?;
@@ -125,19 +158,19 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
                 offset += 8;
             }
             ArgKind::Value(size) => {
-                let (_, align) = layout(&types, pty)?;
                 let t = types.get(&pty).ok_or("unknown parameter type")?;
                 let narrow = t.class.opcode == Op::TypeInt
                     && matches!(t.operands.first(), Some(Operand::LiteralBit32(w)) if *w < 32);
                 match t.class.opcode {
                     Op::TypeInt | Op::TypeFloat | Op::TypeVector => {}
+                    // Structs (passed by pointer) and wide vectors (now
+                    // arrays) are read from memory in the OpenCL C layout.
                     _ => {
-                        return Err(format!(
-                            "argument {} of type {} by value is not supported yet",
-                            a.name, a.type_name
-                        ));
+                        in_memory = true;
+                        break;
                     }
                 }
+                let (_, align) = layout(&types, pty)?;
                 if t.class.opcode == Op::TypeVector {
                     let comp = match t.operands.first() {
                         Some(Operand::IdRef(c)) => *c,
@@ -148,10 +181,8 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
                         // Vectors of 8/16-bit values travel as one 32- or
                         // 64-bit word and are reinterpreted in the shader.
                         if !matches!(*size, 2 | 4 | 8) {
-                            return Err(format!(
-                                "argument {} of type {}: this vector of 8/16-bit values is not supported yet",
-                                a.name, a.type_name
-                            ));
+                            in_memory = true;
+                            break;
                         }
                         let word = if *size == 8 { u64t } else { u32t };
                         offset = offset.next_multiple_of(*size.max(&4));
@@ -210,7 +241,70 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
             }
         }
     }
-    let size = offset.next_multiple_of(8);
+    let mut size = offset.next_multiple_of(8);
+    let limit = if max_push == 0 { 128 } else { max_push };
+    // (param id, param type, offset in the argument block, how to load)
+    let mut mem_loads: Vec<(Word, Word, u32, MemConv)> = Vec::new();
+    let mut block_size = None;
+    if in_memory || size > limit {
+        (members, slots, loads, locals) = (
+            (0..13).map(|i| (u32t, i * 4)).collect(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+        );
+        members.push((u64t, ARG_BLOCK));
+        size = HEADER + 8;
+        let mut at = 0u32;
+        for (p, a) in params.iter().zip(args) {
+            let pid = p.result_id.ok_or("parameter without id")?;
+            let pty = p.result_type.ok_or("parameter without type")?;
+            match &a.kind {
+                ArgKind::Buffer => {
+                    at = at.next_multiple_of(8);
+                    slots.push(Slot::Address { offset: at });
+                    mem_loads.push((pid, pty, at, MemConv::Address));
+                    at += 8;
+                }
+                ArgKind::Value(bytes) => {
+                    // A struct arrives as a pointer to a private copy.
+                    let (ty, conv) = match ctx_pointer_parts(&types, pty) {
+                        Some((StorageClass::Function, pointee)) => (pointee, MemConv::Copy),
+                        Some(_) => {
+                            return Err(format!(
+                                "argument {} of type {} by value has an unexpected pointer type",
+                                a.name, a.type_name
+                            ));
+                        }
+                        None => (pty, MemConv::Value),
+                    };
+                    let (lsize, align) = layout(&types, ty)?;
+                    at = at.next_multiple_of(align.max(1));
+                    slots.push(Slot::Bytes {
+                        offset: at,
+                        size: *bytes,
+                    });
+                    mem_loads.push((pid, ty, at, conv));
+                    at += lsize.max(*bytes);
+                }
+                ArgKind::Local => {
+                    let (_, pointee) =
+                        ctx_pointer_parts(&types, pty).ok_or("bad __local argument type")?;
+                    let elem_size = layout(&types, pointee).map(|l| l.0).unwrap_or(1).max(1);
+                    let spec_id = FIRST_LOCAL_SPEC_ID + locals.len() as u32;
+                    slots.push(Slot::Local { spec_id, elem_size });
+                    locals.push((pid, pty, pointee, spec_id));
+                }
+                ArgKind::Image | ArgKind::Sampler => {
+                    return Err(format!(
+                        "image and sampler argument {} is not supported yet",
+                        a.name
+                    ));
+                }
+            }
+        }
+        block_size = Some(at.max(1));
+    }
     // The block type and variable.
     let block_ty = ctx.fresh();
     ctx.module.types_global_values.push(Instruction::new(
@@ -238,6 +332,88 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
     ));
     // Loads at the start of the kernel, defining the old parameter ids.
     let mut code = Vec::new();
+    // Function variables holding copies of struct arguments.
+    let mut copies = Vec::new();
+    if !mem_loads.is_empty() {
+        let mptr = ctx.pointer(StorageClass::PushConstant, u64t);
+        let index = ctx.const_u32(members.len() as u32 - 1);
+        let chain = ctx.fresh();
+        code.push(Instruction::new(
+            Op::AccessChain,
+            Some(mptr),
+            Some(chain),
+            vec![Operand::IdRef(var), Operand::IdRef(index)],
+        ));
+        let base = ctx.fresh();
+        code.push(Instruction::new(
+            Op::Load,
+            Some(u64t),
+            Some(base),
+            vec![Operand::IdRef(chain)],
+        ));
+        for (pid, ty, at, conv) in mem_loads {
+            let offset = ctx.fresh();
+            ctx.module.types_global_values.push(Instruction::new(
+                Op::Constant,
+                Some(u64t),
+                Some(offset),
+                vec![Operand::LiteralBit64(at as u64)],
+            ));
+            let addr = ctx.fresh();
+            code.push(Instruction::new(
+                Op::IAdd,
+                Some(u64t),
+                Some(addr),
+                vec![Operand::IdRef(base), Operand::IdRef(offset)],
+            ));
+            // A CrossWorkgroup pointer, which the addressing pass turns
+            // into a device address with the OpenCL C layout.
+            let data_ty = if conv == MemConv::Address { u64t } else { ty };
+            let gptr_ty = ctx.pointer(StorageClass::CrossWorkgroup, data_ty);
+            let gptr = ctx.fresh();
+            code.push(Instruction::new(
+                Op::ConvertUToPtr,
+                Some(gptr_ty),
+                Some(gptr),
+                vec![Operand::IdRef(addr)],
+            ));
+            let value = if conv == MemConv::Value {
+                pid
+            } else {
+                ctx.fresh()
+            };
+            code.push(Instruction::new(
+                Op::Load,
+                Some(data_ty),
+                Some(value),
+                vec![Operand::IdRef(gptr)],
+            ));
+            match conv {
+                MemConv::Value => {}
+                MemConv::Address => code.push(Instruction::new(
+                    Op::ConvertUToPtr,
+                    Some(ty),
+                    Some(pid),
+                    vec![Operand::IdRef(value)],
+                )),
+                MemConv::Copy => {
+                    let fptr = ctx.pointer(StorageClass::Function, ty);
+                    copies.push(Instruction::new(
+                        Op::Variable,
+                        Some(fptr),
+                        Some(pid),
+                        vec![Operand::StorageClass(StorageClass::Function)],
+                    ));
+                    code.push(Instruction::new(
+                        Op::Store,
+                        None,
+                        None,
+                        vec![Operand::IdRef(pid), Operand::IdRef(value)],
+                    ));
+                }
+            }
+        }
+    }
     for (pid, pty, member, widen) in loads {
         let member_ty = members[member as usize].0;
         let mptr = ctx.pointer(StorageClass::PushConstant, member_ty);
@@ -396,6 +572,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
         .take_while(|i| i.class.opcode == Op::Variable)
         .count();
     entry.instructions.splice(at..at, code);
+    entry.instructions.splice(0..0, copies);
     // Parameter decorations have nothing left to decorate.
     let gone: Vec<Word> = params.iter().filter_map(|p| p.result_id).collect();
     ctx.module.annotations.retain(|a| {
@@ -403,7 +580,11 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
             && matches!(a.operands.first(), Some(Operand::IdRef(t)) if gone.contains(t)))
     });
     Ok((
-        PushLayout { size, args: slots },
+        PushLayout {
+            size,
+            args: slots,
+            block: block_size,
+        },
         Block {
             var,
             global_offset: 0,

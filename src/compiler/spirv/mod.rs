@@ -42,7 +42,7 @@ pub fn rewrite(words: &[u32], kernel: &KernelInfo, caps: &DeviceCaps) -> Result<
     // split by the vectors pass like any other operation.
     extinst::run(&mut ctx)?;
     vectors::run(&mut ctx)?;
-    let (push, block) = interface::run(&mut ctx, fid, &kernel.args)?;
+    let (push, block) = interface::run(&mut ctx, fid, &kernel.args, caps.max_push_constants)?;
     builtins::run(&mut ctx, &block)?;
     addressing::run(&mut ctx)?;
     structure::run(&mut ctx)?;
