@@ -20,6 +20,7 @@ both_ways!(
     arguments_beyond_push_constants,
     struct_by_value,
     wide_and_narrow_vectors_by_value,
+    pipeline_cache_is_saved,
 );
 
 const SOURCE: &str = include_str!("kernels/dispatch.cl");
@@ -417,4 +418,40 @@ fn wide_and_narrow_vectors_by_value(cl: &Cl) {
     want.extend(u2.iter().map(|&v| v as i64));
     want.push(-4);
     assert_eq!(got, want);
+}
+
+/// vkcl's cache directory, as the README documents it.
+fn cache_dir() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    if std::env::var("VKCL_CACHE").is_ok_and(|v| v == "0") {
+        return None;
+    }
+    if let Some(d) = std::env::var_os("VKCL_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d).join("vkcl"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("vkcl"))
+}
+
+fn pipeline_cache_is_saved(cl: &Cl) {
+    let Some(dir) = cache_dir() else { return };
+    let mut s = Setup::new(cl);
+    // A work-group size no other test uses makes a new pipeline.
+    let k = s.kernel("once", "");
+    let hits = s.zeroed(13 * 4);
+    s.arg(k, 0, &hits);
+    s.arg(k, 1, &hits);
+    s.arg(k, 2, &1u32);
+    assert_eq!(s.enqueue(k, &[13], Some(&[13]), None), CL_SUCCESS);
+    unsafe { cl.clFinish.unwrap()(s.q) };
+    let saved = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .any(|e| {
+            e.file_name().to_string_lossy().starts_with("vk-pipelines-")
+                && e.metadata().is_ok_and(|m| m.len() > 0)
+        });
+    assert!(saved, "no pipeline cache in {}", dir.display());
 }
