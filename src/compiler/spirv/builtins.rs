@@ -341,3 +341,103 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use rspirv::binary::Assemble;
+    use rspirv::spirv::{
+        AddressingModel, Capability, ExecutionModel, FunctionControl, MemoryModel,
+    };
+
+    use super::*;
+    use crate::compiler::spirv::finish::DeviceCaps;
+    use crate::compiler::spirv::reflect::{ArgKind, KernelArg, KernelInfo};
+
+    /// `kernel void k(global ulong *out) { *out = get_global_id(0); }`
+    fn global_id_kernel() -> (Vec<u32>, KernelInfo) {
+        let mut b = rspirv::dr::Builder::new();
+        b.set_version(1, 0);
+        for c in [Capability::Addresses, Capability::Kernel, Capability::Int64] {
+            b.capability(c);
+        }
+        b.memory_model(AddressingModel::Physical64, MemoryModel::OpenCL);
+        let void = b.type_void();
+        let u64t = b.type_int(64, 0);
+        let v3 = b.type_vector(u64t, 3);
+        let in_ptr = b.type_pointer(None, StorageClass::Input, v3);
+        let gid = b.variable(in_ptr, None, StorageClass::Input, None);
+        b.decorate(
+            gid,
+            Decoration::BuiltIn,
+            vec![Operand::BuiltIn(BuiltIn::GlobalInvocationId)],
+        );
+        let gptr = b.type_pointer(None, StorageClass::CrossWorkgroup, u64t);
+        let fty = b.type_function(void, vec![gptr]);
+        let f = b
+            .begin_function(void, None, FunctionControl::NONE, fty)
+            .unwrap();
+        let out = b.function_parameter(gptr).unwrap();
+        b.begin_block(None).unwrap();
+        let all = b.load(v3, None, gid, None, vec![]).unwrap();
+        let x = b.composite_extract(u64t, None, all, vec![0]).unwrap();
+        b.store(out, x, None, vec![]).unwrap();
+        b.ret().unwrap();
+        b.end_function().unwrap();
+        b.entry_point(ExecutionModel::Kernel, f, "k", vec![gid]);
+        let info = KernelInfo {
+            name: "k".into(),
+            args: vec![KernelArg {
+                name: "out".into(),
+                kind: ArgKind::Buffer,
+                address: 0,
+                access: 0,
+                type_name: String::new(),
+                type_qual: 0,
+            }],
+            reqd_work_group_size: None,
+            work_group_size_hint: None,
+            vec_type_hint: None,
+            local_bytes: 0,
+        };
+        (b.module().assemble(), info)
+    }
+
+    #[test]
+    fn global_id_spans_split_dispatches() {
+        let (words, info) = global_id_kernel();
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            ..Default::default()
+        };
+        // The rewrite validates the module it returns.
+        let r = crate::compiler::spirv::rewrite(&words, &info, &caps).unwrap();
+        let m = rspirv::dr::load_words(&r.words).unwrap();
+        let builtins: Vec<BuiltIn> = m
+            .annotations
+            .iter()
+            .filter_map(|a| match a.operands.get(1..3) {
+                Some(
+                    [
+                        Operand::Decoration(Decoration::BuiltIn),
+                        Operand::BuiltIn(b),
+                    ],
+                ) => Some(*b),
+                _ => None,
+            })
+            .collect();
+        // Group id (per dispatch) and local id, not Vulkan's global id,
+        // which restarts at each dispatch.
+        assert!(builtins.contains(&BuiltIn::WorkgroupId));
+        assert!(builtins.contains(&BuiltIn::LocalInvocationId));
+        assert!(!builtins.contains(&BuiltIn::GlobalInvocationId));
+        // The group offset and enqueued size come from the push constants.
+        let multiplies = m
+            .functions
+            .iter()
+            .flat_map(|f| &f.blocks)
+            .flat_map(|b| &b.instructions)
+            .filter(|i| i.class.opcode == Op::IMul)
+            .count();
+        assert_eq!(multiplies, 1);
+    }
+}

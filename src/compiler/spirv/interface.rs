@@ -595,3 +595,98 @@ pub fn run(
         },
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use rspirv::binary::Assemble;
+    use rspirv::spirv::{
+        AddressingModel, Capability, ExecutionModel, FunctionControl, MemoryModel,
+    };
+
+    use super::*;
+    use crate::compiler::spirv::finish::DeviceCaps;
+    use crate::compiler::spirv::reflect::KernelInfo;
+
+    /// `kernel void k(global uint *out, uint v) { *out = v; }`
+    fn store_kernel() -> (Vec<u32>, KernelInfo) {
+        let mut b = rspirv::dr::Builder::new();
+        b.set_version(1, 0);
+        for c in [Capability::Addresses, Capability::Kernel, Capability::Int64] {
+            b.capability(c);
+        }
+        b.memory_model(AddressingModel::Physical64, MemoryModel::OpenCL);
+        let void = b.type_void();
+        let u32t = b.type_int(32, 0);
+        let gptr = b.type_pointer(None, StorageClass::CrossWorkgroup, u32t);
+        let fty = b.type_function(void, vec![gptr, u32t]);
+        let f = b
+            .begin_function(void, None, FunctionControl::NONE, fty)
+            .unwrap();
+        let out = b.function_parameter(gptr).unwrap();
+        let v = b.function_parameter(u32t).unwrap();
+        b.begin_block(None).unwrap();
+        b.store(out, v, None, vec![]).unwrap();
+        b.ret().unwrap();
+        b.end_function().unwrap();
+        b.entry_point(ExecutionModel::Kernel, f, "k", vec![]);
+        let arg = |name: &str, kind| KernelArg {
+            name: name.into(),
+            kind,
+            address: 0,
+            access: 0,
+            type_name: String::new(),
+            type_qual: 0,
+        };
+        let info = KernelInfo {
+            name: "k".into(),
+            args: vec![arg("out", ArgKind::Buffer), arg("v", ArgKind::Value(4))],
+            reqd_work_group_size: None,
+            work_group_size_hint: None,
+            vec_type_hint: None,
+            local_bytes: 0,
+        };
+        (b.module().assemble(), info)
+    }
+
+    #[test]
+    fn arguments_in_push_constants_when_they_fit() {
+        let (words, info) = store_kernel();
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            ..Default::default()
+        };
+        let r = crate::compiler::spirv::rewrite(&words, &info, &caps).unwrap();
+        assert_eq!(r.push.block, None);
+        assert_eq!(
+            r.push.args,
+            vec![
+                Slot::Address { offset: HEADER },
+                Slot::Bytes {
+                    offset: HEADER + 8,
+                    size: 4
+                }
+            ]
+        );
+        assert_eq!(r.push.size, HEADER + 16);
+    }
+
+    #[test]
+    fn arguments_in_a_block_when_push_constants_are_full() {
+        let (words, info) = store_kernel();
+        let caps = DeviceCaps {
+            max_push_constants: HEADER + 8,
+            ..Default::default()
+        };
+        // The rewrite validates the module it returns.
+        let r = crate::compiler::spirv::rewrite(&words, &info, &caps).unwrap();
+        assert_eq!(r.push.block, Some(12));
+        assert_eq!(
+            r.push.args,
+            vec![
+                Slot::Address { offset: 0 },
+                Slot::Bytes { offset: 8, size: 4 }
+            ]
+        );
+        assert_eq!(r.push.size, ARG_BLOCK + 8);
+    }
+}
