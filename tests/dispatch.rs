@@ -349,6 +349,20 @@ fn struct_by_value(cl: &Cl) {
     s.arg(k, 2, &77i32);
     assert_eq!(s.enqueue(k, &[1], Some(&[1]), None), CL_SUCCESS);
     let got = s.words(out, 12);
+    let big = s.kernel_of(ARGS, "big", "");
+    let big_out = s.zeroed(240 * 4);
+    let mut b: Vec<u8> = (0..240i32)
+        .flat_map(|i| (i * 7 - 500).to_ne_bytes())
+        .collect();
+    b.extend_from_slice(&(-11i16).to_ne_bytes());
+    b.resize(964, 0);
+    s.arg(big, 0, &big_out);
+    s.arg_bytes(big, 1, &b);
+    assert_eq!(s.enqueue(big, &[240], Some(&[16]), None), CL_SUCCESS);
+    let big_got = s.words(big_out, 240);
+    for (i, v) in big_got.iter().enumerate() {
+        assert_eq!(*v as i32, (i as i32 * 7 - 500) * 2 - 11, "big.v[{i}]");
+    }
     let want: Vec<i32> = vec![
         200,
         -3,

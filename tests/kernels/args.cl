@@ -55,3 +55,14 @@ __kernel void many(__global long *out, long a0, long a1, long a2, long a3, long 
         + 16 * a15 + 17 * a16 + 18 * a17 + 19 * a18;
     out[i] = sum * (long)i + b0 + (long)b1;
 }
+
+// Close to CL_DEVICE_MAX_PARAMETER_SIZE (1024 bytes) in one struct.
+typedef struct {
+    int v[240];
+    short tail;
+} Big;
+
+__kernel void big(__global int *out, Big b) {
+    size_t i = get_global_id(0);
+    out[i] = b.v[i] * 2 + b.tail;
+}
