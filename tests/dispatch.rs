@@ -21,6 +21,7 @@ both_ways!(
     struct_by_value,
     wide_and_narrow_vectors_by_value,
     pipeline_cache_is_saved,
+    partial_group_with_local_memory,
 );
 
 const SOURCE: &str = include_str!("kernels/dispatch.cl");
@@ -468,4 +469,29 @@ fn pipeline_cache_is_saved(cl: &Cl) {
                 && e.metadata().is_ok_and(|m| m.len() > 0)
         });
     assert!(saved, "no pipeline cache in {}", dir.display());
+}
+
+fn partial_group_with_local_memory(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let k = s.kernel("group_sums", "-cl-std=CL3.0");
+    let (n, local) = (1000usize, 64usize);
+    let data: Vec<u8> = (0..n as u32)
+        .flat_map(|v| (v * 3 + 1).to_ne_bytes())
+        .collect();
+    let input = s.zeroed(n * 4);
+    s.cl.write(s.q, input, 0, &data);
+    let groups = n.div_ceil(local);
+    let sums = s.zeroed(groups * 4);
+    s.arg(k, 0, &input);
+    s.arg(k, 1, &sums);
+    let r = unsafe { s.cl.clSetKernelArg.unwrap()(k, 2, local * 4, std::ptr::null()) };
+    assert_eq!(r, CL_SUCCESS);
+    assert_eq!(s.enqueue(k, &[n], Some(&[local]), None), CL_SUCCESS);
+    let got = s.words(sums, groups);
+    for (g, sum) in got.iter().enumerate() {
+        let want: u32 = (g * local..((g + 1) * local).min(n))
+            .map(|v| v as u32 * 3 + 1)
+            .sum();
+        assert_eq!(*sum, want, "group {g}");
+    }
 }

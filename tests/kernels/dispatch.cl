@@ -34,3 +34,17 @@ __kernel void once(__global uint *hits, __global uint *groups, uint num_groups) 
         groups[i] |= 0x40000000u;
 #endif
 }
+
+// Per-group sums through __local memory and a barrier.
+__kernel void group_sums(__global const uint *in, __global uint *sums,
+                         __local uint *scratch) {
+    size_t l = get_local_id(0);
+    scratch[l] = in[get_global_id(0)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (l == 0) {
+        uint s = 0;
+        for (size_t i = 0; i < get_local_size(0); i++)
+            s += scratch[i];
+        sums[get_group_id(0)] = s;
+    }
+}
