@@ -22,6 +22,7 @@ both_ways!(
     wide_and_narrow_vectors_by_value,
     pipeline_cache_is_saved,
     partial_group_with_local_memory,
+    required_size_with_partial_group,
 );
 
 const SOURCE: &str = include_str!("kernels/dispatch.cl");
@@ -494,4 +495,20 @@ fn partial_group_with_local_memory(cl: &Cl) {
             .sum();
         assert_eq!(*sum, want, "group {g}");
     }
+}
+
+fn required_size_with_partial_group(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let k = s.kernel("sized", "-cl-std=CL3.0");
+    let out = s.zeroed(10 * 4);
+    s.arg(k, 0, &out);
+    // No local size: the required one, with a partial last group.
+    assert_eq!(s.enqueue(k, &[10], None, None), CL_SUCCESS);
+    let want: Vec<u32> = (0..10u32)
+        .map(|i| if i < 8 { 400 + i / 4 } else { 202 })
+        .collect();
+    assert_eq!(s.words(out, 10), want);
+    let k = s.kernel("sized", "-cl-std=CL1.2");
+    s.arg(k, 0, &out);
+    assert_eq!(s.enqueue(k, &[10], None, None), CL_INVALID_WORK_GROUP_SIZE);
 }

@@ -48,3 +48,9 @@ __kernel void group_sums(__global const uint *in, __global uint *sums,
         sums[get_group_id(0)] = s;
     }
 }
+
+// A required work-group size with a global size that is not a multiple.
+__kernel __attribute__((reqd_work_group_size(4, 1, 1)))
+void sized(__global uint *out) {
+    out[get_global_id(0)] = get_local_size(0) * 100 + get_group_id(0);
+}
