@@ -14,10 +14,11 @@ use crate::compiler::spirv::reflect::ArgKind;
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::kernel::{ArgValue, Kernel};
-use crate::core::memory::Buffer;
+use crate::core::memory::{Buffer, Staging};
 use crate::core::object::Handle;
 use crate::core::program::Program;
 use crate::core::queue::{Ordering, Queue, Work};
+use crate::vk::memory::BufferUse;
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clCreateKernel(
@@ -336,8 +337,75 @@ fn choose_local(global: [usize; 3], d: &Device, reqd: Option<[u32; 3]>) -> [usiz
     local
 }
 
+/// A block of an NDRange's work-groups that share one size: the uniform
+/// groups, or in a dimension where the global size is not a multiple of
+/// the local size, the one partial group at its end (up to 8 blocks in
+/// 3-D). Group ids are in units of the enqueued work-group size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Region {
+    first: [u32; 3],
+    groups: [u32; 3],
+    local: [u32; 3],
+}
+
+impl Region {
+    fn split(global: [usize; 3], local: [usize; 3]) -> Vec<Region> {
+        // Per dimension: (first group, groups, local size).
+        let parts: Vec<Vec<(u32, u32, u32)>> = (0..3)
+            .map(|i| {
+                let (full, rest) = (global[i] / local[i], global[i] % local[i]);
+                let mut v = Vec::new();
+                if full > 0 {
+                    v.push((0, full as u32, local[i] as u32));
+                }
+                if rest > 0 {
+                    v.push((full as u32, 1, rest as u32));
+                }
+                v
+            })
+            .collect();
+        let mut out = Vec::new();
+        for x in &parts[0] {
+            for y in &parts[1] {
+                for z in &parts[2] {
+                    out.push(Region {
+                        first: [x.0, y.0, z.0],
+                        groups: [x.1, y.1, z.1],
+                        local: [x.2, y.2, z.2],
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The region as dispatches of at most `max` groups per dimension:
+    /// (first group id, group counts) of each.
+    fn chunks(&self, max: [u32; 3]) -> Vec<([u32; 3], [u32; 3])> {
+        let per_dim: Vec<Vec<(u32, u32)>> = (0..3)
+            .map(|i| {
+                let step = max[i].max(1);
+                (0..self.groups[i])
+                    .step_by(step as usize)
+                    .map(|s| (self.first[i] + s, step.min(self.groups[i] - s)))
+                    .collect()
+            })
+            .collect();
+        let mut out = Vec::new();
+        for x in &per_dim[0] {
+            for y in &per_dim[1] {
+                for z in &per_dim[2] {
+                    out.push(([x.0, y.0, z.0], [x.1, y.1, z.1]));
+                }
+            }
+        }
+        out
+    }
+}
+
 /// clEnqueueNDRangeKernel: checks in the specification's order, then
-/// records the dispatch.
+/// records the dispatches: one per block of equally sized work-groups
+/// and per what one Vulkan dispatch can cover.
 #[allow(clippy::too_many_arguments)]
 fn enqueue_ndrange(
     command_queue: cl_command_queue,
@@ -425,19 +493,16 @@ fn enqueue_ndrange(
         l[..dims].copy_from_slice(local);
         l
     };
-    // vkcl reports no non-uniform work-group support.
-    if (0..3).any(|i| g3[i] % l3[i] != 0) {
+    // Partial work-groups need OpenCL 2.0+ and no -cl-uniform-work-group-size.
+    if !k.non_uniform_groups && (0..3).any(|i| g3[i] % l3[i] != 0) {
         return err(CL_INVALID_WORK_GROUP_SIZE);
     }
     let compiled = k
         .compiled(d, &q.vk)
         .map_err(|_| ClError(CL_INVALID_OPERATION))?;
-    let limits = &d.info.props.limits;
-    let groups: Vec<u32> = (0..3).map(|i| (g3[i] / l3[i]) as u32).collect();
-    if (0..3).any(|i| (g3[i] / l3[i]) as u64 > limits.max_compute_work_group_count[i] as u64)
-        || (0..3).any(|i| o3[i] as u64 + g3[i] as u64 > u32::MAX as u64)
-    {
-        log::warn!(target: "vkcl::kernel", "an NDRange of {g3:?} (offset {o3:?}) exceeds what one Vulkan dispatch covers; split dispatches are not supported yet");
+    // Vulkan's global ids are 32-bit.
+    if (0..3).any(|i| o3[i] as u64 + g3[i] as u64 > u32::MAX as u64) {
+        log::warn!(target: "vkcl::kernel", "an NDRange of {g3:?} (offset {o3:?}) reaches past 32-bit global ids");
         return err(CL_OUT_OF_RESOURCES);
     }
     // The push constants: work-item data, then the arguments as set now.
@@ -445,21 +510,28 @@ fn enqueue_ndrange(
     let put = |push: &mut Vec<u8>, at: u32, bytes: &[u8]| {
         push[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
     };
-    use crate::compiler::spirv::interface::{GLOBAL_OFFSET, GLOBAL_SIZE, Slot, WORK_DIM};
+    use crate::compiler::spirv::interface::{
+        ARG_BLOCK, ENQUEUED_LOCAL_SIZE, GLOBAL_OFFSET, GLOBAL_SIZE, GROUP_OFFSET, Slot, WORK_DIM,
+    };
     for i in 0..3 {
+        let at = 4 * i as u32;
+        put(&mut push, GLOBAL_OFFSET + at, &(o3[i] as u32).to_ne_bytes());
+        put(&mut push, GLOBAL_SIZE + at, &(g3[i] as u32).to_ne_bytes());
         put(
             &mut push,
-            GLOBAL_OFFSET + 4 * i as u32,
-            &(o3[i] as u32).to_ne_bytes(),
-        );
-        put(
-            &mut push,
-            GLOBAL_SIZE + 4 * i as u32,
-            &(g3[i] as u32).to_ne_bytes(),
+            ENQUEUED_LOCAL_SIZE + at,
+            &(l3[i] as u32).to_ne_bytes(),
         );
     }
     put(&mut push, WORK_DIM, &work_dim.to_ne_bytes());
     let mut keep: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
+    // Arguments go to the push constants, or all to an argument block.
+    let mut block = vec![0u8; compiled.push.block.unwrap_or(0) as usize];
+    let args_to = if compiled.push.block.is_some() {
+        &mut block
+    } else {
+        &mut push
+    };
     let mut locals = Vec::new();
     let mut local_bytes = 0u64;
     for (slot, value) in compiled.push.args.iter().zip(k.args().iter()) {
@@ -476,10 +548,10 @@ fn enqueue_ndrange(
                     }
                     None => 0,
                 };
-                put(&mut push, *offset, &address.to_ne_bytes());
+                put(args_to, *offset, &address.to_ne_bytes());
             }
             (Slot::Bytes { offset, .. }, Some(ArgValue::Bytes(bytes))) => {
-                put(&mut push, *offset, bytes)
+                put(args_to, *offset, bytes)
             }
             (Slot::Local { spec_id, elem_size }, Some(ArgValue::Local(bytes))) => {
                 local_bytes += *bytes as u64;
@@ -491,12 +563,35 @@ fn enqueue_ndrange(
     if local_bytes > d.local_mem_size() {
         return err(CL_OUT_OF_RESOURCES);
     }
-    let pipeline = compiled.pipeline(l3.map(|v| v as u32), locals)?;
-    keep.push(Box::new(pipeline.clone()));
-    let groups = [groups[0], groups[1], groups[2]];
+    if compiled.push.block.is_some() {
+        // Written now, read by the device after submission.
+        let staging = Staging::new(&q.vk, block.len(), BufferUse::Upload)?;
+        staging.buffer().write(0, &block);
+        put(
+            &mut push,
+            ARG_BLOCK,
+            &staging.buffer().address.to_ne_bytes(),
+        );
+        keep.push(Box::new(staging));
+    }
+    let max_groups = d.info.props.limits.max_compute_work_group_count;
+    let mut dispatches = Vec::new();
+    for region in Region::split(g3, l3) {
+        let pipeline = compiled.pipeline(region.local, locals.clone())?;
+        keep.push(Box::new(pipeline.clone()));
+        for (first, count) in region.chunks(max_groups) {
+            let mut p = push.clone();
+            for (i, f) in first.iter().enumerate() {
+                put(&mut p, GROUP_OFFSET + 4 * i as u32, &f.to_ne_bytes());
+            }
+            dispatches.push((pipeline.clone(), p, count));
+        }
+    }
     let work = Work {
         record: Some(Box::new(move |r| {
-            r.dispatch(&pipeline, &push, groups);
+            for (pipeline, push, groups) in &dispatches {
+                r.dispatch(pipeline, push, *groups);
+            }
             Ok(())
         })),
         complete: None,
@@ -601,4 +696,51 @@ pub unsafe extern "C" fn clGetKernelSuggestedLocalWorkSize(
     _suggested_local_work_size: *mut usize,
 ) -> cl_int {
     unsupported("clGetKernelSuggestedLocalWorkSize")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Region;
+
+    #[test]
+    fn partial_groups_make_up_to_eight_regions() {
+        let r = Region::split([7, 5, 4], [3, 2, 2]);
+        assert_eq!(r.len(), 4);
+        assert_eq!(
+            r[0],
+            Region {
+                first: [0, 0, 0],
+                groups: [2, 2, 2],
+                local: [3, 2, 2]
+            }
+        );
+        assert_eq!(
+            r[3],
+            Region {
+                first: [2, 2, 0],
+                groups: [1, 1, 2],
+                local: [1, 1, 2]
+            }
+        );
+        assert_eq!(Region::split([7, 5, 3], [3, 2, 2]).len(), 8);
+        assert_eq!(Region::split([6, 4, 2], [3, 2, 2]).len(), 1);
+        assert!(Region::split([0, 1, 1], [1, 1, 1]).is_empty());
+    }
+
+    #[test]
+    fn regions_split_at_the_dispatch_limit() {
+        let r = Region {
+            first: [0, 3, 0],
+            groups: [10, 1, 1],
+            local: [1, 1, 1],
+        };
+        assert_eq!(
+            r.chunks([4, 4, 4]),
+            vec![
+                ([0, 3, 0], [4, 1, 1]),
+                ([4, 3, 0], [4, 1, 1]),
+                ([8, 3, 0], [2, 1, 1]),
+            ]
+        );
+    }
 }

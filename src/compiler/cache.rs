@@ -134,9 +134,88 @@ pub fn store(key: &Key, spirv: &[u32], log: &str) {
     }
 }
 
+const BLOB_MAGIC: &[u8; 8] = b"VKCLBL01";
+
+/// A blob entry (such as a Vulkan pipeline cache): the key, the data and a
+/// checksum, under a file name that starts with `prefix`.
+fn blob_path(prefix: &str, key: &Key) -> Option<PathBuf> {
+    Some(dir()?.join(format!("{prefix}-{}", key.file_name())))
+}
+
+fn encode_blob(key: &Key, data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(key.bytes.len() + data.len() + 32);
+    out.extend_from_slice(BLOB_MAGIC);
+    out.extend_from_slice(&(key.bytes.len() as u64).to_le_bytes());
+    out.extend_from_slice(&key.bytes);
+    out.extend_from_slice(data);
+    let sum = fnv1a(&out, 0xcbf2_9ce4_8422_2325);
+    out.extend_from_slice(&sum.to_le_bytes());
+    out
+}
+
+fn decode_blob(key: &Key, data: &[u8]) -> Option<Vec<u8>> {
+    let body = data.get(..data.len().checked_sub(8)?)?;
+    let sum = u64::from_le_bytes(data[body.len()..].try_into().ok()?);
+    if fnv1a(body, 0xcbf2_9ce4_8422_2325) != sum || !body.starts_with(BLOB_MAGIC) {
+        return None;
+    }
+    let at = BLOB_MAGIC.len();
+    let key_len = u64::from_le_bytes(body.get(at..at + 8)?.try_into().ok()?) as usize;
+    let key_end = (at + 8).checked_add(key_len)?;
+    if body.get(at + 8..key_end)? != key.bytes.as_slice() {
+        return None;
+    }
+    Some(body[key_end..].to_vec())
+}
+
+/// The blob stored for `key` under `prefix`, if a sound one exists.
+pub fn load_blob(prefix: &str, key: &Key) -> Option<Vec<u8>> {
+    let path = blob_path(prefix, key)?;
+    let data = std::fs::read(&path).ok()?;
+    let blob = decode_blob(key, &data);
+    if blob.is_none() {
+        log::info!(target: "vkcl::cache", "ignoring a corrupt or mismatched cache entry {}", path.display());
+    }
+    blob
+}
+
+/// Stores a blob; failures only cost the next run its speed.
+pub fn store_blob(prefix: &str, key: &Key, data: &[u8]) {
+    let Some(path) = blob_path(prefix, key) else {
+        return;
+    };
+    let write = || -> std::io::Result<()> {
+        let dir = path.parent().expect("a cache directory");
+        std::fs::create_dir_all(dir)?;
+        let name = path.file_name().expect("a file name").to_string_lossy();
+        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        std::fs::write(&tmp, encode_blob(key, data))?;
+        std::fs::rename(&tmp, &path)
+    };
+    if let Err(e) = write() {
+        log::debug!(target: "vkcl::cache", "cannot write {}: {e}", path.display());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blob_round_trip_and_corruption() {
+        let mut key = Key::new("blob");
+        key.add(b"device");
+        let data = [1u8, 2, 3, 4, 5];
+        let enc = encode_blob(&key, &data);
+        assert_eq!(decode_blob(&key, &enc).as_deref(), Some(&data[..]));
+        let mut other = Key::new("blob");
+        other.add(b"another device");
+        assert_eq!(decode_blob(&other, &enc), None);
+        let mut bad = enc.clone();
+        bad[20] ^= 1;
+        assert_eq!(decode_blob(&key, &bad), None);
+        assert_eq!(decode_blob(&key, &enc[..4]), None);
+    }
 
     #[test]
     fn round_trip_and_corruption() {

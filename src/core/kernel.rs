@@ -12,7 +12,7 @@ use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::memory::Buffer;
 use crate::core::object::{ClObject, Handle};
-use crate::core::program::Program;
+use crate::core::program::{Origin, Program};
 use crate::vk::device::LogicalDevice;
 use crate::vk::pipeline::{ComputePipeline, KernelModule};
 
@@ -33,6 +33,9 @@ pub struct Kernel {
     pub info: KernelInfo,
     /// Built with -cl-kernel-arg-info.
     pub arg_info: bool,
+    /// May run with a global size that is not a multiple of the local
+    /// size: OpenCL C 2.0+ or SPIR-V, without -cl-uniform-work-group-size.
+    pub non_uniform_groups: bool,
     args: Mutex<Vec<Option<ArgValue>>>,
     /// The Vulkan form of the kernel per device (or why there is none).
     compiled: Mutex<HashMap<usize, Result<Arc<Compiled>, String>>>,
@@ -77,7 +80,22 @@ fn device_caps(d: &Device) -> DeviceCaps {
         storage8: i.features12.storage_buffer8_bit_access != 0,
         storage16: i.features11.storage_buffer16_bit_access != 0,
         int64_atomics: i.features12.shader_buffer_int64_atomics != 0,
+        max_push_constants: i.props.limits.max_push_constants_size,
     }
+}
+
+/// Whether a program built from `origin` with `options` allows partial
+/// work-groups. A linked program's compile options are not kept, so it
+/// counts as OpenCL C 1.2.
+fn allows_non_uniform(origin: &Origin, options: &str) -> bool {
+    let words: Vec<&str> = options.split_whitespace().collect();
+    if words.contains(&"-cl-uniform-work-group-size") || matches!(origin, Origin::Linked) {
+        return false;
+    }
+    matches!(origin, Origin::Il(_))
+        || words
+            .iter()
+            .any(|w| matches!(*w, "-cl-std=CL2.0" | "-cl-std=CL3.0"))
 }
 
 impl ClObject for Kernel {
@@ -117,11 +135,17 @@ impl Kernel {
             .builds()
             .iter()
             .any(|b| b.arg_info && b.kernels.iter().any(|k| k.name == info.name));
+        let non_uniform_groups = program
+            .builds()
+            .iter()
+            .filter(|b| b.kernels.iter().any(|k| k.name == info.name))
+            .any(|b| allows_non_uniform(&program.origin, &b.options));
         let n = info.args.len();
         Handle::new(Kernel {
             program: program.clone(),
             info,
             arg_info,
+            non_uniform_groups,
             args: Mutex::new(args.unwrap_or_else(|| vec![None; n])),
             compiled: Mutex::new(HashMap::new()),
         })
@@ -210,7 +234,7 @@ impl Kernel {
         let limit = device.info.props.limits.max_push_constants_size;
         if rewritten.push.size > limit {
             return Err(format!(
-                "the arguments need {} bytes of push constants, the device has {limit}; argument blocks are not supported yet",
+                "the arguments need {} bytes of push constants, the device has {limit}; vkcl needs at least 64",
                 rewritten.push.size
             ));
         }
@@ -232,5 +256,24 @@ impl Kernel {
                 _ => 0,
             })
             .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_uniform_groups_follow_the_build_options() {
+        let src = Origin::Source(String::new());
+        assert!(!allows_non_uniform(&src, ""));
+        assert!(!allows_non_uniform(&src, "-cl-std=CL1.2"));
+        assert!(allows_non_uniform(&src, "-cl-std=CL3.0 -DX=1"));
+        assert!(!allows_non_uniform(
+            &src,
+            "-cl-std=CL3.0 -cl-uniform-work-group-size"
+        ));
+        assert!(allows_non_uniform(&Origin::Il(Vec::new()), ""));
+        assert!(!allows_non_uniform(&Origin::Linked, "-cl-std=CL3.0"));
     }
 }

@@ -10,6 +10,7 @@ use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 
 use crate::vk::memory::StagingPool;
 use crate::vk::physical::PhysicalInfo;
+use crate::vk::pipeline::PipelineCache;
 
 pub struct LogicalDevice {
     pub raw: ash::Device,
@@ -21,6 +22,8 @@ pub struct LogicalDevice {
     /// Device memory is host-visible (CPUs, most integrated GPUs).
     pub unified_memory: bool,
     pub staging: StagingPool,
+    /// Every compute pipeline is made through this cache.
+    pub pipeline_cache: PipelineCache,
     /// Nanoseconds per timestamp tick.
     pub timestamp_period: f64,
     /// Valid bits of timestamps on the queue (0: no timestamps).
@@ -115,6 +118,7 @@ impl LogicalDevice {
             .flags(vk::CommandPoolCreateFlags::TRANSIENT);
         // SAFETY: valid device and family.
         let one_shot_pool = unsafe { raw.create_command_pool(&pool_info, None)? };
+        let pipeline_cache = PipelineCache::new(&raw, info);
         log::info!(target: "vkcl::vk", "created Vulkan device for {}", info.name());
         Ok(LogicalDevice {
             raw,
@@ -123,6 +127,7 @@ impl LogicalDevice {
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
             unified_memory: info.is_unified_memory(),
             staging: StagingPool::default(),
+            pipeline_cache,
             timestamp_period: info.props.limits.timestamp_period as f64,
             timestamp_bits: info.queue_families[queue_family as usize].timestamp_valid_bits,
             one_shot_pool: Mutex::new(one_shot_pool),
@@ -289,6 +294,7 @@ impl Drop for LogicalDevice {
                 .get_mut()
                 .unwrap_or_else(|e| e.into_inner());
             self.raw.destroy_command_pool(pool, None);
+            self.pipeline_cache.destroy(&self.raw);
             // The allocator frees its memory blocks, which needs the device.
             ManuallyDrop::drop(&mut self.allocator);
             self.raw.destroy_device(None);

@@ -1,13 +1,94 @@
 //! Compute pipelines for rewritten kernels: one shader module per kernel
 //! and device, one pipeline per work-group size (the size is given by
 //! specialization constants 0, 1, 2), no descriptor sets: arguments travel
-//! in push constants.
+//! in push constants. Every pipeline is made through the device's
+//! persistent `VkPipelineCache`, kept on disk beside the program cache.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use ash::vk;
 
+use crate::compiler::cache;
 use crate::vk::device::LogicalDevice;
+use crate::vk::physical::PhysicalInfo;
+
+/// File names of saved pipeline caches start with this.
+const CACHE_PREFIX: &str = "vk-pipelines";
+
+/// One device's `VkPipelineCache`, loaded from disk when the device is
+/// created and saved whenever a new pipeline has grown it. The device
+/// destroys it (`destroy`) before itself.
+pub struct PipelineCache {
+    pub raw: vk::PipelineCache,
+    key: cache::Key,
+    /// Size of the data last saved.
+    saved: Mutex<usize>,
+}
+
+impl PipelineCache {
+    /// The device's cache; without one (creation failed) pipelines are
+    /// made uncached.
+    pub fn new(device: &ash::Device, info: &PhysicalInfo) -> Self {
+        // Vulkan checks the data's header too; the key keeps one file per
+        // device and driver build, so devices do not overwrite each other's.
+        let p = &info.props;
+        let mut key = cache::Key::new("vk-pipeline-cache");
+        key.add(&p.vendor_id.to_le_bytes());
+        key.add(&p.device_id.to_le_bytes());
+        key.add(&p.driver_version.to_le_bytes());
+        key.add(&p.pipeline_cache_uuid);
+        let data = cache::load_blob(CACHE_PREFIX, &key).unwrap_or_default();
+        let create = |initial: &[u8]| {
+            let ci = vk::PipelineCacheCreateInfo::default().initial_data(initial);
+            // SAFETY: valid device; the data is what this driver saved (or
+            // nothing), and Vulkan ignores data from another driver.
+            unsafe { device.create_pipeline_cache(&ci, None) }
+        };
+        let raw = create(&data)
+            .or_else(|e| {
+                log::info!(target: "vkcl::vk", "ignoring the saved pipeline cache: {e}");
+                create(&[])
+            })
+            .unwrap_or_else(|e| {
+                log::warn!(target: "vkcl::vk", "no pipeline cache: {e}");
+                vk::PipelineCache::null()
+            });
+        PipelineCache {
+            raw,
+            key,
+            saved: Mutex::new(data.len()),
+        }
+    }
+
+    /// Saves the cache when it has grown since the last save.
+    fn save(&self, device: &ash::Device) {
+        if self.raw == vk::PipelineCache::null() {
+            return;
+        }
+        // SAFETY: a live cache of this device.
+        let data = match unsafe { device.get_pipeline_cache_data(self.raw) } {
+            Ok(d) => d,
+            Err(e) => {
+                log::debug!(target: "vkcl::vk", "cannot read the pipeline cache: {e}");
+                return;
+            }
+        };
+        let mut saved = self.saved.lock().unwrap_or_else(|e| e.into_inner());
+        if data.len() > *saved {
+            cache::store_blob(CACHE_PREFIX, &self.key, &data);
+            *saved = data.len();
+        }
+    }
+
+    /// Destroys the cache; the device calls this before destroying itself.
+    ///
+    /// # Safety
+    /// No pipeline creation uses the cache any more.
+    pub unsafe fn destroy(&self, device: &ash::Device) {
+        // SAFETY: as the caller promises.
+        unsafe { device.destroy_pipeline_cache(self.raw, None) };
+    }
+}
 
 pub struct ComputePipeline {
     device: Arc<LogicalDevice>,
@@ -79,15 +160,16 @@ impl KernelModule {
             .stage(stage)
             .layout(layout)];
         // SAFETY: every handle in `info` is valid and outlives the call.
-        let raw =
-            match unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &info, None) } {
-                Ok(p) => p[0],
-                Err((_, e)) => {
-                    // SAFETY: the layout is unused.
-                    unsafe { d.destroy_pipeline_layout(layout, None) };
-                    return Err(e);
-                }
-            };
+        let cache = &self.device.pipeline_cache;
+        let raw = match unsafe { d.create_compute_pipelines(cache.raw, &info, None) } {
+            Ok(p) => p[0],
+            Err((_, e)) => {
+                // SAFETY: the layout is unused.
+                unsafe { d.destroy_pipeline_layout(layout, None) };
+                return Err(e);
+            }
+        };
+        cache.save(d);
         Ok(ComputePipeline {
             device: self.device.clone(),
             layout,

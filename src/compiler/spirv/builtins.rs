@@ -1,9 +1,14 @@
 //! Pass 6: work-item functions. OpenCL's 64-bit built-in variables become
 //! Vulkan's 32-bit ones (widened where they are read), plus the
-//! push-constant members for what Vulkan lacks: the global id includes the
-//! global offset; global size, global offset and the work dimension come
-//! from the host; the work-group size is a specialization-constant vector
-//! (SpecIds 0, 1, 2) so one module serves every local size.
+//! push-constant members for what Vulkan lacks: global size, global
+//! offset and the work dimension come from the host; the work-group size
+//! is a specialization-constant vector (SpecIds 0, 1, 2) so one module
+//! serves every local size. An NDRange may run as several dispatches
+//! (more groups than one dispatch allows, or partial work-groups run with
+//! a smaller size), so the group id is Vulkan's plus the dispatch's group
+//! offset, the global id is group id * enqueued size + local id + global
+//! offset, and the number of groups is computed from the global and
+//! enqueued sizes; get_local_size is the dispatch's actual size.
 
 use std::collections::HashMap;
 
@@ -96,6 +101,41 @@ fn vulkan_input(ctx: &mut Ctx, b: BuiltIn, vector: bool) -> Word {
     v
 }
 
+/// Appends `op a b` of type `ty` to `code`.
+fn binop(ctx: &mut Ctx, code: &mut Vec<Instruction>, op: Op, ty: Word, a: Word, b: Word) -> Word {
+    let r = ctx.fresh();
+    code.push(Instruction::new(
+        op,
+        Some(ty),
+        Some(r),
+        vec![Operand::IdRef(a), Operand::IdRef(b)],
+    ));
+    r
+}
+
+/// Appends a one-operand instruction (a load, a conversion) to `code`.
+fn unop(ctx: &mut Ctx, code: &mut Vec<Instruction>, op: Op, ty: Word, a: Word) -> Word {
+    let r = ctx.fresh();
+    code.push(Instruction::new(
+        op,
+        Some(ty),
+        Some(r),
+        vec![Operand::IdRef(a)],
+    ));
+    r
+}
+
+fn extract(ctx: &mut Ctx, code: &mut Vec<Instruction>, ty: Word, v: Word, k: u32) -> Word {
+    let r = ctx.fresh();
+    code.push(Instruction::new(
+        Op::CompositeExtract,
+        Some(ty),
+        Some(r),
+        vec![Operand::IdRef(v), Operand::LiteralBit32(k)],
+    ));
+    r
+}
+
 pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
     // OpenCL built-in variables and what they are.
     let vars: Vec<(Word, BuiltIn)> = ctx
@@ -116,35 +156,33 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
     let mut replacement: HashMap<Word, BuiltIn> = HashMap::new();
     let mut vk_vars: HashMap<BuiltIn, Word> = HashMap::new();
     for &(v, b) in &vars {
-        match b {
-            BuiltIn::GlobalInvocationId
-            | BuiltIn::LocalInvocationId
-            | BuiltIn::WorkgroupId
-            | BuiltIn::NumWorkgroups => {
-                vk_vars
-                    .entry(b)
-                    .or_insert_with(|| vulkan_input(ctx, b, true));
+        // The Vulkan built-ins each OpenCL one is computed from: an
+        // NDRange may run as several dispatches, so ids that span the
+        // whole NDRange come from the dispatch's group offset, the
+        // enqueued work-group size and Vulkan's per-dispatch ids.
+        let needs: &[BuiltIn] = match b {
+            BuiltIn::GlobalInvocationId | BuiltIn::GlobalLinearId => {
+                &[BuiltIn::WorkgroupId, BuiltIn::LocalInvocationId]
             }
-            BuiltIn::LocalInvocationIndex => {
-                let nv = vulkan_input(ctx, b, false);
-                vk_vars.insert(b, nv);
-            }
-            BuiltIn::GlobalLinearId => {
-                // Computed from the id without offset and the global size.
-                vk_vars
-                    .entry(BuiltIn::GlobalInvocationId)
-                    .or_insert_with(|| vulkan_input(ctx, BuiltIn::GlobalInvocationId, true));
-            }
-            BuiltIn::WorkgroupSize
+            BuiltIn::LocalInvocationId => &[BuiltIn::LocalInvocationId],
+            BuiltIn::WorkgroupId => &[BuiltIn::WorkgroupId],
+            BuiltIn::LocalInvocationIndex => &[BuiltIn::LocalInvocationIndex],
+            BuiltIn::NumWorkgroups
+            | BuiltIn::WorkgroupSize
             | BuiltIn::EnqueuedWorkgroupSize
             | BuiltIn::GlobalSize
             | BuiltIn::GlobalOffset
-            | BuiltIn::WorkDim => {}
+            | BuiltIn::WorkDim => &[],
             other => {
                 return Err(format!(
                     "the work-item built-in {other:?} is not supported yet"
                 ));
             }
+        };
+        for &n in needs {
+            vk_vars
+                .entry(n)
+                .or_insert_with(|| vulkan_input(ctx, n, n != BuiltIn::LocalInvocationIndex));
         }
         replacement.insert(v, b);
     }
@@ -158,14 +196,7 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
             Some(ptr),
             vec![Operand::IdRef(block.var), Operand::IdRef(idx)],
         ));
-        let v = ctx.fresh();
-        code.push(Instruction::new(
-            Op::Load,
-            Some(u32t),
-            Some(v),
-            vec![Operand::IdRef(ptr)],
-        ));
-        v
+        unop(ctx, code, Op::Load, u32t, ptr)
     };
     let vec3_from_push = |ctx: &mut Ctx, code: &mut Vec<Instruction>, first: u32| -> Word {
         let c: Vec<Word> = (0..3).map(|i| member(ctx, code, first + i)).collect();
@@ -177,6 +208,22 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
             c.into_iter().map(Operand::IdRef).collect(),
         ));
         v
+    };
+    // The group id across the whole NDRange.
+    let group_id = |ctx: &mut Ctx, code: &mut Vec<Instruction>, vk: &HashMap<BuiltIn, Word>| {
+        let w = unop(ctx, code, Op::Load, v3, vk[&BuiltIn::WorkgroupId]);
+        let g = vec3_from_push(ctx, code, block.group_offset);
+        binop(ctx, code, Op::IAdd, v3, w, g)
+    };
+    // The global id without the global offset: group id times the
+    // enqueued size plus the local id (a partial group starts where the
+    // uniform ones end).
+    let id_from_zero = |ctx: &mut Ctx, code: &mut Vec<Instruction>, vk: &HashMap<BuiltIn, Word>| {
+        let g = group_id(ctx, code, vk);
+        let e = vec3_from_push(ctx, code, block.enqueued_local_size);
+        let base = binop(ctx, code, Op::IMul, v3, g, e);
+        let l = unop(ctx, code, Op::Load, v3, vk[&BuiltIn::LocalInvocationId]);
+        binop(ctx, code, Op::IAdd, v3, base, l)
     };
     let mut functions = std::mem::take(&mut ctx.module.functions);
     for f in &mut functions {
@@ -191,106 +238,84 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
                 let rty = i.result_type.ok_or("load without type")?;
                 let rid = i.result_id.ok_or("load without id")?;
                 let mut code = Vec::new();
-                let value32 = match kind {
-                    BuiltIn::WorkDim => member(ctx, &mut code, block.work_dim),
-                    BuiltIn::GlobalSize => vec3_from_push(ctx, &mut code, block.global_size),
-                    BuiltIn::GlobalOffset => vec3_from_push(ctx, &mut code, block.global_offset),
-                    BuiltIn::WorkgroupSize | BuiltIn::EnqueuedWorkgroupSize => workgroup_size(ctx),
-                    BuiltIn::GlobalLinearId => {
-                        let id = ctx.fresh();
-                        code.push(Instruction::new(
-                            Op::Load,
+                let (value, from) = match kind {
+                    BuiltIn::WorkDim => (member(ctx, &mut code, block.work_dim), u32t),
+                    BuiltIn::GlobalSize => (vec3_from_push(ctx, &mut code, block.global_size), v3),
+                    BuiltIn::GlobalOffset => {
+                        (vec3_from_push(ctx, &mut code, block.global_offset), v3)
+                    }
+                    BuiltIn::WorkgroupSize => (workgroup_size(ctx), v3),
+                    BuiltIn::EnqueuedWorkgroupSize => (
+                        vec3_from_push(ctx, &mut code, block.enqueued_local_size),
+                        v3,
+                    ),
+                    BuiltIn::NumWorkgroups => {
+                        // ceil(global / enqueued), as (global - 1) / enqueued + 1
+                        // so a global size near 2^32 does not overflow.
+                        let s = vec3_from_push(ctx, &mut code, block.global_size);
+                        let e = vec3_from_push(ctx, &mut code, block.enqueued_local_size);
+                        let one = ctx.const_u32(1);
+                        let ones = ctx.fresh();
+                        ctx.module.types_global_values.push(Instruction::new(
+                            Op::ConstantComposite,
                             Some(v3),
-                            Some(id),
-                            vec![Operand::IdRef(vk_vars[&BuiltIn::GlobalInvocationId])],
+                            Some(ones),
+                            vec![Operand::IdRef(one); 3],
                         ));
+                        let t = binop(ctx, &mut code, Op::ISub, v3, s, ones);
+                        let t = binop(ctx, &mut code, Op::UDiv, v3, t, e);
+                        (binop(ctx, &mut code, Op::IAdd, v3, t, ones), v3)
+                    }
+                    BuiltIn::WorkgroupId => (group_id(ctx, &mut code, &vk_vars), v3),
+                    BuiltIn::GlobalInvocationId => {
+                        let id = id_from_zero(ctx, &mut code, &vk_vars);
+                        let off = vec3_from_push(ctx, &mut code, block.global_offset);
+                        (binop(ctx, &mut code, Op::IAdd, v3, id, off), v3)
+                    }
+                    BuiltIn::GlobalLinearId => {
+                        // In the result's width: the NDRange may hold more
+                        // than 2^32 work-items.
+                        let id = id_from_zero(ctx, &mut code, &vk_vars);
                         let size = vec3_from_push(ctx, &mut code, block.global_size);
-                        let c = |ctx: &mut Ctx, code: &mut Vec<Instruction>, v: Word, k: u32| {
-                            let r = ctx.fresh();
-                            code.push(Instruction::new(
-                                Op::CompositeExtract,
-                                Some(u32t),
-                                Some(r),
-                                vec![Operand::IdRef(v), Operand::LiteralBit32(k)],
-                            ));
-                            r
+                        let part = |ctx: &mut Ctx, code: &mut Vec<Instruction>, v, k| {
+                            let c = extract(ctx, code, u32t, v, k);
+                            if rty == u32t {
+                                c
+                            } else {
+                                unop(ctx, code, Op::UConvert, rty, c)
+                            }
                         };
                         let (x, y, z) = (
-                            c(ctx, &mut code, id, 0),
-                            c(ctx, &mut code, id, 1),
-                            c(ctx, &mut code, id, 2),
+                            part(ctx, &mut code, id, 0),
+                            part(ctx, &mut code, id, 1),
+                            part(ctx, &mut code, id, 2),
                         );
-                        let (sx, sy) = (c(ctx, &mut code, size, 0), c(ctx, &mut code, size, 1));
-                        let mut op = |ctx: &mut Ctx, o: Op, a: Word, b: Word| {
-                            let r = ctx.fresh();
-                            code.push(Instruction::new(
-                                o,
-                                Some(u32t),
-                                Some(r),
-                                vec![Operand::IdRef(a), Operand::IdRef(b)],
-                            ));
-                            r
-                        };
-                        let t = op(ctx, Op::IMul, z, sy);
-                        let t = op(ctx, Op::IAdd, t, y);
-                        let t = op(ctx, Op::IMul, t, sx);
-                        op(ctx, Op::IAdd, t, x)
+                        let sx = part(ctx, &mut code, size, 0);
+                        let sy = part(ctx, &mut code, size, 1);
+                        let t = binop(ctx, &mut code, Op::IMul, rty, z, sy);
+                        let t = binop(ctx, &mut code, Op::IAdd, rty, t, y);
+                        let t = binop(ctx, &mut code, Op::IMul, rty, t, sx);
+                        (binop(ctx, &mut code, Op::IAdd, rty, t, x), rty)
                     }
                     BuiltIn::LocalInvocationIndex => {
-                        let v = ctx.fresh();
-                        code.push(Instruction::new(
-                            Op::Load,
-                            Some(u32t),
-                            Some(v),
-                            vec![Operand::IdRef(vk_vars[&kind])],
-                        ));
-                        v
+                        (unop(ctx, &mut code, Op::Load, u32t, vk_vars[&kind]), u32t)
                     }
-                    _ => {
-                        let v = ctx.fresh();
-                        code.push(Instruction::new(
-                            Op::Load,
-                            Some(v3),
-                            Some(v),
-                            vec![Operand::IdRef(vk_vars[&kind])],
-                        ));
-                        if kind == BuiltIn::GlobalInvocationId {
-                            let off = vec3_from_push(ctx, &mut code, block.global_offset);
-                            let sum = ctx.fresh();
-                            code.push(Instruction::new(
-                                Op::IAdd,
-                                Some(v3),
-                                Some(sum),
-                                vec![Operand::IdRef(v), Operand::IdRef(off)],
-                            ));
-                            sum
-                        } else {
-                            v
-                        }
-                    }
+                    _ => (unop(ctx, &mut code, Op::Load, v3, vk_vars[&kind]), v3),
                 };
                 // Widen to the OpenCL type (size_t vectors, or uint).
-                let from = if matches!(
-                    kind,
-                    BuiltIn::WorkDim | BuiltIn::LocalInvocationIndex | BuiltIn::GlobalLinearId
-                ) {
-                    u32t
-                } else {
-                    v3
-                };
                 if rty == from {
                     code.push(Instruction::new(
                         Op::CopyObject,
                         Some(rty),
                         Some(rid),
-                        vec![Operand::IdRef(value32)],
+                        vec![Operand::IdRef(value)],
                     ));
                 } else {
                     code.push(Instruction::new(
                         Op::UConvert,
                         Some(rty),
                         Some(rid),
-                        vec![Operand::IdRef(value32)],
+                        vec![Operand::IdRef(value)],
                     ));
                 }
                 out.extend(code);
@@ -315,4 +340,104 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
             .retain(|o| !matches!(o, Operand::IdRef(t) if gone.contains(t)));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use rspirv::binary::Assemble;
+    use rspirv::spirv::{
+        AddressingModel, Capability, ExecutionModel, FunctionControl, MemoryModel,
+    };
+
+    use super::*;
+    use crate::compiler::spirv::finish::DeviceCaps;
+    use crate::compiler::spirv::reflect::{ArgKind, KernelArg, KernelInfo};
+
+    /// `kernel void k(global ulong *out) { *out = get_global_id(0); }`
+    fn global_id_kernel() -> (Vec<u32>, KernelInfo) {
+        let mut b = rspirv::dr::Builder::new();
+        b.set_version(1, 0);
+        for c in [Capability::Addresses, Capability::Kernel, Capability::Int64] {
+            b.capability(c);
+        }
+        b.memory_model(AddressingModel::Physical64, MemoryModel::OpenCL);
+        let void = b.type_void();
+        let u64t = b.type_int(64, 0);
+        let v3 = b.type_vector(u64t, 3);
+        let in_ptr = b.type_pointer(None, StorageClass::Input, v3);
+        let gid = b.variable(in_ptr, None, StorageClass::Input, None);
+        b.decorate(
+            gid,
+            Decoration::BuiltIn,
+            vec![Operand::BuiltIn(BuiltIn::GlobalInvocationId)],
+        );
+        let gptr = b.type_pointer(None, StorageClass::CrossWorkgroup, u64t);
+        let fty = b.type_function(void, vec![gptr]);
+        let f = b
+            .begin_function(void, None, FunctionControl::NONE, fty)
+            .unwrap();
+        let out = b.function_parameter(gptr).unwrap();
+        b.begin_block(None).unwrap();
+        let all = b.load(v3, None, gid, None, vec![]).unwrap();
+        let x = b.composite_extract(u64t, None, all, vec![0]).unwrap();
+        b.store(out, x, None, vec![]).unwrap();
+        b.ret().unwrap();
+        b.end_function().unwrap();
+        b.entry_point(ExecutionModel::Kernel, f, "k", vec![gid]);
+        let info = KernelInfo {
+            name: "k".into(),
+            args: vec![KernelArg {
+                name: "out".into(),
+                kind: ArgKind::Buffer,
+                address: 0,
+                access: 0,
+                type_name: String::new(),
+                type_qual: 0,
+            }],
+            reqd_work_group_size: None,
+            work_group_size_hint: None,
+            vec_type_hint: None,
+            local_bytes: 0,
+        };
+        (b.module().assemble(), info)
+    }
+
+    #[test]
+    fn global_id_spans_split_dispatches() {
+        let (words, info) = global_id_kernel();
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            ..Default::default()
+        };
+        // The rewrite validates the module it returns.
+        let r = crate::compiler::spirv::rewrite(&words, &info, &caps).unwrap();
+        let m = rspirv::dr::load_words(&r.words).unwrap();
+        let builtins: Vec<BuiltIn> = m
+            .annotations
+            .iter()
+            .filter_map(|a| match a.operands.get(1..3) {
+                Some(
+                    [
+                        Operand::Decoration(Decoration::BuiltIn),
+                        Operand::BuiltIn(b),
+                    ],
+                ) => Some(*b),
+                _ => None,
+            })
+            .collect();
+        // Group id (per dispatch) and local id, not Vulkan's global id,
+        // which restarts at each dispatch.
+        assert!(builtins.contains(&BuiltIn::WorkgroupId));
+        assert!(builtins.contains(&BuiltIn::LocalInvocationId));
+        assert!(!builtins.contains(&BuiltIn::GlobalInvocationId));
+        // The group offset and enqueued size come from the push constants.
+        let multiplies = m
+            .functions
+            .iter()
+            .flat_map(|f| &f.blocks)
+            .flat_map(|b| &b.instructions)
+            .filter(|i| i.class.opcode == Op::IMul)
+            .count();
+        assert_eq!(multiplies, 1);
+    }
 }

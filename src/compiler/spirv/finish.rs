@@ -25,6 +25,9 @@ pub struct DeviceCaps {
     pub storage8: bool,
     pub storage16: bool,
     pub int64_atomics: bool,
+    /// VkPhysicalDeviceLimits::maxPushConstantsSize; 0 means Vulkan's
+    /// guaranteed minimum (128).
+    pub max_push_constants: u32,
 }
 
 pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {

@@ -2,8 +2,18 @@
 //! push-constant block that the host fills at each dispatch: buffers as
 //! 64-bit device addresses turned back into pointers, values by value.
 //! The block starts with the work-item data Vulkan has no built-in for
-//! (global offset, global size, work dimension). The kernel becomes a
-//! function without parameters, ready to be the compute entry point.
+//! (global offset, global size, work dimension, and for NDRanges run as
+//! several dispatches the first group's id and the enqueued work-group
+//! size). The kernel becomes a function without parameters, ready to be
+//! the compute entry point.
+//!
+//! Arguments that do not fit the device's push constants, or that need
+//! memory to be rebuilt (structs by value with their OpenCL C layout,
+//! 8/16-component vectors, vectors of 8/16-bit values wider than 8 bytes),
+//! all travel instead in a per-dispatch argument block whose device
+//! address is in the push constants; they are read through CrossWorkgroup
+//! pointers, which the addressing pass turns into laid-out device
+//! addresses like any other global data.
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, Op, StorageClass, Word};
@@ -45,22 +55,50 @@ pub const FIRST_LOCAL_SPEC_ID: u32 = 3;
 pub struct PushLayout {
     pub size: u32,
     pub args: Vec<Slot>,
+    /// When the arguments do not fit in push constants (or need memory
+    /// to be rebuilt: structs, wide vectors), they all travel in an
+    /// argument block of this many bytes, whose device address is the
+    /// push-constant member at `ARG_BLOCK`; the slots' offsets are then
+    /// offsets in the block.
+    pub block: Option<u32>,
+}
+
+/// How a parameter is read from the argument block.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum MemConv {
+    /// A value of the parameter's type.
+    Value,
+    /// A buffer's device address.
+    Address,
+    /// A struct, copied into a private variable the parameter points to.
+    Copy,
 }
 
 /// Byte offsets of the built-in members.
 pub const GLOBAL_OFFSET: u32 = 0;
 pub const GLOBAL_SIZE: u32 = 12;
 pub const WORK_DIM: u32 = 24;
-const HEADER: u32 = 32;
+/// The group id of this dispatch's first work-group: an NDRange larger
+/// than one dispatch, or with a partial last work-group, runs as several.
+pub const GROUP_OFFSET: u32 = 28;
+/// The work-group size the application enqueued; a dispatch of partial
+/// work-groups runs with a smaller one in its specialization constants.
+pub const ENQUEUED_LOCAL_SIZE: u32 = 40;
+const HEADER: u32 = 56;
+/// The argument block's device address, when there is one.
+pub const ARG_BLOCK: u32 = HEADER;
 
 /// The block variable and its member indexes for the built-ins.
 pub struct Block {
     pub var: Word,
     /// Member index of global offset x (y, z follow), global size x
-    /// (y, z follow) and work_dim.
+    /// (y, z follow), work_dim, group offset x (y, z follow) and enqueued
+    /// local size x (y, z follow).
     pub global_offset: u32,
     pub global_size: u32,
     pub work_dim: u32,
+    pub group_offset: u32,
+    pub enqueued_local_size: u32,
 }
 
 fn ctx_pointer_parts(
@@ -76,10 +114,15 @@ fn ctx_pointer_parts(
     }
 }
 
-pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, Block), String> {
+pub fn run(
+    ctx: &mut Ctx,
+    fid: Word,
+    args: &[KernelArg],
+    max_push: u32,
+) -> Result<(PushLayout, Block), String> {
     let u32t = ctx.uint(32);
     let u64t = ctx.uint(64);
-    let mut members: Vec<(Word, u32)> = (0..7).map(|i| (u32t, i * 4)).collect();
+    let mut members: Vec<(Word, u32)> = (0..13).map(|i| (u32t, i * 4)).collect();
     let func_index = ctx
         .module
         .functions
@@ -102,6 +145,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
     let mut loads: Vec<(Word, Word, u32, Conv)> = Vec::new();
     // (param id, param type, element type, SpecId) of __local arguments.
     let mut locals: Vec<(Word, Word, Word, u32)> = Vec::new();
+    let mut in_memory = false;
     for (p, a) in params.iter().zip(args) {
         let pid = p.result_id.ok_or("parameter without id")?;
         let pty = p.result_type.ok_or("parameter without type")?;
@@ -114,19 +158,19 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
                 offset += 8;
             }
             ArgKind::Value(size) => {
-                let (_, align) = layout(&types, pty)?;
                 let t = types.get(&pty).ok_or("unknown parameter type")?;
                 let narrow = t.class.opcode == Op::TypeInt
                     && matches!(t.operands.first(), Some(Operand::LiteralBit32(w)) if *w < 32);
                 match t.class.opcode {
                     Op::TypeInt | Op::TypeFloat | Op::TypeVector => {}
+                    // Structs (passed by pointer) and wide vectors (now
+                    // arrays) are read from memory in the OpenCL C layout.
                     _ => {
-                        return Err(format!(
-                            "argument {} of type {} by value is not supported yet",
-                            a.name, a.type_name
-                        ));
+                        in_memory = true;
+                        break;
                     }
                 }
+                let (_, align) = layout(&types, pty)?;
                 if t.class.opcode == Op::TypeVector {
                     let comp = match t.operands.first() {
                         Some(Operand::IdRef(c)) => *c,
@@ -137,10 +181,8 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
                         // Vectors of 8/16-bit values travel as one 32- or
                         // 64-bit word and are reinterpreted in the shader.
                         if !matches!(*size, 2 | 4 | 8) {
-                            return Err(format!(
-                                "argument {} of type {}: this vector of 8/16-bit values is not supported yet",
-                                a.name, a.type_name
-                            ));
+                            in_memory = true;
+                            break;
                         }
                         let word = if *size == 8 { u64t } else { u32t };
                         offset = offset.next_multiple_of(*size.max(&4));
@@ -199,7 +241,70 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
             }
         }
     }
-    let size = offset.next_multiple_of(8);
+    let mut size = offset.next_multiple_of(8);
+    let limit = if max_push == 0 { 128 } else { max_push };
+    // (param id, param type, offset in the argument block, how to load)
+    let mut mem_loads: Vec<(Word, Word, u32, MemConv)> = Vec::new();
+    let mut block_size = None;
+    if in_memory || size > limit {
+        (members, slots, loads, locals) = (
+            (0..13).map(|i| (u32t, i * 4)).collect(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+        );
+        members.push((u64t, ARG_BLOCK));
+        size = HEADER + 8;
+        let mut at = 0u32;
+        for (p, a) in params.iter().zip(args) {
+            let pid = p.result_id.ok_or("parameter without id")?;
+            let pty = p.result_type.ok_or("parameter without type")?;
+            match &a.kind {
+                ArgKind::Buffer => {
+                    at = at.next_multiple_of(8);
+                    slots.push(Slot::Address { offset: at });
+                    mem_loads.push((pid, pty, at, MemConv::Address));
+                    at += 8;
+                }
+                ArgKind::Value(bytes) => {
+                    // A struct arrives as a pointer to a private copy.
+                    let (ty, conv) = match ctx_pointer_parts(&types, pty) {
+                        Some((StorageClass::Function, pointee)) => (pointee, MemConv::Copy),
+                        Some(_) => {
+                            return Err(format!(
+                                "argument {} of type {} by value has an unexpected pointer type",
+                                a.name, a.type_name
+                            ));
+                        }
+                        None => (pty, MemConv::Value),
+                    };
+                    let (lsize, align) = layout(&types, ty)?;
+                    at = at.next_multiple_of(align.max(1));
+                    slots.push(Slot::Bytes {
+                        offset: at,
+                        size: *bytes,
+                    });
+                    mem_loads.push((pid, ty, at, conv));
+                    at += lsize.max(*bytes);
+                }
+                ArgKind::Local => {
+                    let (_, pointee) =
+                        ctx_pointer_parts(&types, pty).ok_or("bad __local argument type")?;
+                    let elem_size = layout(&types, pointee).map(|l| l.0).unwrap_or(1).max(1);
+                    let spec_id = FIRST_LOCAL_SPEC_ID + locals.len() as u32;
+                    slots.push(Slot::Local { spec_id, elem_size });
+                    locals.push((pid, pty, pointee, spec_id));
+                }
+                ArgKind::Image | ArgKind::Sampler => {
+                    return Err(format!(
+                        "image and sampler argument {} is not supported yet",
+                        a.name
+                    ));
+                }
+            }
+        }
+        block_size = Some(at.max(1));
+    }
     // The block type and variable.
     let block_ty = ctx.fresh();
     ctx.module.types_global_values.push(Instruction::new(
@@ -227,6 +332,88 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
     ));
     // Loads at the start of the kernel, defining the old parameter ids.
     let mut code = Vec::new();
+    // Function variables holding copies of struct arguments.
+    let mut copies = Vec::new();
+    if !mem_loads.is_empty() {
+        let mptr = ctx.pointer(StorageClass::PushConstant, u64t);
+        let index = ctx.const_u32(members.len() as u32 - 1);
+        let chain = ctx.fresh();
+        code.push(Instruction::new(
+            Op::AccessChain,
+            Some(mptr),
+            Some(chain),
+            vec![Operand::IdRef(var), Operand::IdRef(index)],
+        ));
+        let base = ctx.fresh();
+        code.push(Instruction::new(
+            Op::Load,
+            Some(u64t),
+            Some(base),
+            vec![Operand::IdRef(chain)],
+        ));
+        for (pid, ty, at, conv) in mem_loads {
+            let offset = ctx.fresh();
+            ctx.module.types_global_values.push(Instruction::new(
+                Op::Constant,
+                Some(u64t),
+                Some(offset),
+                vec![Operand::LiteralBit64(at as u64)],
+            ));
+            let addr = ctx.fresh();
+            code.push(Instruction::new(
+                Op::IAdd,
+                Some(u64t),
+                Some(addr),
+                vec![Operand::IdRef(base), Operand::IdRef(offset)],
+            ));
+            // A CrossWorkgroup pointer, which the addressing pass turns
+            // into a device address with the OpenCL C layout.
+            let data_ty = if conv == MemConv::Address { u64t } else { ty };
+            let gptr_ty = ctx.pointer(StorageClass::CrossWorkgroup, data_ty);
+            let gptr = ctx.fresh();
+            code.push(Instruction::new(
+                Op::ConvertUToPtr,
+                Some(gptr_ty),
+                Some(gptr),
+                vec![Operand::IdRef(addr)],
+            ));
+            let value = if conv == MemConv::Value {
+                pid
+            } else {
+                ctx.fresh()
+            };
+            code.push(Instruction::new(
+                Op::Load,
+                Some(data_ty),
+                Some(value),
+                vec![Operand::IdRef(gptr)],
+            ));
+            match conv {
+                MemConv::Value => {}
+                MemConv::Address => code.push(Instruction::new(
+                    Op::ConvertUToPtr,
+                    Some(ty),
+                    Some(pid),
+                    vec![Operand::IdRef(value)],
+                )),
+                MemConv::Copy => {
+                    let fptr = ctx.pointer(StorageClass::Function, ty);
+                    copies.push(Instruction::new(
+                        Op::Variable,
+                        Some(fptr),
+                        Some(pid),
+                        vec![Operand::StorageClass(StorageClass::Function)],
+                    ));
+                    code.push(Instruction::new(
+                        Op::Store,
+                        None,
+                        None,
+                        vec![Operand::IdRef(pid), Operand::IdRef(value)],
+                    ));
+                }
+            }
+        }
+    }
     for (pid, pty, member, widen) in loads {
         let member_ty = members[member as usize].0;
         let mptr = ctx.pointer(StorageClass::PushConstant, member_ty);
@@ -385,6 +572,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
         .take_while(|i| i.class.opcode == Op::Variable)
         .count();
     entry.instructions.splice(at..at, code);
+    entry.instructions.splice(0..0, copies);
     // Parameter decorations have nothing left to decorate.
     let gone: Vec<Word> = params.iter().filter_map(|p| p.result_id).collect();
     ctx.module.annotations.retain(|a| {
@@ -392,12 +580,113 @@ pub fn run(ctx: &mut Ctx, fid: Word, args: &[KernelArg]) -> Result<(PushLayout, 
             && matches!(a.operands.first(), Some(Operand::IdRef(t)) if gone.contains(t)))
     });
     Ok((
-        PushLayout { size, args: slots },
+        PushLayout {
+            size,
+            args: slots,
+            block: block_size,
+        },
         Block {
             var,
             global_offset: 0,
             global_size: 3,
             work_dim: 6,
+            group_offset: 7,
+            enqueued_local_size: 10,
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use rspirv::binary::Assemble;
+    use rspirv::spirv::{
+        AddressingModel, Capability, ExecutionModel, FunctionControl, MemoryModel,
+    };
+
+    use super::*;
+    use crate::compiler::spirv::finish::DeviceCaps;
+    use crate::compiler::spirv::reflect::KernelInfo;
+
+    /// `kernel void k(global uint *out, uint v) { *out = v; }`
+    fn store_kernel() -> (Vec<u32>, KernelInfo) {
+        let mut b = rspirv::dr::Builder::new();
+        b.set_version(1, 0);
+        for c in [Capability::Addresses, Capability::Kernel, Capability::Int64] {
+            b.capability(c);
+        }
+        b.memory_model(AddressingModel::Physical64, MemoryModel::OpenCL);
+        let void = b.type_void();
+        let u32t = b.type_int(32, 0);
+        let gptr = b.type_pointer(None, StorageClass::CrossWorkgroup, u32t);
+        let fty = b.type_function(void, vec![gptr, u32t]);
+        let f = b
+            .begin_function(void, None, FunctionControl::NONE, fty)
+            .unwrap();
+        let out = b.function_parameter(gptr).unwrap();
+        let v = b.function_parameter(u32t).unwrap();
+        b.begin_block(None).unwrap();
+        b.store(out, v, None, vec![]).unwrap();
+        b.ret().unwrap();
+        b.end_function().unwrap();
+        b.entry_point(ExecutionModel::Kernel, f, "k", vec![]);
+        let arg = |name: &str, kind| KernelArg {
+            name: name.into(),
+            kind,
+            address: 0,
+            access: 0,
+            type_name: String::new(),
+            type_qual: 0,
+        };
+        let info = KernelInfo {
+            name: "k".into(),
+            args: vec![arg("out", ArgKind::Buffer), arg("v", ArgKind::Value(4))],
+            reqd_work_group_size: None,
+            work_group_size_hint: None,
+            vec_type_hint: None,
+            local_bytes: 0,
+        };
+        (b.module().assemble(), info)
+    }
+
+    #[test]
+    fn arguments_in_push_constants_when_they_fit() {
+        let (words, info) = store_kernel();
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            ..Default::default()
+        };
+        let r = crate::compiler::spirv::rewrite(&words, &info, &caps).unwrap();
+        assert_eq!(r.push.block, None);
+        assert_eq!(
+            r.push.args,
+            vec![
+                Slot::Address { offset: HEADER },
+                Slot::Bytes {
+                    offset: HEADER + 8,
+                    size: 4
+                }
+            ]
+        );
+        assert_eq!(r.push.size, HEADER + 16);
+    }
+
+    #[test]
+    fn arguments_in_a_block_when_push_constants_are_full() {
+        let (words, info) = store_kernel();
+        let caps = DeviceCaps {
+            max_push_constants: HEADER + 8,
+            ..Default::default()
+        };
+        // The rewrite validates the module it returns.
+        let r = crate::compiler::spirv::rewrite(&words, &info, &caps).unwrap();
+        assert_eq!(r.push.block, Some(12));
+        assert_eq!(
+            r.push.args,
+            vec![
+                Slot::Address { offset: 0 },
+                Slot::Bytes { offset: 8, size: 4 }
+            ]
+        );
+        assert_eq!(r.push.size, ARG_BLOCK + 8);
+    }
 }

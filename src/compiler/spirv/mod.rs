@@ -97,7 +97,7 @@ pub fn rewrite_with(
     lap("built-ins");
     vectors::run(&mut ctx)?;
     lap("vectors");
-    let (push, block) = interface::run(&mut ctx, fid, &kernel.args)?;
+    let (push, block) = interface::run(&mut ctx, fid, &kernel.args, caps.max_push_constants)?;
     builtins::run(&mut ctx, &block)?;
     lap("interface");
     addressing::run(&mut ctx)?;
