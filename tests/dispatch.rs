@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::ffi::{CString, c_void};
-
 use common::*;
 use opencl_sys::*;
 
@@ -28,122 +26,6 @@ both_ways!(
 const SOURCE: &str = include_str!("kernels/dispatch.cl");
 const ARGS: &str = include_str!("kernels/args.cl");
 
-struct Setup<'a> {
-    cl: &'a Cl,
-    c: cl_context,
-    q: cl_command_queue,
-    mems: Vec<cl_mem>,
-    objects: Vec<(cl_program, cl_kernel)>,
-}
-
-impl<'a> Setup<'a> {
-    fn new(cl: &'a Cl) -> Self {
-        let c = cl.context();
-        let q = cl.queue(c, 0);
-        Setup {
-            cl,
-            c,
-            q,
-            mems: Vec::new(),
-            objects: Vec::new(),
-        }
-    }
-
-    fn kernel(&mut self, name: &str, options: &str) -> cl_kernel {
-        self.kernel_of(SOURCE, name, options)
-    }
-
-    fn kernel_of(&mut self, source: &str, name: &str, options: &str) -> cl_kernel {
-        let src = CString::new(source).unwrap();
-        let mut ptr = src.as_ptr();
-        let mut err = 1;
-        let cl = self.cl;
-        let p = unsafe {
-            cl.clCreateProgramWithSource.unwrap()(self.c, 1, &mut ptr, std::ptr::null(), &mut err)
-        };
-        assert_eq!(err, CL_SUCCESS);
-        let opts = CString::new(options).unwrap();
-        let d = cl.device();
-        let r = unsafe {
-            cl.clBuildProgram.unwrap()(p, 1, &d, opts.as_ptr(), None, std::ptr::null_mut())
-        };
-        assert_eq!(r, CL_SUCCESS, "build {options}");
-        let n = CString::new(name).unwrap();
-        let k = unsafe { cl.clCreateKernel.unwrap()(p, n.as_ptr(), &mut err) };
-        assert_eq!(err, CL_SUCCESS);
-        self.objects.push((p, k));
-        k
-    }
-
-    fn zeroed(&mut self, size: usize) -> cl_mem {
-        let zeros = vec![0u8; size];
-        let b = self.cl.buffer(
-            self.c,
-            CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-            size,
-            zeros.as_ptr() as *mut c_void,
-        );
-        self.mems.push(b);
-        b
-    }
-
-    fn arg_bytes(&self, k: cl_kernel, i: u32, v: &[u8]) {
-        let r = unsafe { self.cl.clSetKernelArg.unwrap()(k, i, v.len(), v.as_ptr().cast()) };
-        assert_eq!(r, CL_SUCCESS, "arg {i}");
-    }
-
-    fn arg<T>(&self, k: cl_kernel, i: u32, v: &T) {
-        let r = unsafe {
-            self.cl.clSetKernelArg.unwrap()(k, i, std::mem::size_of::<T>(), (v as *const T).cast())
-        };
-        assert_eq!(r, CL_SUCCESS, "arg {i}");
-    }
-
-    fn enqueue(
-        &self,
-        k: cl_kernel,
-        global: &[usize],
-        local: Option<&[usize]>,
-        offset: Option<&[usize]>,
-    ) -> cl_int {
-        unsafe {
-            self.cl.clEnqueueNDRangeKernel.unwrap()(
-                self.q,
-                k,
-                global.len() as u32,
-                offset.map_or(std::ptr::null(), |o| o.as_ptr()),
-                global.as_ptr(),
-                local.map_or(std::ptr::null(), |l| l.as_ptr()),
-                0,
-                std::ptr::null(),
-                std::ptr::null_mut(),
-            )
-        }
-    }
-
-    fn words(&self, b: cl_mem, count: usize) -> Vec<u32> {
-        let got = self.cl.read(self.q, b, 0, count * 4);
-        got.chunks_exact(4).map(u32_of).collect()
-    }
-}
-
-impl Drop for Setup<'_> {
-    fn drop(&mut self) {
-        let cl = self.cl;
-        unsafe {
-            for &m in &self.mems {
-                cl.clReleaseMemObject.unwrap()(m);
-            }
-            for &(p, k) in &self.objects {
-                cl.clReleaseKernel.unwrap()(k);
-                cl.clReleaseProgram.unwrap()(p);
-            }
-            cl.clReleaseCommandQueue.unwrap()(self.q);
-            cl.clReleaseContext.unwrap()(self.c);
-        }
-    }
-}
-
 /// Runs `items` and checks every work-item function of every item
 /// against the OpenCL 3.0 definitions, computed here.
 fn check_items(
@@ -153,7 +35,7 @@ fn check_items(
     local: [usize; 3],
     offset: [usize; 3],
 ) {
-    let k = s.kernel("items", options);
+    let k = s.kernel(SOURCE, "items", options);
     let count: usize = global.iter().product();
     let out = s.zeroed(count * 19 * 4);
     s.arg(k, 0, &out);
@@ -210,7 +92,7 @@ fn non_uniform_three_d_with_offsets(cl: &Cl) {
 /// Runs `once` over `global` items and checks that each ran exactly once
 /// with the expected group id (and partial-group flag).
 fn check_once(s: &mut Setup, options: &str, global: usize, local: usize, offset: usize) {
-    let k = s.kernel("once", options);
+    let k = s.kernel(SOURCE, "once", options);
     let hits = s.zeroed(global * 4);
     let groups = s.zeroed(global * 4);
     s.arg(k, 0, &hits);
@@ -256,7 +138,7 @@ fn uniform_programs_reject_partial_groups(cl: &Cl) {
         "-cl-std=CL1.2",
         "-cl-std=CL3.0 -cl-uniform-work-group-size",
     ] {
-        let k = s.kernel("once", options);
+        let k = s.kernel(SOURCE, "once", options);
         let b = s.zeroed(64);
         s.arg(k, 0, &b);
         s.arg(k, 1, &b);
@@ -272,7 +154,7 @@ fn uniform_programs_reject_partial_groups(cl: &Cl) {
 
 fn default_local_size_stays_uniform(cl: &Cl) {
     let mut s = Setup::new(cl);
-    let k = s.kernel("items", "-cl-std=CL3.0");
+    let k = s.kernel(SOURCE, "items", "-cl-std=CL3.0");
     let global = [1000usize, 6, 1];
     let count = 6000;
     let out = s.zeroed(count * 19 * 4);
@@ -297,7 +179,7 @@ fn device_reports_non_uniform_groups(cl: &Cl) {
 
 fn arguments_beyond_push_constants(cl: &Cl) {
     let mut s = Setup::new(cl);
-    let k = s.kernel_of(ARGS, "many", "");
+    let k = s.kernel(ARGS, "many", "");
     let n = 64usize;
     let out = s.zeroed(n * 8);
     s.arg(k, 0, &out);
@@ -330,7 +212,7 @@ fn put(buf: &mut [u8], at: usize, v: &[u8]) {
 
 fn struct_by_value(cl: &Cl) {
     let mut s = Setup::new(cl);
-    let k = s.kernel_of(ARGS, "structs", "");
+    let k = s.kernel(ARGS, "structs", "");
     let out = s.zeroed(12 * 4);
     // Outer in the OpenCL C layout: tag@0, in@16 (c@16, i@20, v@32,
     // s@48), l@64, c3@72 (4 bytes), 80 bytes in all.
@@ -351,7 +233,7 @@ fn struct_by_value(cl: &Cl) {
     s.arg(k, 2, &77i32);
     assert_eq!(s.enqueue(k, &[1], Some(&[1]), None), CL_SUCCESS);
     let got = s.words(out, 12);
-    let big = s.kernel_of(ARGS, "big", "");
+    let big = s.kernel(ARGS, "big", "");
     let big_out = s.zeroed(240 * 4);
     let mut b: Vec<u8> = (0..240i32)
         .flat_map(|i| (i * 7 - 500).to_ne_bytes())
@@ -384,7 +266,7 @@ fn struct_by_value(cl: &Cl) {
 
 fn wide_and_narrow_vectors_by_value(cl: &Cl) {
     let mut s = Setup::new(cl);
-    let k = s.kernel_of(ARGS, "vectors", "");
+    let k = s.kernel(ARGS, "vectors", "");
     let out = s.zeroed(62 * 8);
     let f: Vec<f32> = (0..8).map(|i| i as f32 * 3.0 - 10.0).collect();
     let c: Vec<i8> = (0..16).map(|i| (i * 17 - 100) as i8).collect();
@@ -455,7 +337,7 @@ fn pipeline_cache_is_saved(cl: &Cl) {
     let Some(dir) = cache_dir() else { return };
     let mut s = Setup::new(cl);
     // A work-group size no other test uses makes a new pipeline.
-    let k = s.kernel("once", "");
+    let k = s.kernel(SOURCE, "once", "");
     let hits = s.zeroed(13 * 4);
     s.arg(k, 0, &hits);
     s.arg(k, 1, &hits);
@@ -474,7 +356,7 @@ fn pipeline_cache_is_saved(cl: &Cl) {
 
 fn partial_group_with_local_memory(cl: &Cl) {
     let mut s = Setup::new(cl);
-    let k = s.kernel("group_sums", "-cl-std=CL3.0");
+    let k = s.kernel(SOURCE, "group_sums", "-cl-std=CL3.0");
     let (n, local) = (1000usize, 64usize);
     let data: Vec<u8> = (0..n as u32)
         .flat_map(|v| (v * 3 + 1).to_ne_bytes())
@@ -499,7 +381,7 @@ fn partial_group_with_local_memory(cl: &Cl) {
 
 fn required_size_with_partial_group(cl: &Cl) {
     let mut s = Setup::new(cl);
-    let k = s.kernel("sized", "-cl-std=CL3.0");
+    let k = s.kernel(SOURCE, "sized", "-cl-std=CL3.0");
     let out = s.zeroed(10 * 4);
     s.arg(k, 0, &out);
     // No local size: the required one, with a partial last group.
@@ -508,7 +390,7 @@ fn required_size_with_partial_group(cl: &Cl) {
         .map(|i| if i < 8 { 400 + i / 4 } else { 202 })
         .collect();
     assert_eq!(s.words(out, 10), want);
-    let k = s.kernel("sized", "-cl-std=CL1.2");
+    let k = s.kernel(SOURCE, "sized", "-cl-std=CL1.2");
     s.arg(k, 0, &out);
     assert_eq!(s.enqueue(k, &[10], None, None), CL_INVALID_WORK_GROUP_SIZE);
 }

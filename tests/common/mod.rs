@@ -497,6 +497,45 @@ impl<'a> Setup<'a> {
         b
     }
 
+    /// A buffer of `size` zero bytes.
+    pub fn zeroed(&mut self, size: usize) -> cl_mem {
+        self.buffer_from(&vec![0u8; size])
+    }
+
+    pub fn arg_bytes(&self, k: cl_kernel, i: u32, v: &[u8]) {
+        let r = unsafe { self.cl.clSetKernelArg.unwrap()(k, i, v.len(), v.as_ptr().cast()) };
+        assert_eq!(r, CL_SUCCESS, "arg {i}");
+    }
+
+    /// clEnqueueNDRangeKernel, returning its result.
+    pub fn enqueue(
+        &self,
+        k: cl_kernel,
+        global: &[usize],
+        local: Option<&[usize]>,
+        offset: Option<&[usize]>,
+    ) -> cl_int {
+        unsafe {
+            self.cl.clEnqueueNDRangeKernel.unwrap()(
+                self.q,
+                k,
+                global.len() as u32,
+                offset.map_or(std::ptr::null(), |o| o.as_ptr()),
+                global.as_ptr(),
+                local.map_or(std::ptr::null(), |l| l.as_ptr()),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        }
+    }
+
+    /// `count` 32-bit words of a buffer.
+    pub fn words(&self, b: cl_mem, count: usize) -> Vec<u32> {
+        let got = self.cl.read(self.q, b, 0, count * 4);
+        got.chunks_exact(4).map(u32_of).collect()
+    }
+
     pub fn arg<T>(&self, k: cl_kernel, i: u32, v: &T) {
         let r = unsafe {
             self.cl.clSetKernelArg.unwrap()(k, i, std::mem::size_of::<T>(), (v as *const T).cast())
