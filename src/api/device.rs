@@ -202,7 +202,7 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_EXTENSIONS => info(extension_string(&d.extensions())),
         CL_DEVICE_EXTENSIONS_WITH_VERSION => info(extension_versions(&d.extensions())),
         // printf is not offered yet.
-        CL_DEVICE_PRINTF_BUFFER_SIZE => info(0usize),
+        CL_DEVICE_PRINTF_BUFFER_SIZE => info(crate::core::printf::buffer_size()),
         CL_DEVICE_PREFERRED_INTEROP_USER_SYNC => info(true),
         CL_DEVICE_PARENT_DEVICE => info(no_handle),
         CL_DEVICE_PARTITION_MAX_SUB_DEVICES => info(0u32),

@@ -574,6 +574,21 @@ fn enqueue_ndrange(
         );
         keep.push(Box::new(staging));
     }
+    // printf: a buffer the dispatches append records to, formatted on the
+    // host once the command completes.
+    let printf = if compiled.printf.is_empty() {
+        None
+    } else {
+        let size = crate::core::printf::buffer_size();
+        let buffer = Staging::new(&q.vk, size, BufferUse::Readback)?;
+        buffer.buffer().write(0, &crate::core::printf::header(size));
+        put(
+            &mut push,
+            crate::compiler::spirv::interface::PRINTF_BUFFER,
+            &buffer.buffer().address.to_ne_bytes(),
+        );
+        Some((buffer, size, compiled.clone()))
+    };
     let max_groups = d.info.props.limits.max_compute_work_group_count;
     let mut dispatches = Vec::new();
     for region in Region::split(g3, l3) {
@@ -594,7 +609,17 @@ fn enqueue_ndrange(
             }
             Ok(())
         })),
-        complete: None,
+        complete: printf.map(
+            |(buffer, size, compiled)| -> crate::core::queue::CompleteFn {
+                Box::new(move || {
+                    let mut bytes = vec![0u8; size];
+                    // SAFETY: `bytes` has room for the whole buffer.
+                    unsafe { buffer.buffer().read_to(0, bytes.as_mut_ptr().cast(), size) };
+                    crate::core::printf::print_records(&bytes, &compiled.printf);
+                    Ok(())
+                })
+            },
+        ),
         keep,
     };
     let ev = q.enqueue(command_type, waits, Ordering::Normal, work)?;

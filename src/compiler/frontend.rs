@@ -395,51 +395,72 @@ impl FrontEnd {
         std::fs::write(&src, source).map_err(|e| fail(format!("cannot write the source: {e}")))?;
         let bc = dir.join("program.bc");
         let spv = dir.join("program.spv");
-        let mut clang = Command::new(&self.clang);
-        clang
-            .arg("-x")
-            .arg("cl")
-            .arg(format!("-cl-std={}", options.cl_std))
-            .args(["-target", "spir64-unknown-unknown", "-emit-llvm", "-c"])
-            .arg(if options.opt_disable { "-O0" } else { "-O2" })
-            .arg("-Xclang")
-            .arg(format!("-cl-ext={}", device.cl_ext()))
-            .arg("-include")
-            .arg(&prelude)
-            .arg("-fno-discard-value-names")
-            // Lifetime markers mean nothing to Vulkan, and with them clang
-            // routes loop exits through cleanup switches that the optimiser
-            // narrows to odd widths (i3) llvm-spirv cannot translate.
-            .args(["-Xclang", "-disable-lifetime-markers"])
-            .arg("-I")
-            .arg(dir.join("include"))
-            .args(&options.clang);
-        if options.kernel_arg_info {
-            clang.arg("-cl-kernel-arg-info");
-        }
-        clang.arg("-o").arg(&bc).arg(&src).current_dir(dir);
-        let out = clang
-            .output()
-            .map_err(|e| fail(format!("cannot run {}: {e}", self.clang.display())))?;
-        // Diagnostics name the file as the application gave it: no path.
-        let mut log =
-            String::from_utf8_lossy(&out.stderr).replace(&format!("{}/", dir.display()), "");
-        if !out.status.success() {
-            return Err(fail(log));
-        }
-        let out = Command::new(&self.llvm_spirv)
-            .arg("--preserve-ocl-kernel-arg-type-metadata-through-string")
-            // One SPIR-V version for every object, so that they link.
-            .arg("--spirv-max-version=1.0")
-            .arg(&bc)
-            .arg("-o")
-            .arg(&spv)
-            .output()
-            .map_err(|e| fail(format!("cannot run {}: {e}", self.llvm_spirv.display())))?;
-        log.push_str(&String::from_utf8_lossy(&out.stderr));
-        if !out.status.success() {
-            return Err(fail(log));
-        }
+        // clang, then llvm-spirv; optimised code llvm-spirv cannot
+        // translate (the freeze that clang's div/rem pairing adds, odd
+        // integer widths) is built again unoptimised: the driver's compiler
+        // optimises what it receives anyway.
+        let translate = |optimise: bool| -> Result<String, String> {
+            let mut clang = Command::new(&self.clang);
+            clang
+                .arg("-x")
+                .arg("cl")
+                .arg(format!("-cl-std={}", options.cl_std))
+                .args(["-target", "spir64-unknown-unknown", "-emit-llvm", "-c"])
+                .arg(if optimise { "-O2" } else { "-O0" })
+                .arg("-Xclang")
+                .arg(format!("-cl-ext={}", device.cl_ext()))
+                .arg("-include")
+                .arg(&prelude)
+                .arg("-fno-discard-value-names")
+                // Lifetime markers mean nothing to Vulkan, and with them
+                // clang routes loop exits through cleanup switches that the
+                // optimiser narrows to odd widths (i3).
+                .args(["-Xclang", "-disable-lifetime-markers"])
+                .arg("-I")
+                .arg(dir.join("include"))
+                .args(&options.clang);
+            if options.kernel_arg_info {
+                clang.arg("-cl-kernel-arg-info");
+            }
+            clang.arg("-o").arg(&bc).arg(&src).current_dir(dir);
+            let out = clang
+                .output()
+                .map_err(|e| format!("cannot run {}: {e}", self.clang.display()))?;
+            // Diagnostics name the file as the application gave it: no path.
+            let mut log =
+                String::from_utf8_lossy(&out.stderr).replace(&format!("{}/", dir.display()), "");
+            if !out.status.success() {
+                return Err(log);
+            }
+            let out = Command::new(&self.llvm_spirv)
+                .arg("--preserve-ocl-kernel-arg-type-metadata-through-string")
+                // One SPIR-V version for every object, so that they link.
+                .arg("--spirv-max-version=1.0")
+                .arg(&bc)
+                .arg("-o")
+                .arg(&spv)
+                .output()
+                .map_err(|e| format!("cannot run {}: {e}", self.llvm_spirv.display()))?;
+            log.push_str(&String::from_utf8_lossy(&out.stderr));
+            if out.status.success() {
+                Ok(log)
+            } else {
+                Err(log)
+            }
+        };
+        let optimise = !options.opt_disable;
+        let log = match translate(optimise) {
+            Ok(log) => log,
+            Err(log)
+                if optimise
+                    && (log.contains("Can't translate llvm instruction")
+                        || log.contains("InvalidBitWidth")) =>
+            {
+                log::debug!(target: "vkcl::compiler", "llvm-spirv cannot translate the optimised program; building it unoptimised: {}", log.trim());
+                translate(false).map_err(fail)?
+            }
+            Err(log) => return Err(fail(log)),
+        };
         let bytes =
             std::fs::read(&spv).map_err(|e| fail(format!("cannot read the SPIR-V: {e}")))?;
         let spirv = words_of(&bytes)

@@ -49,6 +49,8 @@ type PipelineKey = ([u32; 3], Vec<(u32, u32)>);
 pub struct Compiled {
     pub module: KernelModule,
     pub push: PushLayout,
+    /// The kernel's printf call sites.
+    pub printf: Vec<crate::compiler::spirv::printf::PrintfCall>,
     pipelines: Mutex<HashMap<PipelineKey, Arc<ComputePipeline>>>,
 }
 
@@ -243,6 +245,7 @@ impl Kernel {
         Ok(Arc::new(Compiled {
             module,
             push: rewritten.push,
+            printf: rewritten.printf,
             pipelines: Mutex::new(HashMap::new()),
         }))
     }

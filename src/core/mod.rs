@@ -9,6 +9,7 @@ pub mod kernel;
 pub mod memory;
 pub mod object;
 pub mod platform;
+pub mod printf;
 pub mod program;
 pub mod queue;
 pub mod worker;

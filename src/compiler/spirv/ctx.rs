@@ -7,11 +7,17 @@ use rspirv::spirv::{Op, StorageClass, Word};
 /// A module under rewrite.
 pub struct Ctx {
     pub module: Module,
+    /// The private variable printf calls read the printf buffer's address
+    /// from, when the kernel calls printf (see the printf pass).
+    pub printf_buffer: Option<Word>,
 }
 
 impl Ctx {
     pub fn new(module: Module) -> Ctx {
-        Ctx { module }
+        Ctx {
+            module,
+            printf_buffer: None,
+        }
     }
 
     pub fn fresh(&mut self) -> Word {

@@ -84,7 +84,9 @@ pub const GROUP_OFFSET: u32 = 28;
 /// The work-group size the application enqueued; a dispatch of partial
 /// work-groups runs with a smaller one in its specialization constants.
 pub const ENQUEUED_LOCAL_SIZE: u32 = 40;
-const HEADER: u32 = 56;
+/// The printf buffer's device address (two words), for kernels that print.
+pub const PRINTF_BUFFER: u32 = 56;
+const HEADER: u32 = 64;
 /// The argument block's device address, when there is one.
 pub const ARG_BLOCK: u32 = HEADER;
 
@@ -122,7 +124,7 @@ pub fn run(
 ) -> Result<(PushLayout, Block), String> {
     let u32t = ctx.uint(32);
     let u64t = ctx.uint(64);
-    let mut members: Vec<(Word, u32)> = (0..13).map(|i| (u32t, i * 4)).collect();
+    let mut members: Vec<(Word, u32)> = (0..HEADER / 4).map(|i| (u32t, i * 4)).collect();
     let func_index = ctx
         .module
         .functions
@@ -248,7 +250,7 @@ pub fn run(
     let mut block_size = None;
     if in_memory || size > limit {
         (members, slots, loads, locals) = (
-            (0..13).map(|i| (u32t, i * 4)).collect(),
+            (0..HEADER / 4).map(|i| (u32t, i * 4)).collect(),
             Vec::new(),
             Vec::new(),
             Vec::new(),
@@ -332,6 +334,54 @@ pub fn run(
     ));
     // Loads at the start of the kernel, defining the old parameter ids.
     let mut code = Vec::new();
+    if let Some(printf) = ctx.printf_buffer {
+        // The printf buffer's address, from its two words.
+        let pc_u32 = ctx.pointer(StorageClass::PushConstant, u32t);
+        let half = |ctx: &mut Ctx, code: &mut Vec<Instruction>, k: u32| {
+            let (chain, word, wide) = (ctx.fresh(), ctx.fresh(), ctx.fresh());
+            let index = ctx.const_u32(PRINTF_BUFFER / 4 + k);
+            code.push(Instruction::new(
+                Op::AccessChain,
+                Some(pc_u32),
+                Some(chain),
+                vec![Operand::IdRef(var), Operand::IdRef(index)],
+            ));
+            code.push(Instruction::new(
+                Op::Load,
+                Some(u32t),
+                Some(word),
+                vec![Operand::IdRef(chain)],
+            ));
+            code.push(Instruction::new(
+                Op::UConvert,
+                Some(u64t),
+                Some(wide),
+                vec![Operand::IdRef(word)],
+            ));
+            wide
+        };
+        let (lo, hi) = (half(ctx, &mut code, 0), half(ctx, &mut code, 1));
+        let k32 = ctx.const_int(u64t, 32);
+        let (shifted, address) = (ctx.fresh(), ctx.fresh());
+        code.push(Instruction::new(
+            Op::ShiftLeftLogical,
+            Some(u64t),
+            Some(shifted),
+            vec![Operand::IdRef(hi), Operand::IdRef(k32)],
+        ));
+        code.push(Instruction::new(
+            Op::BitwiseOr,
+            Some(u64t),
+            Some(address),
+            vec![Operand::IdRef(shifted), Operand::IdRef(lo)],
+        ));
+        code.push(Instruction::new(
+            Op::Store,
+            None,
+            None,
+            vec![Operand::IdRef(printf), Operand::IdRef(address)],
+        ));
+    }
     // Function variables holding copies of struct arguments.
     let mut copies = Vec::new();
     if !mem_loads.is_empty() {

@@ -18,6 +18,7 @@ pub mod inline;
 pub mod interface;
 pub mod libclc;
 pub mod memcopy;
+pub mod printf;
 pub mod reflect;
 pub mod select;
 pub mod specialize;
@@ -36,6 +37,8 @@ use crate::compiler::spirv::reflect::KernelInfo;
 pub struct Rewritten {
     pub words: Vec<u32>,
     pub push: PushLayout,
+    /// The kernel's printf call sites, by the index their records carry.
+    pub printf: Vec<printf::PrintfCall>,
 }
 
 /// Choices the program's build options make for the rewrite.
@@ -88,7 +91,8 @@ pub fn rewrite_with(
     inline::run(&mut ctx, fid)?;
     memcopy::run(&mut ctx)?;
     async_copy::run(&mut ctx)?;
-    lap("select, inline, copies");
+    let printf = printf::run(&mut ctx)?;
+    lap("select, inline, copies, printf");
     // Built-ins first: vloadn/vstoren become pointer arithmetic (lowered
     // by the addressing pass), and math on 8/16-component vectors is then
     // split by the vectors pass like any other operation.
@@ -111,5 +115,9 @@ pub fn rewrite_with(
     crate::compiler::link::validate_vulkan(&words)?;
     lap("spirv-val");
     log::debug!(target: "vkcl::compiler", "{} rewritten in {:?} ({} words)", kernel.name, started.elapsed(), words.len());
-    Ok(Rewritten { words, push })
+    Ok(Rewritten {
+        words,
+        push,
+        printf,
+    })
 }
