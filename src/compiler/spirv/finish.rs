@@ -4,7 +4,7 @@
 //! `PhysicalStorageBuffer64`/`GLSL450`; the kernel is the `GLCompute`
 //! entry point `main` listing every global variable it uses; SPIR-V 1.5.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{
@@ -207,6 +207,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
         h.version = (1 << 16) | (5 << 8);
     }
     pointer_variables_alias(ctx);
+    wide_memory_access(ctx);
     // Passes add types where convenient; SPIR-V wants each global after
     // the ids it refers to.
     ctx.sort_globals();
@@ -356,4 +357,176 @@ fn strip_decorations(ctx: &mut Ctx) -> Result<(), String> {
         Some(p) => Err(p),
         None => Ok(()),
     }
+}
+
+/// 8- and 16-component vectors live in arrays, whose loads and stores
+/// drivers may split into scalar accesses; where the access is aligned to
+/// 16 bytes it becomes 4-component accesses instead (one 128-bit access
+/// each on GPUs), through a pointer to an array of 4-component vectors.
+fn wide_memory_access(ctx: &mut Ctx) {
+    use rspirv::spirv::MemoryAccess;
+    // PSB pointer types to arrays of 8 or 16 32-bit scalars: (pointer,
+    // array, scalar, length).
+    let mut candidates: HashMap<Word, (Word, Word, u32)> = HashMap::new();
+    for t in &ctx.module.types_global_values {
+        if t.class.opcode != Op::TypePointer
+            || t.operands.first()
+                != Some(&Operand::StorageClass(StorageClass::PhysicalStorageBuffer))
+        {
+            continue;
+        }
+        let Some(arr) = id_at(t, 1).and_then(|a| ctx.global(a)) else {
+            continue;
+        };
+        if arr.class.opcode != Op::TypeArray {
+            continue;
+        }
+        let Some(elem) = id_at(arr, 0) else { continue };
+        let len =
+            id_at(arr, 1)
+                .and_then(|l| ctx.global(l))
+                .and_then(|c| match c.operands.first() {
+                    Some(Operand::LiteralBit32(v)) => Some(*v),
+                    _ => None,
+                });
+        let scalar32 = ctx.global(elem).is_some_and(|e| {
+            matches!(e.class.opcode, Op::TypeFloat | Op::TypeInt)
+                && e.operands.first() == Some(&Operand::LiteralBit32(32))
+        });
+        if let (Some(n @ (8 | 16)), true, Some(p), Some(a)) =
+            (len, scalar32, t.result_id, arr.result_id)
+        {
+            candidates.insert(p, (a, elem, n));
+        }
+    }
+    if candidates.is_empty() {
+        return;
+    }
+    let types: HashMap<Word, Word> = ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| f.all_inst_iter())
+        .filter_map(|i| Some((i.result_id?, i.result_type?)))
+        .collect();
+    let aligned16 = |ops: &[Operand], at: usize| -> bool {
+        matches!(
+            (ops.get(at), ops.get(at + 1)),
+            (Some(Operand::MemoryAccess(m)), Some(Operand::LiteralBit32(a)))
+                if m.contains(MemoryAccess::ALIGNED) && *a >= 16 && *a % 16 == 0
+        )
+    };
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    for b in functions.iter_mut().flat_map(|f| &mut f.blocks) {
+        let mut out = Vec::with_capacity(b.instructions.len());
+        for i in std::mem::take(&mut b.instructions) {
+            let (ptr, load) = match i.class.opcode {
+                Op::Load => (id_at(&i, 0), true),
+                Op::Store => (id_at(&i, 0), false),
+                _ => (None, false),
+            };
+            let Some(&(arr, elem, n)) = ptr
+                .and_then(|p| types.get(&p))
+                .and_then(|t| candidates.get(t))
+            else {
+                out.push(i);
+                continue;
+            };
+            if !aligned16(&i.operands, if load { 1 } else { 2 }) {
+                out.push(i);
+                continue;
+            }
+            let ptr = ptr.expect("checked");
+            let v4 = ctx.vector(elem, 4);
+            let quads_len = ctx.const_u32(n / 4);
+            let quads = ctx.ty(
+                Op::TypeArray,
+                vec![Operand::IdRef(v4), Operand::IdRef(quads_len)],
+            );
+            if !ctx.module.annotations.iter().any(|a| {
+                id_at(a, 0) == Some(quads)
+                    && a.operands.get(1) == Some(&Operand::Decoration(Decoration::ArrayStride))
+            }) {
+                ctx.decorate(
+                    quads,
+                    Decoration::ArrayStride,
+                    vec![Operand::LiteralBit32(16)],
+                );
+            }
+            let quads_ptr = ctx.pointer(StorageClass::PhysicalStorageBuffer, quads);
+            let v4_ptr = ctx.pointer(StorageClass::PhysicalStorageBuffer, v4);
+            let as_quads = ctx.fresh();
+            out.push(Instruction::new(
+                Op::Bitcast,
+                Some(quads_ptr),
+                Some(as_quads),
+                vec![Operand::IdRef(ptr)],
+            ));
+            let access = [
+                Operand::MemoryAccess(MemoryAccess::ALIGNED),
+                Operand::LiteralBit32(16),
+            ];
+            let mut parts = Vec::new();
+            for q in 0..n / 4 {
+                let qi = ctx.const_u32(q);
+                let qp = ctx.fresh();
+                out.push(Instruction::new(
+                    Op::AccessChain,
+                    Some(v4_ptr),
+                    Some(qp),
+                    vec![Operand::IdRef(as_quads), Operand::IdRef(qi)],
+                ));
+                if load {
+                    let v = ctx.fresh();
+                    let mut ops = vec![Operand::IdRef(qp)];
+                    ops.extend(access.iter().cloned());
+                    out.push(Instruction::new(Op::Load, Some(v4), Some(v), ops));
+                    for k in 0..4 {
+                        let c = ctx.fresh();
+                        out.push(Instruction::new(
+                            Op::CompositeExtract,
+                            Some(elem),
+                            Some(c),
+                            vec![Operand::IdRef(v), Operand::LiteralBit32(k)],
+                        ));
+                        parts.push(Operand::IdRef(c));
+                    }
+                } else {
+                    let value = id_at(&i, 1).expect("a stored value");
+                    let comps: Vec<Operand> = (0..4)
+                        .map(|k| {
+                            let c = ctx.fresh();
+                            out.push(Instruction::new(
+                                Op::CompositeExtract,
+                                Some(elem),
+                                Some(c),
+                                vec![Operand::IdRef(value), Operand::LiteralBit32(q * 4 + k)],
+                            ));
+                            Operand::IdRef(c)
+                        })
+                        .collect();
+                    let v = ctx.fresh();
+                    out.push(Instruction::new(
+                        Op::CompositeConstruct,
+                        Some(v4),
+                        Some(v),
+                        comps,
+                    ));
+                    let mut ops = vec![Operand::IdRef(qp), Operand::IdRef(v)];
+                    ops.extend(access.iter().cloned());
+                    out.push(Instruction::new(Op::Store, None, None, ops));
+                }
+            }
+            if load {
+                out.push(Instruction::new(
+                    Op::CompositeConstruct,
+                    Some(arr),
+                    i.result_id,
+                    parts,
+                ));
+            }
+        }
+        b.instructions = out;
+    }
+    ctx.module.functions = functions;
 }
