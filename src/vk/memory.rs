@@ -158,8 +158,11 @@ pub struct StagingPool {
 
 /// Staging buffers come in powers of two from this size.
 const STAGING_MIN: u64 = 64 * 1024;
-/// The pool keeps at most this many bytes of idle staging buffers.
-const STAGING_KEEP: u64 = 64 * 1024 * 1024;
+/// The pool keeps at most this many bytes of idle staging buffers: enough
+/// that applications moving large buffers again and again (benchmarks,
+/// streaming) reuse their staging memory instead of allocating and
+/// faulting it in for every transfer.
+const STAGING_KEEP: u64 = 512 * 1024 * 1024;
 
 impl Default for StagingPool {
     fn default() -> Self {
