@@ -229,11 +229,7 @@ fn builtin_input(ctx: &mut Ctx, b: BuiltIn, ty: Word) -> Word {
 }
 
 fn drop_prefetches(ctx: &mut Ctx) {
-    let Some(ocl) = ctx.module.ext_inst_imports.iter().find_map(|i| {
-        (i.operands.first() == Some(&Operand::LiteralString("OpenCL.std".into())))
-            .then_some(i.result_id)
-            .flatten()
-    }) else {
+    let Some(ocl) = ctx.ext_import("OpenCL.std") else {
         return;
     };
     for b in ctx.module.functions.iter_mut().flat_map(|f| &mut f.blocks) {

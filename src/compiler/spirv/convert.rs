@@ -65,11 +65,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
         .chain(ctx.module.functions.iter().flat_map(|f| &f.parameters))
         .filter_map(|i| Some((i.result_id?, i.result_type?)))
         .collect();
-    let mut glsl = ctx.module.ext_inst_imports.iter().find_map(|i| {
-        (i.operands.first() == Some(&Operand::LiteralString("GLSL.std.450".into())))
-            .then_some(i.result_id)
-            .flatten()
-    });
+    let mut glsl = ctx.ext_import("GLSL.std.450");
     let mut functions = std::mem::take(&mut ctx.module.functions);
     let result = (|| {
         for b in functions.iter_mut().flat_map(|f| &mut f.blocks) {

@@ -124,24 +124,52 @@ impl Ctx {
         id
     }
 
+    /// The id of the module's extended instruction set `name`, if imported.
+    pub fn ext_import(&self, name: &str) -> Option<Word> {
+        self.module.ext_inst_imports.iter().find_map(|i| {
+            matches!(i.operands.first(), Some(Operand::LiteralString(s)) if s == name)
+                .then_some(i.result_id)
+                .flatten()
+        })
+    }
+
+    /// The module's import of extended instruction set `name` (added when
+    /// missing).
+    pub fn ext_import_or_add(&mut self, name: &str) -> Word {
+        if let Some(id) = self.ext_import(name) {
+            return id;
+        }
+        let id = self.fresh();
+        self.module.ext_inst_imports.push(Instruction::new(
+            Op::ExtInstImport,
+            None,
+            Some(id),
+            vec![Operand::LiteralString(name.into())],
+        ));
+        id
+    }
+
     /// A 32-bit unsigned constant.
     pub fn const_u32(&mut self, v: u32) -> Word {
         let t = self.uint(32);
+        self.const_int(t, u64::from(v))
+    }
+
+    /// The null (all-zero) constant of type `ty`.
+    pub fn const_null(&mut self, ty: Word) -> Word {
         if let Some(id) = self.module.types_global_values.iter().find_map(|i| {
-            (i.class.opcode == Op::Constant
-                && i.result_type == Some(t)
-                && i.operands == [Operand::LiteralBit32(v)])
-            .then_some(i.result_id)
-            .flatten()
+            (i.class.opcode == Op::ConstantNull && i.result_type == Some(ty))
+                .then_some(i.result_id)
+                .flatten()
         }) {
             return id;
         }
         let id = self.fresh();
         self.module.types_global_values.push(Instruction::new(
-            Op::Constant,
-            Some(t),
+            Op::ConstantNull,
+            Some(ty),
             Some(id),
-            vec![Operand::LiteralBit32(v)],
+            vec![],
         ));
         id
     }

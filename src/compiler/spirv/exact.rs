@@ -57,20 +57,9 @@ impl Emit<'_> {
     }
 
     pub(crate) fn glsl(&mut self, g: G, ty: Word, args: &[Word]) -> Word {
-        let set = match *self.glsl {
-            Some(s) => s,
-            None => {
-                let id = self.ctx.fresh();
-                self.ctx.module.ext_inst_imports.push(Instruction::new(
-                    Op::ExtInstImport,
-                    None,
-                    Some(id),
-                    vec![Operand::LiteralString("GLSL.std.450".into())],
-                ));
-                *self.glsl = Some(id);
-                id
-            }
-        };
+        let set = *self
+            .glsl
+            .get_or_insert_with(|| self.ctx.ext_import_or_add("GLSL.std.450"));
         let id = self.ctx.fresh();
         let mut ops = vec![
             Operand::IdRef(set),

@@ -172,22 +172,14 @@ fn lower(
     relaxed_math: bool,
     fusable: &mut HashSet<Word>,
 ) -> Result<bool, String> {
-    let Some(ocl) = ctx.module.ext_inst_imports.iter().find_map(|i| {
-        (i.operands.first() == Some(&Operand::LiteralString("OpenCL.std".into())))
-            .then_some(i.result_id)
-            .flatten()
-    }) else {
+    let Some(ocl) = ctx.ext_import("OpenCL.std") else {
         return Ok(false);
     };
     if let Some(l) = linker.as_mut() {
         l.begin(ctx);
     }
     let mut called = false;
-    let mut glsl: Option<Word> = ctx.module.ext_inst_imports.iter().find_map(|i| {
-        (i.operands.first() == Some(&Operand::LiteralString("GLSL.std.450".into())))
-            .then_some(i.result_id)
-            .flatten()
-    });
+    let mut glsl: Option<Word> = ctx.ext_import("GLSL.std.450");
     // Types of the values in the functions, for vloadn/vstoren.
     let value_types: HashMap<Word, Word> = ctx
         .module
@@ -284,16 +276,8 @@ fn lower(
                 };
                 match lowered {
                     Some(Lowering::Glsl(g)) => {
-                        let set = *glsl.get_or_insert_with(|| {
-                            let id = ctx.fresh();
-                            ctx.module.ext_inst_imports.push(Instruction::new(
-                                Op::ExtInstImport,
-                                None,
-                                Some(id),
-                                vec![Operand::LiteralString("GLSL.std.450".into())],
-                            ));
-                            id
-                        });
+                        let set =
+                            *glsl.get_or_insert_with(|| ctx.ext_import_or_add("GLSL.std.450"));
                         let mut ops = vec![
                             Operand::IdRef(set),
                             Operand::LiteralExtInstInteger(g as u32),

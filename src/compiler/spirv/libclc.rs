@@ -176,7 +176,7 @@ impl Linker {
             return Ok(m);
         }
         if Some(id) == self.lib.opencl_std {
-            let ours = opencl_std(ctx);
+            let ours = ctx.ext_import_or_add("OpenCL.std");
             self.map.insert(id, ours);
             return Ok(ours);
         }
@@ -321,25 +321,6 @@ impl Linker {
         ctx.module.functions.push(copy);
         Ok(ours)
     }
-}
-
-/// The module's `OpenCL.std` import (added when missing).
-fn opencl_std(ctx: &mut Ctx) -> Word {
-    if let Some(id) = ctx.module.ext_inst_imports.iter().find_map(|i| {
-        (i.operands.first() == Some(&Operand::LiteralString("OpenCL.std".into())))
-            .then_some(i.result_id)
-            .flatten()
-    }) {
-        return id;
-    }
-    let id = ctx.fresh();
-    ctx.module.ext_inst_imports.push(Instruction::new(
-        Op::ExtInstImport,
-        None,
-        Some(id),
-        vec![Operand::LiteralString("OpenCL.std".into())],
-    ));
-    id
 }
 
 /// The Itanium mangled name of OpenCL C built-in `name` for operands of

@@ -142,24 +142,6 @@ fn is_zero(ctx: &Ctx, c: Word) -> bool {
     }
 }
 
-fn null_of(ctx: &mut Ctx, ty: Word) -> Word {
-    if let Some(id) = ctx.module.types_global_values.iter().find_map(|i| {
-        (i.class.opcode == Op::ConstantNull && i.result_type == Some(ty))
-            .then_some(i.result_id)
-            .flatten()
-    }) {
-        return id;
-    }
-    let id = ctx.fresh();
-    ctx.module.types_global_values.push(Instruction::new(
-        Op::ConstantNull,
-        Some(ty),
-        Some(id),
-        vec![],
-    ));
-    id
-}
-
 fn lower_copy(
     ctx: &mut Ctx,
     defs: &HashMap<Word, Instruction>,
@@ -223,7 +205,7 @@ fn lower_copy(
         .filter(|v| v.class.opcode == Op::Variable)
         .and_then(|v| id_at(v, 1));
     let source = match initializer {
-        Some(init) if is_zero(ctx, init) => Source::Value(null_of(ctx, d_elem)),
+        Some(init) if is_zero(ctx, init) => Source::Value(ctx.const_null(d_elem)),
         Some(init) if s_elem == d_elem && count == 1 => Source::Value(init),
         _ if s_elem == d_elem => Source::Elements,
         _ => return Err(unsupported()),

@@ -114,11 +114,7 @@ fn argument_kind(ctx: &Ctx, ty: Word) -> Option<PrintfArg> {
 
 /// Lowers every printf call of the kernel; returns the call sites.
 pub fn run(ctx: &mut Ctx) -> Result<Vec<PrintfCall>, String> {
-    let Some(ocl) = ctx.module.ext_inst_imports.iter().find_map(|i| {
-        (i.operands.first() == Some(&Operand::LiteralString("OpenCL.std".into())))
-            .then_some(i.result_id)
-            .flatten()
-    }) else {
+    let Some(ocl) = ctx.ext_import("OpenCL.std") else {
         return Ok(Vec::new());
     };
     let is_printf = |i: &Instruction| {
