@@ -15,6 +15,7 @@ both_ways!(
     contended_64bit_atomics,
     c11_atomics_with_order_and_scope,
     async_work_group_copies,
+    dimensions_out_of_range,
 );
 
 const SOURCE: &str = include_str!("kernels/data.cl");
@@ -319,4 +320,14 @@ fn async_work_group_copies(cl: &Cl) {
             }
         }
     }
+}
+
+fn dimensions_out_of_range(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "out_of_range", "");
+    let out = s.zeroed(32);
+    s.arg(k, 0, &out);
+    s.arg(k, 1, &5u32);
+    s.run(k, &[8, 2], Some(&[4, 1]), None);
+    assert_eq!(s.words(out, 8), [1, 1, 0, 1, 0, 1, 0, 0], "{}", cl.how);
 }

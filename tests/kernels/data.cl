@@ -148,3 +148,18 @@ __kernel void async_copies(__global const float4 *src, __global float4 *dst, __l
     event_t f = async_work_group_strided_copy(dst + g, tmp, n, get_num_groups(0), 0);
     wait_group_events(1, &f);
 }
+
+// Work-item functions with dimensions beyond the NDRange's: sizes are 1,
+// ids and offsets 0.
+__kernel void out_of_range(__global uint *out, uint d) {
+    if (get_global_id(0) != 0)
+        return;
+    out[0] = get_global_size(3);
+    out[1] = get_global_size(d);
+    out[2] = get_global_id(d);
+    out[3] = get_local_size(d + 1);
+    out[4] = get_group_id(d);
+    out[5] = get_num_groups(d);
+    out[6] = get_local_id(7);
+    out[7] = get_global_offset(d);
+}

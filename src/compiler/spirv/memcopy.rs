@@ -142,6 +142,27 @@ fn is_zero(ctx: &Ctx, c: Word) -> bool {
     }
 }
 
+/// The component type and count of a vector or array type.
+fn components(ctx: &Ctx, ty: Word) -> Option<(Word, u32)> {
+    let t = ctx.global(ty)?;
+    let elem = id_at(t, 0)?;
+    let n = match (t.class.opcode, t.operands.get(1)) {
+        (Op::TypeVector, Some(Operand::LiteralBit32(n))) => *n,
+        (Op::TypeArray, Some(Operand::IdRef(len))) => match ctx.global(*len)?.operands.first()? {
+            Operand::LiteralBit32(v) => *v,
+            Operand::LiteralBit64(v) => u32::try_from(*v).ok()?,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some((elem, n))
+}
+
+/// Whether two types hold the same components (a vector and an array).
+fn same_components(ctx: &Ctx, a: Word, b: Word) -> bool {
+    matches!((components(ctx, a), components(ctx, b)), (Some(x), Some(y)) if x == y)
+}
+
 fn lower_copy(
     ctx: &mut Ctx,
     defs: &HashMap<Word, Instruction>,
@@ -208,6 +229,38 @@ fn lower_copy(
         Some(init) if is_zero(ctx, init) => Source::Value(ctx.const_null(d_elem)),
         Some(init) if s_elem == d_elem && count == 1 => Source::Value(init),
         _ if s_elem == d_elem => Source::Elements,
+        _ if count == 1 && same_components(ctx, s_elem, d_elem) => {
+            // A vector and an array of its components (or the reverse):
+            // the value is rebuilt component by component.
+            let v = ctx.fresh();
+            out.push(Instruction::new(
+                Op::Load,
+                Some(s_elem),
+                Some(v),
+                vec![Operand::IdRef(s)],
+            ));
+            let (elem, n) = components(ctx, s_elem).expect("checked by same_components");
+            let parts: Vec<Operand> = (0..n)
+                .map(|k| {
+                    let c = ctx.fresh();
+                    out.push(Instruction::new(
+                        Op::CompositeExtract,
+                        Some(elem),
+                        Some(c),
+                        vec![Operand::IdRef(v), Operand::LiteralBit32(k)],
+                    ));
+                    Operand::IdRef(c)
+                })
+                .collect();
+            let rebuilt = ctx.fresh();
+            out.push(Instruction::new(
+                Op::CompositeConstruct,
+                Some(d_elem),
+                Some(rebuilt),
+                parts,
+            ));
+            Source::Value(rebuilt)
+        }
         _ => return Err(unsupported()),
     };
     let index_ty = ctx.uint(32);
