@@ -346,6 +346,98 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
     Ok(())
 }
 
+/// Work-item functions take a dimension that may be out of range: then
+/// the sizes are 1 and the ids and offsets 0 (OpenCL C 6.15.1). A
+/// constant dimension of 3 or more becomes that value; a variable one is
+/// tested.
+fn out_of_range_dimensions(
+    ctx: &mut Ctx,
+    functions: &mut [rspirv::dr::Function],
+    loaded: &HashMap<Word, BuiltIn>,
+) {
+    let default_of = |b: BuiltIn| -> u64 {
+        match b {
+            BuiltIn::GlobalSize
+            | BuiltIn::WorkgroupSize
+            | BuiltIn::EnqueuedWorkgroupSize
+            | BuiltIn::NumWorkgroups => 1,
+            _ => 0,
+        }
+    };
+    let bool_ty = ctx.ty(Op::TypeBool, vec![]);
+    let types: HashMap<Word, Word> = functions
+        .iter()
+        .flat_map(|f| f.all_inst_iter())
+        .filter_map(|i| Some((i.result_id?, i.result_type?)))
+        .collect();
+    for b in functions.iter_mut().flat_map(|f| &mut f.blocks) {
+        let mut out = Vec::with_capacity(b.instructions.len());
+        for i in std::mem::take(&mut b.instructions) {
+            let source = id_at(&i, 0).and_then(|v| loaded.get(&v).copied());
+            let (Some(kind), Some(rty), Some(rid)) = (source, i.result_type, i.result_id) else {
+                out.push(i);
+                continue;
+            };
+            match (i.class.opcode, i.operands.get(1)) {
+                (Op::CompositeExtract, Some(Operand::LiteralBit32(k))) if *k >= 3 => {
+                    let c = ctx.const_int(rty, default_of(kind));
+                    out.push(Instruction::new(
+                        Op::CopyObject,
+                        Some(rty),
+                        Some(rid),
+                        vec![Operand::IdRef(c)],
+                    ));
+                }
+                (Op::VectorExtractDynamic, Some(Operand::IdRef(index))) => {
+                    let index = *index;
+                    let index_ty = types
+                        .get(&index)
+                        .copied()
+                        .or_else(|| ctx.type_of(index))
+                        .unwrap_or(rty);
+                    let (three, zero) = (ctx.const_int(index_ty, 3), ctx.const_int(index_ty, 0));
+                    let (inside, safe, value) = (ctx.fresh(), ctx.fresh(), ctx.fresh());
+                    let fallback = ctx.const_int(rty, default_of(kind));
+                    out.push(Instruction::new(
+                        Op::ULessThan,
+                        Some(bool_ty),
+                        Some(inside),
+                        vec![Operand::IdRef(index), Operand::IdRef(three)],
+                    ));
+                    out.push(Instruction::new(
+                        Op::Select,
+                        Some(index_ty),
+                        Some(safe),
+                        vec![
+                            Operand::IdRef(inside),
+                            Operand::IdRef(index),
+                            Operand::IdRef(zero),
+                        ],
+                    ));
+                    out.push(Instruction::new(
+                        Op::VectorExtractDynamic,
+                        Some(rty),
+                        Some(value),
+                        vec![i.operands[0].clone(), Operand::IdRef(safe)],
+                    ));
+                    out.push(Instruction::new(
+                        Op::Select,
+                        Some(rty),
+                        Some(rid),
+                        vec![
+                            Operand::IdRef(inside),
+                            Operand::IdRef(value),
+                            Operand::IdRef(fallback),
+                        ],
+                    ));
+                }
+                _ => out.push(i),
+            }
+        }
+        b.instructions = out;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use rspirv::binary::Assemble;
@@ -443,97 +535,5 @@ mod tests {
             .filter(|i| i.class.opcode == Op::IMul)
             .count();
         assert_eq!(multiplies, 1);
-    }
-}
-
-/// Work-item functions take a dimension that may be out of range: then
-/// the sizes are 1 and the ids and offsets 0 (OpenCL C 6.15.1). A
-/// constant dimension of 3 or more becomes that value; a variable one is
-/// tested.
-fn out_of_range_dimensions(
-    ctx: &mut Ctx,
-    functions: &mut [rspirv::dr::Function],
-    loaded: &HashMap<Word, BuiltIn>,
-) {
-    let default_of = |b: BuiltIn| -> u64 {
-        match b {
-            BuiltIn::GlobalSize
-            | BuiltIn::WorkgroupSize
-            | BuiltIn::EnqueuedWorkgroupSize
-            | BuiltIn::NumWorkgroups => 1,
-            _ => 0,
-        }
-    };
-    let bool_ty = ctx.ty(Op::TypeBool, vec![]);
-    let types: HashMap<Word, Word> = functions
-        .iter()
-        .flat_map(|f| f.all_inst_iter())
-        .filter_map(|i| Some((i.result_id?, i.result_type?)))
-        .collect();
-    for b in functions.iter_mut().flat_map(|f| &mut f.blocks) {
-        let mut out = Vec::with_capacity(b.instructions.len());
-        for i in std::mem::take(&mut b.instructions) {
-            let source = id_at(&i, 0).and_then(|v| loaded.get(&v).copied());
-            let (Some(kind), Some(rty), Some(rid)) = (source, i.result_type, i.result_id) else {
-                out.push(i);
-                continue;
-            };
-            match (i.class.opcode, i.operands.get(1)) {
-                (Op::CompositeExtract, Some(Operand::LiteralBit32(k))) if *k >= 3 => {
-                    let c = ctx.const_int(rty, default_of(kind));
-                    out.push(Instruction::new(
-                        Op::CopyObject,
-                        Some(rty),
-                        Some(rid),
-                        vec![Operand::IdRef(c)],
-                    ));
-                }
-                (Op::VectorExtractDynamic, Some(Operand::IdRef(index))) => {
-                    let index = *index;
-                    let index_ty = types
-                        .get(&index)
-                        .copied()
-                        .or_else(|| ctx.type_of(index))
-                        .unwrap_or(rty);
-                    let (three, zero) = (ctx.const_int(index_ty, 3), ctx.const_int(index_ty, 0));
-                    let (inside, safe, value) = (ctx.fresh(), ctx.fresh(), ctx.fresh());
-                    let fallback = ctx.const_int(rty, default_of(kind));
-                    out.push(Instruction::new(
-                        Op::ULessThan,
-                        Some(bool_ty),
-                        Some(inside),
-                        vec![Operand::IdRef(index), Operand::IdRef(three)],
-                    ));
-                    out.push(Instruction::new(
-                        Op::Select,
-                        Some(index_ty),
-                        Some(safe),
-                        vec![
-                            Operand::IdRef(inside),
-                            Operand::IdRef(index),
-                            Operand::IdRef(zero),
-                        ],
-                    ));
-                    out.push(Instruction::new(
-                        Op::VectorExtractDynamic,
-                        Some(rty),
-                        Some(value),
-                        vec![i.operands[0].clone(), Operand::IdRef(safe)],
-                    ));
-                    out.push(Instruction::new(
-                        Op::Select,
-                        Some(rty),
-                        Some(rid),
-                        vec![
-                            Operand::IdRef(inside),
-                            Operand::IdRef(value),
-                            Operand::IdRef(fallback),
-                        ],
-                    ));
-                }
-                _ => out.push(i),
-            }
-        }
-        b.instructions = out;
     }
 }
