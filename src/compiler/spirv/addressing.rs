@@ -56,7 +56,33 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
         .filter_map(|i| i.result_id.map(|r| (r, i.clone())))
         .collect();
     explicit_layout(ctx, &types, &psb_types)?;
+    alias_stored_addresses(ctx, &types);
     rewrite_accesses(ctx, &types)
+}
+
+/// Vulkan requires a variable holding a device address (a pointer argument
+/// kept in a local variable, as -O0 code does) to say whether it aliases.
+fn alias_stored_addresses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) {
+    let holds_address = |ty: Option<Word>| {
+        ty.and_then(|t| types.get(&t))
+            .and_then(|t| id_at(t, 1))
+            .and_then(|pointee| types.get(&pointee))
+            .is_some_and(|p| {
+                p.class.opcode == Op::TypePointer
+                    && p.operands[0] == Operand::StorageClass(StorageClass::PhysicalStorageBuffer)
+            })
+    };
+    let vars: Vec<Word> = ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| f.blocks.iter().flat_map(|b| &b.instructions))
+        .filter(|i| i.class.opcode == Op::Variable && holds_address(i.result_type))
+        .filter_map(|i| i.result_id)
+        .collect();
+    for v in vars {
+        ctx.decorate(v, Decoration::AliasedPointer, vec![]);
+    }
 }
 
 /// `__constant` data declared at program scope (tables, literals) lives

@@ -1,14 +1,44 @@
 //! Pass 3b: structured control flow. Vulkan requires every conditional
-//! branch and loop to declare its merge (OpSelectionMerge, OpLoopMerge);
-//! OpenCL SPIR-V has none. This pass adds them where the control flow
-//! already has the structured shape clang's optimised output usually has:
-//! loops with one back edge and one exit, selections that rejoin at their
-//! immediate post-dominator. Other shapes are reported (restructuring
-//! them is still to come).
+//! branch and loop to declare its merge (OpSelectionMerge, OpLoopMerge) and
+//! constructs to nest; OpenCL SPIR-V has no merges and any reducible CFG
+//! that clang produces (early returns, break/continue from nested ifs,
+//! breaks out of several loops, switch fallthrough, returns in loops).
+//!
+//! Takes in: functions with a reducible CFG (after inlining, the kernel).
+//! Guarantees: every function is structured for Vulkan (each loop has one
+//! back edge, one merge, a header that branches only into the loop or to
+//! its merge; each selection has a merge its header dominates, which no
+//! other construct uses), its blocks are in dominance order, and SSA
+//! still holds. An irreducible CFG fails the pass with a message.
+//!
+//! The algorithm (after Bahmann et al., "Perfect Reconstructability of
+//! Control Flow from Demand Dependence Graphs", adapted to natural loops):
+//! 1. Normalise: every OpSwitch becomes a chain of two-way branches (so
+//!    fallthrough is just a shared target), OpUnreachable becomes a
+//!    return, and all returns go to one return block.
+//! 2. Loops, innermost first: all exit edges are funnelled into one new
+//!    merge block that remembers, in a selector phi, which edge was taken
+//!    and then dispatches to the original targets with a branch chain
+//!    (those branches become exits of the enclosing loop, handled next);
+//!    several back edges are funnelled into one latch; a header whose
+//!    branch is not "into the loop or out to its merge" is split.
+//! 3. Selections, walking the CFG from the entry in nesting order: for a
+//!    two-way header H, each successor reached only from H owns a branch
+//!    region (the blocks it dominates, within the innermost loop). The
+//!    blocks those regions and H lead to (not counting breaks to the loop
+//!    merge) are H's continuation. If that is not exactly one block which
+//!    H dominates and nothing else merges at, the edges into it are
+//!    funnelled through a new block (with a selector when several blocks),
+//!    which becomes H's merge. Regions are then walked with the merge as
+//!    their end; a region that continues at its parent's merge gets its
+//!    own merge the same way, so no two constructs share one.
+//! 4. SSA repair: a value whose definition no longer dominates a use is
+//!    read through phis placed on demand (Braun et al.), with OpUndef on
+//!    paths the original program never took.
 
 use std::collections::{HashMap, HashSet};
 
-use rspirv::dr::{Instruction, Operand};
+use rspirv::dr::{Block, Instruction, Operand};
 use rspirv::spirv::{LoopControl, Op, SelectionControl, Word};
 
 use crate::compiler::spirv::ctx::{Ctx, id_at};
@@ -25,8 +55,7 @@ fn successors(term: &Instruction) -> Vec<Word> {
             s.extend(
                 term.operands
                     .iter()
-                    .skip(2)
-                    .skip(1)
+                    .skip(3)
                     .step_by(2)
                     .filter_map(|o| match o {
                         Operand::IdRef(id) => Some(*id),
@@ -103,18 +132,6 @@ fn rpo(n: usize, succ: &[Vec<usize>], start: usize) -> Vec<usize> {
     post
 }
 
-fn dominates(idom: &[Option<usize>], a: usize, mut b: usize) -> bool {
-    loop {
-        if a == b {
-            return true;
-        }
-        match idom[b] {
-            Some(p) if p != b => b = p,
-            _ => return false,
-        }
-    }
-}
-
 struct Cfg {
     succ: Vec<Vec<usize>>,
     preds: Vec<Vec<usize>>,
@@ -122,393 +139,1068 @@ struct Cfg {
     idom: Vec<Option<usize>>,
 }
 
-fn analyze(f: &rspirv::dr::Function) -> Cfg {
-    let n = f.blocks.len();
-    let index: HashMap<Word, usize> = f
-        .blocks
-        .iter()
-        .enumerate()
-        .filter_map(|(i, b)| Some((b.label_id()?, i)))
-        .collect();
-    let succ: Vec<Vec<usize>> = f
-        .blocks
-        .iter()
-        .map(|b| {
-            b.instructions
-                .last()
-                .map(successors)
-                .unwrap_or_default()
-                .iter()
-                .filter_map(|s| index.get(s).copied())
-                .collect()
-        })
-        .collect();
-    let mut preds = vec![Vec::new(); n];
-    for (b, ss) in succ.iter().enumerate() {
-        for &s in ss {
-            if !preds[s].contains(&b) {
+impl Cfg {
+    fn new(f: &rspirv::dr::Function) -> Cfg {
+        let n = f.blocks.len();
+        let index: HashMap<Word, usize> = f
+            .blocks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| Some((b.label_id()?, i)))
+            .collect();
+        let succ: Vec<Vec<usize>> = f
+            .blocks
+            .iter()
+            .map(|b| {
+                let mut s: Vec<usize> = Vec::new();
+                for t in b.instructions.last().map(successors).unwrap_or_default() {
+                    if let Some(&i) = index.get(&t)
+                        && !s.contains(&i)
+                    {
+                        s.push(i);
+                    }
+                }
+                s
+            })
+            .collect();
+        let mut preds = vec![Vec::new(); n];
+        for (b, ss) in succ.iter().enumerate() {
+            for &s in ss {
                 preds[s].push(b);
             }
         }
+        let order = rpo(n, &succ, 0);
+        // Edges from blocks no path reaches do not count.
+        let mut reached = vec![false; n];
+        for &b in &order {
+            reached[b] = true;
+        }
+        for p in &mut preds {
+            p.retain(|&b| reached[b]);
+        }
+        let idom = idoms(n, &preds, &order);
+        Cfg {
+            succ,
+            preds,
+            order,
+            idom,
+        }
     }
-    let order = rpo(n, &succ, 0);
-    let idom = idoms(n, &preds, &order);
-    Cfg {
-        succ,
-        preds,
-        order,
-        idom,
+
+    fn reachable(&self, b: usize) -> bool {
+        self.idom[b].is_some()
+    }
+
+    fn dominates(&self, a: usize, mut b: usize) -> bool {
+        loop {
+            if a == b {
+                return true;
+            }
+            match self.idom[b] {
+                Some(p) if p != b => b = p,
+                _ => return false,
+            }
+        }
     }
 }
 
-/// A loop: header, its one latch, and its body.
+/// A natural loop: its header, the blocks with a back edge, its body.
 struct Loop {
     header: usize,
-    latch: usize,
+    latches: Vec<usize>,
     body: HashSet<usize>,
 }
 
+/// The natural loops, innermost first. A back edge to a block that does
+/// not dominate its source means the CFG is irreducible.
 fn loops(cfg: &Cfg) -> Result<Vec<Loop>, String> {
+    let mut rpo_index = vec![usize::MAX; cfg.succ.len()];
+    for (i, &b) in cfg.order.iter().enumerate() {
+        rpo_index[b] = i;
+    }
     let mut out = Vec::new();
     for &h in &cfg.order {
-        let latches: Vec<usize> = cfg.preds[h]
-            .iter()
-            .copied()
-            .filter(|&p| dominates(&cfg.idom, h, p))
-            .collect();
+        let mut latches = Vec::new();
+        for &p in &cfg.preds[h] {
+            if !cfg.reachable(p) {
+                continue;
+            }
+            if cfg.dominates(h, p) {
+                latches.push(p);
+            } else if rpo_index[p] >= rpo_index[h] {
+                return Err("irreducible control flow (a loop with two entries)".into());
+            }
+        }
         if latches.is_empty() {
             continue;
         }
-        if latches.len() > 1 {
-            return Err("a loop with several back edges is not supported yet".into());
-        }
         let mut body: HashSet<usize> = HashSet::from([h]);
-        let mut todo = vec![latches[0]];
+        let mut todo = latches.clone();
         while let Some(b) = todo.pop() {
             if body.insert(b) {
-                todo.extend(cfg.preds[b].iter().copied());
+                todo.extend(cfg.preds[b].iter().copied().filter(|&p| cfg.reachable(p)));
             }
         }
         out.push(Loop {
             header: h,
-            latch: latches[0],
+            latches,
             body,
         });
     }
+    out.sort_by_key(|l| l.body.len());
     Ok(out)
 }
 
-/// The one block a loop exits to.
-fn exit_of(cfg: &Cfg, l: &Loop) -> Result<usize, String> {
-    let exits: HashSet<usize> = l
-        .body
-        .iter()
-        .flat_map(|&b| cfg.succ[b].iter().copied())
-        .filter(|s| !l.body.contains(s))
-        .collect();
-    if exits.len() != 1 {
-        return Err(format!(
-            "a loop with {} exits is not supported yet",
-            exits.len()
-        ));
-    }
-    Ok(*exits.iter().next().expect("one exit"))
+fn label(f: &rspirv::dr::Function, b: usize) -> Word {
+    f.blocks[b].label_id().expect("blocks have labels")
 }
 
-/// Whether a loop's exit is already a block of its own: only the loop
-/// reaches it, and it holds nothing but phis and a branch.
-fn has_dedicated_exit(f: &rspirv::dr::Function, cfg: &Cfg, l: &Loop, m: usize) -> bool {
-    cfg.preds[m].iter().all(|p| l.body.contains(p))
-        && f.blocks[m]
-            .instructions
-            .iter()
-            .all(|i| matches!(i.class.opcode, Op::Phi | Op::Branch))
-        && f.blocks[m]
+fn new_block(label: Word) -> Block {
+    let mut b = Block::new();
+    b.label = Some(Instruction::new(Op::Label, None, Some(label), vec![]));
+    b
+}
+
+fn branch(to: Word) -> Instruction {
+    Instruction::new(Op::Branch, None, None, vec![Operand::IdRef(to)])
+}
+
+fn branch_if(cond: Word, t: Word, f: Word) -> Instruction {
+    Instruction::new(
+        Op::BranchConditional,
+        None,
+        None,
+        vec![Operand::IdRef(cond), Operand::IdRef(t), Operand::IdRef(f)],
+    )
+}
+
+fn phis(b: &Block) -> impl Iterator<Item = &Instruction> {
+    b.instructions
+        .iter()
+        .take_while(|i| i.class.opcode == Op::Phi)
+}
+
+fn phis_mut(b: &mut Block) -> impl Iterator<Item = &mut Instruction> {
+    b.instructions
+        .iter_mut()
+        .take_while(|i| i.class.opcode == Op::Phi)
+}
+
+/// The value a phi takes from predecessor `pred`.
+fn phi_value(phi: &Instruction, pred: Word) -> Option<Word> {
+    phi.operands
+        .chunks(2)
+        .find(|p| p[1] == Operand::IdRef(pred))
+        .and_then(|p| match p[0] {
+            Operand::IdRef(v) => Some(v),
+            _ => None,
+        })
+}
+
+fn remove_phi_entry(phi: &mut Instruction, pred: Word) {
+    let ops = std::mem::take(&mut phi.operands);
+    phi.operands = ops
+        .chunks(2)
+        .filter(|p| p[1] != Operand::IdRef(pred))
+        .flatten()
+        .cloned()
+        .collect();
+}
+
+fn bool_type(ctx: &mut Ctx) -> Word {
+    ctx.ty(Op::TypeBool, vec![])
+}
+
+/// An OpUndef of type `ty`, shared by the module.
+fn undef(ctx: &mut Ctx, ty: Word) -> Word {
+    if let Some(id) = ctx.module.types_global_values.iter().find_map(|i| {
+        (i.class.opcode == Op::Undef && i.result_type == Some(ty))
+            .then_some(i.result_id)
+            .flatten()
+    }) {
+        return id;
+    }
+    let id = ctx.fresh();
+    ctx.module
+        .types_global_values
+        .push(Instruction::new(Op::Undef, Some(ty), Some(id), vec![]));
+    id
+}
+
+/// A constant of integer type `ty` holding the literal `value`.
+fn int_constant(ctx: &mut Ctx, ty: Word, value: &Operand) -> Word {
+    if let Some(id) = ctx.module.types_global_values.iter().find_map(|i| {
+        (i.class.opcode == Op::Constant
+            && i.result_type == Some(ty)
+            && i.operands.first() == Some(value))
+        .then_some(i.result_id)
+        .flatten()
+    }) {
+        return id;
+    }
+    let id = ctx.fresh();
+    ctx.module.types_global_values.push(Instruction::new(
+        Op::Constant,
+        Some(ty),
+        Some(id),
+        vec![value.clone()],
+    ));
+    id
+}
+
+/// Step 1: switches become branch chains, unreachable becomes return,
+/// and every function returns from one block.
+fn normalise(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
+    let bool_ty = bool_type(ctx);
+    let mut b = 0;
+    while b < ctx.module.functions[fi].blocks.len() {
+        let term = ctx.module.functions[fi].blocks[b]
             .instructions
             .last()
-            .is_some_and(|i| i.class.opcode == Op::Branch)
+            .cloned()
+            .ok_or("a block without terminator")?;
+        if term.class.opcode == Op::BranchConditional && id_at(&term, 1) == id_at(&term, 2) {
+            let to = id_at(&term, 1).ok_or("malformed OpBranchConditional")?;
+            *ctx.module.functions[fi].blocks[b]
+                .instructions
+                .last_mut()
+                .expect("terminator") = branch(to);
+        }
+        if term.class.opcode == Op::Switch {
+            lower_switch(ctx, fi, b, &term, bool_ty)?;
+        }
+        b += 1;
+    }
+    let ret_ty = ctx.module.functions[fi]
+        .def
+        .as_ref()
+        .and_then(|d| d.result_type)
+        .ok_or("a function without type")?;
+    let void = ctx.void();
+    let mut returns = Vec::new();
+    for b in 0..ctx.module.functions[fi].blocks.len() {
+        let f = &ctx.module.functions[fi];
+        let term = f.blocks[b].instructions.last().expect("terminator");
+        let value = match term.class.opcode {
+            Op::Return => None,
+            Op::ReturnValue => id_at(term, 0),
+            Op::Unreachable if ret_ty == void => None,
+            Op::Unreachable => Some(undef(ctx, ret_ty)),
+            _ => continue,
+        };
+        returns.push((b, value));
+    }
+    if returns.len() < 2 {
+        for &(b, value) in &returns {
+            let last = ctx.module.functions[fi].blocks[b]
+                .instructions
+                .last_mut()
+                .expect("terminator");
+            *last = match value {
+                None => Instruction::new(Op::Return, None, None, vec![]),
+                Some(v) => Instruction::new(Op::ReturnValue, None, None, vec![Operand::IdRef(v)]),
+            };
+        }
+        return Ok(());
+    }
+    let ret_label = ctx.fresh();
+    let mut block = new_block(ret_label);
+    let mut entries = Vec::new();
+    for &(b, value) in &returns {
+        let f = &mut ctx.module.functions[fi];
+        let l = label(f, b);
+        *f.blocks[b].instructions.last_mut().expect("terminator") = branch(ret_label);
+        if let Some(v) = value {
+            entries.extend([Operand::IdRef(v), Operand::IdRef(l)]);
+        }
+    }
+    if ret_ty == void {
+        block
+            .instructions
+            .push(Instruction::new(Op::Return, None, None, vec![]));
+    } else {
+        let v = ctx.fresh();
+        block
+            .instructions
+            .push(Instruction::new(Op::Phi, Some(ret_ty), Some(v), entries));
+        block.instructions.push(Instruction::new(
+            Op::ReturnValue,
+            None,
+            None,
+            vec![Operand::IdRef(v)],
+        ));
+    }
+    ctx.module.functions[fi].blocks.push(block);
+    Ok(())
 }
 
-/// Gives every loop a merge block of its own: an empty block between the
-/// loop and where it exits to, so no loop shares its merge with another
-/// construct. Phis at the exit target move to the new block.
-fn dedicated_loop_exits(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
-    loop {
-        let cfg = analyze(&ctx.module.functions[fi]);
-        let mut next = None;
-        for l in loops(&cfg)? {
-            let m = exit_of(&cfg, &l)?;
-            if !has_dedicated_exit(&ctx.module.functions[fi], &cfg, &l, m) {
-                next = Some((l, m));
+/// Replaces the OpSwitch ending block `b` with a chain of comparisons.
+fn lower_switch(
+    ctx: &mut Ctx,
+    fi: usize,
+    b: usize,
+    term: &Instruction,
+    bool_ty: Word,
+) -> Result<(), String> {
+    let selector = id_at(term, 0).ok_or("malformed OpSwitch")?;
+    let default = id_at(term, 1).ok_or("malformed OpSwitch")?;
+    let sel_ty = ctx.module.functions[fi]
+        .blocks
+        .iter()
+        .flat_map(|b| &b.instructions)
+        .chain(&ctx.module.types_global_values)
+        .chain(ctx.module.functions[fi].parameters.iter())
+        .find(|i| i.result_id == Some(selector))
+        .and_then(|i| i.result_type)
+        .ok_or("an OpSwitch selector of unknown type")?;
+    let cases: Vec<(Operand, Word)> = term.operands[2..]
+        .chunks(2)
+        .map(|c| match c {
+            [lit, Operand::IdRef(t)] => Ok((lit.clone(), *t)),
+            _ => Err("malformed OpSwitch".to_string()),
+        })
+        .collect::<Result<_, _>>()?;
+    let b_label = label(&ctx.module.functions[fi], b);
+    // The values each target's phis take from the switch block.
+    let targets: HashSet<Word> = cases.iter().map(|c| c.1).chain([default]).collect();
+    // (chain block label, its terminator's targets)
+    let mut chain: Vec<(Word, Vec<Instruction>)> = Vec::new();
+    let mut current = b_label;
+    let mut current_ins = Vec::new();
+    for (i, (lit, target)) in cases.iter().enumerate() {
+        let c = int_constant(ctx, sel_ty, lit);
+        let cmp = ctx.fresh();
+        current_ins.push(Instruction::new(
+            Op::IEqual,
+            Some(bool_ty),
+            Some(cmp),
+            vec![Operand::IdRef(selector), Operand::IdRef(c)],
+        ));
+        let next = if i + 1 == cases.len() {
+            default
+        } else {
+            ctx.fresh()
+        };
+        current_ins.push(branch_if(cmp, *target, next));
+        chain.push((current, std::mem::take(&mut current_ins)));
+        current = next;
+    }
+    if cases.is_empty() {
+        chain.push((b_label, vec![branch(default)]));
+    }
+    let f = &mut ctx.module.functions[fi];
+    let mut from_switch: HashMap<Word, Vec<Option<Word>>> = HashMap::new();
+    for blk in f
+        .blocks
+        .iter()
+        .filter(|x| x.label_id().is_some_and(|l| targets.contains(&l)))
+    {
+        from_switch.insert(
+            blk.label_id().expect("label"),
+            phis(blk).map(|p| phi_value(p, b_label)).collect(),
+        );
+    }
+    let mut preds_of: HashMap<Word, Vec<Word>> = HashMap::new();
+    for (l, ins) in &chain {
+        for t in successors(ins.last().expect("terminator")) {
+            let v = preds_of.entry(t).or_default();
+            if !v.contains(l) {
+                v.push(*l);
+            }
+        }
+    }
+    for (k, (l, ins)) in chain.into_iter().enumerate() {
+        if k == 0 {
+            let blk = &mut f.blocks[b];
+            blk.instructions.pop();
+            blk.instructions.extend(ins);
+        } else {
+            let mut blk = new_block(l);
+            blk.instructions.extend(ins);
+            f.blocks.push(blk);
+        }
+    }
+    for blk in &mut f.blocks {
+        let Some(l) = blk.label_id() else { continue };
+        let Some(values) = from_switch.get(&l) else {
+            continue;
+        };
+        for (phi, v) in phis_mut(blk).zip(values) {
+            let Some(v) = v else { continue };
+            remove_phi_entry(phi, b_label);
+            for &p in preds_of.get(&l).into_iter().flatten() {
+                phi.operands.extend([Operand::IdRef(*v), Operand::IdRef(p)]);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Sends the CFG edges `edges` (from, to) through one new block and
+/// returns it. With several targets the new block records in a selector
+/// phi which edge was taken and dispatches on it with a branch chain.
+/// Phi entries of the redirected edges move into the new block.
+fn funnel(ctx: &mut Ctx, fi: usize, edges: &[(usize, usize)]) -> Result<usize, String> {
+    let f = &ctx.module.functions[fi];
+    let mut targets: Vec<usize> = Vec::new();
+    let mut sources: Vec<usize> = Vec::new();
+    for &(s, t) in edges {
+        if !targets.contains(&t) {
+            targets.push(t);
+        }
+        if !sources.contains(&s) {
+            sources.push(s);
+        }
+    }
+    let target_labels: Vec<Word> = targets.iter().map(|&t| label(f, t)).collect();
+    let u32_ty = ctx.uint(32);
+    let bool_ty = bool_type(ctx);
+    let n_label = ctx.fresh();
+    // The dispatch chain: block k tests for target k; the last block
+    // branches to the last two targets.
+    let chain: Vec<Word> = (0..targets.len().saturating_sub(1))
+        .map(|k| if k == 0 { n_label } else { ctx.fresh() })
+        .collect();
+    let dispatcher = |k: usize| chain.get(k).or(chain.last()).copied().unwrap_or(n_label);
+    let mut selector_entries = Vec::new();
+    for &s in &sources {
+        let f = &ctx.module.functions[fi];
+        let s_label = label(f, s);
+        let mine: Vec<usize> = edges
+            .iter()
+            .filter(|e| e.0 == s)
+            .map(|e| targets.iter().position(|&t| t == e.1).expect("listed"))
+            .collect();
+        let term = f.blocks[s]
+            .instructions
+            .last()
+            .cloned()
+            .expect("terminator");
+        let value = match (mine.as_slice(), term.class.opcode) {
+            ([k], _) => ctx.const_u32(*k as u32),
+            ([a, b], Op::BranchConditional) => {
+                // Both arms leave through the funnel: pick by the condition.
+                let (ka, kb) = if id_at(&term, 1) == Some(target_labels[*a]) {
+                    (*a, *b)
+                } else {
+                    (*b, *a)
+                };
+                let (ca, cb) = (ctx.const_u32(ka as u32), ctx.const_u32(kb as u32));
+                let v = ctx.fresh();
+                let cond = id_at(&term, 0).ok_or("malformed OpBranchConditional")?;
+                let ins = &mut ctx.module.functions[fi].blocks[s].instructions;
+                let at = ins.len() - 1;
+                ins.insert(
+                    at,
+                    Instruction::new(
+                        Op::Select,
+                        Some(u32_ty),
+                        Some(v),
+                        vec![Operand::IdRef(cond), Operand::IdRef(ca), Operand::IdRef(cb)],
+                    ),
+                );
+                v
+            }
+            _ => return Err("a block leaving a region by more than two edges".into()),
+        };
+        selector_entries.extend([Operand::IdRef(value), Operand::IdRef(s_label)]);
+        // Redirect the edges.
+        let f = &mut ctx.module.functions[fi];
+        let last = f.blocks[s].instructions.last_mut().expect("terminator");
+        for &k in &mine {
+            for o in last.operands.iter_mut() {
+                if *o == Operand::IdRef(target_labels[k]) {
+                    *o = Operand::IdRef(n_label);
+                }
+            }
+        }
+        if last.class.opcode == Op::BranchConditional && id_at(last, 1) == id_at(last, 2) {
+            *last = branch(n_label);
+        }
+    }
+    // Phis of the targets: entries of redirected edges move to new phis.
+    let mut block = new_block(n_label);
+    for (k, &t) in targets.iter().enumerate() {
+        let f = &ctx.module.functions[fi];
+        let src_labels: Vec<(Word, bool)> = sources
+            .iter()
+            .map(|&s| (label(f, s), edges.contains(&(s, t))))
+            .collect();
+        let tphis: Vec<(Option<Word>, Vec<Option<Word>>)> = phis(&f.blocks[t])
+            .map(|p| {
+                (
+                    p.result_type,
+                    src_labels
+                        .iter()
+                        .map(|&(l, e)| if e { phi_value(p, l) } else { None })
+                        .collect(),
+                )
+            })
+            .collect();
+        let mut new_ids = Vec::new();
+        for (ty, values) in tphis {
+            let ty = ty.ok_or("a phi without type")?;
+            let mut ops = Vec::new();
+            for (v, &(l, _)) in values.iter().zip(&src_labels) {
+                let v = match v {
+                    Some(v) => *v,
+                    None => undef(ctx, ty),
+                };
+                ops.extend([Operand::IdRef(v), Operand::IdRef(l)]);
+            }
+            let id = ctx.fresh();
+            block
+                .instructions
+                .push(Instruction::new(Op::Phi, Some(ty), Some(id), ops));
+            new_ids.push(id);
+        }
+        let from = dispatcher(k);
+        let f = &mut ctx.module.functions[fi];
+        for (phi, id) in phis_mut(&mut f.blocks[t]).zip(new_ids) {
+            for &(l, e) in &src_labels {
+                if e {
+                    remove_phi_entry(phi, l);
+                }
+            }
+            phi.operands
+                .extend([Operand::IdRef(id), Operand::IdRef(from)]);
+        }
+    }
+    if targets.len() == 1 {
+        block.instructions.push(branch(target_labels[0]));
+        ctx.module.functions[fi].blocks.push(block);
+        return Ok(ctx.module.functions[fi].blocks.len() - 1);
+    }
+    let selector = ctx.fresh();
+    block.instructions.push(Instruction::new(
+        Op::Phi,
+        Some(u32_ty),
+        Some(selector),
+        selector_entries,
+    ));
+    let mut blocks = vec![block];
+    for (k, &l) in chain.iter().enumerate() {
+        if k > 0 {
+            blocks.push(new_block(l));
+        }
+        let c = ctx.const_u32(k as u32);
+        let cmp = ctx.fresh();
+        let last = k + 1 == chain.len();
+        let otherwise = if last {
+            target_labels[k + 1]
+        } else {
+            chain[k + 1]
+        };
+        let blk = blocks.last_mut().expect("a block");
+        blk.instructions.push(Instruction::new(
+            Op::IEqual,
+            Some(bool_ty),
+            Some(cmp),
+            vec![Operand::IdRef(selector), Operand::IdRef(c)],
+        ));
+        blk.instructions
+            .push(branch_if(cmp, target_labels[k], otherwise));
+    }
+    let f = &mut ctx.module.functions[fi];
+    let n = f.blocks.len();
+    f.blocks.extend(blocks);
+    Ok(n)
+}
+
+/// Step 2: one exit, one back edge and a plain header for every loop.
+fn canonical_loops(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
+    let limit = 4 * ctx.module.functions[fi].blocks.len() + 16;
+    for _ in 0..limit {
+        let f = &ctx.module.functions[fi];
+        let cfg = Cfg::new(f);
+        let all = loops(&cfg)?;
+        let headers: HashSet<usize> = all.iter().map(|l| l.header).collect();
+        let latches: HashSet<usize> = all.iter().flat_map(|l| l.latches.clone()).collect();
+        let mut fixed = false;
+        for l in &all {
+            let exits: Vec<(usize, usize)> = l
+                .body
+                .iter()
+                .flat_map(|&b| cfg.succ[b].iter().map(move |&s| (b, s)))
+                .filter(|(_, s)| !l.body.contains(s))
+                .collect();
+            let mut targets: Vec<usize> = exits.iter().map(|e| e.1).collect();
+            targets.sort();
+            targets.dedup();
+            if targets.is_empty() {
+                return Err("a loop that never exits".into());
+            }
+            let m = targets[0];
+            if targets.len() > 1
+                || cfg.preds[m].iter().any(|p| !l.body.contains(p))
+                || headers.contains(&m)
+                || latches.contains(&m)
+            {
+                funnel(ctx, fi, &exits)?;
+                fixed = true;
+                break;
+            }
+            let plain_latch = |p: usize| {
+                let term = f.blocks[p].instructions.last().expect("terminator");
+                term.class.opcode == Op::Branch
+                    || (p != l.header
+                        && cfg.succ[p].len() == 2
+                        && cfg.succ[p].contains(&m)
+                        && !headers.contains(&p))
+                    || (p == l.header && cfg.succ[p].contains(&m))
+            };
+            if l.latches.len() > 1 || !plain_latch(l.latches[0]) {
+                let back: Vec<(usize, usize)> = l.latches.iter().map(|&p| (p, l.header)).collect();
+                funnel(ctx, fi, &back)?;
+                fixed = true;
+                break;
+            }
+            let h = l.header;
+            let term = f.blocks[h].instructions.last().expect("terminator");
+            if term.class.opcode != Op::Branch && !cfg.succ[h].contains(&m) {
+                split_header(ctx, fi, h);
+                fixed = true;
                 break;
             }
         }
-        let Some((l, target)) = next else {
+        if !fixed {
             return Ok(());
-        };
-        dedicate(ctx, fi, &cfg, &l.body, target)?;
+        }
     }
+    Err("loops too complex to structure".into())
 }
 
-/// Sends every edge from `body` to `target` through a new empty block,
-/// which takes over the phi entries of those edges.
-fn dedicate(
-    ctx: &mut Ctx,
-    fi: usize,
-    cfg: &Cfg,
-    body: &HashSet<usize>,
-    target: usize,
-) -> Result<(), String> {
-    let new_label = ctx.fresh();
+/// Moves the terminator of block `h` into a new block that `h` branches to.
+fn split_header(ctx: &mut Ctx, fi: usize, h: usize) {
+    let l = ctx.fresh();
     let f = &mut ctx.module.functions[fi];
-    let target_label = f.blocks[target].label_id().ok_or("labels")?;
-    let exiting: Vec<Word> = body
-        .iter()
-        .filter(|&&b| cfg.succ[b].contains(&target))
-        .map(|&b| f.blocks[b].label_id().expect("labels"))
-        .collect();
-    // Redirect the exit edges.
-    for &b in body {
-        if let Some(t) = f.blocks[b].instructions.last_mut() {
-            for o in &mut t.operands {
-                if *o == Operand::IdRef(target_label) {
-                    *o = Operand::IdRef(new_label);
+    let h_label = label(f, h);
+    let term = f.blocks[h].instructions.pop().expect("terminator");
+    let succ = successors(&term);
+    f.blocks[h].instructions.push(branch(l));
+    let mut blk = new_block(l);
+    blk.instructions.push(term);
+    f.blocks.push(blk);
+    for b in &mut f.blocks {
+        if b.label_id().is_some_and(|x| succ.contains(&x)) {
+            for phi in phis_mut(b) {
+                for o in phi.operands.iter_mut().skip(1).step_by(2) {
+                    if *o == Operand::IdRef(h_label) {
+                        *o = Operand::IdRef(l);
+                    }
                 }
             }
         }
     }
-    // Move the phi entries of the exiting edges into the new block.
-    let mut new_block = rspirv::dr::Block::new();
-    new_block.label = Some(Instruction::new(Op::Label, None, Some(new_label), vec![]));
-    let mut forwarded = Vec::new();
-    for phi in f.blocks[target]
-        .instructions
-        .iter_mut()
-        .filter(|i| i.class.opcode == Op::Phi)
-    {
-        let mut keep = Vec::new();
-        let mut moved = Vec::new();
-        for pair in phi.operands.chunks(2) {
-            match pair[1] {
-                Operand::IdRef(p) if exiting.contains(&p) => moved.extend_from_slice(pair),
-                _ => keep.extend_from_slice(pair),
+}
+
+/// The merge each header declares.
+enum Merge {
+    Loop { merge: usize, latch: usize },
+    Selection(usize),
+}
+
+/// The innermost loop around the blocks being walked.
+#[derive(Clone, Copy)]
+struct LoopCtx {
+    header: usize,
+    latch: usize,
+    merge: usize,
+}
+
+struct Walk {
+    fi: usize,
+    cfg: Cfg,
+    /// Per loop header: (merge, latch, body).
+    loops: HashMap<usize, (usize, usize, HashSet<usize>)>,
+    merges: HashMap<usize, Merge>,
+    /// Merge blocks no path reaches (all paths break out).
+    unreachable: Vec<usize>,
+    visited: HashSet<usize>,
+    budget: usize,
+}
+
+impl Walk {
+    fn refresh(&mut self, ctx: &Ctx) -> Result<(), String> {
+        let f = &ctx.module.functions[self.fi];
+        self.cfg = Cfg::new(f);
+        self.loops.clear();
+        for l in loops(&self.cfg)? {
+            let latch = l.latches[0];
+            let merge = self.cfg.succ[l.header]
+                .iter()
+                .chain(&self.cfg.succ[latch])
+                .chain(l.body.iter().flat_map(|&b| &self.cfg.succ[b]))
+                .copied()
+                .find(|s| !l.body.contains(s))
+                .ok_or("a loop that never exits")?;
+            self.loops.insert(l.header, (merge, latch, l.body));
+        }
+        Ok(())
+    }
+
+    fn tick(&mut self) -> Result<(), String> {
+        self.budget = self
+            .budget
+            .checked_sub(1)
+            .ok_or("control flow too complex to structure")?;
+        Ok(())
+    }
+
+    /// Walks the blocks from `entry` until `end` (or a break, continue or
+    /// return), giving every header its merge.
+    fn region(
+        &mut self,
+        ctx: &mut Ctx,
+        entry: usize,
+        end: Option<usize>,
+        lp: Option<LoopCtx>,
+    ) -> Result<(), String> {
+        let mut cur = entry;
+        loop {
+            self.tick()?;
+            if Some(cur) == end {
+                return Ok(());
+            }
+            if let Some(l) = lp
+                && (cur == l.header || cur == l.latch || cur == l.merge)
+            {
+                return Ok(());
+            }
+            if let Some((merge, latch, _)) = self.loops.get(&cur).cloned() {
+                if !self.visited.insert(cur) {
+                    return Err("a loop reached twice while structuring".into());
+                }
+                self.merges.insert(cur, Merge::Loop { merge, latch });
+                if latch != cur {
+                    let inner = LoopCtx {
+                        header: cur,
+                        latch,
+                        merge,
+                    };
+                    let into = self.cfg.succ[cur]
+                        .iter()
+                        .copied()
+                        .find(|&s| s != merge)
+                        .ok_or("a loop header without body")?;
+                    self.region(ctx, into, None, Some(inner))?;
+                    self.visited.insert(latch);
+                }
+                cur = merge;
+                continue;
+            }
+            if self.cfg.succ[cur].len() < 2 {
+                self.visited.insert(cur);
+                match self.cfg.succ[cur].first() {
+                    Some(&s) => cur = s,
+                    None => return Ok(()),
+                }
+                continue;
+            }
+            // A selection header.
+            let in_scope = |cfg: &Cfg, loops: &HashMap<usize, _>, b: usize| match lp {
+                Some(l) => {
+                    let body: &(usize, usize, HashSet<usize>) = &loops[&l.header];
+                    body.2.contains(&b) && b != l.header && b != l.latch
+                }
+                None => cfg.reachable(b),
+            };
+            let mut owned: HashSet<usize> = HashSet::new();
+            let mut roots = Vec::new();
+            for &s in &self.cfg.succ[cur] {
+                // Reached only from here (back edges aside).
+                if self.cfg.preds[s]
+                    .iter()
+                    .all(|&p| p == cur || self.cfg.dominates(s, p))
+                    && Some(s) != end
+                    && in_scope(&self.cfg, &self.loops, s)
+                {
+                    roots.push(s);
+                    for b in 0..self.cfg.succ.len() {
+                        if self.cfg.dominates(s, b)
+                            && in_scope(&self.cfg, &self.loops, b)
+                            && end.is_none_or(|e| !self.cfg.dominates(e, b))
+                        {
+                            owned.insert(b);
+                        }
+                    }
+                }
+            }
+            let mut cont: Vec<usize> = Vec::new();
+            let mut edges = Vec::new();
+            for &x in owned.iter().chain([&cur]) {
+                for &y in &self.cfg.succ[x] {
+                    if owned.contains(&y) || lp.is_some_and(|l| y == l.header || y == l.merge) {
+                        continue;
+                    }
+                    if self.loops.get(&y).is_some_and(|l| l.2.contains(&x)) {
+                        continue;
+                    }
+                    edges.push((x, y));
+                    if !cont.contains(&y) {
+                        cont.push(y);
+                    }
+                }
+            }
+            let merge = match cont.as_slice() {
+                [] => {
+                    let l = ctx.fresh();
+                    let mut blk = new_block(l);
+                    blk.instructions
+                        .push(Instruction::new(Op::Unreachable, None, None, vec![]));
+                    let f = &mut ctx.module.functions[self.fi];
+                    f.blocks.push(blk);
+                    let n = f.blocks.len() - 1;
+                    self.unreachable.push(n);
+                    self.refresh(ctx)?;
+                    n
+                }
+                [c] if Some(*c) != end
+                    && lp.is_none_or(|l| *c != l.latch)
+                    && self.cfg.dominates(cur, *c)
+                    && !self.loops.contains_key(c)
+                    && !self
+                        .merges
+                        .values()
+                        .any(|m| matches!(m, Merge::Selection(x) if x == c)) =>
+                {
+                    *c
+                }
+                _ => {
+                    let n = funnel(ctx, self.fi, &edges)?;
+                    self.refresh(ctx)?;
+                    if self.cfg.succ[cur].len() < 2 {
+                        // Both arms went into the funnel: now a plain branch.
+                        continue;
+                    }
+                    n
+                }
+            };
+            self.visited.insert(cur);
+            self.merges.insert(cur, Merge::Selection(merge));
+            for s in roots {
+                self.region(ctx, s, Some(merge), lp)?;
+            }
+            if self.unreachable.contains(&merge) {
+                return Ok(());
+            }
+            cur = merge;
+        }
+    }
+}
+
+/// Step 4: uses whose definition no longer dominates them read the value
+/// through phis placed where paths meet.
+fn repair_ssa(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
+    let f = &ctx.module.functions[fi];
+    let cfg = Cfg::new(f);
+    let mut def: HashMap<Word, (usize, Word)> = HashMap::new();
+    for (b, blk) in f.blocks.iter().enumerate() {
+        for i in &blk.instructions {
+            if let (Some(id), Some(ty)) = (i.result_id, i.result_type) {
+                def.insert(id, (b, ty));
             }
         }
-        if moved.is_empty() {
+    }
+    let labels: Vec<Word> = (0..f.blocks.len()).map(|b| label(f, b)).collect();
+    let index: HashMap<Word, usize> = labels.iter().enumerate().map(|(i, &l)| (l, i)).collect();
+    // (block, instruction, operand, value, the block whose end it is read at
+    // or, for ordinary uses, whose start)
+    let mut fixes: Vec<(usize, usize, usize, Word, usize, bool)> = Vec::new();
+    for (b, blk) in f.blocks.iter().enumerate() {
+        if !cfg.reachable(b) {
             continue;
         }
-        forwarded.push((phi.result_type, moved));
-        phi.operands = keep;
-        phi.operands.push(Operand::IdRef(0));
-        phi.operands.push(Operand::IdRef(new_label));
-    }
-    let mut ids = Vec::new();
-    for (ty, moved) in forwarded {
-        let id = ctx.fresh();
-        new_block
-            .instructions
-            .push(Instruction::new(Op::Phi, ty, Some(id), moved));
-        ids.push(id);
-    }
-    let f = &mut ctx.module.functions[fi];
-    let mut k = 0;
-    for phi in f.blocks[target]
-        .instructions
-        .iter_mut()
-        .filter(|i| i.class.opcode == Op::Phi)
-    {
-        let n = phi.operands.len();
-        if n >= 2
-            && phi.operands[n - 1] == Operand::IdRef(new_label)
-            && phi.operands[n - 2] == Operand::IdRef(0)
-        {
-            phi.operands[n - 2] = Operand::IdRef(ids[k]);
-            k += 1;
+        for (k, i) in blk.instructions.iter().enumerate() {
+            for (o, op) in i.operands.iter().enumerate() {
+                let Operand::IdRef(v) = op else { continue };
+                let Some(&(d, _)) = def.get(v) else { continue };
+                if i.class.opcode == Op::Phi {
+                    if o % 2 == 1 {
+                        continue;
+                    }
+                    let Some(Operand::IdRef(p)) = i.operands.get(o + 1) else {
+                        continue;
+                    };
+                    let p = *index.get(p).ok_or("a phi from no block")?;
+                    if cfg.reachable(p) && !cfg.dominates(d, p) {
+                        fixes.push((b, k, o, *v, p, true));
+                    }
+                } else if !cfg.dominates(d, b) {
+                    fixes.push((b, k, o, *v, b, false));
+                }
+            }
         }
     }
-    new_block.instructions.push(Instruction::new(
-        Op::Branch,
-        None,
-        None,
-        vec![Operand::IdRef(target_label)],
-    ));
-    f.blocks.push(new_block);
+    if fixes.is_empty() {
+        return Ok(());
+    }
+    let mut ssa = Ssa {
+        cfg: &cfg,
+        labels: &labels,
+        memo: HashMap::new(),
+        new_phis: Vec::new(),
+    };
+    let mut replacements = Vec::new();
+    for &(b, k, o, v, at, at_end) in &fixes {
+        let (d, ty) = def[&v];
+        let r = if at_end {
+            ssa.read_end(ctx, v, d, ty, at)
+        } else {
+            ssa.read_start(ctx, v, d, ty, at)
+        };
+        replacements.push((b, k, o, r));
+    }
+    let new_phis = ssa.new_phis;
+    let f = &mut ctx.module.functions[fi];
+    for (b, k, o, r) in replacements {
+        f.blocks[b].instructions[k].operands[o] = Operand::IdRef(r);
+    }
+    for (b, phi) in new_phis.into_iter().rev() {
+        f.blocks[b].instructions.insert(0, phi);
+    }
     Ok(())
 }
 
-/// Post-dominator tree of a CFG (index `n` is the virtual exit).
-fn post_dominators(cfg: &Cfg) -> Vec<Option<usize>> {
-    let n = cfg.succ.len();
-    let exit = n;
-    let mut rsucc = vec![Vec::new(); n + 1];
-    let mut rpreds = vec![Vec::new(); n + 1];
-    for (b, succ) in cfg.succ.iter().enumerate() {
-        if succ.is_empty() {
-            rsucc[exit].push(b);
-            rpreds[b].push(exit);
-        }
-        for &s in succ {
-            rsucc[s].push(b);
-            rpreds[b].push(s);
-        }
-    }
-    let rorder = rpo(n + 1, &rsucc, exit);
-    idoms(n + 1, &rpreds, &rorder)
+struct Ssa<'a> {
+    cfg: &'a Cfg,
+    labels: &'a [Word],
+    memo: HashMap<(Word, usize), Word>,
+    new_phis: Vec<(usize, Instruction)>,
 }
 
-/// Selections that would share a merge block with an enclosing one get a
-/// merge block of their own (the innermost first).
-fn dedicated_selection_merges(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
-    let limit = ctx.module.functions[fi].blocks.len();
-    let mut last: Option<(usize, usize, usize)> = None;
-    for _ in 0..=limit {
-        let f = &ctx.module.functions[fi];
-        let cfg = analyze(f);
-        let ipdom = post_dominators(&cfg);
-        let loop_blocks: HashSet<usize> = loops(&cfg)?
-            .iter()
-            .flat_map(|l| [l.header, l.latch])
-            .collect();
-        let mut by_merge: HashMap<usize, Vec<usize>> = HashMap::new();
-        for (b, blk) in f.blocks.iter().enumerate() {
-            let Some(term) = blk.instructions.last() else {
-                continue;
-            };
-            let two_way = match term.class.opcode {
-                Op::BranchConditional => id_at(term, 1) != id_at(term, 2),
-                Op::Switch => true,
-                _ => false,
-            };
-            if !two_way || loop_blocks.contains(&b) || cfg.idom[b].is_none() {
-                continue;
-            }
-            if let Some(m) = ipdom[b].filter(|&m| m < f.blocks.len()) {
-                by_merge.entry(m).or_default().push(b);
-            }
+impl Ssa<'_> {
+    fn read_end(&mut self, ctx: &mut Ctx, v: Word, d: usize, ty: Word, b: usize) -> Word {
+        if self.cfg.dominates(d, b) {
+            v
+        } else {
+            self.read_start(ctx, v, d, ty, b)
         }
-        let shared = by_merge.into_iter().find(|(_, hs)| hs.len() > 1);
-        let Some((target, headers)) = shared else {
-            return Ok(());
-        };
-        // The innermost: a header no other one of the group sits below.
-        let inner = *headers
-            .iter()
-            .find(|&&h| {
-                !headers
-                    .iter()
-                    .any(|&o| o != h && dominates(&cfg.idom, h, o))
-            })
-            .ok_or("selections sharing a merge block in an unexpected shape")?;
-        let body: HashSet<usize> = (0..f.blocks.len())
-            .filter(|&b| dominates(&cfg.idom, inner, b) && b != target)
-            .collect();
-        // The same sharing again after a fix means the fix did not apply.
-        let key = (inner, target, headers.len());
-        if last == Some(key) {
-            return Err(
-                "selections sharing a merge block in this shape are not supported yet".into(),
-            );
-        }
-        last = Some(key);
-        dedicate(ctx, fi, &cfg, &body, target)?;
     }
-    Err("control flow too complex to structure".into())
+
+    fn read_start(&mut self, ctx: &mut Ctx, v: Word, d: usize, ty: Word, b: usize) -> Word {
+        if let Some(&r) = self.memo.get(&(v, b)) {
+            return r;
+        }
+        let preds: Vec<usize> = self.cfg.preds[b]
+            .iter()
+            .copied()
+            .filter(|&p| self.cfg.reachable(p))
+            .collect();
+        let r = match preds.as_slice() {
+            [] => undef(ctx, ty),
+            [p] => self.read_end(ctx, v, d, ty, *p),
+            _ => {
+                let id = ctx.fresh();
+                self.memo.insert((v, b), id);
+                let mut ops = Vec::new();
+                for p in preds {
+                    let x = self.read_end(ctx, v, d, ty, p);
+                    ops.extend([Operand::IdRef(x), Operand::IdRef(self.labels[p])]);
+                }
+                self.new_phis
+                    .push((b, Instruction::new(Op::Phi, Some(ty), Some(id), ops)));
+                id
+            }
+        };
+        self.memo.insert((v, b), r);
+        r
+    }
+}
+
+/// Structures one function (see the module documentation).
+fn structure(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
+    normalise(ctx, fi)?;
+    canonical_loops(ctx, fi)?;
+    let n = ctx.module.functions[fi].blocks.len();
+    let mut walk = Walk {
+        fi,
+        cfg: Cfg::new(&ctx.module.functions[fi]),
+        loops: HashMap::new(),
+        merges: HashMap::new(),
+        unreachable: Vec::new(),
+        visited: HashSet::new(),
+        budget: 64 * n + 256,
+    };
+    walk.refresh(ctx)?;
+    walk.region(ctx, 0, None, None)?;
+    walk.refresh(ctx)?;
+    if let Some(b) = walk
+        .cfg
+        .order
+        .iter()
+        .find(|b| !walk.visited.contains(b) && !walk.merges.contains_key(b))
+        .filter(|&&b| walk.cfg.succ[b].len() > 1)
+    {
+        return Err(format!("a branch left unstructured (block {b})"));
+    }
+    repair_ssa(ctx, fi)?;
+    let f = &mut ctx.module.functions[fi];
+    for (b, m) in &walk.merges {
+        let ins = match *m {
+            Merge::Loop { merge, latch } => Instruction::new(
+                Op::LoopMerge,
+                None,
+                None,
+                vec![
+                    Operand::IdRef(label(f, merge)),
+                    Operand::IdRef(label(f, latch)),
+                    Operand::LoopControl(LoopControl::NONE),
+                ],
+            ),
+            Merge::Selection(merge) => Instruction::new(
+                Op::SelectionMerge,
+                None,
+                None,
+                vec![
+                    Operand::IdRef(label(f, merge)),
+                    Operand::SelectionControl(SelectionControl::NONE),
+                ],
+            ),
+        };
+        let block = &mut f.blocks[*b].instructions;
+        let at = block.len() - 1;
+        block.insert(at, ins);
+    }
+    // Blocks in reverse post-order (dominators first), then the merge
+    // blocks no path reaches; other unreachable blocks are dropped.
+    let cfg = Cfg::new(f);
+    let kept: HashSet<Word> = cfg
+        .order
+        .iter()
+        .chain(&walk.unreachable)
+        .map(|&b| label(f, b))
+        .collect();
+    let mut blocks: Vec<Option<Block>> = std::mem::take(&mut f.blocks)
+        .into_iter()
+        .map(Some)
+        .collect();
+    f.blocks = cfg
+        .order
+        .iter()
+        .chain(&walk.unreachable)
+        .map(|&b| blocks[b].take().expect("each once"))
+        .collect();
+    for blk in &mut f.blocks {
+        for phi in phis_mut(blk) {
+            let ops = std::mem::take(&mut phi.operands);
+            phi.operands = ops
+                .chunks(2)
+                .filter(|p| matches!(p[1], Operand::IdRef(l) if kept.contains(&l)))
+                .flatten()
+                .cloned()
+                .collect();
+        }
+    }
+    Ok(())
 }
 
 pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     for fi in 0..ctx.module.functions.len() {
-        dedicated_loop_exits(ctx, fi)?;
-        dedicated_selection_merges(ctx, fi)?;
-    }
-    for f in &mut ctx.module.functions {
-        let n = f.blocks.len();
-        let cfg = analyze(f);
-        let (succ, order) = (&cfg.succ, &cfg.order);
-        let exit = n;
-        let ipdom = post_dominators(&cfg);
-        let label = |i: usize| f.blocks[i].label_id().expect("labels");
-        let mut merges: HashMap<usize, Instruction> = HashMap::new();
-        let mut latches: HashSet<usize> = HashSet::new();
-        let mut used_merges: HashSet<usize> = HashSet::new();
-        for l in loops(&cfg)? {
-            let exits: HashSet<usize> = l
-                .body
-                .iter()
-                .flat_map(|&b| succ[b].iter().copied())
-                .filter(|s| !l.body.contains(s))
-                .collect();
-            let merge = *exits
-                .iter()
-                .next()
-                .ok_or("a loop without exit is not supported")?;
-            if !used_merges.insert(merge) {
-                return Err("two constructs sharing a merge block are not supported yet".into());
-            }
-            merges.insert(
-                l.header,
-                Instruction::new(
-                    Op::LoopMerge,
-                    None,
-                    None,
-                    vec![
-                        Operand::IdRef(label(merge)),
-                        Operand::IdRef(label(l.latch)),
-                        Operand::LoopControl(LoopControl::NONE),
-                    ],
-                ),
-            );
-            latches.insert(l.latch);
+        if ctx.module.functions[fi].blocks.is_empty() {
+            continue;
         }
-        for (b, &pdom) in ipdom.iter().enumerate().take(n) {
-            if merges.contains_key(&b) || latches.contains(&b) {
-                continue;
-            }
-            let Some(term) = f.blocks[b].instructions.last() else {
-                continue;
-            };
-            if !matches!(term.class.opcode, Op::BranchConditional | Op::Switch) {
-                continue;
-            }
-            if term.class.opcode == Op::BranchConditional && id_at(term, 1) == id_at(term, 2) {
-                continue;
-            }
-            let m = pdom.ok_or("unreachable block")?;
-            if m == exit {
-                return Err(
-                    "a branch whose paths never rejoin (an early return) is not supported yet"
-                        .into(),
-                );
-            }
-            if !used_merges.insert(m) {
-                return Err("two selections sharing a merge block are not supported yet".into());
-            }
-            merges.insert(
-                b,
-                Instruction::new(
-                    Op::SelectionMerge,
-                    None,
-                    None,
-                    vec![
-                        Operand::IdRef(label(m)),
-                        Operand::SelectionControl(SelectionControl::NONE),
-                    ],
-                ),
-            );
-        }
-        for (b, m) in merges {
-            let ins = &mut f.blocks[b].instructions;
-            let at = ins.len() - 1;
-            ins.insert(at, m);
-        }
-        // Blocks in reverse post-order: dominators before what they dominate.
-        let mut blocks: Vec<Option<rspirv::dr::Block>> = std::mem::take(&mut f.blocks)
-            .into_iter()
-            .map(Some)
-            .collect();
-        f.blocks = order
-            .iter()
-            .map(|&b| blocks[b].take().expect("each once"))
-            .collect();
+        structure(ctx, fi)?;
     }
     Ok(())
 }

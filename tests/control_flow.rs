@@ -1,0 +1,296 @@
+//! Control flow the structurizer must turn into Vulkan's structured form:
+//! early returns, break/continue from ifs inside loops, breaks out of
+//! nested loops, switch fallthrough, returns in loops, do-while, && and ||
+//! loop conditions, inlined helpers with several returns, and a kernel
+//! calling another kernel. Each kernel is built at -O0 and at the default
+//! level and checked against a CPU reference.
+
+mod common;
+
+use std::ffi::{CString, c_void};
+
+use common::*;
+use opencl_sys::*;
+
+both_ways!(
+    early_return,
+    helper_early_return,
+    break_continue,
+    nested_break,
+    nested_break_flag,
+    switch_fallthrough,
+    return_in_loop,
+    do_while,
+    and_or_condition,
+    helper_twice_in_loop,
+    kernel_call_kernel_function,
+);
+
+const N: usize = 96;
+
+/// The inputs every kernel reads: small numbers of both signs, repeats.
+fn inputs() -> Vec<i32> {
+    (0..N as i32).map(|i| (i * 7) % 23 - 5).collect()
+}
+
+/// Builds `name` from control_flow.cl with `options`, runs it over the
+/// inputs with `out` preset to `initial`, and returns `out`.
+fn run(cl: &Cl, name: &str, options: &str, initial: i32) -> Vec<i32> {
+    let c = cl.context();
+    let q = cl.queue(c, 0);
+    let src = CString::new(include_str!("kernels/control_flow.cl")).unwrap();
+    let mut ptr = src.as_ptr();
+    let mut err = 1;
+    let p = unsafe {
+        cl.clCreateProgramWithSource.unwrap()(c, 1, &mut ptr, std::ptr::null(), &mut err)
+    };
+    assert_eq!(err, CL_SUCCESS);
+    let opts = CString::new(options).unwrap();
+    let d = cl.device();
+    let r =
+        unsafe { cl.clBuildProgram.unwrap()(p, 1, &d, opts.as_ptr(), None, std::ptr::null_mut()) };
+    if r != CL_SUCCESS {
+        let log = query(|size, value, size_ret| unsafe {
+            cl.clGetProgramBuildInfo.unwrap()(p, d, CL_PROGRAM_BUILD_LOG, size, value, size_ret)
+        })
+        .unwrap_or_default();
+        panic!("{}: build with '{options}': {}", cl.how, c_string(&log));
+    }
+    let kname = CString::new(name).unwrap();
+    let k = unsafe { cl.clCreateKernel.unwrap()(p, kname.as_ptr(), &mut err) };
+    assert_eq!(
+        err, CL_SUCCESS,
+        "{}: kernel {name} with '{options}'",
+        cl.how
+    );
+    let input: Vec<u8> = inputs().iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let preset: Vec<u8> = (0..N).flat_map(|_| initial.to_ne_bytes()).collect();
+    let flags = CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR;
+    let a = cl.buffer(c, flags, input.len(), input.as_ptr() as *mut c_void);
+    let b = cl.buffer(c, flags, preset.len(), preset.as_ptr() as *mut c_void);
+    let n = N as i32;
+    unsafe {
+        let set = cl.clSetKernelArg.unwrap();
+        assert_eq!(
+            set(k, 0, size_of::<cl_mem>(), (&a as *const cl_mem).cast()),
+            CL_SUCCESS
+        );
+        assert_eq!(
+            set(k, 1, size_of::<cl_mem>(), (&b as *const cl_mem).cast()),
+            CL_SUCCESS
+        );
+        assert_eq!(
+            set(k, 2, size_of::<i32>(), (&n as *const i32).cast()),
+            CL_SUCCESS
+        );
+        let global = [N];
+        let r = cl.clEnqueueNDRangeKernel.unwrap()(
+            q,
+            k,
+            1,
+            std::ptr::null(),
+            global.as_ptr(),
+            std::ptr::null(),
+            0,
+            std::ptr::null(),
+            std::ptr::null_mut(),
+        );
+        assert_eq!(r, CL_SUCCESS, "{}: enqueue {name} with {options}", cl.how);
+    }
+    let out = cl.read(q, b, 0, preset.len());
+    unsafe {
+        cl.clReleaseMemObject.unwrap()(a);
+        cl.clReleaseMemObject.unwrap()(b);
+        cl.clReleaseKernel.unwrap()(k);
+        cl.clReleaseProgram.unwrap()(p);
+        cl.clReleaseCommandQueue.unwrap()(q);
+        cl.clReleaseContext.unwrap()(c);
+    }
+    out.chunks(4)
+        .map(|b| i32::from_ne_bytes(b.try_into().unwrap()))
+        .collect()
+}
+
+/// Checks kernel `name` at -O0 and at the default level against `want`,
+/// which maps (all inputs, index) to the expected output.
+fn check(cl: &Cl, name: &str, initial: i32, want: impl Fn(&[i32], usize) -> i32) {
+    let input = inputs();
+    let expected: Vec<i32> = (0..N).map(|i| want(&input, i)).collect();
+    for options in ["", "-cl-opt-disable"] {
+        let got = run(cl, name, options, initial);
+        assert_eq!(got, expected, "{}: {name} with '{options}'", cl.how);
+    }
+}
+
+fn early_return(cl: &Cl) {
+    check(cl, "early_return", 0, |input, i| {
+        let x = input[i];
+        if x < 0 {
+            -1
+        } else if x % 3 == 0 {
+            3
+        } else {
+            x * 2
+        }
+    });
+}
+
+fn classify(x: i32) -> i32 {
+    if x < 0 {
+        -x
+    } else if x > 10 {
+        10
+    } else if x == 5 {
+        50
+    } else {
+        x + 1
+    }
+}
+
+fn helper_early_return(cl: &Cl) {
+    check(cl, "helper_early_return", 0, |input, i| {
+        classify(input[i]) + 3 * classify(input[i] - 5)
+    });
+}
+
+fn break_continue(cl: &Cl) {
+    check(cl, "break_continue", 0, |input, i| {
+        let x = input[i];
+        let mut s = 0;
+        for j in 0..(x & 15) + 4 {
+            if j % 3 == 0 {
+                continue;
+            }
+            if j * x > 50 {
+                break;
+            }
+            s += j;
+            if s == 7 {
+                s += 100;
+                continue;
+            }
+            s += 1;
+        }
+        s
+    });
+}
+
+fn nested_break(cl: &Cl) {
+    check(cl, "nested_break", 0, |input, i| {
+        let x = input[i];
+        for a in 0..8 {
+            for b in 0..8 {
+                if a * b + a == x {
+                    return a * 8 + b;
+                }
+                if b > a + 3 {
+                    break;
+                }
+            }
+        }
+        -1
+    });
+}
+
+fn nested_break_flag(cl: &Cl) {
+    check(cl, "nested_break_flag", 0, |input, i| {
+        let x = input[i];
+        let mut s = 0;
+        let mut stop = false;
+        let mut a = 0;
+        while a < 6 && !stop {
+            for b in 0..6 {
+                s += a ^ b;
+                if s > x {
+                    stop = true;
+                    break;
+                }
+                if (a + b) % 4 == 3 {
+                    continue;
+                }
+                s += 1;
+            }
+            a += 1;
+        }
+        s
+    });
+}
+
+fn switch_fallthrough(cl: &Cl) {
+    check(cl, "switch_fallthrough", 0, |input, i| match input[i] % 7 {
+        0 => 3,
+        1 => 2,
+        2 | 3 => 10,
+        5 => 1100,
+        _ => 1000,
+    });
+}
+
+fn return_in_loop(cl: &Cl) {
+    check(cl, "return_in_loop", 7, |input, i| {
+        let x = input[i];
+        for j in 1..20 {
+            let y = input[(i + j) % N];
+            if y == x + 1 {
+                return j as i32;
+            }
+            if y == x - 1 {
+                return 7;
+            }
+        }
+        -1
+    });
+}
+
+fn do_while(cl: &Cl) {
+    check(cl, "do_while", 0, |input, i| {
+        let mut x = input[i] + 100;
+        let mut c = 0;
+        loop {
+            x = x / 2 + (x & 1);
+            c += 1;
+            if !(x > 1 && c < 50) {
+                break;
+            }
+        }
+        c * 1000 + x
+    });
+}
+
+fn and_or_condition(cl: &Cl) {
+    check(cl, "and_or_condition", 0, |input, i| {
+        let x = input[i];
+        let (mut s, mut j) = (0, 0);
+        while (j < 10 && s < 100) || j < 3 {
+            s += x + j;
+            j += 1;
+        }
+        s * 100 + j
+    });
+}
+
+fn step(v: i32) -> i32 {
+    if v & 1 != 0 { 3 * v + 1 } else { v / 2 }
+}
+
+fn helper_twice_in_loop(cl: &Cl) {
+    check(cl, "helper_twice_in_loop", 0, |input, i| {
+        let mut v = input[i] + 50;
+        for k in 0..12 {
+            v = if k & 1 != 0 { step(v) } else { step(v + k) };
+        }
+        v
+    });
+}
+
+fn kernel_call_kernel_function(cl: &Cl) {
+    check(cl, "kernel_call_kernel_function", 0, |input, i| {
+        let mut out = input[i].wrapping_mul(input[i]).wrapping_mul(input[i]);
+        let w = (i % 8) as i32;
+        if w == 0 {
+            out = 0;
+        }
+        out += input.iter().take(w as usize).sum::<i32>();
+        out
+    });
+}

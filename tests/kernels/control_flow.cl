@@ -1,0 +1,182 @@
+// Control-flow shapes the structurizer must handle. Every kernel takes
+// (in, out, n) and writes out[i] from in[i] (and, for some, other inputs).
+
+kernel void early_return(global const int *in, global int *out, int n) {
+    int i = get_global_id(0);
+    int x = in[i];
+    out[i] = -1;
+    if (x < 0)
+        return;
+    if (x % 3 == 0) {
+        out[i] = 3;
+        return;
+    }
+    out[i] = x * 2;
+}
+
+static int classify(int x) {
+    if (x < 0)
+        return -x;
+    if (x > 10)
+        return 10;
+    if (x == 5)
+        return 50;
+    return x + 1;
+}
+
+kernel void helper_early_return(global const int *in, global int *out, int n) {
+    int i = get_global_id(0);
+    out[i] = classify(in[i]) + 3 * classify(in[i] - 5);
+}
+
+kernel void break_continue(global const int *in, global int *out, int n) {
+    int i = get_global_id(0);
+    int x = in[i];
+    int s = 0;
+    for (int j = 0; j < (x & 15) + 4; j++) {
+        if (j % 3 == 0)
+            continue;
+        if (j * x > 50)
+            break;
+        s += j;
+        if (s == 7) {
+            s += 100;
+            continue;
+        }
+        s += 1;
+    }
+    out[i] = s;
+}
+
+kernel void nested_break(global const int *in, global int *out, int n) {
+    int i = get_global_id(0);
+    int x = in[i];
+    int found = -1;
+    for (int a = 0; a < 8; a++) {
+        for (int b = 0; b < 8; b++) {
+            if (a * b + a == x) {
+                found = a * 8 + b;
+                goto done;
+            }
+            if (b > a + 3)
+                break;
+        }
+    }
+done:
+    out[i] = found;
+}
+
+kernel void nested_break_flag(global const int *in, global int *out, int n) {
+    int i = get_global_id(0);
+    int x = in[i];
+    int s = 0;
+    bool stop = false;
+    for (int a = 0; a < 6 && !stop; a++) {
+        for (int b = 0; b < 6; b++) {
+            s += a ^ b;
+            if (s > x) {
+                stop = true;
+                break;
+            }
+            if ((a + b) % 4 == 3)
+                continue;
+            s += 1;
+        }
+    }
+    out[i] = s;
+}
+
+kernel void switch_fallthrough(global const int *in, global int *out, int n) {
+    int i = get_global_id(0);
+    int x = in[i];
+    int s = 0;
+    switch (x % 7) {
+    case 0:
+        s += 1;
+    case 1:
+        s += 2;
+        break;
+    case 2:
+    case 3:
+        s += 10;
+        break;
+    case 5:
+        s += 100;
+    default:
+        s += 1000;
+    }
+    out[i] = s;
+}
+
+kernel void return_in_loop(global const int *in, global int *out, int n) {
+    int i = get_global_id(0);
+    int x = in[i];
+    for (int j = 1; j < 20; j++) {
+        if (in[(i + j) % n] == x + 1) {
+            out[i] = j;
+            return;
+        }
+        if (in[(i + j) % n] == x - 1)
+            return;
+    }
+    out[i] = -1;
+}
+
+kernel void do_while(global const int *in, global int *out, int n) {
+    int i = get_global_id(0);
+    int x = in[i] + 100;
+    int c = 0;
+    do {
+        x = x / 2 + (x & 1);
+        c++;
+    } while (x > 1 && c < 50);
+    out[i] = c * 1000 + x;
+}
+
+kernel void and_or_condition(global const int *in, global int *out, int n) {
+    int i = get_global_id(0);
+    int x = in[i];
+    int s = 0;
+    int j = 0;
+    while ((j < 10 && s < 100) || j < 3) {
+        s += x + j;
+        j++;
+    }
+    out[i] = s * 100 + j;
+}
+
+static int step(int v) {
+    if (v & 1)
+        return 3 * v + 1;
+    return v / 2;
+}
+
+kernel void helper_twice_in_loop(global const int *in, global int *out, int n) {
+    int i = get_global_id(0);
+    int v = in[i] + 50;
+    for (int k = 0; k < 12; k++) {
+        if (k & 1)
+            v = step(v);
+        else
+            v = step(v + k);
+    }
+    out[i] = v;
+}
+
+// The OpenCL-CTS shape: a kernel calling another kernel function.
+kernel void test_kernel_to_call(global int *output, global const int *input, int where) {
+    int b;
+    if (where == 0)
+        output[get_global_id(0)] = 0;
+    for (b = 0; b < where; b++)
+        output[get_global_id(0)] += input[b];
+}
+
+kernel void kernel_call_kernel_function(global const int *in, global int *out, int n) {
+    int tid = get_global_id(0);
+    int a;
+    out[tid] = 1;
+    for (a = 0; a < 3; a++)
+        out[tid] = out[tid] * in[tid];
+    test_kernel_to_call(out, in, tid % 8);
+}
