@@ -1204,3 +1204,167 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rspirv::binary::Assemble;
+    use rspirv::dr::Builder;
+    use rspirv::spirv::{
+        AddressingModel, Capability, ExecutionModel, FunctionControl, MemoryModel,
+    };
+
+    /// How a test block ends: indices are blocks of the same function.
+    enum End {
+        Br(usize),
+        If(usize, usize),
+        Switch(Vec<(u32, usize)>, usize),
+        Ret,
+    }
+
+    /// A compute shader whose one function has `blocks`, each computing
+    /// a value and, where given, using the value of another block (the
+    /// use must be valid SSA in the input).
+    fn shader(blocks: &[(End, Option<usize>)]) -> rspirv::dr::Module {
+        let mut b = Builder::new();
+        b.set_version(1, 5);
+        b.capability(Capability::Shader);
+        b.memory_model(AddressingModel::Logical, MemoryModel::GLSL450);
+        let void = b.type_void();
+        let boolean = b.type_bool();
+        let uint = b.type_int(32, 0);
+        let one = b.constant_bit32(uint, 1);
+        let fn_ty = b.type_function(void, vec![]);
+        let conds: Vec<Word> = blocks
+            .iter()
+            .map(|_| b.spec_constant_true(boolean))
+            .collect();
+        let selector = b.spec_constant_bit32(uint, 0);
+        let labels: Vec<Word> = blocks.iter().map(|_| b.id()).collect();
+        let values: Vec<Word> = blocks.iter().map(|_| b.id()).collect();
+        let f = b
+            .begin_function(void, None, FunctionControl::NONE, fn_ty)
+            .unwrap();
+        for (i, (end, uses)) in blocks.iter().enumerate() {
+            b.begin_block(Some(labels[i])).unwrap();
+            let operand = uses.map_or(one, |u| values[u]);
+            b.i_add(uint, Some(values[i]), one, operand).unwrap();
+            match end {
+                End::Br(t) => b.branch(labels[*t]).unwrap(),
+                End::If(t, e) => b
+                    .branch_conditional(conds[i], labels[*t], labels[*e], [])
+                    .unwrap(),
+                End::Switch(cases, default) => b
+                    .switch(
+                        selector,
+                        labels[*default],
+                        cases
+                            .iter()
+                            .map(|&(v, t)| (Operand::LiteralBit32(v), labels[t])),
+                    )
+                    .unwrap(),
+                End::Ret => b.ret().unwrap(),
+            }
+        }
+        b.end_function().unwrap();
+        b.entry_point(ExecutionModel::GLCompute, f, "main", []);
+        b.execution_mode(f, rspirv::spirv::ExecutionMode::LocalSize, [1, 1, 1]);
+        b.module()
+    }
+
+    /// Structures the shader and checks the result with spirv-val.
+    fn structured(blocks: &[(End, Option<usize>)]) -> Result<rspirv::dr::Module, String> {
+        let mut ctx = Ctx::new(shader(blocks));
+        run(&mut ctx)?;
+        crate::compiler::link::validate_vulkan(&ctx.module.assemble())?;
+        Ok(ctx.module)
+    }
+
+    fn count(m: &rspirv::dr::Module, op: Op) -> usize {
+        m.functions[0]
+            .blocks
+            .iter()
+            .flat_map(|b| &b.instructions)
+            .filter(|i| i.class.opcode == op)
+            .count()
+    }
+
+    #[test]
+    fn early_returns_meet_at_one_return() {
+        use End::*;
+        let m = structured(&[
+            (If(1, 2), None),
+            (Ret, None),
+            (If(3, 4), None),
+            (Ret, Some(2)),
+            (Ret, Some(0)),
+        ])
+        .unwrap();
+        assert_eq!(count(&m, Op::Return), 1);
+        assert_eq!(count(&m, Op::SelectionMerge), 2);
+    }
+
+    #[test]
+    fn loop_with_breaks_continues_and_a_return() {
+        use End::*;
+        // 1: header; 2 breaks to 5 or goes on; 3 continues or returns;
+        // 4 continues; 5 uses a value from the body.
+        let m = structured(&[
+            (Br(1), None),
+            (If(2, 6), None),
+            (If(5, 3), None),
+            (If(1, 7), Some(2)),
+            (Br(1), None),
+            (Ret, Some(2)),
+            (Ret, None),
+            (If(4, 6), Some(3)),
+        ])
+        .unwrap();
+        assert_eq!(count(&m, Op::LoopMerge), 1);
+        assert_eq!(count(&m, Op::Return), 1);
+    }
+
+    #[test]
+    fn break_out_of_nested_loops() {
+        use End::*;
+        // Outer loop 1..4, inner loop 2..3; 3 leaves both loops to 5.
+        let m = structured(&[
+            (Br(1), None),
+            (If(2, 5), None),
+            (If(3, 4), None),
+            (If(2, 5), Some(2)),
+            (Br(1), None),
+            (Ret, Some(1)),
+        ])
+        .unwrap();
+        assert_eq!(count(&m, Op::LoopMerge), 2);
+    }
+
+    #[test]
+    fn switch_with_fallthrough_and_shared_targets() {
+        use End::*;
+        let m = structured(&[
+            (Switch(vec![(0, 1), (1, 2), (2, 3), (3, 3)], 4), None),
+            (Br(2), None),
+            (Br(5), None),
+            (Br(5), None),
+            (Br(5), None),
+            (Ret, None),
+        ])
+        .unwrap();
+        assert_eq!(count(&m, Op::Switch), 0);
+    }
+
+    #[test]
+    fn irreducible_flow_is_reported() {
+        use End::*;
+        let e = structured(&[
+            (If(1, 2), None),
+            (If(2, 3), None),
+            (Br(1), None),
+            (Ret, None),
+        ])
+        .unwrap_err();
+        assert!(e.contains("irreducible"), "{e}");
+    }
+}
