@@ -24,6 +24,10 @@ both_ways!(
     and_or_condition,
     helper_twice_in_loop,
     kernel_call_kernel_function,
+    switch_in_loop,
+    return_from_three_loops,
+    uniform_barrier_loop,
+    infinite_loop_with_exits,
 );
 
 const N: usize = 96;
@@ -83,14 +87,14 @@ fn run(cl: &Cl, name: &str, options: &str, initial: i32) -> Vec<i32> {
             set(k, 2, size_of::<i32>(), (&n as *const i32).cast()),
             CL_SUCCESS
         );
-        let global = [N];
+        let (global, local) = ([N], [32usize]);
         let r = cl.clEnqueueNDRangeKernel.unwrap()(
             q,
             k,
             1,
             std::ptr::null(),
             global.as_ptr(),
-            std::ptr::null(),
+            local.as_ptr(),
             0,
             std::ptr::null(),
             std::ptr::null_mut(),
@@ -292,5 +296,84 @@ fn kernel_call_kernel_function(cl: &Cl) {
         }
         out += input.iter().take(w as usize).sum::<i32>();
         out
+    });
+}
+
+fn switch_in_loop(cl: &Cl) {
+    check(cl, "switch_in_loop", 0, |input, i| {
+        let x = input[i];
+        let mut s = 0;
+        for j in 0..16 {
+            match (x + j) % 5 {
+                0 => {
+                    s += 1;
+                    continue;
+                }
+                1 => s = s * 2 + 3,
+                2 => s += 3,
+                -3 => {
+                    if s > 40 {
+                        return s;
+                    }
+                    s -= 1;
+                }
+                _ => s ^= j,
+            }
+            s += 1;
+        }
+        s
+    });
+}
+
+fn return_from_three_loops(cl: &Cl) {
+    check(cl, "return_from_three_loops", 0, |input, i| {
+        let x = input[i];
+        'a: for a in 0..4 {
+            for b in 0..4 {
+                for c in 0..4 {
+                    if a * 16 + b * 4 + c == x + 20 {
+                        return a * 100 + b * 10 + c;
+                    }
+                    if c > b {
+                        break;
+                    }
+                    if b > a + 1 {
+                        break 'a;
+                    }
+                }
+            }
+        }
+        -x
+    });
+}
+
+fn uniform_barrier_loop(cl: &Cl) {
+    // One work-group of N items reading its neighbours through __local.
+    check(cl, "uniform_barrier_loop", 0, |input, i| {
+        let (g, l) = (i / 32 * 32, i % 32);
+        let mut s = 0;
+        for k in 0..4 {
+            if k == 2 {
+                continue;
+            }
+            s += input[(g + (l + 1) % 32 + k) % N];
+        }
+        s
+    });
+}
+
+fn infinite_loop_with_exits(cl: &Cl) {
+    check(cl, "infinite_loop_with_exits", 0, |input, i| {
+        let x = input[i];
+        let mut j = 0;
+        loop {
+            j += 1;
+            if j * j > x + 30 {
+                return j;
+            }
+            if j == 3 && x > 10 {
+                return 1000 + x;
+            }
+        }
     });
 }

@@ -180,3 +180,84 @@ kernel void kernel_call_kernel_function(global const int *in, global int *out, i
         out[tid] = out[tid] * in[tid];
     test_kernel_to_call(out, in, tid % 8);
 }
+
+kernel void switch_in_loop(global const int *in, global int *out, int n) {
+    int i = get_global_id(0);
+    int x = in[i];
+    int s = 0;
+    for (int j = 0; j < 16; j++) {
+        switch ((x + j) % 5) {
+        case 0:
+            s += 1;
+            continue;
+        case 1:
+            s *= 2;
+        case 2:
+            s += 3;
+            break;
+        case -3:
+            if (s > 40)
+                goto out;
+            s -= 1;
+            break;
+        default:
+            s ^= j;
+        }
+        s += 1;
+    }
+out:
+    out[i] = s;
+}
+
+kernel void return_from_three_loops(global const int *in, global int *out, int n) {
+    int i = get_global_id(0);
+    int x = in[i];
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 4; b++)
+            for (int c = 0; c < 4; c++) {
+                if (a * 16 + b * 4 + c == x + 20) {
+                    out[i] = a * 100 + b * 10 + c;
+                    return;
+                }
+                if (c > b)
+                    break;
+                if (b > a + 1)
+                    goto next_a;
+            }
+next_a:
+    out[i] = -x;
+}
+
+kernel void uniform_barrier_loop(global const int *in, global int *out, int n) {
+    local int tile[32];
+    int i = get_global_id(0);
+    int l = get_local_id(0);
+    int s = 0;
+    for (int k = 0; k < 4; k++) {
+        tile[l] = in[(i + k) % n];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (k == 2) {
+            barrier(CLK_LOCAL_MEM_FENCE);
+            continue;
+        }
+        s += tile[(l + 1) % 32];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    out[i] = s;
+}
+
+kernel void infinite_loop_with_exits(global const int *in, global int *out, int n) {
+    int i = get_global_id(0);
+    int x = in[i];
+    int j = 0;
+    while (1) {
+        j++;
+        if (j * j > x + 30)
+            break;
+        if (j == 3 && x > 10) {
+            out[i] = 1000 + x;
+            return;
+        }
+    }
+    out[i] = j;
+}
