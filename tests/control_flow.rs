@@ -28,6 +28,7 @@ both_ways!(
     return_from_three_loops,
     uniform_barrier_loop,
     infinite_loop_with_exits,
+    backward_gotos,
 );
 
 const N: usize = 96;
@@ -290,11 +291,13 @@ fn helper_twice_in_loop(cl: &Cl) {
 fn kernel_call_kernel_function(cl: &Cl) {
     check(cl, "kernel_call_kernel_function", 0, |input, i| {
         let mut out = input[i].wrapping_mul(input[i]).wrapping_mul(input[i]);
-        let w = (i % 8) as i32;
-        if w == 0 {
-            out = 0;
+        let w = i % 8;
+        for _ in 0..2 {
+            if w == 0 {
+                out = 0;
+            }
+            out += input.iter().take(w).sum::<i32>();
         }
-        out += input.iter().take(w as usize).sum::<i32>();
         out
     });
 }
@@ -374,6 +377,32 @@ fn infinite_loop_with_exits(cl: &Cl) {
             if j == 3 && x > 10 {
                 return 1000 + x;
             }
+        }
+    });
+}
+
+fn backward_gotos(cl: &Cl) {
+    check(cl, "backward_gotos", 0, |input, i| {
+        let (mut x, mut s) = (input[i], 0);
+        loop {
+            s += x;
+            if s < 0 {
+                x += 3;
+                continue;
+            }
+            if s > 100 {
+                return s;
+            }
+            if s & 3 == 1 {
+                s += 7;
+            } else {
+                s *= 2;
+            }
+            if s < 50 {
+                s += 11;
+                continue;
+            }
+            return s;
         }
     });
 }

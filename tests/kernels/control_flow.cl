@@ -178,7 +178,8 @@ kernel void kernel_call_kernel_function(global const int *in, global int *out, i
     out[tid] = 1;
     for (a = 0; a < 3; a++)
         out[tid] = out[tid] * in[tid];
-    test_kernel_to_call(out, in, tid % 8);
+    for (a = 0; a < 2; a++)
+        test_kernel_to_call(out, in, tid % 8);
 }
 
 kernel void switch_in_loop(global const int *in, global int *out, int n) {
@@ -260,4 +261,29 @@ kernel void infinite_loop_with_exits(global const int *in, global int *out, int 
         }
     }
     out[i] = j;
+}
+
+kernel void backward_gotos(global const int *in, global int *out, int n) {
+    int i = get_global_id(0);
+    int x = in[i], s = 0;
+again:
+    s += x;
+    if (s < 0) {
+        x += 3;
+        goto again;
+    }
+    if (s > 100)
+        goto big;
+    if ((s & 3) == 1) {
+        s += 7;
+        goto again2;
+    }
+    s *= 2;
+again2:
+    if (s < 50) {
+        s += 11;
+        goto again;
+    }
+big:
+    out[i] = s;
 }
