@@ -718,12 +718,13 @@ fn canonical_loops(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
         let latches: HashSet<usize> = all.iter().flat_map(|l| l.latches.clone()).collect();
         let mut fixed = false;
         for l in &all {
-            let exits: Vec<(usize, usize)> = l
+            let mut exits: Vec<(usize, usize)> = l
                 .body
                 .iter()
                 .flat_map(|&b| cfg.succ[b].iter().map(move |&s| (b, s)))
                 .filter(|(_, s)| !l.body.contains(s))
                 .collect();
+            exits.sort_unstable();
             let mut targets: Vec<usize> = exits.iter().map(|e| e.1).collect();
             targets.sort();
             targets.dedup();
@@ -814,8 +815,6 @@ struct Walk {
     /// Per loop header: (merge, latch, body).
     loops: HashMap<usize, (usize, usize, HashSet<usize>)>,
     merges: HashMap<usize, Merge>,
-    /// Merge blocks no path reaches (all paths break out).
-    unreachable: Vec<usize>,
     visited: HashSet<usize>,
     budget: usize,
 }
@@ -928,7 +927,10 @@ impl Walk {
             }
             let mut cont: Vec<usize> = Vec::new();
             let mut edges = Vec::new();
-            for &x in owned.iter().chain([&cur]) {
+            // In block order, so that the output does not vary from run to run.
+            let mut sources: Vec<usize> = owned.iter().copied().chain([cur]).collect();
+            sources.sort_unstable();
+            for &x in &sources {
                 for &y in &self.cfg.succ[x] {
                     if owned.contains(&y) || lp.is_some_and(|l| y == l.header || y == l.merge) {
                         continue;
@@ -943,18 +945,10 @@ impl Walk {
                 }
             }
             let merge = match cont.as_slice() {
-                [] => {
-                    let l = ctx.fresh();
-                    let mut blk = new_block(l);
-                    blk.instructions
-                        .push(Instruction::new(Op::Unreachable, None, None, vec![]));
-                    let f = &mut ctx.module.functions[self.fi];
-                    f.blocks.push(blk);
-                    let n = f.blocks.len() - 1;
-                    self.unreachable.push(n);
-                    self.refresh(ctx)?;
-                    n
-                }
+                // Every block of a loop body leads to its latch, and every
+                // block of a function to its return: never met with a
+                // CFG that passed the loop checks.
+                [] => return Err("a branch whose paths never meet again".into()),
                 [c] if Some(*c) != end
                     && lp.is_none_or(|l| *c != l.latch)
                     && self.cfg.dominates(cur, *c)
@@ -980,9 +974,6 @@ impl Walk {
             self.merges.insert(cur, Merge::Selection(merge));
             for s in roots {
                 self.region(ctx, s, Some(merge), lp)?;
-            }
-            if self.unreachable.contains(&merge) {
-                return Ok(());
             }
             cur = merge;
         }
@@ -1118,7 +1109,6 @@ fn structure(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
         cfg: Cfg::new(&ctx.module.functions[fi]),
         loops: HashMap::new(),
         merges: HashMap::new(),
-        unreachable: Vec::new(),
         visited: HashSet::new(),
         budget: 64 * n + 256,
     };
@@ -1162,15 +1152,10 @@ fn structure(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
         let at = block.len() - 1;
         block.insert(at, ins);
     }
-    // Blocks in reverse post-order (dominators first), then the merge
-    // blocks no path reaches; other unreachable blocks are dropped.
+    // Blocks in reverse post-order (dominators first); blocks no path
+    // reaches are dropped.
     let cfg = Cfg::new(f);
-    let kept: HashSet<Word> = cfg
-        .order
-        .iter()
-        .chain(&walk.unreachable)
-        .map(|&b| label(f, b))
-        .collect();
+    let kept: HashSet<Word> = cfg.order.iter().map(|&b| label(f, b)).collect();
     let mut blocks: Vec<Option<Block>> = std::mem::take(&mut f.blocks)
         .into_iter()
         .map(Some)
@@ -1178,7 +1163,6 @@ fn structure(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
     f.blocks = cfg
         .order
         .iter()
-        .chain(&walk.unreachable)
         .map(|&b| blocks[b].take().expect("each once"))
         .collect();
     for blk in &mut f.blocks {
