@@ -29,6 +29,7 @@ both_ways!(
     uniform_barrier_loop,
     infinite_loop_with_exits,
     backward_gotos,
+    jump_into_loop,
 );
 
 const N: usize = 96;
@@ -41,6 +42,12 @@ fn inputs() -> Vec<i32> {
 /// Builds `name` from control_flow.cl with `options`, runs it over the
 /// inputs with `out` preset to `initial`, and returns `out`.
 fn run(cl: &Cl, name: &str, options: &str, initial: i32) -> Vec<i32> {
+    try_run(cl, name, options, initial)
+        .unwrap_or_else(|e| panic!("{}: enqueue {name} with '{options}': {e}", cl.how))
+}
+
+/// Like `run`, with the enqueue's error code instead of a panic.
+fn try_run(cl: &Cl, name: &str, options: &str, initial: i32) -> Result<Vec<i32>, cl_int> {
     let c = cl.context();
     let q = cl.queue(c, 0);
     let src = CString::new(include_str!("kernels/control_flow.cl")).unwrap();
@@ -74,7 +81,7 @@ fn run(cl: &Cl, name: &str, options: &str, initial: i32) -> Vec<i32> {
     let a = cl.buffer(c, flags, input.len(), input.as_ptr() as *mut c_void);
     let b = cl.buffer(c, flags, preset.len(), preset.as_ptr() as *mut c_void);
     let n = N as i32;
-    unsafe {
+    let enqueued = unsafe {
         let set = cl.clSetKernelArg.unwrap();
         assert_eq!(
             set(k, 0, size_of::<cl_mem>(), (&a as *const cl_mem).cast()),
@@ -100,9 +107,9 @@ fn run(cl: &Cl, name: &str, options: &str, initial: i32) -> Vec<i32> {
             std::ptr::null(),
             std::ptr::null_mut(),
         );
-        assert_eq!(r, CL_SUCCESS, "{}: enqueue {name} with {options}", cl.how);
-    }
-    let out = cl.read(q, b, 0, preset.len());
+        r
+    };
+    let out = (enqueued == CL_SUCCESS).then(|| cl.read(q, b, 0, preset.len()));
     unsafe {
         cl.clReleaseMemObject.unwrap()(a);
         cl.clReleaseMemObject.unwrap()(b);
@@ -111,9 +118,13 @@ fn run(cl: &Cl, name: &str, options: &str, initial: i32) -> Vec<i32> {
         cl.clReleaseCommandQueue.unwrap()(q);
         cl.clReleaseContext.unwrap()(c);
     }
-    out.chunks(4)
-        .map(|b| i32::from_ne_bytes(b.try_into().unwrap()))
-        .collect()
+    match out {
+        Some(out) => Ok(out
+            .chunks(4)
+            .map(|b| i32::from_ne_bytes(b.try_into().unwrap()))
+            .collect()),
+        None => Err(enqueued),
+    }
 }
 
 /// Checks kernel `name` at -O0 and at the default level against `want`,
@@ -404,5 +415,23 @@ fn backward_gotos(cl: &Cl) {
             }
             return s;
         }
+    });
+}
+
+fn jump_into_loop(cl: &Cl) {
+    check(cl, "jump_into_loop", 0, |input, i| {
+        let (x, mut s) = (input[i] & 7, 0);
+        let mut inside = input[i] & 8 != 0;
+        while inside || s < 100 {
+            if !inside {
+                s += 3;
+            }
+            inside = false;
+            s += x;
+            if s == 42 {
+                break;
+            }
+        }
+        s
     });
 }

@@ -287,3 +287,19 @@ again2:
 big:
     out[i] = s;
 }
+
+// A jump into a loop: irreducible unless the optimiser copies code.
+kernel void jump_into_loop(global const int *in, global int *out, int n) {
+    int i = get_global_id(0);
+    int x = in[i] & 7, s = 0;
+    if (in[i] & 8)
+        goto inside;
+    while (s < 100) {
+        s += 3;
+    inside:
+        s += x;
+        if (s == 42)
+            break;
+    }
+    out[i] = s;
+}

@@ -1,22 +1,26 @@
 //! Pass 3b: structured control flow. Vulkan requires every conditional
 //! branch and loop to declare its merge (OpSelectionMerge, OpLoopMerge) and
-//! constructs to nest; OpenCL SPIR-V has no merges and any reducible CFG
-//! that clang produces (early returns, break/continue from nested ifs,
-//! breaks out of several loops, switch fallthrough, returns in loops).
+//! constructs to nest. OpenCL SPIR-V has no merges and whatever CFG clang
+//! produces: early returns, break/continue from nested ifs, breaks out of
+//! several loops, switch fallthrough, returns in loops, gotos.
 //!
-//! Takes in: functions with a reducible CFG (after inlining, the kernel).
+//! Takes in: functions (after inlining, the kernel) with any CFG whose
+//! loops exit somewhere.
 //! Guarantees: every function is structured for Vulkan (each loop has one
 //! back edge, one merge, a header that branches only into the loop or to
 //! its merge; each selection has a merge its header dominates, which no
 //! other construct uses), its blocks are in dominance order, and SSA
-//! still holds. An irreducible CFG fails the pass with a message.
+//! still holds. A loop that never exits fails the pass with a message.
 //!
 //! The algorithm (after Bahmann et al., "Perfect Reconstructability of
 //! Control Flow from Demand Dependence Graphs", adapted to natural loops):
 //! 1. Normalise: every OpSwitch becomes a chain of two-way branches (so
 //!    fallthrough is just a shared target), OpUnreachable becomes a
 //!    return, and all returns go to one return block.
-//! 2. Loops, innermost first: all exit edges are funnelled into one new
+//! 2. A cycle entered at several blocks (a goto into a loop) gets one
+//!    new entry block that takes every edge into those blocks and
+//!    dispatches on a selector, which makes it an ordinary loop.
+//!    Then loops, innermost first: all exit edges are funnelled into one new
 //!    merge block that remembers, in a selector phi, which edge was taken
 //!    and then dispatches to the original targets with a branch chain
 //!    (those branches become exits of the enclosing loop, handled next);
@@ -249,6 +253,44 @@ fn loops(cfg: &Cfg) -> Result<Vec<Loop>, String> {
     }
     out.sort_by_key(|l| l.body.len());
     Ok(out)
+}
+
+/// The entries of a cycle that has more than one (a loop that code jumps
+/// into), if the CFG has such a cycle.
+fn irreducible_entries(cfg: &Cfg) -> Option<Vec<usize>> {
+    let mut rpo_index = vec![usize::MAX; cfg.succ.len()];
+    for (i, &b) in cfg.order.iter().enumerate() {
+        rpo_index[b] = i;
+    }
+    let (p, h) = cfg.order.iter().find_map(|&p| {
+        cfg.succ[p]
+            .iter()
+            .find(|&&h| rpo_index[h] <= rpo_index[p] && !cfg.dominates(h, p))
+            .map(|&h| (p, h))
+    })?;
+    // The blocks on a cycle through the retreating edge p -> h.
+    let walk = |from: usize, next: &dyn Fn(usize) -> Vec<usize>| {
+        let mut seen = HashSet::from([from]);
+        let mut todo = vec![from];
+        while let Some(b) = todo.pop() {
+            for n in next(b) {
+                if seen.insert(n) {
+                    todo.push(n);
+                }
+            }
+        }
+        seen
+    };
+    let forward = walk(h, &|b| cfg.succ[b].clone());
+    let backward = walk(p, &|b| cfg.preds[b].clone());
+    let cycle: HashSet<usize> = forward.intersection(&backward).copied().collect();
+    let mut entries: Vec<usize> = cycle
+        .iter()
+        .copied()
+        .filter(|&b| cfg.preds[b].iter().any(|q| !cycle.contains(q)))
+        .collect();
+    entries.sort_unstable();
+    (entries.len() > 1).then_some(entries)
 }
 
 fn label(f: &rspirv::dr::Function, b: usize) -> Word {
@@ -713,6 +755,18 @@ fn canonical_loops(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
     for _ in 0..limit {
         let f = &ctx.module.functions[fi];
         let cfg = Cfg::new(f);
+        if let Some(entries) = irreducible_entries(&cfg) {
+            // One new block takes every edge into the cycle and dispatches
+            // to the entry it was meant for: that block is then the only
+            // entry, the header of an ordinary loop.
+            let mut edges: Vec<(usize, usize)> = entries
+                .iter()
+                .flat_map(|&e| cfg.preds[e].iter().map(move |&p| (p, e)))
+                .collect();
+            edges.sort_unstable();
+            funnel(ctx, fi, &edges)?;
+            continue;
+        }
         let all = loops(&cfg)?;
         let headers: HashSet<usize> = all.iter().map(|l| l.header).collect();
         let latches: HashSet<usize> = all.iter().flat_map(|l| l.latches.clone()).collect();
@@ -1340,15 +1394,16 @@ mod tests {
     }
 
     #[test]
-    fn irreducible_flow_is_reported() {
+    fn jumps_into_a_loop_get_one_entry() {
         use End::*;
-        let e = structured(&[
+        // The cycle 1 <-> 2 is entered at both blocks.
+        let m = structured(&[
             (If(1, 2), None),
             (If(2, 3), None),
-            (Br(1), None),
+            (Br(1), Some(0)),
             (Ret, None),
         ])
-        .unwrap_err();
-        assert!(e.contains("irreducible"), "{e}");
+        .unwrap();
+        assert_eq!(count(&m, Op::LoopMerge), 1);
     }
 }
