@@ -42,12 +42,6 @@ fn inputs() -> Vec<i32> {
 /// Builds `name` from control_flow.cl with `options`, runs it over the
 /// inputs with `out` preset to `initial`, and returns `out`.
 fn run(cl: &Cl, name: &str, options: &str, initial: i32) -> Vec<i32> {
-    try_run(cl, name, options, initial)
-        .unwrap_or_else(|e| panic!("{}: enqueue {name} with '{options}': {e}", cl.how))
-}
-
-/// Like `run`, with the enqueue's error code instead of a panic.
-fn try_run(cl: &Cl, name: &str, options: &str, initial: i32) -> Result<Vec<i32>, cl_int> {
     let c = cl.context();
     let q = cl.queue(c, 0);
     let src = CString::new(include_str!("kernels/control_flow.cl")).unwrap();
@@ -96,7 +90,7 @@ fn try_run(cl: &Cl, name: &str, options: &str, initial: i32) -> Result<Vec<i32>,
             CL_SUCCESS
         );
         let (global, local) = ([N], [32usize]);
-        let r = cl.clEnqueueNDRangeKernel.unwrap()(
+        cl.clEnqueueNDRangeKernel.unwrap()(
             q,
             k,
             1,
@@ -106,10 +100,14 @@ fn try_run(cl: &Cl, name: &str, options: &str, initial: i32) -> Result<Vec<i32>,
             0,
             std::ptr::null(),
             std::ptr::null_mut(),
-        );
-        r
+        )
     };
-    let out = (enqueued == CL_SUCCESS).then(|| cl.read(q, b, 0, preset.len()));
+    assert_eq!(
+        enqueued, CL_SUCCESS,
+        "{}: enqueue {name} with '{options}'",
+        cl.how
+    );
+    let out = cl.read(q, b, 0, preset.len());
     unsafe {
         cl.clReleaseMemObject.unwrap()(a);
         cl.clReleaseMemObject.unwrap()(b);
@@ -118,13 +116,9 @@ fn try_run(cl: &Cl, name: &str, options: &str, initial: i32) -> Result<Vec<i32>,
         cl.clReleaseCommandQueue.unwrap()(q);
         cl.clReleaseContext.unwrap()(c);
     }
-    match out {
-        Some(out) => Ok(out
-            .chunks(4)
-            .map(|b| i32::from_ne_bytes(b.try_into().unwrap()))
-            .collect()),
-        None => Err(enqueued),
-    }
+    out.chunks(4)
+        .map(|b| i32::from_ne_bytes(b.try_into().unwrap()))
+        .collect()
 }
 
 /// Checks kernel `name` at -O0 and at the default level against `want`,
