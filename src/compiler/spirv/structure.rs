@@ -141,6 +141,12 @@ struct Cfg {
     preds: Vec<Vec<usize>>,
     order: Vec<usize>,
     idom: Vec<Option<usize>>,
+    /// Children in the dominator tree.
+    dominated: Vec<Vec<usize>>,
+    /// Entry and exit times of a walk of the dominator tree: `a`
+    /// dominates `b` when b's interval lies within a's.
+    enter: Vec<usize>,
+    exit: Vec<usize>,
 }
 
 impl Cfg {
@@ -183,11 +189,34 @@ impl Cfg {
             p.retain(|&b| reached[b]);
         }
         let idom = idoms(n, &preds, &order);
+        let mut dominated = vec![Vec::new(); n];
+        for &b in &order[1..] {
+            dominated[idom[b].expect("reachable")].push(b);
+        }
+        let (mut enter, mut exit) = (vec![usize::MAX; n], vec![0; n]);
+        let mut clock = 0;
+        let mut stack = vec![(order[0], 0usize)];
+        while let Some((b, i)) = stack.pop() {
+            if i == 0 {
+                enter[b] = clock;
+                clock += 1;
+            }
+            if let Some(&c) = dominated[b].get(i) {
+                stack.push((b, i + 1));
+                stack.push((c, 0));
+            } else {
+                exit[b] = clock;
+                clock += 1;
+            }
+        }
         Cfg {
             succ,
             preds,
             order,
             idom,
+            dominated,
+            enter,
+            exit,
         }
     }
 
@@ -195,16 +224,12 @@ impl Cfg {
         self.idom[b].is_some()
     }
 
-    fn dominates(&self, a: usize, mut b: usize) -> bool {
-        loop {
-            if a == b {
-                return true;
-            }
-            match self.idom[b] {
-                Some(p) if p != b => b = p,
-                _ => return false,
-            }
-        }
+    fn dominates(&self, a: usize, b: usize) -> bool {
+        a == b
+            || (self.reachable(a)
+                && self.reachable(b)
+                && self.enter[a] <= self.enter[b]
+                && self.exit[b] <= self.exit[a])
     }
 }
 
@@ -212,7 +237,30 @@ impl Cfg {
 struct Loop {
     header: usize,
     latches: Vec<usize>,
-    body: HashSet<usize>,
+    body: Blocks,
+}
+
+/// A set of blocks, by index.
+#[derive(Clone)]
+struct Blocks(Vec<bool>);
+
+impl Blocks {
+    fn contains(&self, b: &usize) -> bool {
+        self.0.get(*b).copied().unwrap_or(false)
+    }
+
+    /// Adds `b`; false if it was there.
+    fn insert(&mut self, b: usize) -> bool {
+        !std::mem::replace(&mut self.0[b], true)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0.iter().enumerate().filter(|x| *x.1).map(|x| x.0)
+    }
+
+    fn len(&self) -> usize {
+        self.0.iter().filter(|&&x| x).count()
+    }
 }
 
 /// The natural loops, innermost first. A back edge to a block that does
@@ -238,7 +286,8 @@ fn loops(cfg: &Cfg) -> Result<Vec<Loop>, String> {
         if latches.is_empty() {
             continue;
         }
-        let mut body: HashSet<usize> = HashSet::from([h]);
+        let mut body = Blocks(vec![false; cfg.succ.len()]);
+        body.insert(h);
         let mut todo = latches.clone();
         while let Some(b) = todo.pop() {
             if body.insert(b) {
@@ -251,7 +300,7 @@ fn loops(cfg: &Cfg) -> Result<Vec<Loop>, String> {
             body,
         });
     }
-    out.sort_by_key(|l| l.body.len());
+    out.sort_by_cached_key(|l| l.body.len());
     Ok(out)
 }
 
@@ -775,7 +824,7 @@ fn canonical_loops(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
             let mut exits: Vec<(usize, usize)> = l
                 .body
                 .iter()
-                .flat_map(|&b| cfg.succ[b].iter().map(move |&s| (b, s)))
+                .flat_map(|b| cfg.succ[b].iter().map(move |&s| (b, s)))
                 .filter(|(_, s)| !l.body.contains(s))
                 .collect();
             exits.sort_unstable();
@@ -867,7 +916,7 @@ struct Walk {
     fi: usize,
     cfg: Cfg,
     /// Per loop header: (merge, latch, body).
-    loops: HashMap<usize, (usize, usize, HashSet<usize>)>,
+    loops: HashMap<usize, (usize, usize, Blocks)>,
     merges: HashMap<usize, Merge>,
     visited: HashSet<usize>,
     budget: usize,
@@ -883,7 +932,7 @@ impl Walk {
             let merge = self.cfg.succ[l.header]
                 .iter()
                 .chain(&self.cfg.succ[latch])
-                .chain(l.body.iter().flat_map(|&b| &self.cfg.succ[b]))
+                .chain(l.body.iter().flat_map(|b| &self.cfg.succ[b]))
                 .copied()
                 .find(|s| !l.body.contains(s))
                 .ok_or("a loop that never exits")?;
@@ -953,7 +1002,7 @@ impl Walk {
             // A selection header.
             let in_scope = |cfg: &Cfg, loops: &HashMap<usize, _>, b: usize| match lp {
                 Some(l) => {
-                    let body: &(usize, usize, HashSet<usize>) = &loops[&l.header];
+                    let body: &(usize, usize, Blocks) = &loops[&l.header];
                     body.2.contains(&b) && b != l.header && b != l.latch
                 }
                 None => cfg.reachable(b),
@@ -969,12 +1018,13 @@ impl Walk {
                     && in_scope(&self.cfg, &self.loops, s)
                 {
                     roots.push(s);
-                    for b in 0..self.cfg.succ.len() {
-                        if self.cfg.dominates(s, b)
-                            && in_scope(&self.cfg, &self.loops, b)
-                            && end.is_none_or(|e| !self.cfg.dominates(e, b))
-                        {
+                    // The dominator subtree of s, short of the end and of
+                    // what lies outside the loop (and so below them too).
+                    let mut todo = vec![s];
+                    while let Some(b) = todo.pop() {
+                        if Some(b) != end && in_scope(&self.cfg, &self.loops, b) {
                             owned.insert(b);
+                            todo.extend(&self.cfg.dominated[b]);
                         }
                     }
                 }
