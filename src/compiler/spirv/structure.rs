@@ -14,7 +14,8 @@
 //!
 //! The algorithm (after Bahmann et al., "Perfect Reconstructability of
 //! Control Flow from Demand Dependence Graphs", adapted to natural loops):
-//! 1. Normalise: every OpSwitch becomes a chain of two-way branches (so
+//! 1. Normalise: merges the input declares are dropped (SPIR-V IL may
+//!    have some; they are found again), every OpSwitch becomes a chain of two-way branches (so
 //!    fallthrough is just a shared target), OpUnreachable becomes a
 //!    return, and all returns go to one return block.
 //! 2. A cycle entered at several blocks (a goto into a loop) gets one
@@ -442,6 +443,11 @@ fn int_constant(ctx: &mut Ctx, ty: Word, value: &Operand) -> Word {
 /// Step 1: switches become branch chains, unreachable becomes return,
 /// and every function returns from one block.
 fn normalise(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
+    // Merges an IL program may already declare are found again below.
+    for b in &mut ctx.module.functions[fi].blocks {
+        b.instructions
+            .retain(|i| !matches!(i.class.opcode, Op::LoopMerge | Op::SelectionMerge));
+    }
     let bool_ty = bool_type(ctx);
     let mut b = 0;
     while b < ctx.module.functions[fi].blocks.len() {
@@ -1306,6 +1312,8 @@ mod tests {
     enum End {
         Br(usize),
         If(usize, usize),
+        /// A branch that already declares its merge (as IL programs may).
+        IfMerged(usize, usize, usize),
         Switch(Vec<(u32, usize)>, usize),
         Ret,
     }
@@ -1342,6 +1350,12 @@ mod tests {
                 End::If(t, e) => b
                     .branch_conditional(conds[i], labels[*t], labels[*e], [])
                     .unwrap(),
+                End::IfMerged(t, e, m) => {
+                    b.selection_merge(labels[*m], SelectionControl::NONE)
+                        .unwrap();
+                    b.branch_conditional(conds[i], labels[*t], labels[*e], [])
+                        .unwrap()
+                }
                 End::Switch(cases, default) => b
                     .switch(
                         selector,
@@ -1441,6 +1455,13 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(count(&m, Op::Switch), 0);
+    }
+
+    #[test]
+    fn merges_already_declared_are_kept_valid() {
+        use End::*;
+        let m = structured(&[(IfMerged(1, 2, 2), None), (Br(2), None), (Ret, None)]).unwrap();
+        assert_eq!(count(&m, Op::SelectionMerge), 1);
     }
 
     #[test]
