@@ -30,6 +30,7 @@ both_ways!(
     infinite_loop_with_exits,
     backward_gotos,
     jump_into_loop,
+    switch_shared_targets,
 );
 
 const N: usize = 96;
@@ -427,5 +428,18 @@ fn jump_into_loop(cl: &Cl) {
             }
         }
         s
+    });
+}
+
+fn switch_shared_targets(cl: &Cl) {
+    check(cl, "switch_shared_targets", 0, |input, i| {
+        let x = input[i];
+        let y = match x {
+            1 | 2 | 9 => 5,
+            3 => x * 7,
+            -4 => -1,
+            _ => 0,
+        };
+        y + x
     });
 }

@@ -303,3 +303,27 @@ kernel void jump_into_loop(global const int *in, global int *out, int n) {
     }
     out[i] = s;
 }
+
+// Several cases reaching the same block, whose phi then has one entry per
+// case edge of the switch.
+kernel void switch_shared_targets(global const int *in, global int *out, int n) {
+    int i = get_global_id(0);
+    int x = in[i];
+    int y;
+    switch (x) {
+    case 1:
+    case 2:
+    case 9:
+        y = 5;
+        break;
+    case 3:
+        y = x * 7;
+        break;
+    case -4:
+        y = -1;
+        break;
+    default:
+        y = 0;
+    }
+    out[i] = y + x;
+}
