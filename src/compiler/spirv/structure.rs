@@ -153,19 +153,23 @@ struct Cfg {
 impl Cfg {
     fn new(f: &rspirv::dr::Function) -> Cfg {
         let n = f.blocks.len();
-        let index: HashMap<Word, usize> = f
-            .blocks
-            .iter()
-            .enumerate()
-            .filter_map(|(i, b)| Some((b.label_id()?, i)))
-            .collect();
+        // Block index by label id (a table: this runs after every edit).
+        let labels: Vec<Option<Word>> = f.blocks.iter().map(|b| b.label_id()).collect();
+        let bound = labels.iter().flatten().max().map_or(0, |&m| m as usize + 1);
+        let mut index = vec![usize::MAX; bound];
+        for (i, l) in labels.iter().enumerate() {
+            if let Some(l) = l {
+                index[*l as usize] = i;
+            }
+        }
         let succ: Vec<Vec<usize>> = f
             .blocks
             .iter()
             .map(|b| {
                 let mut s: Vec<usize> = Vec::new();
                 for t in b.instructions.last().map(successors).unwrap_or_default() {
-                    if let Some(&i) = index.get(&t)
+                    if let Some(&i) = index.get(t as usize)
+                        && i != usize::MAX
                         && !s.contains(&i)
                     {
                         s.push(i);
