@@ -262,10 +262,6 @@ impl Blocks {
     fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         self.0.iter().enumerate().filter(|x| *x.1).map(|x| x.0)
     }
-
-    fn len(&self) -> usize {
-        self.0.iter().filter(|&&x| x).count()
-    }
 }
 
 /// The natural loops, innermost first. A back edge to a block that does
@@ -293,20 +289,26 @@ fn loops(cfg: &Cfg) -> Result<Vec<Loop>, String> {
         }
         let mut body = Blocks(vec![false; cfg.succ.len()]);
         body.insert(h);
+        let mut size = 1;
         let mut todo = latches.clone();
         while let Some(b) = todo.pop() {
             if body.insert(b) {
+                size += 1;
                 todo.extend(cfg.preds[b].iter().copied().filter(|&p| cfg.reachable(p)));
             }
         }
-        out.push(Loop {
-            header: h,
-            latches,
-            body,
-        });
+        out.push((
+            size,
+            Loop {
+                header: h,
+                latches,
+                body,
+            },
+        ));
     }
-    out.sort_by_cached_key(|l| l.body.len());
-    Ok(out)
+    // Inner loops are smaller than the loops around them.
+    out.sort_by_key(|l| l.0);
+    Ok(out.into_iter().map(|l| l.1).collect())
 }
 
 /// The entries of a cycle that has more than one (a loop that code jumps
