@@ -31,6 +31,7 @@ both_ways!(
     backward_gotos,
     jump_into_loop,
     switch_shared_targets,
+    many_early_returns,
 );
 
 const N: usize = 96;
@@ -441,5 +442,33 @@ fn switch_shared_targets(cl: &Cl) {
             _ => 0,
         };
         y + x
+    });
+}
+
+fn many_early_returns(cl: &Cl) {
+    check(cl, "many_early_returns", 0, |input, i| {
+        let (x, mut s) = (input[i], 0);
+        for k in 0..=12 {
+            if (x + k) % 7 == 3 {
+                s += k;
+                if s > k * 4 + 5 {
+                    return s;
+                }
+            } else if (x ^ k) & 4 != 0 {
+                s -= 1;
+            }
+            if [1, 4, 7, 10].contains(&k) {
+                for j in 0..(x & 3) {
+                    if j == k % 3 {
+                        continue;
+                    }
+                    s += j;
+                    if s == k {
+                        break;
+                    }
+                }
+            }
+        }
+        s
     });
 }

@@ -327,3 +327,31 @@ kernel void switch_shared_targets(global const int *in, global int *out, int n) 
     }
     out[i] = y + x;
 }
+
+// Many early returns nested in a row, with loops between them: every
+// return's branch needs a merge of its own.
+#define STEP(k)                                                               \
+    if ((x + k) % 7 == 3) {                                                   \
+        s += k;                                                               \
+        if (s > k * 4 + 5) {                                                  \
+            out[i] = s;                                                       \
+            return;                                                           \
+        }                                                                     \
+    } else if ((x ^ k) & 4)                                                   \
+        s -= 1;
+#define LOOP(k)                                                               \
+    for (int j = 0; j < (x & 3); j++) {                                       \
+        if (j == k % 3)                                                       \
+            continue;                                                         \
+        s += j;                                                               \
+        if (s == k)                                                           \
+            break;                                                            \
+    }
+
+kernel void many_early_returns(global const int *in, global int *out, int n) {
+    int i = get_global_id(0);
+    int x = in[i], s = 0;
+    STEP(0) STEP(1) LOOP(1) STEP(2) STEP(3) STEP(4) LOOP(4) STEP(5) STEP(6)
+    STEP(7) LOOP(7) STEP(8) STEP(9) STEP(10) LOOP(10) STEP(11) STEP(12)
+    out[i] = s;
+}
