@@ -1,147 +1,474 @@
-//! Control flow the structurizer must handle: early returns, break and
-//! continue, breaks out of nested loops, switch with fallthrough, returns
-//! inside loops, do-while, short-circuit conditions and a helper with
-//! several returns inlined twice; each built optimised and at -O0 and
-//! checked against the host.
+//! Control flow the structurizer must turn into Vulkan's structured form:
+//! early returns, break/continue from ifs inside loops, breaks out of
+//! nested loops, switch fallthrough, returns in loops, do-while, && and ||
+//! loop conditions, inlined helpers with several returns, and a kernel
+//! calling another kernel. Each kernel is built at -O0 and at the default
+//! level and checked against a CPU reference.
 
 mod common;
 
+use std::ffi::{CString, c_void};
+
 use common::*;
+use opencl_sys::*;
 
-both_ways!(every_shape_optimised, every_shape_unoptimised);
+both_ways!(
+    early_return,
+    helper_early_return,
+    break_continue,
+    nested_break,
+    nested_break_flag,
+    switch_fallthrough,
+    return_in_loop,
+    do_while,
+    and_or_condition,
+    helper_twice_in_loop,
+    kernel_call_kernel_function,
+    switch_in_loop,
+    return_from_three_loops,
+    uniform_barrier_loop,
+    infinite_loop_with_exits,
+    backward_gotos,
+    jump_into_loop,
+    switch_shared_targets,
+    many_early_returns,
+);
 
-const SOURCE: &str = include_str!("kernels/control_flow.cl");
-const N: usize = 64;
+const N: usize = 96;
 
-fn input() -> Vec<i32> {
-    (0..N as i32).map(|i| (i * 7919) % 1000).collect()
+/// The inputs every kernel reads: small numbers of both signs, repeats.
+fn inputs() -> Vec<i32> {
+    (0..N as i32).map(|i| (i * 7) % 23 - 5).collect()
 }
 
-fn helper(x: i32) -> i32 {
+/// Builds `name` from control_flow.cl with `options`, runs it over the
+/// inputs with `out` preset to `initial`, and returns `out`.
+fn run(cl: &Cl, name: &str, options: &str, initial: i32) -> Vec<i32> {
+    let c = cl.context();
+    let q = cl.queue(c, 0);
+    let src = CString::new(include_str!("kernels/control_flow.cl")).unwrap();
+    let mut ptr = src.as_ptr();
+    let mut err = 1;
+    let p = unsafe {
+        cl.clCreateProgramWithSource.unwrap()(c, 1, &mut ptr, std::ptr::null(), &mut err)
+    };
+    assert_eq!(err, CL_SUCCESS);
+    let opts = CString::new(options).unwrap();
+    let d = cl.device();
+    let r =
+        unsafe { cl.clBuildProgram.unwrap()(p, 1, &d, opts.as_ptr(), None, std::ptr::null_mut()) };
+    if r != CL_SUCCESS {
+        let log = query(|size, value, size_ret| unsafe {
+            cl.clGetProgramBuildInfo.unwrap()(p, d, CL_PROGRAM_BUILD_LOG, size, value, size_ret)
+        })
+        .unwrap_or_default();
+        panic!("{}: build with '{options}': {}", cl.how, c_string(&log));
+    }
+    let kname = CString::new(name).unwrap();
+    let k = unsafe { cl.clCreateKernel.unwrap()(p, kname.as_ptr(), &mut err) };
+    assert_eq!(
+        err, CL_SUCCESS,
+        "{}: kernel {name} with '{options}'",
+        cl.how
+    );
+    let input: Vec<u8> = inputs().iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let preset: Vec<u8> = (0..N).flat_map(|_| initial.to_ne_bytes()).collect();
+    let flags = CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR;
+    let a = cl.buffer(c, flags, input.len(), input.as_ptr() as *mut c_void);
+    let b = cl.buffer(c, flags, preset.len(), preset.as_ptr() as *mut c_void);
+    let n = N as i32;
+    let enqueued = unsafe {
+        let set = cl.clSetKernelArg.unwrap();
+        assert_eq!(
+            set(k, 0, size_of::<cl_mem>(), (&a as *const cl_mem).cast()),
+            CL_SUCCESS
+        );
+        assert_eq!(
+            set(k, 1, size_of::<cl_mem>(), (&b as *const cl_mem).cast()),
+            CL_SUCCESS
+        );
+        assert_eq!(
+            set(k, 2, size_of::<i32>(), (&n as *const i32).cast()),
+            CL_SUCCESS
+        );
+        let (global, local) = ([N], [32usize]);
+        cl.clEnqueueNDRangeKernel.unwrap()(
+            q,
+            k,
+            1,
+            std::ptr::null(),
+            global.as_ptr(),
+            local.as_ptr(),
+            0,
+            std::ptr::null(),
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(
+        enqueued, CL_SUCCESS,
+        "{}: enqueue {name} with '{options}'",
+        cl.how
+    );
+    let out = cl.read(q, b, 0, preset.len());
+    unsafe {
+        cl.clReleaseMemObject.unwrap()(a);
+        cl.clReleaseMemObject.unwrap()(b);
+        cl.clReleaseKernel.unwrap()(k);
+        cl.clReleaseProgram.unwrap()(p);
+        cl.clReleaseCommandQueue.unwrap()(q);
+        cl.clReleaseContext.unwrap()(c);
+    }
+    out.chunks(4)
+        .map(|b| i32::from_ne_bytes(b.try_into().unwrap()))
+        .collect()
+}
+
+/// Checks kernel `name` at -O0 and at the default level against `want`,
+/// which maps (all inputs, index) to the expected output.
+fn check(cl: &Cl, name: &str, initial: i32, want: impl Fn(&[i32], usize) -> i32) {
+    let input = inputs();
+    let expected: Vec<i32> = (0..N).map(|i| want(&input, i)).collect();
+    for options in ["", "-cl-opt-disable"] {
+        let got = run(cl, name, options, initial);
+        assert_eq!(got, expected, "{}: {name} with '{options}'", cl.how);
+    }
+}
+
+fn early_return(cl: &Cl) {
+    check(cl, "early_return", 0, |input, i| {
+        let x = input[i];
+        if x < 0 {
+            -1
+        } else if x % 3 == 0 {
+            3
+        } else {
+            x * 2
+        }
+    });
+}
+
+fn classify(x: i32) -> i32 {
     if x < 0 {
         -x
-    } else if x > 100 {
-        100
+    } else if x > 10 {
+        10
+    } else if x == 5 {
+        50
     } else {
-        x * 2
+        x + 1
     }
 }
 
-/// The host's result of each kernel for work-item g.
-fn reference(kernel: &str, a: &[i32], g: usize) -> Option<i32> {
-    let at = |i: usize| a[i % N];
-    Some(match kernel {
-        "early_return" => {
-            if g >= 60 {
-                return None;
+fn helper_early_return(cl: &Cl) {
+    check(cl, "helper_early_return", 0, |input, i| {
+        classify(input[i]) + 3 * classify(input[i] - 5)
+    });
+}
+
+fn break_continue(cl: &Cl) {
+    check(cl, "break_continue", 0, |input, i| {
+        let x = input[i];
+        let mut s = 0;
+        for j in 0..(x & 15) + 4 {
+            if j % 3 == 0 {
+                continue;
             }
-            a[g] + 1
+            if j * x > 50 {
+                break;
+            }
+            s += j;
+            if s == 7 {
+                s += 100;
+                continue;
+            }
+            s += 1;
         }
-        "break_continue" => {
-            let mut s = 0;
-            for i in 0..32 {
-                let v = at(g + i);
-                if v % 7 == 0 {
+        s
+    });
+}
+
+fn nested_break(cl: &Cl) {
+    check(cl, "nested_break", 0, |input, i| {
+        let x = input[i];
+        for a in 0..8 {
+            for b in 0..8 {
+                if a * b + a == x {
+                    return a * 8 + b;
+                }
+                if b > a + 3 {
+                    break;
+                }
+            }
+        }
+        -1
+    });
+}
+
+fn nested_break_flag(cl: &Cl) {
+    check(cl, "nested_break_flag", 0, |input, i| {
+        let x = input[i];
+        let mut s = 0;
+        let mut stop = false;
+        let mut a = 0;
+        while a < 6 && !stop {
+            for b in 0..6 {
+                s += a ^ b;
+                if s > x {
+                    stop = true;
+                    break;
+                }
+                if (a + b) % 4 == 3 {
                     continue;
                 }
-                if v > 900 {
-                    break;
-                }
-                s += v;
+                s += 1;
             }
-            s
+            a += 1;
         }
-        "nested_break" => {
-            let mut s = 0;
-            'done: for i in 0..8 {
-                for j in 0..8 {
-                    let v = at(g + i * 8 + j);
-                    if v > 950 {
-                        break 'done;
+        s
+    });
+}
+
+fn switch_fallthrough(cl: &Cl) {
+    check(cl, "switch_fallthrough", 0, |input, i| match input[i] % 7 {
+        0 => 3,
+        1 => 2,
+        2 | 3 => 10,
+        5 => 1100,
+        _ => 1000,
+    });
+}
+
+fn return_in_loop(cl: &Cl) {
+    check(cl, "return_in_loop", 7, |input, i| {
+        let x = input[i];
+        for j in 1..20 {
+            let y = input[(i + j) % N];
+            if y == x + 1 {
+                return j as i32;
+            }
+            if y == x - 1 {
+                return 7;
+            }
+        }
+        -1
+    });
+}
+
+fn do_while(cl: &Cl) {
+    check(cl, "do_while", 0, |input, i| {
+        let mut x = input[i] + 100;
+        let mut c = 0;
+        loop {
+            x = x / 2 + (x & 1);
+            c += 1;
+            if !(x > 1 && c < 50) {
+                break;
+            }
+        }
+        c * 1000 + x
+    });
+}
+
+fn and_or_condition(cl: &Cl) {
+    check(cl, "and_or_condition", 0, |input, i| {
+        let x = input[i];
+        let (mut s, mut j) = (0, 0);
+        while (j < 10 && s < 100) || j < 3 {
+            s += x + j;
+            j += 1;
+        }
+        s * 100 + j
+    });
+}
+
+fn step(v: i32) -> i32 {
+    if v & 1 != 0 { 3 * v + 1 } else { v / 2 }
+}
+
+fn helper_twice_in_loop(cl: &Cl) {
+    check(cl, "helper_twice_in_loop", 0, |input, i| {
+        let mut v = input[i] + 50;
+        for k in 0..12 {
+            v = if k & 1 != 0 { step(v) } else { step(v + k) };
+        }
+        v
+    });
+}
+
+fn kernel_call_kernel_function(cl: &Cl) {
+    check(cl, "kernel_call_kernel_function", 0, |input, i| {
+        let mut out = input[i].wrapping_mul(input[i]).wrapping_mul(input[i]);
+        let w = i % 8;
+        for _ in 0..2 {
+            if w == 0 {
+                out = 0;
+            }
+            out += input.iter().take(w).sum::<i32>();
+        }
+        out
+    });
+}
+
+fn switch_in_loop(cl: &Cl) {
+    check(cl, "switch_in_loop", 0, |input, i| {
+        let x = input[i];
+        let mut s = 0;
+        for j in 0..16 {
+            match (x + j) % 5 {
+                0 => {
+                    s += 1;
+                    continue;
+                }
+                1 => s = s * 2 + 3,
+                2 => s += 3,
+                -3 => {
+                    if s > 40 {
+                        return s;
                     }
-                    if v % 5 == 0 {
+                    s -= 1;
+                }
+                _ => s ^= j,
+            }
+            s += 1;
+        }
+        s
+    });
+}
+
+fn return_from_three_loops(cl: &Cl) {
+    check(cl, "return_from_three_loops", 0, |input, i| {
+        let x = input[i];
+        'a: for a in 0..4 {
+            for b in 0..4 {
+                for c in 0..4 {
+                    if a * 16 + b * 4 + c == x + 20 {
+                        return a * 100 + b * 10 + c;
+                    }
+                    if c > b {
                         break;
                     }
-                    s += v ^ j as i32;
+                    if b > a + 1 {
+                        break 'a;
+                    }
                 }
             }
-            s
         }
-        "switch_fallthrough" => match a[g] % 6 {
-            0 => 11,
-            1 => 10,
-            2 | 3 => 100,
-            _ => -1,
-        },
-        "return_in_loop" => (0..64)
-            .find(|&i| at(g + i) == g as i32 % 17)
-            .map_or(-1, |i| i as i32),
-        "do_while_and_or" => {
-            let (mut i, mut s) = (0, 0);
-            loop {
-                s += at(g + i);
-                i += 1;
-                if !((i < 10 && s < 2000) || i < 3) {
-                    break;
+        -x
+    });
+}
+
+fn uniform_barrier_loop(cl: &Cl) {
+    // One work-group of N items reading its neighbours through __local.
+    check(cl, "uniform_barrier_loop", 0, |input, i| {
+        let (g, l) = (i / 32 * 32, i % 32);
+        let mut s = 0;
+        for k in 0..4 {
+            if k == 2 {
+                continue;
+            }
+            s += input[(g + (l + 1) % 32 + k) % N];
+        }
+        s
+    });
+}
+
+fn infinite_loop_with_exits(cl: &Cl) {
+    check(cl, "infinite_loop_with_exits", 0, |input, i| {
+        let x = input[i];
+        let mut j = 0;
+        loop {
+            j += 1;
+            if j * j > x + 30 {
+                return j;
+            }
+            if j == 3 && x > 10 {
+                return 1000 + x;
+            }
+        }
+    });
+}
+
+fn backward_gotos(cl: &Cl) {
+    check(cl, "backward_gotos", 0, |input, i| {
+        let (mut x, mut s) = (input[i], 0);
+        loop {
+            s += x;
+            if s < 0 {
+                x += 3;
+                continue;
+            }
+            if s > 100 {
+                return s;
+            }
+            if s & 3 == 1 {
+                s += 7;
+            } else {
+                s *= 2;
+            }
+            if s < 50 {
+                s += 11;
+                continue;
+            }
+            return s;
+        }
+    });
+}
+
+fn jump_into_loop(cl: &Cl) {
+    check(cl, "jump_into_loop", 0, |input, i| {
+        let (x, mut s) = (input[i] & 7, 0);
+        let mut inside = input[i] & 8 != 0;
+        while inside || s < 100 {
+            if !inside {
+                s += 3;
+            }
+            inside = false;
+            s += x;
+            if s == 42 {
+                break;
+            }
+        }
+        s
+    });
+}
+
+fn switch_shared_targets(cl: &Cl) {
+    check(cl, "switch_shared_targets", 0, |input, i| {
+        let x = input[i];
+        let y = match x {
+            1 | 2 | 9 => 5,
+            3 => x * 7,
+            -4 => -1,
+            _ => 0,
+        };
+        y + x
+    });
+}
+
+fn many_early_returns(cl: &Cl) {
+    check(cl, "many_early_returns", 0, |input, i| {
+        let (x, mut s) = (input[i], 0);
+        for k in 0..=12 {
+            if (x + k) % 7 == 3 {
+                s += k;
+                if s > k * 4 + 5 {
+                    return s;
+                }
+            } else if (x ^ k) & 4 != 0 {
+                s -= 1;
+            }
+            if [1, 4, 7, 10].contains(&k) {
+                for j in 0..(x & 3) {
+                    if j == k % 3 {
+                        continue;
+                    }
+                    s += j;
+                    if s == k {
+                        break;
+                    }
                 }
             }
-            while s > 100 && (s & 1) != 0 || s > 5000 {
-                s /= 2;
-            }
-            s + i as i32
         }
-        "helper_twice" => (0..4)
-            .map(|i| helper(at(g + i) - 50) + helper(at(g * 3 + i) + 20))
-            .sum(),
-        "while_and_or" => {
-            let mut s = a[g];
-            while s > 100 && (s & 1) != 0 || s > 5000 {
-                s /= 2;
-            }
-            s
-        }
-        other => panic!("no reference for {other}"),
-    })
-}
-
-fn every_shape(cl: &Cl, options: &str) {
-    let a = input();
-    for kernel in [
-        "early_return",
-        "break_continue",
-        "nested_break",
-        "switch_fallthrough",
-        "return_in_loop",
-        "do_while_and_or",
-        "helper_twice",
-        "while_and_or",
-    ] {
-        let mut s = Setup::new(cl);
-        let k = s.kernel(SOURCE, kernel, options);
-        let sentinel = vec![0x5555_5555u32; N];
-        let (bi, bo) = (
-            s.buffer_from(&bytes_of(&a)),
-            s.buffer_from(&bytes_of(&sentinel)),
-        );
-        s.arg(k, 0, &bi);
-        s.arg(k, 1, &bo);
-        if kernel == "early_return" {
-            s.arg(k, 2, &60i32);
-        }
-        s.run(k, &[N], Some(&[16]), None);
-        let got = cl.read(s.q, bo, 0, N * 4);
-        for g in 0..N {
-            let v = u32_of(&got[4 * g..4 * g + 4]);
-            let want = reference(kernel, &a, g).map_or(0x5555_5555, |w| w as u32);
-            assert_eq!(v, want, "{}: {kernel} ({options:?}) item {g}", cl.how);
-        }
-    }
-}
-
-fn every_shape_optimised(cl: &Cl) {
-    every_shape(cl, "");
-}
-
-fn every_shape_unoptimised(cl: &Cl) {
-    every_shape(cl, "-cl-opt-disable");
+        s
+    });
 }
