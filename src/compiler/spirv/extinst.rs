@@ -58,10 +58,8 @@ fn lowering(op: C) -> Option<Lowering> {
         C::native_tan => Glsl(G::Tan),
         C::native_powr => Glsl(G::Pow),
         C::native_divide => Div,
-        // Vulkan's Fma: fused on GPUs; drivers may round twice (lavapipe
-        // does), and libclc's correctly rounded fma has control flow the
-        // structure pass cannot yet handle.
-        C::fma => Glsl(G::Fma),
+        // fma is not here: Vulkan's Fma may round twice (lavapipe's does),
+        // so the kernel's fma comes from libclc, correctly rounded.
         // Vulkan's sqrt (inherited from inversesqrt) and inversesqrt (2
         // ULP) are within OpenCL's 3 and 2 ULP for single precision.
         C::sqrt => Glsl(G::Sqrt),
