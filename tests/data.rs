@@ -16,6 +16,7 @@ both_ways!(
     c11_atomics_with_order_and_scope,
     async_work_group_copies,
     dimensions_out_of_range,
+    local_struct_through_a_helper,
 );
 
 const SOURCE: &str = include_str!("kernels/data.cl");
@@ -330,4 +331,13 @@ fn dimensions_out_of_range(cl: &Cl) {
     s.arg(k, 1, &5u32);
     s.run(k, &[8, 2], Some(&[4, 1]), None);
     assert_eq!(s.words(out, 8), [1, 1, 0, 1, 0, 1, 0, 0], "{}", cl.how);
+}
+
+fn local_struct_through_a_helper(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "local_struct", "");
+    let out = s.zeroed(64 * 4);
+    s.arg(k, 0, &out);
+    s.run(k, &[64], Some(&[16]), None);
+    assert!(s.words(out, 64).iter().all(|&w| w == 641), "{}", cl.how);
 }

@@ -163,3 +163,24 @@ __kernel void out_of_range(__global uint *out, uint d) {
     out[6] = get_local_id(7);
     out[7] = get_global_offset(d);
 }
+
+// A __local struct filled by one work-item through a helper, read by all.
+typedef struct {
+    ulong sizes[3];
+    uint dims;
+} Shared;
+
+void fill(__local Shared *s) {
+    if (get_local_id(0) == 0) {
+        for (int i = 0; i < 3; i++)
+            s->sizes[i] = get_global_size(i);
+        s->dims = get_work_dim();
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+__kernel void local_struct(__global uint *out) {
+    __local Shared s;
+    fill(&s);
+    out[get_global_id(0)] = (uint)s.sizes[0] * 10 + s.dims;
+}

@@ -208,6 +208,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
     }
     pointer_variables_alias(ctx);
     wide_memory_access(ctx);
+    local_variables_uninitialised(ctx);
     // Passes add types where convenient; SPIR-V wants each global after
     // the ids it refers to.
     ctx.sort_globals();
@@ -529,4 +530,36 @@ fn wide_memory_access(ctx: &mut Ctx) {
         b.instructions = out;
     }
     ctx.module.functions = functions;
+}
+
+/// `__local` variables have no initial value in OpenCL C; llvm-spirv gives
+/// them an undefined initialiser (or a composite of undefined parts), which
+/// Vulkan does not allow.
+fn local_variables_uninitialised(ctx: &mut Ctx) {
+    fn undefined(ctx: &Ctx, id: Word) -> bool {
+        match ctx.global(id) {
+            Some(i) if i.class.opcode == Op::Undef => true,
+            Some(i) if i.class.opcode == Op::ConstantComposite => i
+                .operands
+                .iter()
+                .all(|o| matches!(o, Operand::IdRef(x) if undefined(ctx, *x))),
+            _ => false,
+        }
+    }
+    let uninitialised: Vec<Word> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|v| {
+            v.class.opcode == Op::Variable
+                && v.operands.first() == Some(&Operand::StorageClass(StorageClass::Workgroup))
+                && id_at(v, 1).is_some_and(|init| undefined(ctx, init))
+        })
+        .filter_map(|v| v.result_id)
+        .collect();
+    for v in &mut ctx.module.types_global_values {
+        if v.result_id.is_some_and(|r| uninitialised.contains(&r)) {
+            v.operands.truncate(1);
+        }
+    }
 }
