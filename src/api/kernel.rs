@@ -296,19 +296,17 @@ pub unsafe extern "C" fn clGetKernelWorkGroupInfo(
 pub unsafe extern "C" fn clSetKernelExecInfo(
     kernel: cl_kernel,
     param_name: cl_kernel_exec_info,
-    param_value_size: usize,
-    param_value: *const c_void,
+    _param_value_size: usize,
+    _param_value: *const c_void,
 ) -> cl_int {
     api_call("clSetKernelExecInfo", || {
         Handle::<Kernel>::from_raw(kernel)?;
-        if param_value.is_null() || param_value_size == 0 {
-            return err(CL_INVALID_VALUE);
-        }
         match param_name {
             // No device supports SVM (CL_DEVICE_SVM_CAPABILITIES is 0).
             CL_KERNEL_EXEC_INFO_SVM_PTRS | CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM => {
                 err(CL_INVALID_OPERATION)
             }
+            // Nothing else is defined yet.
             _ => err(CL_INVALID_VALUE),
         }
     })
@@ -432,9 +430,15 @@ fn enqueue_ndrange(
         return err(CL_INVALID_WORK_DIMENSION);
     }
     let dims = work_dim as usize;
-    // SAFETY: `work_dim` values each when non-null, per the specification.
-    let global =
-        unsafe { slice_in(global_work_size, dims) }.map_err(|_| ClError(CL_INVALID_VALUE))?;
+    // A null global size, like a zero one, makes a command with no work
+    // (OpenCL 2.1 and later).
+    let zeros = [0usize; 3];
+    let global = if global_work_size.is_null() {
+        &zeros[..dims]
+    } else {
+        // SAFETY: `work_dim` values, per the specification.
+        unsafe { slice_in(global_work_size, dims) }.map_err(|_| ClError(CL_INVALID_VALUE))?
+    };
     // SAFETY: as above.
     let offset = unsafe {
         slice_in(

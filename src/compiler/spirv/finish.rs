@@ -209,6 +209,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
     pointer_variables_alias(ctx);
     wide_memory_access(ctx);
     local_variables_uninitialised(ctx);
+    null_device_pointers(ctx);
     // Passes add types where convenient; SPIR-V wants each global after
     // the ids it refers to.
     ctx.sort_globals();
@@ -562,4 +563,64 @@ fn local_variables_uninitialised(ctx: &mut Ctx) {
             v.operands.truncate(1);
         }
     }
+}
+
+/// A null device pointer (a comparison with NULL) cannot be a constant in
+/// Vulkan: each function makes it from the address 0 in its entry block.
+fn null_device_pointers(ctx: &mut Ctx) {
+    let nulls: Vec<(Word, Word)> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|c| c.class.opcode == Op::ConstantNull)
+        .filter_map(|c| {
+            let ty = c.result_type?;
+            let psb = ctx.pointer_parts(ty)?.0 == StorageClass::PhysicalStorageBuffer;
+            psb.then_some((c.result_id?, ty))
+        })
+        .collect();
+    if nulls.is_empty() {
+        return;
+    }
+    let u64t = ctx.uint(64);
+    let zero = ctx.const_int(u64t, 0);
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    for f in &mut functions {
+        let mut map: HashMap<Word, Word> = HashMap::new();
+        let mut made = Vec::new();
+        for &(c, ty) in &nulls {
+            let id = ctx.fresh();
+            map.insert(c, id);
+            made.push(Instruction::new(
+                Op::ConvertUToPtr,
+                Some(ty),
+                Some(id),
+                vec![Operand::IdRef(zero)],
+            ));
+        }
+        for b in &mut f.blocks {
+            for i in &mut b.instructions {
+                for o in &mut i.operands {
+                    if let Operand::IdRef(x) = o {
+                        if let Some(n) = map.get(x) {
+                            *x = *n;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(entry) = f.blocks.first_mut() {
+            let at = entry
+                .instructions
+                .iter()
+                .take_while(|i| i.class.opcode == Op::Variable)
+                .count();
+            entry.instructions.splice(at..at, made);
+        }
+    }
+    ctx.module.functions = functions;
+    let gone: HashSet<Word> = nulls.iter().map(|&(c, _)| c).collect();
+    ctx.module
+        .types_global_values
+        .retain(|c| !c.result_id.is_some_and(|r| gone.contains(&r)));
 }
