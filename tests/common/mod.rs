@@ -158,11 +158,11 @@ pub fn environment() -> &'static PathBuf {
     ICD_DIR.get_or_init(|| {
         let dir = build_dir().join("test-icd");
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("vkcl.icd"),
-            format!("{}\n", library_path().display()),
-        )
-        .unwrap();
+        // Written aside and renamed, so that a test process starting at
+        // the same moment never reads a half-written file.
+        let aside = dir.join(format!("vkcl.icd.{}", std::process::id()));
+        std::fs::write(&aside, format!("{}\n", library_path().display())).unwrap();
+        std::fs::rename(&aside, dir.join("vkcl.icd")).unwrap();
         // SAFETY: this runs once, inside a OnceLock that every test passes
         // through before it touches OpenCL, and no test reads or writes the
         // environment on another thread while it runs.
