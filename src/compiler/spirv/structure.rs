@@ -409,20 +409,11 @@ fn bool_type(ctx: &mut Ctx) -> Word {
     ctx.ty(Op::TypeBool, vec![])
 }
 
-/// An OpUndef of type `ty`, shared by the module.
+/// The value of type `ty` on paths the original program never took: a
+/// null constant rather than an undefined value, so that every device
+/// computes the same thing should such a path run after all.
 fn undef(ctx: &mut Ctx, ty: Word) -> Word {
-    if let Some(id) = ctx.module.types_global_values.iter().find_map(|i| {
-        (i.class.opcode == Op::Undef && i.result_type == Some(ty))
-            .then_some(i.result_id)
-            .flatten()
-    }) {
-        return id;
-    }
-    let id = ctx.fresh();
-    ctx.module
-        .types_global_values
-        .push(Instruction::new(Op::Undef, Some(ty), Some(id), vec![]));
-    id
+    ctx.const_null(ty)
 }
 
 /// A constant of integer type `ty` holding the literal `value`.
