@@ -158,6 +158,33 @@ fn components(ctx: &Ctx, ty: Word) -> Option<(Word, u32)> {
     Some((elem, n))
 }
 
+/// `v` (of type `from`) as a value of type `to` with the same components.
+fn rebuild(ctx: &mut Ctx, out: &mut Vec<Instruction>, v: Word, from: Word, to: Word) -> Word {
+    let Some((elem, n)) = components(ctx, from) else {
+        return v;
+    };
+    let parts: Vec<Operand> = (0..n)
+        .map(|k| {
+            let c = ctx.fresh();
+            out.push(Instruction::new(
+                Op::CompositeExtract,
+                Some(elem),
+                Some(c),
+                vec![Operand::IdRef(v), Operand::LiteralBit32(k)],
+            ));
+            Operand::IdRef(c)
+        })
+        .collect();
+    let rebuilt = ctx.fresh();
+    out.push(Instruction::new(
+        Op::CompositeConstruct,
+        Some(to),
+        Some(rebuilt),
+        parts,
+    ));
+    rebuilt
+}
+
 /// Whether two types hold the same components (a vector and an array).
 fn same_components(ctx: &Ctx, a: Word, b: Word) -> bool {
     matches!((components(ctx, a), components(ctx, b)), (Some(x), Some(y)) if x == y)
@@ -184,6 +211,7 @@ fn lower_copy(
         .filter_map(|t| Some((t.result_id?, t)))
         .collect();
     let d_size = layout(&types, d_elem)?.0;
+    let s_size = layout(&types, s_elem).map(|l| l.0).unwrap_or(0);
     let bytes = if i.class.opcode == Op::CopyMemory {
         layout(&types, s_elem)?.0
     } else {
@@ -220,6 +248,7 @@ fn lower_copy(
     enum Source {
         Value(Word),
         Elements,
+        Rebuilt,
     }
     let initializer = ctx
         .global(s)
@@ -229,38 +258,9 @@ fn lower_copy(
         Some(init) if is_zero(ctx, init) => Source::Value(ctx.const_null(d_elem)),
         Some(init) if s_elem == d_elem && count == 1 => Source::Value(init),
         _ if s_elem == d_elem => Source::Elements,
-        _ if count == 1 && same_components(ctx, s_elem, d_elem) => {
-            // A vector and an array of its components (or the reverse):
-            // the value is rebuilt component by component.
-            let v = ctx.fresh();
-            out.push(Instruction::new(
-                Op::Load,
-                Some(s_elem),
-                Some(v),
-                vec![Operand::IdRef(s)],
-            ));
-            let (elem, n) = components(ctx, s_elem).expect("checked by same_components");
-            let parts: Vec<Operand> = (0..n)
-                .map(|k| {
-                    let c = ctx.fresh();
-                    out.push(Instruction::new(
-                        Op::CompositeExtract,
-                        Some(elem),
-                        Some(c),
-                        vec![Operand::IdRef(v), Operand::LiteralBit32(k)],
-                    ));
-                    Operand::IdRef(c)
-                })
-                .collect();
-            let rebuilt = ctx.fresh();
-            out.push(Instruction::new(
-                Op::CompositeConstruct,
-                Some(d_elem),
-                Some(rebuilt),
-                parts,
-            ));
-            Source::Value(rebuilt)
-        }
+        // A vector and an array of its components (or the reverse): each
+        // value is rebuilt component by component.
+        _ if s_size == d_size && same_components(ctx, s_elem, d_elem) => Source::Rebuilt,
         _ => return Err(unsupported()),
     };
     let index_ty = ctx.uint(32);
@@ -281,7 +281,7 @@ fn lower_copy(
         };
         let value = match source {
             Source::Value(v) => v,
-            Source::Elements => {
+            Source::Elements | Source::Rebuilt => {
                 let from = at(ctx, out, s, s_ty);
                 let v = ctx.fresh();
                 out.push(Instruction::new(
@@ -290,7 +290,11 @@ fn lower_copy(
                     Some(v),
                     vec![Operand::IdRef(from)],
                 ));
-                v
+                if matches!(source, Source::Rebuilt) {
+                    rebuild(ctx, out, v, s_elem, d_elem)
+                } else {
+                    v
+                }
             }
         };
         let to = at(ctx, out, d, d_ty);
