@@ -550,19 +550,7 @@ impl<'a> Setup<'a> {
         local: Option<&[usize]>,
         offset: Option<&[usize]>,
     ) {
-        let r = unsafe {
-            self.cl.clEnqueueNDRangeKernel.unwrap()(
-                self.q,
-                k,
-                global.len() as u32,
-                offset.map_or(std::ptr::null(), |o| o.as_ptr()),
-                global.as_ptr(),
-                local.map_or(std::ptr::null(), |l| l.as_ptr()),
-                0,
-                std::ptr::null(),
-                std::ptr::null_mut(),
-            )
-        };
+        let r = self.enqueue(k, global, local, offset);
         assert_eq!(r, CL_SUCCESS, "{}: clEnqueueNDRangeKernel", self.cl.how);
     }
 }
