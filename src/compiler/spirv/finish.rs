@@ -210,6 +210,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
     wide_memory_access(ctx);
     local_variables_uninitialised(ctx);
     null_device_pointers(ctx);
+    crate::compiler::spirv::signed::run(ctx);
     // Passes add types where convenient; SPIR-V wants each global after
     // the ids it refers to.
     ctx.sort_globals();

@@ -21,6 +21,7 @@ pub mod memcopy;
 pub mod printf;
 pub mod reflect;
 pub mod select;
+pub mod signed;
 pub mod specialize;
 pub mod structure;
 pub mod sync;
