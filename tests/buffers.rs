@@ -18,6 +18,7 @@ both_ways!(
     sub_buffers_share_their_parent,
     memory_object_queries_and_destructors,
     large_transfers,
+    transfers_keep_queue_order,
 );
 
 fn release(cl: &Cl, mems: &[cl_mem], queues: &[cl_command_queue], c: cl_context) {
@@ -498,5 +499,67 @@ fn large_transfers(cl: &Cl) {
     let data = pattern(SIZE, 13);
     cl.write(q, b, 0, &data);
     assert!(cl.read(q, b, 0, SIZE) == data);
+    release(cl, &[b], &[q], c);
+}
+
+/// A non-blocking read, then a fill and a write of the same range in the
+/// same queue: the read sees the data from before them, and the write's
+/// source may change once the write has completed.
+fn transfers_keep_queue_order(cl: &Cl) {
+    let c = cl.context();
+    let q = cl.queue(c, 0);
+    const SIZE: usize = 1 << 20;
+    let first = pattern(SIZE, 1);
+    let b = cl.buffer(c, CL_MEM_READ_WRITE, SIZE, std::ptr::null_mut());
+    cl.write(q, b, 0, &first);
+    let mut seen = vec![0u8; SIZE];
+    let mut second = pattern(SIZE, 2);
+    let zero = 0u32;
+    unsafe {
+        let r = cl.clEnqueueReadBuffer.unwrap()(
+            q,
+            b,
+            CL_FALSE,
+            0,
+            SIZE,
+            seen.as_mut_ptr().cast(),
+            0,
+            std::ptr::null(),
+            std::ptr::null_mut(),
+        );
+        assert_eq!(r, CL_SUCCESS);
+        let r = cl.clEnqueueFillBuffer.unwrap()(
+            q,
+            b,
+            (&zero as *const u32).cast(),
+            4,
+            0,
+            SIZE,
+            0,
+            std::ptr::null(),
+            std::ptr::null_mut(),
+        );
+        assert_eq!(r, CL_SUCCESS);
+        let mut done = std::ptr::null_mut();
+        let r = cl.clEnqueueWriteBuffer.unwrap()(
+            q,
+            b,
+            CL_FALSE,
+            0,
+            SIZE,
+            second.as_ptr().cast(),
+            0,
+            std::ptr::null(),
+            &mut done,
+        );
+        assert_eq!(r, CL_SUCCESS);
+        assert_eq!(cl.clWaitForEvents.unwrap()(1, &done), CL_SUCCESS);
+        assert_eq!(cl.clReleaseEvent.unwrap()(done), CL_SUCCESS);
+    }
+    // The write is complete: its source is the application's again.
+    second.iter_mut().for_each(|x| *x = 0x55);
+    assert!(seen == first, "the read saw later commands' data");
+    let got = cl.read(q, b, 0, SIZE);
+    assert!(got == pattern(SIZE, 2), "the write lost its data");
     release(cl, &[b], &[q], c);
 }

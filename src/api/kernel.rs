@@ -625,6 +625,7 @@ fn enqueue_ndrange(
             },
         ),
         keep,
+        host_access: false,
     };
     let ev = q.enqueue(command_type, waits, Ordering::Normal, work)?;
     // SAFETY: null or writable, per the specification.

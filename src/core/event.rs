@@ -71,6 +71,9 @@ pub struct Event {
     pub queue: Option<Arc<Handle<Queue>>>,
     pub command_type: cl_command_type,
     pub profiling: bool,
+    /// The command's host step touches device memory: see
+    /// `Work::host_access`.
+    host_gate: std::sync::atomic::AtomicBool,
     state: Mutex<State>,
     changed: Condvar,
 }
@@ -114,6 +117,7 @@ impl Event {
             queue: Some(queue.clone()),
             command_type,
             profiling,
+            host_gate: Default::default(),
             state: Mutex::new(State {
                 status: CL_QUEUED as cl_int,
                 stage: Stage::Pending,
@@ -134,6 +138,7 @@ impl Event {
             queue: None,
             command_type: CL_COMMAND_USER,
             profiling: false,
+            host_gate: Default::default(),
             state: Mutex::new(State {
                 status: CL_SUBMITTED as cl_int,
                 stage: Stage::Pending,
@@ -150,6 +155,15 @@ impl Event {
 
     pub fn status(&self) -> cl_int {
         self.lock().status
+    }
+
+    pub fn set_host_gate(&self) {
+        self.host_gate
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn host_gate(&self) -> bool {
+        self.host_gate.load(std::sync::atomic::Ordering::Acquire)
     }
 
     pub fn stage(&self) -> Stage {

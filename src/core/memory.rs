@@ -34,6 +34,10 @@ impl HostPtr {
     }
 }
 
+/// Transfers up to this size copy the application's data when they are
+/// enqueued; larger ones use it in place while the command runs.
+const SMALL_TRANSFER: usize = 1 << 20;
+
 /// A staging buffer that goes back to the device's pool when dropped.
 pub struct Staging {
     buffer: Option<DeviceBuffer>,
@@ -298,6 +302,29 @@ pub mod work {
         offset: usize,
         data: &[u8],
     ) -> ClResult<Work> {
+        // Where the device's memory is the host's, the worker copies the
+        // data in once earlier commands are done (the application keeps
+        // it unchanged until the write completes).
+        // Small writes take a copy now, which forgives applications that
+        // reuse their memory early.
+        if let Some(base) = buf.storage.mapped() {
+            let dst = HostPtr(base.as_ptr() as usize + buf.offset + offset);
+            let size = data.len();
+            let copy = (size <= SMALL_TRANSFER).then(|| data.to_vec());
+            let src = HostPtr(data.as_ptr() as usize);
+            return Ok(Work {
+                record: None,
+                complete: Some(Box::new(move || {
+                    let src = copy.as_ref().map_or(src.get() as *const u8, |c| c.as_ptr());
+                    // SAFETY: the destination is inside the buffer's
+                    // mapping; the application keeps `data` valid.
+                    unsafe { std::ptr::copy_nonoverlapping(src, dst.get(), size) };
+                    Ok(())
+                })),
+                keep: vec![keep(buf.clone())],
+                host_access: true,
+            });
+        }
         let staging = Staging::new(&queue.vk, data.len(), BufferUse::Upload)?;
         staging.buffer().write(0, data);
         let (src, dst) = (staging.buffer().raw, buf.storage.raw);
@@ -310,6 +337,7 @@ pub mod work {
             record: copy_record(src, dst, vec![region]),
             complete: None,
             keep: vec![keep(staging), keep(buf.clone())],
+            host_access: false,
         })
     }
 
@@ -333,6 +361,7 @@ pub mod work {
                     Ok(())
                 })),
                 keep: vec![keep(buf.clone())],
+                host_access: true,
             });
         }
         let staging = Staging::new(&queue.vk, size, BufferUse::Readback)?;
@@ -351,6 +380,7 @@ pub mod work {
                 Ok(())
             })),
             keep: vec![keep(staging), keep(buf.clone())],
+            host_access: false,
         })
     }
 
@@ -373,6 +403,7 @@ pub mod work {
             record: copy_record(s, d, regions),
             complete: None,
             keep: vec![keep(src.clone()), keep(dst.clone())],
+            host_access: false,
         }
     }
 
@@ -399,6 +430,7 @@ pub mod work {
                 })),
                 complete: None,
                 keep: vec![keep(buf.clone())],
+                host_access: false,
             });
         }
         // Otherwise: one staging chunk of repeated pattern, copied over the
@@ -420,6 +452,7 @@ pub mod work {
             record: copy_record(src, dst, regions),
             complete: None,
             keep: vec![keep(staging), keep(buf.clone())],
+            host_access: false,
         })
     }
 
@@ -465,6 +498,7 @@ pub mod work {
             record: copy_record(src, dst, regions),
             complete: None,
             keep: vec![keep(staging), keep(buf.clone())],
+            host_access: false,
         })
     }
 
@@ -503,6 +537,7 @@ pub mod work {
                 Ok(())
             })),
             keep: vec![keep(staging), keep(buf.clone())],
+            host_access: false,
         })
     }
 
@@ -520,6 +555,25 @@ pub mod work {
         let writes = flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0;
         if maps.iter().any(|m| overlaps(m) && (writes || m.writes())) {
             return err(CL_INVALID_OPERATION);
+        }
+        // Where the device's memory is the host's, the mapping is the
+        // buffer's memory itself: nothing to copy either way.
+        if let (Some(base), None) = (buf.storage.mapped(), buf.host_ptr) {
+            let ptr = HostPtr(base.as_ptr() as usize + buf.offset + offset);
+            maps.push(Mapping {
+                ptr,
+                offset,
+                size,
+                flags,
+                staging: None,
+            });
+            return Ok((
+                ptr,
+                Work {
+                    keep: vec![keep(buf.clone())],
+                    ..Work::none()
+                },
+            ));
         }
         let staging = Staging::new(&queue.vk, size.max(1), BufferUse::Readback)?;
         let ptr = match buf.host_ptr {
@@ -558,6 +612,7 @@ pub mod work {
                     Ok(())
                 })),
                 keep: vec![keep(staging), keep(buf.clone())],
+                host_access: false,
             },
         ))
     }
@@ -582,6 +637,7 @@ pub mod work {
                 record: None,
                 complete: None,
                 keep: vec![keep(buf.clone())],
+                host_access: false,
             });
         };
         if buf.host_ptr.is_some() {
@@ -600,6 +656,7 @@ pub mod work {
             record: copy_record(src, dst, vec![region]),
             complete: None,
             keep: vec![keep(staging), keep(buf.clone())],
+            host_access: false,
         })
     }
 }

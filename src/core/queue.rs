@@ -51,6 +51,8 @@ pub struct Command {
     pub complete: Option<CompleteFn>,
     /// Kept alive until the command completes (buffers, staging memory).
     pub keep: Vec<Box<dyn Any + Send + Sync>>,
+    /// See [`Work::host_access`].
+    host_access: bool,
 }
 
 /// What a command is, for the ordering rules of out-of-order queues.
@@ -69,6 +71,11 @@ pub struct Work {
     pub record: Option<RecordFn>,
     pub complete: Option<CompleteFn>,
     pub keep: Vec<Box<dyn Any + Send + Sync>>,
+    /// The host step reads or writes the device's memory itself (where
+    /// that memory is the host's): the command's batch is submitted at
+    /// once, and later commands that depend on it reach the device only
+    /// after the host step has run.
+    pub host_access: bool,
 }
 
 impl Work {
@@ -77,6 +84,7 @@ impl Work {
             record: None,
             complete: None,
             keep: Vec::new(),
+            host_access: false,
         }
     }
 }
@@ -354,6 +362,9 @@ impl Handle<Queue> {
         work: Work,
     ) -> ClResult<Arc<Handle<Event>>> {
         let event = Event::for_command(self, command_type);
+        if work.host_access {
+            event.set_host_gate();
+        }
         let mut after = After::default();
         let result = {
             let mut st = self.lock();
@@ -383,6 +394,7 @@ impl Handle<Queue> {
                 record: work.record,
                 complete: work.complete,
                 keep: work.keep,
+                host_access: work.host_access,
             });
             self.pump(&mut st, &mut after)
         };
@@ -424,11 +436,13 @@ impl Handle<Queue> {
             match self.readiness(&st.pending[i], after) {
                 Readiness::Ready(waits) => {
                     let cmd = st.pending.remove(i).expect("index in range");
+                    let host_access = cmd.host_access;
                     self.record(st, cmd, waits)?;
-                    if st
-                        .batch
-                        .as_ref()
-                        .is_some_and(|b| b.commands.len() >= BATCH_LIMIT)
+                    if host_access
+                        || st
+                            .batch
+                            .as_ref()
+                            .is_some_and(|b| b.commands.len() >= BATCH_LIMIT)
                     {
                         self.submit(st, after)?;
                     }
@@ -463,6 +477,9 @@ impl Handle<Queue> {
             let own = dep.queue.as_ref().is_some_and(|q| Arc::ptr_eq(q, self));
             match dep.stage() {
                 Stage::Done => {}
+                // Its host step has not run yet (it runs once the device
+                // is done with it): nothing after it may start before.
+                Stage::Submitted { .. } if dep.host_gate() => return Readiness::Wait,
                 Stage::Submitted { semaphore, value } => {
                     if !own {
                         waits.push((semaphore, value));

@@ -189,6 +189,7 @@ impl StagingPool {
                 return Ok(free.swap_remove(i));
             }
         }
+        log::debug!(target: "vkcl::memory", "new {usage:?} staging buffer of {class} bytes");
         DeviceBuffer::new(device, class, usage)
     }
 
