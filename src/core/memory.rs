@@ -18,7 +18,7 @@ use crate::core::error::{ClError, ClResult, err};
 use crate::core::object::{Callback, ClObject, Handle};
 use crate::core::queue::{Queue, Work};
 use crate::vk::device::LogicalDevice;
-use crate::vk::memory::{BufferUse, DeviceBuffer};
+use crate::vk::memory::{BufferUse, DeviceBuffer, HostBuffer};
 
 pub type MemDestructor = unsafe extern "C" fn(cl_mem, *mut c_void);
 
@@ -201,6 +201,16 @@ impl Buffer {
     }
 
     /// The device that holds the storage must be the queue's.
+    /// The buffer's memory as the host sees it, where the device's memory
+    /// is the host's (so transfers need no staging).
+    pub fn host_memory(&self) -> Option<std::ptr::NonNull<u8>> {
+        self.storage
+            .device()
+            .unified_memory
+            .then(|| self.storage.mapped())
+            .flatten()
+    }
+
     pub fn check_device(&self, queue: &Queue) -> ClResult<()> {
         if Arc::ptr_eq(self.storage.device(), &queue.vk) {
             Ok(())
@@ -307,7 +317,7 @@ pub mod work {
         // it unchanged until the write completes).
         // Small writes take a copy now, which forgives applications that
         // reuse their memory early.
-        if let Some(base) = buf.storage.mapped() {
+        if let Some(base) = buf.host_memory() {
             let dst = HostPtr(base.as_ptr() as usize + buf.offset + offset);
             let size = data.len();
             let copy = (size <= SMALL_TRANSFER).then(|| data.to_vec());
@@ -324,6 +334,23 @@ pub mod work {
                 keep: vec![keep(buf.clone())],
                 host_access: true,
             });
+        }
+        // Large writes: the device copies straight from the application's
+        // memory where it can import it.
+        if data.len() > SMALL_TRANSFER {
+            if let Some(host) = HostBuffer::import(&queue.vk, data.as_ptr(), data.len()) {
+                let region = vk::BufferCopy {
+                    src_offset: host.offset,
+                    dst_offset: (buf.offset + offset) as u64,
+                    size: data.len() as u64,
+                };
+                return Ok(Work {
+                    record: copy_record(host.raw, buf.storage.raw, vec![region]),
+                    complete: None,
+                    keep: vec![keep(host), keep(buf.clone())],
+                    host_access: false,
+                });
+            }
         }
         let staging = Staging::new(&queue.vk, data.len(), BufferUse::Upload)?;
         staging.buffer().write(0, data);
@@ -350,7 +377,7 @@ pub mod work {
     ) -> ClResult<Work> {
         // Where the device's memory is the host's, the worker reads it
         // directly once earlier commands are done.
-        if let Some(base) = buf.storage.mapped() {
+        if let Some(base) = buf.host_memory() {
             let src = HostPtr(base.as_ptr() as usize + buf.offset + offset);
             return Ok(Work {
                 record: None,
@@ -363,6 +390,23 @@ pub mod work {
                 keep: vec![keep(buf.clone())],
                 host_access: true,
             });
+        }
+        // Large reads: the device copies straight into the application's
+        // memory where it can import it.
+        if size > SMALL_TRANSFER {
+            if let Some(host) = HostBuffer::import(&queue.vk, ptr.get(), size) {
+                let region = vk::BufferCopy {
+                    src_offset: (buf.offset + offset) as u64,
+                    dst_offset: host.offset,
+                    size: size as u64,
+                };
+                return Ok(Work {
+                    record: copy_record(buf.storage.raw, host.raw, vec![region]),
+                    complete: None,
+                    keep: vec![keep(host), keep(buf.clone())],
+                    host_access: false,
+                });
+            }
         }
         let staging = Staging::new(&queue.vk, size, BufferUse::Readback)?;
         let (src, dst) = (buf.storage.raw, staging.buffer().raw);
@@ -558,7 +602,7 @@ pub mod work {
         }
         // Where the device's memory is the host's, the mapping is the
         // buffer's memory itself: nothing to copy either way.
-        if let (Some(base), None) = (buf.storage.mapped(), buf.host_ptr) {
+        if let (Some(base), None) = (buf.host_memory(), buf.host_ptr) {
             let ptr = HostPtr(base.as_ptr() as usize + buf.offset + offset);
             maps.push(Mapping {
                 ptr,

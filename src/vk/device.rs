@@ -32,6 +32,17 @@ pub struct LogicalDevice {
     one_shot_pool: Mutex<vk::CommandPool>,
     /// Host clock minus device clock, in ns, measured once.
     timestamp_offset: std::sync::OnceLock<i64>,
+    /// Importing application memory (VK_EXT_external_memory_host), where
+    /// the device can.
+    pub host_import: Option<HostImport>,
+}
+
+/// VK_EXT_external_memory_host on a device.
+pub struct HostImport {
+    pub ext: ash::ext::external_memory_host::Device,
+    /// `minImportedHostPointerAlignment`: imported ranges start and end on
+    /// multiples of it.
+    pub alignment: u64,
 }
 
 impl LogicalDevice {
@@ -84,7 +95,18 @@ impl LogicalDevice {
             .synchronization2(h13.synchronization2 != 0)
             .maintenance4(h13.maintenance4 != 0);
 
-        let extensions: Vec<*const c_char> = Vec::new();
+        let mut extensions: Vec<*const c_char> = Vec::new();
+        let import_ext = ash::ext::external_memory_host::NAME;
+        // VKCL_DEVICE_LOCAL=1 treats a device whose memory is the host's
+        // like a discrete GPU: buffers the host does not map, transfers
+        // through staging buffers or imported host memory. The test suite
+        // uses it to run those paths on CPU devices.
+        let unified_memory = info.is_unified_memory()
+            && std::env::var("VKCL_DEVICE_LOCAL").map_or(true, |v| v != "1");
+        let can_import = info.has_extension(import_ext) && !unified_memory;
+        if can_import {
+            extensions.push(import_ext.as_ptr());
+        }
         let mut create = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_features(&features)
@@ -119,19 +141,30 @@ impl LogicalDevice {
         // SAFETY: valid device and family.
         let one_shot_pool = unsafe { raw.create_command_pool(&pool_info, None)? };
         let pipeline_cache = PipelineCache::new(&raw, info);
+        let host_import = can_import.then(|| {
+            let mut props = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
+            let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut props);
+            // SAFETY: a valid physical device; the extension is present.
+            unsafe { instance.get_physical_device_properties2(info.handle, &mut p2) };
+            HostImport {
+                ext: ash::ext::external_memory_host::Device::new(instance, &raw),
+                alignment: props.min_imported_host_pointer_alignment.max(1),
+            }
+        });
         log::info!(target: "vkcl::vk", "created Vulkan device for {}", info.name());
         Ok(LogicalDevice {
             raw,
             queue_family,
             queue: Mutex::new(queue),
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
-            unified_memory: info.is_unified_memory(),
+            unified_memory,
             staging: StagingPool::default(),
             pipeline_cache,
             timestamp_period: info.props.limits.timestamp_period as f64,
             timestamp_bits: info.queue_families[queue_family as usize].timestamp_valid_bits,
             one_shot_pool: Mutex::new(one_shot_pool),
             timestamp_offset: std::sync::OnceLock::new(),
+            host_import,
         })
     }
 

@@ -150,6 +150,112 @@ impl Drop for DeviceBuffer {
     }
 }
 
+/// Application memory imported as a transfer buffer
+/// (VK_EXT_external_memory_host), so that the device copies straight to or
+/// from it. Released on drop.
+pub struct HostBuffer {
+    device: Arc<LogicalDevice>,
+    pub raw: vk::Buffer,
+    memory: vk::DeviceMemory,
+    /// Where the application's bytes start in the buffer (the import
+    /// starts at the aligned address below them).
+    pub offset: u64,
+}
+
+// SAFETY: plain Vulkan handles, used only by commands that own the value.
+unsafe impl Send for HostBuffer {}
+// SAFETY: as above.
+unsafe impl Sync for HostBuffer {}
+
+impl HostBuffer {
+    /// Imports the pages holding `len` bytes at `ptr`, or `None` where the
+    /// device cannot import them (no extension, memory it refuses such as
+    /// read-only or file-backed pages).
+    pub fn import(device: &Arc<LogicalDevice>, ptr: *const u8, len: usize) -> Option<HostBuffer> {
+        let import = device.host_import.as_ref()?;
+        let align = import.alignment;
+        let start = (ptr as u64) & !(align - 1);
+        let end = (ptr as u64 + len as u64).div_ceil(align) * align;
+        let size = end - start;
+        let handle = vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT;
+        let d = &device.raw;
+        let mut host_props = vk::MemoryHostPointerPropertiesEXT::default();
+        // SAFETY: `start` lies in the application's mapped pages (it owns
+        // `len` bytes at `ptr`, and pages are mapped whole).
+        let found = unsafe {
+            (import.ext.fp().get_memory_host_pointer_properties_ext)(
+                d.handle(),
+                handle,
+                start as *const c_void,
+                &mut host_props,
+            )
+        };
+        if found != vk::Result::SUCCESS {
+            return None;
+        }
+        let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(handle);
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .push_next(&mut external);
+        // SAFETY: valid device and create info.
+        let raw = unsafe { d.create_buffer(&info, None) }.ok()?;
+        // SAFETY: `raw` was just created on this device.
+        let req = unsafe { d.get_buffer_memory_requirements(raw) };
+        let types = req.memory_type_bits & host_props.memory_type_bits;
+        if types == 0 || req.size > size {
+            // SAFETY: the buffer is unused.
+            unsafe { d.destroy_buffer(raw, None) };
+            return None;
+        }
+        let mut host = vk::ImportMemoryHostPointerInfoEXT::default()
+            .handle_type(handle)
+            .host_pointer(start as *mut c_void);
+        let alloc = vk::MemoryAllocateInfo::default()
+            .allocation_size(size)
+            .memory_type_index(types.trailing_zeros())
+            .push_next(&mut host);
+        // SAFETY: an aligned range of application pages, a memory type the
+        // driver allows for it.
+        let memory = match unsafe { d.allocate_memory(&alloc, None) } {
+            Ok(m) => m,
+            Err(e) => {
+                log::debug!(target: "vkcl::memory", "cannot import {size} bytes of host memory: {e}");
+                // SAFETY: the buffer is unused.
+                unsafe { d.destroy_buffer(raw, None) };
+                return None;
+            }
+        };
+        // SAFETY: memory of a type the buffer allows, large enough.
+        if unsafe { d.bind_buffer_memory(raw, memory, 0) }.is_err() {
+            // SAFETY: both unused.
+            unsafe {
+                d.destroy_buffer(raw, None);
+                d.free_memory(memory, None);
+            }
+            return None;
+        }
+        log::trace!(target: "vkcl::memory", "imported {size} bytes of host memory");
+        Some(HostBuffer {
+            device: device.clone(),
+            raw,
+            memory,
+            offset: ptr as u64 - start,
+        })
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        // SAFETY: commands keep the import alive until they complete.
+        unsafe {
+            self.device.raw.destroy_buffer(self.raw, None);
+            self.device.raw.free_memory(self.memory, None);
+        }
+    }
+}
+
 /// Reuses staging buffers: a transfer takes one of at least the size it
 /// needs and gives it back when the command completes.
 pub struct StagingPool {

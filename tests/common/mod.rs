@@ -169,6 +169,11 @@ pub fn environment() -> &'static PathBuf {
         unsafe {
             std::env::set_var("OCL_ICD_VENDORS", &dir);
             std::env::set_var("VKCL_VALIDATION", "abort");
+            // The test crates named *_device_local treat device memory as
+            // discrete GPUs have it, whatever the device.
+            if env!("CARGO_CRATE_NAME").ends_with("_device_local") {
+                std::env::set_var("VKCL_DEVICE_LOCAL", "1");
+            }
         }
         dir
     })
