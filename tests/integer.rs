@@ -1,6 +1,6 @@
 //! The OpenCL C integer built-ins (clz, ctz, popcount, rotate, the
 //! saturating, halving and high-half operations, mad_sat, abs, abs_diff,
-//! bitselect, select, upsample) for every integer width, signed and
+//! bitselect, select, upsample, and / and % of both signs) for every integer width, signed and
 //! unsigned, scalar and vector, against a host reference on edge and
 //! pseudo-random inputs.
 
@@ -9,6 +9,9 @@ mod common;
 use common::*;
 
 both_ways!(integer_builtins_every_width, upsample_every_width);
+
+/// Results per lane of the `ops` kernel.
+const OPS: usize = 18;
 
 const SOURCE: &str = include_str!("kernels/integer.cl");
 
@@ -114,6 +117,10 @@ fn reference(t: Ty, k: usize, x: u64, y: u64, z: u64, vector: bool) -> u64 {
         }
         14 => t.wrap(a.abs()),
         15 => t.wrap(a.wrapping_mul(b) + c),
+        16 | 17 => {
+            let d = ((b >> 2) & !1) | 2;
+            t.wrap(if k == 16 { a / d } else { a % d })
+        }
         _ => unreachable!(),
     }
 }
@@ -199,7 +206,7 @@ fn integer_builtins_every_width(cl: &Cl) {
             s.buffer_from(&pack(t, &y)),
             s.buffer_from(&pack(t, &z)),
         );
-        let out_len = 16 * count * (bits / 8) as usize;
+        let out_len = OPS * count * (bits / 8) as usize;
         let br = s.buffer(out_len);
         s.arg(k, 0, &ba);
         s.arg(k, 1, &bb);
@@ -207,7 +214,7 @@ fn integer_builtins_every_width(cl: &Cl) {
         s.arg(k, 3, &br);
         s.run(k, &[items], Some(&[16]), None);
         let got = unpack(t, &cl.read(s.q, br, 0, out_len));
-        for op in 0..16 {
+        for op in 0..OPS {
             for lane in 0..count {
                 let want = reference(t, op, x[lane], y[lane], z[lane], lanes > 1);
                 assert_eq!(

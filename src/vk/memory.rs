@@ -299,11 +299,20 @@ impl StagingPool {
         DeviceBuffer::new(device, class, usage)
     }
 
+    /// Keeps `buffer` for reuse, the most recently used first: older idle
+    /// buffers go where they would take the pool over [`STAGING_KEEP`]
+    /// (or over `buffer`'s own size, when that alone is larger: the next
+    /// transfer is likely the same again, such as maps of one large buffer).
     pub fn give_back(&self, buffer: DeviceBuffer) {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        let kept: u64 = free.iter().map(|b| b.size).sum();
-        if kept + buffer.size <= STAGING_KEEP {
-            free.push(buffer);
+        let limit = STAGING_KEEP.max(buffer.size);
+        let mut kept = buffer.size;
+        free.insert(0, buffer);
+        let mut n = 1;
+        while n < free.len() && kept + free[n].size <= limit {
+            kept += free[n].size;
+            n += 1;
         }
+        free.truncate(n);
     }
 }

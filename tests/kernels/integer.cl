@@ -23,6 +23,10 @@ __kernel void ops(__global const T *a, __global const T *b, __global const T *c,
     r[13 * n + i] = select(x, y, z);
     r[14 * n + i] = AS_T(abs(x));
     r[15 * n + i] = x * y + z;
+    // Division and remainder with both signs (never by 0 or -1).
+    T d = ((y >> 2) & ~(T)1) | (T)2;
+    r[16 * n + i] = x / d;
+    r[17 * n + i] = x % d;
 }
 #endif
 

@@ -1,97 +1,122 @@
-//! Signed division and remainder on signed types.
+//! Signed division and remainder through unsigned ones.
 //!
-//! OpenCL SPIR-V declares every integer type without signedness, and
-//! SPIR-V says `OpSDiv`, `OpSRem` and `OpSMod` treat their operands as
-//! signed whatever the type. Some Vulkan drivers (NVIDIA's, at least up to
-//! the 580 series) take the signedness from the type instead and divide
-//! as unsigned, so `-2 % 7` gives 2. This pass gives those instructions
-//! signed operand and result types, with bitcasts around them, which
-//! every driver reads the same way; bitcasts between integer types of one
-//! width cost nothing.
+//! OpenCL C defines `/` and `%` on negative integers (they truncate toward
+//! zero), and so does SPIR-V's `OpSDiv`/`OpSRem`. GLSL leaves `%` on
+//! negative operands undefined, and NVIDIA's Vulkan driver (at least up
+//! to the 580 series) compiles `OpSRem` accordingly: `-2 % 7` gives 2 there,
+//! whatever the operand types. This pass computes signed division,
+//! remainder and modulo from the magnitudes with `OpUDiv`/`OpUMod`, then
+//! applies the sign, which every driver reads the same way.
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Op, Word};
 
 use crate::compiler::spirv::ctx::Ctx;
 
-/// The instructions whose meaning drivers may take from the type.
-fn is_signed_division(op: Op) -> bool {
-    matches!(op, Op::SDiv | Op::SRem | Op::SMod)
+/// Emits instructions into one block.
+struct Emit<'a> {
+    ctx: &'a mut Ctx,
+    out: Vec<Instruction>,
 }
 
-pub fn run(ctx: &mut Ctx) {
-    let mut signed_of = std::collections::HashMap::new();
-    for f in 0..ctx.module.functions.len() {
-        for b in 0..ctx.module.functions[f].blocks.len() {
-            let old = std::mem::take(&mut ctx.module.functions[f].blocks[b].instructions);
-            let mut out = Vec::with_capacity(old.len());
-            for i in old {
-                if !is_signed_division(i.class.opcode) {
-                    out.push(i);
-                    continue;
-                }
-                let (Some(ty), Some(result)) = (i.result_type, i.result_id) else {
-                    out.push(i);
-                    continue;
-                };
-                let signed = match signed_of.get(&ty) {
-                    Some(&s) => s,
-                    None => {
-                        let Some(s) = signed_type(ctx, ty) else {
-                            out.push(i);
-                            continue;
-                        };
-                        signed_of.insert(ty, s);
-                        s
-                    }
-                };
-                let mut operands = Vec::with_capacity(2);
-                for o in &i.operands {
-                    let Operand::IdRef(v) = o else {
-                        unreachable!("division operands are ids")
-                    };
-                    let cast = ctx.fresh();
-                    out.push(Instruction::new(
-                        Op::Bitcast,
-                        Some(signed),
-                        Some(cast),
-                        vec![Operand::IdRef(*v)],
-                    ));
-                    operands.push(Operand::IdRef(cast));
-                }
-                let value = ctx.fresh();
-                out.push(Instruction::new(
-                    i.class.opcode,
-                    Some(signed),
-                    Some(value),
-                    operands,
-                ));
-                out.push(Instruction::new(
-                    Op::Bitcast,
-                    Some(ty),
-                    Some(result),
-                    vec![Operand::IdRef(value)],
-                ));
-            }
-            ctx.module.functions[f].blocks[b].instructions = out;
-        }
+impl Emit<'_> {
+    fn op(&mut self, op: Op, ty: Word, args: &[Word]) -> Word {
+        let id = self.ctx.fresh();
+        self.out.push(Instruction::new(
+            op,
+            Some(ty),
+            Some(id),
+            args.iter().map(|&a| Operand::IdRef(a)).collect(),
+        ));
+        id
     }
 }
 
-/// The signed integer type (scalar or vector) of the width and shape of
-/// integer type `ty`.
-fn signed_type(ctx: &mut Ctx, ty: Word) -> Option<Word> {
+/// The boolean type of the shape of integer type `ty`.
+fn bool_like(ctx: &mut Ctx, ty: Word) -> Option<Word> {
     let t = ctx.global(ty)?.clone();
     match (t.class.opcode, t.operands.as_slice()) {
-        (Op::TypeInt, [Operand::LiteralBit32(w), _]) => Some(ctx.ty(
-            Op::TypeInt,
-            vec![Operand::LiteralBit32(*w), Operand::LiteralBit32(1)],
-        )),
+        (Op::TypeInt, _) => Some(ctx.ty(Op::TypeBool, vec![])),
         (Op::TypeVector, [Operand::IdRef(c), Operand::LiteralBit32(n)]) => {
-            let s = signed_type(ctx, *c)?;
-            Some(ctx.vector(s, *n))
+            let b = bool_like(ctx, *c)?;
+            Some(ctx.vector(b, *n))
         }
         _ => None,
+    }
+}
+
+pub fn run(ctx: &mut Ctx) {
+    for f in 0..ctx.module.functions.len() {
+        for b in 0..ctx.module.functions[f].blocks.len() {
+            let old = std::mem::take(&mut ctx.module.functions[f].blocks[b].instructions);
+            if !old
+                .iter()
+                .any(|i| matches!(i.class.opcode, Op::SDiv | Op::SRem | Op::SMod))
+            {
+                ctx.module.functions[f].blocks[b].instructions = old;
+                continue;
+            }
+            let mut e = Emit {
+                ctx,
+                out: Vec::with_capacity(old.len()),
+            };
+            for i in old {
+                let op = i.class.opcode;
+                let lowered = match (op, i.result_type, i.result_id, i.operands.as_slice()) {
+                    (
+                        Op::SDiv | Op::SRem | Op::SMod,
+                        Some(ty),
+                        Some(result),
+                        [Operand::IdRef(a), Operand::IdRef(b)],
+                    ) => bool_like(e.ctx, ty).map(|bt| (ty, result, *a, *b, bt)),
+                    _ => None,
+                };
+                let Some((ty, result, a, b, bt)) = lowered else {
+                    e.out.push(i);
+                    continue;
+                };
+                let zero = e.ctx.const_null(ty);
+                let a_neg = e.op(Op::SLessThan, bt, &[a, zero]);
+                let b_neg = e.op(Op::SLessThan, bt, &[b, zero]);
+                let minus_a = e.op(Op::ISub, ty, &[zero, a]);
+                let minus_b = e.op(Op::ISub, ty, &[zero, b]);
+                let ua = e.op(Op::Select, ty, &[a_neg, minus_a, a]);
+                let ub = e.op(Op::Select, ty, &[b_neg, minus_b, b]);
+                let value = if op == Op::SDiv {
+                    let q = e.op(Op::UDiv, ty, &[ua, ub]);
+                    let minus_q = e.op(Op::ISub, ty, &[zero, q]);
+                    let negative = e.op(Op::LogicalNotEqual, bt, &[a_neg, b_neg]);
+                    (negative, minus_q, q)
+                } else {
+                    let r = e.op(Op::UMod, ty, &[ua, ub]);
+                    let minus_r = e.op(Op::ISub, ty, &[zero, r]);
+                    if op == Op::SRem {
+                        (a_neg, minus_r, r)
+                    } else {
+                        // Modulo takes the divisor's sign: a non-zero
+                        // remainder of the other sign moves by b.
+                        let rem = e.op(Op::Select, ty, &[a_neg, minus_r, r]);
+                        let nonzero = e.op(Op::INotEqual, bt, &[r, zero]);
+                        let differ = e.op(Op::LogicalNotEqual, bt, &[a_neg, b_neg]);
+                        let fix = e.op(Op::LogicalAnd, bt, &[nonzero, differ]);
+                        let moved = e.op(Op::IAdd, ty, &[rem, b]);
+                        (fix, moved, rem)
+                    }
+                };
+                e.out.push(Instruction::new(
+                    Op::Select,
+                    Some(ty),
+                    Some(result),
+                    vec![
+                        Operand::IdRef(value.0),
+                        Operand::IdRef(value.1),
+                        Operand::IdRef(value.2),
+                    ],
+                ));
+            }
+            let out = e.out;
+            ctx.module.functions[f].blocks[b].instructions = out;
+        }
     }
 }
 
@@ -101,7 +126,7 @@ mod tests {
     use crate::compiler::spirv::ctx::assemble;
 
     #[test]
-    fn remainders_get_signed_types() {
+    fn signed_division_becomes_unsigned() {
         let mut ctx = assemble(
             r#"
             OpCapability Shader
@@ -119,38 +144,25 @@ mod tests {
             %entry = OpLabel
             %r = OpSRem %uint %m2 %c7
             %q = OpSDiv %v2uint %v %v
-            %u = OpUMod %uint %m2 %c7
+            %m = OpSMod %uint %m2 %c7
             OpReturn
             OpFunctionEnd
             "#,
         );
         run(&mut ctx);
-        let int = ctx
-            .module
-            .types_global_values
-            .iter()
-            .find(|t| t.class.opcode == Op::TypeInt && t.operands[1] == Operand::LiteralBit32(1))
-            .and_then(|t| t.result_id)
-            .expect("a signed int type");
         let body = &ctx.module.functions[0].blocks[0].instructions;
-        let rem = body.iter().find(|i| i.class.opcode == Op::SRem).unwrap();
-        assert_eq!(rem.result_type, Some(int));
-        // The old result id is now a bitcast back to the unsigned type.
-        let back = body
-            .iter()
-            .find(|i| {
-                i.class.opcode == Op::Bitcast
-                    && i.operands[0] == Operand::IdRef(rem.result_id.unwrap())
-            })
-            .unwrap();
-        assert_ne!(back.result_type, Some(int));
-        let div = body.iter().find(|i| i.class.opcode == Op::SDiv).unwrap();
-        assert_ne!(
-            div.result_type,
-            body.iter()
-                .find(|i| i.class.opcode == Op::UMod)
-                .unwrap()
-                .result_type
+        assert!(
+            !body
+                .iter()
+                .any(|i| matches!(i.class.opcode, Op::SDiv | Op::SRem | Op::SMod))
+        );
+        assert_eq!(
+            body.iter().filter(|i| i.class.opcode == Op::UMod).count(),
+            2
+        );
+        assert_eq!(
+            body.iter().filter(|i| i.class.opcode == Op::UDiv).count(),
+            1
         );
         ctx.sort_globals();
         use rspirv::binary::Assemble;
