@@ -74,6 +74,14 @@ fn every_line_through_the_loader_and_directly() {
     for how in ["loader", "direct"] {
         let out = child(how, None);
         assert!(out.contains("child done"), "{how}: {out}");
+        let narrow = out
+            .lines()
+            .find_map(|l| l.strip_prefix("narrow "))
+            .unwrap_or_else(|| panic!("{how}: no narrow line in {out}"));
+        let (values, pointer) = narrow.rsplit_once(' ').unwrap();
+        assert_eq!(values, "8001 80 -56", "{how}");
+        let address = pointer.strip_prefix("0x").expect("%p prints 0x...");
+        assert_ne!(u64::from_str_radix(address, 16).unwrap(), 0, "{how}");
         let lines = printed(&out);
         assert_eq!(lines.len(), N, "{how}: {out}");
         for i in 0..N {

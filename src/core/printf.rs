@@ -72,7 +72,6 @@ struct Spec {
     flags: String,
     width: String,
     precision: String,
-    vector: Option<usize>,
     length: String,
     conversion: u8,
 }
@@ -93,12 +92,14 @@ fn parse_spec(f: &[u8], mut i: usize) -> Option<(Spec, usize)> {
     } else {
         String::new()
     };
-    let vector = if f.get(i) == Some(&b'v') {
+    // The vector size (`%v4hd`): the argument already says how many
+    // lanes it has.
+    if f.get(i) == Some(&b'v') {
         i += 1;
-        Some(take(&mut i, &|c| c.is_ascii_digit()).parse().ok()?)
-    } else {
-        None
-    };
+        take(&mut i, &|c| c.is_ascii_digit())
+            .parse::<usize>()
+            .ok()?;
+    }
     let length = take(&mut i, &|c| b"hlL".contains(&c));
     let conversion = *f.get(i)?;
     Some((
@@ -106,7 +107,6 @@ fn parse_spec(f: &[u8], mut i: usize) -> Option<(Spec, usize)> {
             flags,
             width,
             precision,
-            vector,
             length,
             conversion,
         },
@@ -206,7 +206,15 @@ fn format_record(call: &PrintfCall, mut data: &[u32]) -> Vec<u8> {
 
 fn format_value(spec: &Spec, base: &str, raw: u64, float: bool, bytes: u32) -> Vec<u8> {
     let conv = spec.conversion as char;
-    let _ = (&spec.length, spec.vector);
+    // A length modifier narrower than the argument converts it first, as
+    // C does (`%hx` of the int -32767 prints 8001).
+    let narrowed = match spec.length.as_str() {
+        "hh" => 1,
+        "h" => 2,
+        "hl" => 4,
+        _ => bytes,
+    };
+    let bytes = if float { bytes } else { bytes.min(narrowed) };
     match conv {
         'f' | 'F' | 'e' | 'E' | 'g' | 'G' | 'a' | 'A' => {
             let v = if float {
@@ -298,6 +306,25 @@ mod tests {
         assert_eq!(
             String::from_utf8(format_record(&call, &data)).unwrap(),
             "-7  1.50 ok 3,-1 ff %\n"
+        );
+    }
+
+    #[test]
+    fn length_modifiers_narrow_their_argument() {
+        let int = PrintfArg::Value {
+            float: false,
+            bytes: 4,
+            lanes: 1,
+        };
+        let call = PrintfCall {
+            format: "%hx %hhx %ho %hd %hhd".into(),
+            args: vec![int; 5],
+            strings: vec![],
+        };
+        let data = [-32767i32, -128, -32767, 40000, 200].map(|v| v as u32);
+        assert_eq!(
+            String::from_utf8(format_record(&call, &data)).unwrap(),
+            "8001 80 100001 -25536 -56"
         );
     }
 }

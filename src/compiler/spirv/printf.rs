@@ -187,10 +187,34 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<PrintfCall>, String> {
                     .and_then(|d| d.result_type)
                     .or_else(|| ctx.type_of(a))
                     .ok_or("printf argument of unknown type")?;
-                if ctx.pointer_parts(ty).is_some() {
-                    let s = constant_string(ctx, &defs, a).ok_or(
-                        "printf arguments that are pointers must be constant strings (%s)",
-                    )?;
+                if let Some((sc, _)) = ctx.pointer_parts(ty) {
+                    let Some(s) = constant_string(ctx, &defs, a) else {
+                        // %p of a global or constant pointer: its device
+                        // address.
+                        if !matches!(
+                            sc,
+                            StorageClass::CrossWorkgroup | StorageClass::UniformConstant
+                        ) {
+                            return Err(format!(
+                                "printf of a pointer to {sc:?} memory is not supported yet"
+                            ));
+                        }
+                        let u64t = ctx.uint(64);
+                        let v = emit(
+                            ctx,
+                            &mut code,
+                            Op::ConvertPtrToU,
+                            u64t,
+                            &[Operand::IdRef(a)],
+                        );
+                        site.args.push(PrintfArg::Value {
+                            float: false,
+                            bytes: 8,
+                            lanes: 1,
+                        });
+                        words.push((v, true));
+                        continue;
+                    };
                     let k = ctx.const_u32(site.strings.len() as u32);
                     site.strings.push(s);
                     site.args.push(PrintfArg::String);
