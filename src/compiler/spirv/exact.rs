@@ -260,9 +260,8 @@ impl Emit<'_> {
     }
 
     fn add_sat(&mut self, x: Word, y: Word, ty: Word, signed: bool) -> Word {
-        let s = self.op(Op::IAdd, ty, &[x, y]);
-        let bt = self.bool_like(ty);
         if signed {
+            let s = self.op(Op::IAdd, ty, &[x, y]);
             // Overflow when the sum's sign differs from both operands'.
             let (a, b) = (
                 self.op(Op::BitwiseXor, ty, &[s, x]),
@@ -273,17 +272,55 @@ impl Emit<'_> {
             let x_neg = self.is_negative(x, ty);
             let limit = self.signed_limit(ty, x_neg);
             self.select(ty, overflow, limit, s)
-        } else {
+        } else if self.wide_vector(ty) {
+            // (OpIAddCarry has no split for 8/16-component vectors.)
+            let s = self.op(Op::IAdd, ty, &[x, y]);
+            let bt = self.bool_like(ty);
             let wrapped = self.op(Op::ULessThan, bt, &[s, x]);
             let max = self.konst(ty, self.min_max(ty, false).1);
             self.select(ty, wrapped, max, s)
+        } else {
+            // The carry out, spread over every bit: sum | -carry. (The
+            // compare-and-select form is what compilers pattern-match
+            // into a saturating add; NVIDIA's does so wrongly for 64-bit
+            // values, keeping only the low 32 bits.)
+            let (sum, carry) = self.with_carry(Op::IAddCarry, x, y, ty);
+            let zero = self.konst(ty, 0);
+            let mask = self.op(Op::ISub, ty, &[zero, carry]);
+            self.op(Op::BitwiseOr, ty, &[sum, mask])
         }
     }
 
+    /// Whether `ty` is a vector of 8 or 16 components.
+    fn wide_vector(&self, ty: Word) -> bool {
+        self.ctx.global(ty).is_some_and(|t| {
+            t.class.opcode == Op::TypeVector
+                && matches!(t.operands.get(1), Some(Operand::LiteralBit32(n)) if *n > 4)
+        })
+    }
+
+    /// `OpIAddCarry`/`OpISubBorrow`: the result and the carry (0 or 1).
+    fn with_carry(&mut self, op: Op, x: Word, y: Word, ty: Word) -> (Word, Word) {
+        let pair = self
+            .ctx
+            .ty(Op::TypeStruct, vec![Operand::IdRef(ty), Operand::IdRef(ty)]);
+        let both = self.op(op, pair, &[x, y]);
+        let part = |e: &mut Self, k: u32| {
+            let id = e.ctx.fresh();
+            e.out.push(Instruction::new(
+                Op::CompositeExtract,
+                Some(ty),
+                Some(id),
+                vec![Operand::IdRef(both), Operand::LiteralBit32(k)],
+            ));
+            id
+        };
+        (part(self, 0), part(self, 1))
+    }
+
     fn sub_sat(&mut self, x: Word, y: Word, ty: Word, signed: bool) -> Word {
-        let d = self.op(Op::ISub, ty, &[x, y]);
-        let bt = self.bool_like(ty);
         if signed {
+            let d = self.op(Op::ISub, ty, &[x, y]);
             // Overflow when the operands' signs differ and the result's
             // sign differs from x's.
             let (a, b) = (
@@ -295,10 +332,18 @@ impl Emit<'_> {
             let x_neg = self.is_negative(x, ty);
             let limit = self.signed_limit(ty, x_neg);
             self.select(ty, overflow, limit, d)
-        } else {
+        } else if self.wide_vector(ty) {
+            let d = self.op(Op::ISub, ty, &[x, y]);
+            let bt = self.bool_like(ty);
             let below = self.op(Op::ULessThan, bt, &[x, y]);
             let zero = self.konst(ty, 0);
             self.select(ty, below, zero, d)
+        } else {
+            // difference & (borrow - 1), for the reason add_sat gives.
+            let (diff, borrow) = self.with_carry(Op::ISubBorrow, x, y, ty);
+            let one = self.konst(ty, 1);
+            let mask = self.op(Op::ISub, ty, &[borrow, one]);
+            self.op(Op::BitwiseAnd, ty, &[diff, mask])
         }
     }
 
