@@ -272,50 +272,30 @@ impl Emit<'_> {
             let x_neg = self.is_negative(x, ty);
             let limit = self.signed_limit(ty, x_neg);
             self.select(ty, overflow, limit, s)
-        } else if self.wide_vector(ty) {
-            // (OpIAddCarry has no split for 8/16-component vectors.)
-            let s = self.op(Op::IAdd, ty, &[x, y]);
-            let bt = self.bool_like(ty);
-            let wrapped = self.op(Op::ULessThan, bt, &[s, x]);
-            let max = self.konst(ty, self.min_max(ty, false).1);
-            self.select(ty, wrapped, max, s)
         } else {
-            // The carry out, spread over every bit: sum | -carry. (The
-            // compare-and-select form is what compilers pattern-match
-            // into a saturating add; NVIDIA's does so wrongly for 64-bit
-            // values, keeping only the low 32 bits.)
-            let (sum, carry) = self.with_carry(Op::IAddCarry, x, y, ty);
+            // sum | -carry, with the carry out of the top bit computed
+            // from the operands' and the sum's top bits. (NVIDIA's driver
+            // miscompiles both the compare-and-select form, which it turns
+            // into a 32-bit saturating add even for 64-bit values, and
+            // 64-bit OpIAddCarry.)
+            let sum = self.op(Op::IAdd, ty, &[x, y]);
+            let both = self.op(Op::BitwiseAnd, ty, &[x, y]);
+            let either = self.op(Op::BitwiseOr, ty, &[x, y]);
+            let not_sum = self.op(Op::Not, ty, &[sum]);
+            let lost = self.op(Op::BitwiseAnd, ty, &[either, not_sum]);
+            let carries = self.op(Op::BitwiseOr, ty, &[both, lost]);
+            let carry = self.top_bit(carries, ty);
             let zero = self.konst(ty, 0);
             let mask = self.op(Op::ISub, ty, &[zero, carry]);
             self.op(Op::BitwiseOr, ty, &[sum, mask])
         }
     }
 
-    /// Whether `ty` is a vector of 8 or 16 components.
-    fn wide_vector(&self, ty: Word) -> bool {
-        self.ctx.global(ty).is_some_and(|t| {
-            t.class.opcode == Op::TypeVector
-                && matches!(t.operands.get(1), Some(Operand::LiteralBit32(n)) if *n > 4)
-        })
-    }
-
-    /// `OpIAddCarry`/`OpISubBorrow`: the result and the carry (0 or 1).
-    fn with_carry(&mut self, op: Op, x: Word, y: Word, ty: Word) -> (Word, Word) {
-        let pair = self
-            .ctx
-            .ty(Op::TypeStruct, vec![Operand::IdRef(ty), Operand::IdRef(ty)]);
-        let both = self.op(op, pair, &[x, y]);
-        let part = |e: &mut Self, k: u32| {
-            let id = e.ctx.fresh();
-            e.out.push(Instruction::new(
-                Op::CompositeExtract,
-                Some(ty),
-                Some(id),
-                vec![Operand::IdRef(both), Operand::LiteralBit32(k)],
-            ));
-            id
-        };
-        (part(self, 0), part(self, 1))
+    /// The top bit of each lane of `x`, as 0 or 1.
+    fn top_bit(&mut self, x: Word, ty: Word) -> Word {
+        let w = width(self.ctx, ty).unwrap_or(32);
+        let shift = self.konst(ty, u64::from(w - 1));
+        self.op(Op::ShiftRightLogical, ty, &[x, shift])
     }
 
     fn sub_sat(&mut self, x: Word, y: Word, ty: Word, signed: bool) -> Word {
@@ -332,18 +312,21 @@ impl Emit<'_> {
             let x_neg = self.is_negative(x, ty);
             let limit = self.signed_limit(ty, x_neg);
             self.select(ty, overflow, limit, d)
-        } else if self.wide_vector(ty) {
-            let d = self.op(Op::ISub, ty, &[x, y]);
-            let bt = self.bool_like(ty);
-            let below = self.op(Op::ULessThan, bt, &[x, y]);
-            let zero = self.konst(ty, 0);
-            self.select(ty, below, zero, d)
         } else {
-            // difference & (borrow - 1), for the reason add_sat gives.
-            let (diff, borrow) = self.with_carry(Op::ISubBorrow, x, y, ty);
+            // difference & (borrow - 1), the borrow out of the top bit
+            // from the operands' and the difference's top bits (see
+            // add_sat for why not a compare and select).
+            let d = self.op(Op::ISub, ty, &[x, y]);
+            let not_x = self.op(Op::Not, ty, &[x]);
+            let below = self.op(Op::BitwiseAnd, ty, &[not_x, y]);
+            let differ = self.op(Op::BitwiseXor, ty, &[x, y]);
+            let same = self.op(Op::Not, ty, &[differ]);
+            let through = self.op(Op::BitwiseAnd, ty, &[same, d]);
+            let borrows = self.op(Op::BitwiseOr, ty, &[below, through]);
+            let borrow = self.top_bit(borrows, ty);
             let one = self.konst(ty, 1);
             let mask = self.op(Op::ISub, ty, &[borrow, one]);
-            self.op(Op::BitwiseAnd, ty, &[diff, mask])
+            self.op(Op::BitwiseAnd, ty, &[d, mask])
         }
     }
 
