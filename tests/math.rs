@@ -142,7 +142,7 @@ fn unary_math(cl: &Cl) {
             frexp(v).1 as f64 - 1.0
         }
     };
-    let table: [Unary; 29] = [
+    let table: [Unary; 38] = [
         ("sin", f64::sin, 4.0),
         ("cos", f64::cos, 4.0),
         ("tan", f64::tan, 5.0),
@@ -192,6 +192,15 @@ fn unary_math(cl: &Cl) {
             },
             0.0,
         ),
+        ("half_sin", f64::sin, 8192.0),
+        ("half_cos", f64::cos, 8192.0),
+        ("half_exp", f64::exp, 8192.0),
+        ("half_exp2", f64::exp2, 8192.0),
+        ("half_log", f64::ln, 8192.0),
+        ("half_log2", f64::log2, 8192.0),
+        ("half_log10", f64::log10, 8192.0),
+        ("half_exp10", |v| 10f64.powf(v), 8192.0),
+        ("half_recip", |v| 1.0 / v, 8192.0),
     ];
     let got = run(cl, "unary", &[&x], table.len());
     for (k, (name, f, limit)) in table.iter().enumerate() {

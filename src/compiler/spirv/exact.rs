@@ -720,6 +720,19 @@ pub fn lower(
         C::bitselect => e.bitselect(arg(0)?, arg(1)?, arg(2)?, ty),
         C::copysign => e.copysign(arg(0)?, arg(1)?, ty),
         C::fdim => e.fdim(arg(0)?, arg(1)?, ty),
+        // 1 / x: Vulkan's division (2.5 ULP) is well within both.
+        C::half_recip | C::native_recip => {
+            let w = width(e.ctx, ty).unwrap_or(32);
+            let one_bits = match w {
+                16 => 0x3C00,
+                64 => 0x3FF0_0000_0000_0000,
+                _ => 0x3F80_0000,
+            };
+            let it = e.int_like(ty, w);
+            let bits = e.konst(it, one_bits);
+            let one = e.op(Op::Bitcast, ty, &[bits]);
+            e.op(Op::FDiv, ty, &[one, arg(0)?])
+        }
         C::maxmag => e.magnitude_pick(arg(0)?, arg(1)?, ty, true),
         C::minmag => e.magnitude_pick(arg(0)?, arg(1)?, ty, false),
         C::nan => e.nan(arg(0)?, ty, rty),
