@@ -226,6 +226,15 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
     // Pointers to an element of an object, as (object, indexes): pointer
     // arithmetic on them moves the last index.
     let mut element_of: HashMap<Word, (Word, Vec<Word>)> = HashMap::new();
+    // The opcode that made each pointer, for messages.
+    let defs_op: HashMap<Word, Op> = ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| f.all_inst_iter())
+        .chain(ctx.module.types_global_values.iter())
+        .filter_map(|i| Some((i.result_id?, i.class.opcode)))
+        .collect();
     let mut new_types: HashMap<Word, Word> = HashMap::new();
     let mut functions = std::mem::take(&mut ctx.module.functions);
     for f in &mut functions {
@@ -259,6 +268,16 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
                             let mut ops = i.operands.clone();
                             ops.remove(1);
                             i = Instruction::new(Op::AccessChain, i.result_type, i.result_id, ops);
+                            // As for access chains above: later arithmetic
+                            // on the result moves its last index.
+                            let idx: Vec<Word> =
+                                (1..i.operands.len()).filter_map(|n| id_at(&i, n)).collect();
+                            if let (Some(r), false) = (i.result_id, idx.is_empty()) {
+                                let (obj, mut all) =
+                                    element_of.get(&base).cloned().unwrap_or((base, Vec::new()));
+                                all.extend(idx);
+                                element_of.insert(r, (obj, all));
+                            }
                         } else if let Some((obj, idx)) = element_of.get(&base).cloned() {
                             // &obj[..][k] + step = &obj[..][k + step].
                             let last = *idx.last().expect("non-empty");
@@ -301,8 +320,9 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
                                 );
                             }
                         } else {
+                            let from = defs_op.get(&base).copied();
                             return Err(format!(
-                                "pointer arithmetic on a {:?} object is not supported yet",
+                                "pointer arithmetic on a {:?} object (a pointer from {from:?}) is not supported yet",
                                 storage(base).unwrap_or(StorageClass::Function)
                             ));
                         }

@@ -282,8 +282,14 @@ fn lower(
                 let single = i
                     .result_type
                     .is_some_and(|t| exact::width(ctx, t) == Some(32));
+                let double = i
+                    .result_type
+                    .is_some_and(|t| exact::width(ctx, t) == Some(64));
                 let lowered = match op {
                     C::fma if !kernel_code => Some(Lowering::MulAdd),
+                    // libclc has no double fma of its own; Vulkan's is the
+                    // hardware's (the tests check it rounds once).
+                    C::fma if double => Some(Lowering::Glsl(G::Fma)),
                     _ if relaxed_math && kernel_code && single => {
                         relaxed(op).or_else(|| lowering(op))
                     }
