@@ -16,12 +16,12 @@ log "cargo fmt --check"
 cargo fmt --all -- --check
 
 log "cargo clippy"
-cargo clippy --all-targets -- -D warnings
+cargo clippy --workspace --all-targets -- -D warnings
 
 log "cargo build (the shared library the integration tests load)"
 cargo build --lib
 log "cargo test"
-cargo test --no-fail-fast
+cargo test --workspace --no-fail-fast
 
 log "cross build: x86_64-pc-windows-gnu (vkcl.dll)"
 cargo build --lib --target x86_64-pc-windows-gnu

@@ -72,7 +72,7 @@ impl Compiled {
     }
 }
 
-fn device_caps(d: &Device) -> DeviceCaps {
+pub fn device_caps(d: &Device) -> DeviceCaps {
     let i = &d.info;
     DeviceCaps {
         int8: i.features12.shader_int8 != 0,

@@ -68,7 +68,7 @@ impl ClObject for Program {
 }
 
 /// The OpenCL C features and extensions of a device, for the front end.
-fn device_macros(d: &Device) -> DeviceMacros {
+pub fn device_macros(d: &Device) -> DeviceMacros {
     let mut features: Vec<String> = d
         .opencl_c_features()
         .iter()

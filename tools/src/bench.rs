@@ -1,0 +1,449 @@
+//! `vkcl bench`: clpeak-style figures through the public OpenCL API, so the
+//! same command measures vkcl and any other platform side by side.
+
+use std::ffi::c_void;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use opencl_sys::*;
+
+use crate::cl::{Session, check, text};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The platform: a part of its name, case-insensitive (default: the
+    /// first one the ICD loader lists).
+    #[arg(long)]
+    platform: Option<String>,
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// Also writes the figures as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Small sizes and few repetitions: seconds, even on CPU devices.
+    #[arg(long)]
+    quick: bool,
+}
+
+const KERNELS: &str = r#"
+#define FETCH 16
+#define SUM1(v) (v)
+#define SUM2(v) ((v).s0 + (v).s1)
+#define SUM4(v) ((v).s0 + (v).s1 + (v).s2 + (v).s3)
+#define SUM8(v) (SUM4((v).lo) + SUM4((v).hi))
+#define SUM16(v) (SUM8((v).lo) + SUM8((v).hi))
+#define READ(T, N) \
+__kernel void read_##T(__global const T *in, __global float *out) { \
+    size_t i = get_global_id(0), n = get_global_size(0); \
+    T acc = (T)0; \
+    for (int k = 0; k < FETCH; k++) acc += in[i + k * n]; \
+    out[i] = SUM##N(acc); \
+}
+READ(float, 1) READ(float2, 2) READ(float4, 4) READ(float8, 8) READ(float16, 16)
+
+#define MAD16(x, y) x = mad(y, x, y); y = mad(x, y, x); x = mad(y, x, y); y = mad(x, y, x); \
+    x = mad(y, x, y); y = mad(x, y, x); x = mad(y, x, y); y = mad(x, y, x); \
+    x = mad(y, x, y); y = mad(x, y, x); x = mad(y, x, y); y = mad(x, y, x); \
+    x = mad(y, x, y); y = mad(x, y, x); x = mad(y, x, y); y = mad(x, y, x);
+#define IMAD16(x, y) x = y * x + y; y = x * y + x; x = y * x + y; y = x * y + x; \
+    x = y * x + y; y = x * y + x; x = y * x + y; y = x * y + x; \
+    x = y * x + y; y = x * y + x; x = y * x + y; y = x * y + x; \
+    x = y * x + y; y = x * y + x; x = y * x + y; y = x * y + x;
+#define COMPUTE(NAME, T, S, STEP, N) \
+__kernel void NAME(__global S *out, S seed) { \
+    T x = (T)(seed + (S)get_local_id(0)), y = (T)seed; \
+    for (int k = 0; k < 64; k++) { STEP(x, y) STEP(x, y) STEP(x, y) STEP(x, y) } \
+    out[get_global_id(0)] = SUM##N(y); \
+}
+COMPUTE(sp_float, float, float, MAD16, 1) COMPUTE(sp_float4, float4, float, MAD16, 4)
+COMPUTE(sp_float16, float16, float, MAD16, 16)
+COMPUTE(int_int, int, int, IMAD16, 1) COMPUTE(int_int4, int4, int, IMAD16, 4)
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+COMPUTE(dp_double, double, double, MAD16, 1) COMPUTE(dp_double4, double4, double, MAD16, 4)
+#endif
+
+__kernel void empty(void) {}
+
+__kernel void triad(__global float *a, __global const float *b, __global const float *c, float s) {
+    size_t i = get_global_id(0);
+    a[i] = b[i] + s * c[i];
+}
+
+#define TILE 16
+__kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
+void matmul(__global const float *A, __global const float *B, __global float *C, int n) {
+    __local float a[TILE][TILE], b[TILE][TILE];
+    int col = get_global_id(0), row = get_global_id(1);
+    int lx = get_local_id(0), ly = get_local_id(1);
+    float acc = 0.0f;
+    for (int t = 0; t < n; t += TILE) {
+        a[ly][lx] = A[row * n + t + lx];
+        b[ly][lx] = B[(t + ly) * n + col];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int k = 0; k < TILE; k++) acc += a[ly][k] * b[k][lx];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    C[row * n + col] = acc;
+}
+"#;
+
+/// One measured figure.
+struct Figure {
+    group: &'static str,
+    name: String,
+    value: f64,
+    unit: &'static str,
+}
+
+struct Bench<'a> {
+    s: &'a Session,
+    program: cl_program,
+    figures: Vec<Figure>,
+    reps: usize,
+}
+
+impl Bench<'_> {
+    fn progress(&self, what: &str) {
+        if std::io::stderr().is_terminal() {
+            eprint!("\r\x1b[2K  measuring {what} ...");
+            let _ = std::io::stderr().flush();
+        }
+    }
+
+    fn add(
+        &mut self,
+        group: &'static str,
+        name: impl Into<String>,
+        value: f64,
+        unit: &'static str,
+    ) {
+        self.figures.push(Figure {
+            group,
+            name: name.into(),
+            value,
+            unit,
+        });
+    }
+
+    /// The best time of `reps` runs of `kernel` (after one warm-up).
+    fn best(
+        &self,
+        kernel: &str,
+        args: &[(usize, *const c_void)],
+        global: &[usize],
+        local: Option<&[usize]>,
+    ) -> Result<f64, String> {
+        let k = self.s.kernel(self.program, kernel)?;
+        for (i, (size, value)) in args.iter().enumerate() {
+            self.s.set_arg(k, i as u32, *size, *value)?;
+        }
+        self.s.launch(k, global, local)?;
+        let mut best = f64::INFINITY;
+        for _ in 0..self.reps {
+            best = best.min(self.s.launch(k, global, local)?);
+        }
+        unsafe { (self.s.api.clReleaseKernel.unwrap())(k) };
+        Ok(best.max(1e-9))
+    }
+}
+
+fn arg<T>(v: &T) -> (usize, *const c_void) {
+    (std::mem::size_of::<T>(), (v as *const T).cast())
+}
+
+pub fn run(a: Args) -> Result<(), String> {
+    let s = Session::open(a.platform.as_deref(), a.device)?;
+    let extensions = text(&s.device_info(CL_DEVICE_EXTENSIONS));
+    let max_alloc = s.device_u64(CL_DEVICE_MAX_MEM_ALLOC_SIZE) as usize;
+    let program = s.program(KERNELS, "-cl-mad-enable")?;
+    let mut b = Bench {
+        s: &s,
+        program,
+        figures: Vec::new(),
+        reps: if a.quick { 2 } else { 10 },
+    };
+    let result = measure(&mut b, &a, &extensions, max_alloc);
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K");
+    }
+    unsafe { (s.api.clReleaseProgram.unwrap())(program) };
+    result?;
+    println!("Platform: {}", s.platform_name);
+    println!("Device:   {}", s.device_name);
+    let mut group = "";
+    for f in &b.figures {
+        if f.group != group {
+            group = f.group;
+            println!("  {group}");
+        }
+        println!("    {:<28} {:>12.2} {}", f.name, f.value, f.unit);
+    }
+    if !extensions.contains("cl_khr_fp64") {
+        println!("  (no cl_khr_fp64: double precision not measured)");
+    }
+    if let Some(path) = &a.json {
+        let mut j = format!(
+            "{{\n  \"platform\": {:?},\n  \"device\": {:?},\n  \"quick\": {},\n  \"figures\": [\n",
+            s.platform_name, s.device_name, a.quick
+        );
+        for (i, f) in b.figures.iter().enumerate() {
+            j.push_str(&format!(
+                "    {{\"group\": {:?}, \"name\": {:?}, \"value\": {}, \"unit\": {:?}}}{}\n",
+                f.group,
+                f.name,
+                f.value,
+                f.unit,
+                if i + 1 < b.figures.len() { "," } else { "" }
+            ));
+        }
+        j.push_str("  ]\n}\n");
+        std::fs::write(path, j).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn measure(b: &mut Bench<'_>, a: &Args, extensions: &str, max_alloc: usize) -> Result<(), String> {
+    let s = b.s;
+    // Global memory bandwidth: FETCH coalesced reads per work-item.
+    let bytes = if a.quick {
+        16 << 20
+    } else {
+        (256usize << 20).min(max_alloc / 2)
+    };
+    let input = s.buffer(bytes, None)?;
+    let floats = bytes / 4;
+    for (name, width) in [
+        ("float", 1usize),
+        ("float2", 2),
+        ("float4", 4),
+        ("float8", 8),
+        ("float16", 16),
+    ] {
+        b.progress(&format!("global memory bandwidth ({name})"));
+        let items = floats / width / 16;
+        let out = s.buffer(items * 4, None)?;
+        let t = b.best(
+            &format!("read_{name}"),
+            &[arg(&input), arg(&out)],
+            &[items],
+            Some(&[64]),
+        )?;
+        b.add(
+            "Global memory bandwidth",
+            name,
+            (items * 16 * width * 4) as f64 / t / 1e9,
+            "GB/s",
+        );
+        unsafe { (s.api.clReleaseMemObject.unwrap())(out) };
+    }
+    // Compute: 64 x 4 x 16 dependent multiply-adds per lane.
+    let items = if a.quick { 4096 } else { 1 << 20 };
+    let out = s.buffer(items * 8 * 16, None)?;
+    let per_lane = (64 * 4 * 16) as f64;
+    let mut compute = vec![
+        (
+            "Single-precision compute",
+            "sp_float",
+            1usize,
+            "GFLOP/s",
+            2.0,
+        ),
+        ("Single-precision compute", "sp_float4", 4, "GFLOP/s", 2.0),
+        ("Single-precision compute", "sp_float16", 16, "GFLOP/s", 2.0),
+        ("Integer compute", "int_int", 1, "GIOP/s", 2.0),
+        ("Integer compute", "int_int4", 4, "GIOP/s", 2.0),
+    ];
+    if extensions.contains("cl_khr_fp64") {
+        compute.push(("Double-precision compute", "dp_double", 1, "GFLOP/s", 2.0));
+        compute.push(("Double-precision compute", "dp_double4", 4, "GFLOP/s", 2.0));
+    }
+    for (group, kernel, lanes, unit, ops) in compute {
+        b.progress(kernel);
+        let t = if kernel.starts_with("sp") {
+            b.best(kernel, &[arg(&out), arg(&1.3f32)], &[items], Some(&[64]))?
+        } else if kernel.starts_with("dp") {
+            b.best(kernel, &[arg(&out), arg(&1.3f64)], &[items], Some(&[64]))?
+        } else {
+            b.best(kernel, &[arg(&out), arg(&3i32)], &[items], Some(&[64]))?
+        };
+        let name = kernel.split('_').nth(1).unwrap_or(kernel).to_string();
+        b.add(
+            group,
+            name,
+            items as f64 * lanes as f64 * per_lane * ops / t / 1e9,
+            unit,
+        );
+    }
+    unsafe { (s.api.clReleaseMemObject.unwrap())(out) };
+    // Transfers between host memory and a buffer, timed on the host.
+    let host = vec![1u8; bytes];
+    let mut back = vec![0u8; bytes];
+    let timed = |b: &Bench<'_>, f: &mut dyn FnMut() -> Result<(), String>| -> Result<f64, String> {
+        f()?;
+        let mut best = f64::INFINITY;
+        for _ in 0..b.reps {
+            let t0 = Instant::now();
+            f()?;
+            best = best.min(t0.elapsed().as_secs_f64());
+        }
+        Ok(best.max(1e-9))
+    };
+    b.progress("transfer bandwidth");
+    let t = timed(b, &mut || {
+        check("clEnqueueWriteBuffer", unsafe {
+            (s.api.clEnqueueWriteBuffer.unwrap())(
+                s.queue,
+                input,
+                CL_TRUE,
+                0,
+                bytes,
+                host.as_ptr().cast(),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        })
+    })?;
+    b.add(
+        "Transfer bandwidth",
+        "enqueueWriteBuffer",
+        bytes as f64 / t / 1e9,
+        "GB/s",
+    );
+    let t = timed(b, &mut || {
+        check("clEnqueueReadBuffer", unsafe {
+            (s.api.clEnqueueReadBuffer.unwrap())(
+                s.queue,
+                input,
+                CL_TRUE,
+                0,
+                bytes,
+                back.as_mut_ptr().cast(),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        })
+    })?;
+    b.add(
+        "Transfer bandwidth",
+        "enqueueReadBuffer",
+        bytes as f64 / t / 1e9,
+        "GB/s",
+    );
+    for (name, flags) in [
+        ("enqueueMapBuffer (read)", CL_MAP_READ),
+        ("map + unmap (write)", CL_MAP_WRITE),
+    ] {
+        let t = timed(b, &mut || unsafe {
+            let mut err = 0;
+            let p = (s.api.clEnqueueMapBuffer.unwrap())(
+                s.queue,
+                input,
+                CL_TRUE,
+                flags,
+                0,
+                bytes,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+                &mut err,
+            );
+            check("clEnqueueMapBuffer", err)?;
+            if flags == CL_MAP_WRITE {
+                std::ptr::write_bytes(p.cast::<u8>(), 2, bytes);
+            }
+            check(
+                "clEnqueueUnmapMemObject",
+                (s.api.clEnqueueUnmapMemObject.unwrap())(
+                    s.queue,
+                    input,
+                    p,
+                    0,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                ),
+            )?;
+            s.finish()
+        })?;
+        b.add("Transfer bandwidth", name, bytes as f64 / t / 1e9, "GB/s");
+    }
+    // Latency: enqueue of an empty kernel to its completion, on the host.
+    b.progress("kernel launch latency");
+    let k = s.kernel(b.program, "empty")?;
+    let launches = if a.quick { 20 } else { 1000 };
+    let mut total = 0.0;
+    for i in 0..=launches {
+        let t0 = Instant::now();
+        check("clEnqueueNDRangeKernel", unsafe {
+            (s.api.clEnqueueNDRangeKernel.unwrap())(
+                s.queue,
+                k,
+                1,
+                std::ptr::null(),
+                &1usize,
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        })?;
+        s.finish()?;
+        if i > 0 {
+            total += t0.elapsed().as_secs_f64();
+        }
+    }
+    unsafe { (s.api.clReleaseKernel.unwrap())(k) };
+    b.add(
+        "Latency",
+        "enqueue to completion",
+        total / launches as f64 * 1e6,
+        "us",
+    );
+    // STREAM triad.
+    b.progress("STREAM triad");
+    let n = floats / 4;
+    let (x, y, z) = (
+        s.buffer(n * 4, None)?,
+        s.buffer(n * 4, None)?,
+        s.buffer(n * 4, None)?,
+    );
+    let t = b.best(
+        "triad",
+        &[arg(&x), arg(&y), arg(&z), arg(&3.0f32)],
+        &[n],
+        Some(&[64]),
+    )?;
+    b.add(
+        "Memory",
+        "STREAM triad",
+        (3 * n * 4) as f64 / t / 1e9,
+        "GB/s",
+    );
+    // Tiled matrix multiply.
+    let m: usize = if a.quick { 256 } else { 1024 };
+    b.progress("tiled matmul");
+    let (ma, mb, mc) = (
+        s.buffer(m * m * 4, None)?,
+        s.buffer(m * m * 4, None)?,
+        s.buffer(m * m * 4, None)?,
+    );
+    let t = b.best(
+        "matmul",
+        &[arg(&ma), arg(&mb), arg(&mc), arg(&(m as i32))],
+        &[m, m],
+        Some(&[16, 16]),
+    )?;
+    b.add(
+        "Memory",
+        format!("tiled matmul {m}"),
+        2.0 * (m * m * m) as f64 / t / 1e9,
+        "GFLOP/s",
+    );
+    for buf in [input, x, y, z, ma, mb, mc] {
+        unsafe { (s.api.clReleaseMemObject.unwrap())(buf) };
+    }
+    Ok(())
+}

@@ -1,0 +1,55 @@
+//! `vkcl`: the front door to vkcl. Shows devices and why capabilities are
+//! on or off, compiles OpenCL C offline through every stage, runs one
+//! kernel from the command line, benchmarks any OpenCL platform, and
+//! installs the ICD file.
+
+mod bench;
+mod cl;
+mod compile;
+mod icd;
+mod info;
+mod run;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "vkcl", version, about = "OpenCL 3.0 on any Vulkan 1.2+ device")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Platforms and devices as vkcl sees them, with the Vulkan features
+    /// behind each OpenCL capability and why a capability is off.
+    Info,
+    /// Compiles OpenCL C (or checks SPIR-V) and shows each stage.
+    Compile(compile::Args),
+    /// Runs one kernel with arguments from the command line.
+    Run(run::Args),
+    /// clpeak-style figures through the OpenCL API of any platform.
+    Bench(bench::Args),
+    /// Installs or removes vkcl's ICD file for OpenCL ICD loaders.
+    Icd(icd::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info => info::run(),
+        Command::Compile(a) => compile::run(a),
+        Command::Run(a) => run::run(a),
+        Command::Bench(a) => bench::run(a),
+        Command::Icd(a) => icd::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("vkcl: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
