@@ -35,6 +35,9 @@ pub struct LogicalDevice {
     /// Importing application memory (VK_EXT_external_memory_host), where
     /// the device can.
     pub host_import: Option<HostImport>,
+    /// How long a timeline wait polls before it blocks: never on CPU
+    /// devices, whose own threads need the cores a poll would take.
+    timeline_spin: std::time::Duration,
 }
 
 /// VK_EXT_external_memory_host on a device.
@@ -165,6 +168,11 @@ impl LogicalDevice {
             one_shot_pool: Mutex::new(one_shot_pool),
             timestamp_offset: std::sync::OnceLock::new(),
             host_import,
+            timeline_spin: if info.props.device_type == vk::PhysicalDeviceType::CPU {
+                std::time::Duration::ZERO
+            } else {
+                std::time::Duration::from_micros(200)
+            },
         })
     }
 
@@ -265,6 +273,20 @@ impl LogicalDevice {
         value: u64,
         timeout_ns: u64,
     ) -> Result<bool, vk::Result> {
+        // Short commands finish within microseconds, far sooner than a
+        // blocking wait wakes up on some drivers (NVIDIA's takes tens of
+        // microseconds): poll the counter briefly first.
+        let spin_until = std::time::Instant::now() + self.timeline_spin;
+        loop {
+            // SAFETY: valid timeline semaphore of this device.
+            if unsafe { self.raw.get_semaphore_counter_value(semaphore) }? >= value {
+                return Ok(true);
+            }
+            if std::time::Instant::now() >= spin_until {
+                break;
+            }
+            std::hint::spin_loop();
+        }
         let sems = [semaphore];
         let values = [value];
         let info = vk::SemaphoreWaitInfo::default()
