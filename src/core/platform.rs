@@ -17,6 +17,9 @@ pub struct Platform {
     pub instance: Option<Arc<Instance>>,
     /// Best device first: this one answers `CL_DEVICE_TYPE_DEFAULT`.
     pub devices: Vec<Arc<Handle<Device>>>,
+    /// Vulkan devices that are not OpenCL devices: (Vulkan index, name,
+    /// why), for `vkcl info`.
+    pub skipped: Vec<(usize, String, String)>,
 }
 
 impl ClObject for Platform {
@@ -46,6 +49,7 @@ impl Platform {
                 return Platform {
                     instance: None,
                     devices: Vec::new(),
+                    skipped: Vec::new(),
                 };
             }
         };
@@ -56,6 +60,7 @@ impl Platform {
         });
         let selector = std::env::var("VKCL_DEVICE").ok().filter(|s| !s.is_empty());
         let mut found = Vec::new();
+        let mut skipped = Vec::new();
         for (index, pd) in physical.into_iter().enumerate() {
             // SAFETY: `pd` was just enumerated from this instance.
             let info = unsafe { PhysicalInfo::query(&instance.raw, pd) };
@@ -63,11 +68,13 @@ impl Platform {
             if let Some(sel) = &selector {
                 if !device_matches(sel, index, &name) {
                     log::info!(target: "vkcl::platform", "Vulkan device {index} ({name}) not selected by VKCL_DEVICE={sel}");
+                    skipped.push((index, name, format!("not selected by VKCL_DEVICE={sel}")));
                     continue;
                 }
             }
             if let Some(why) = info.unsuitable_reason() {
                 log::warn!(target: "vkcl::platform", "Vulkan device {index} ({name}) skipped: {why}");
+                skipped.push((index, name, why));
                 continue;
             }
             log::info!(target: "vkcl::platform", "Vulkan device {index} ({name}) is an OpenCL device");
@@ -78,6 +85,7 @@ impl Platform {
         Platform {
             instance: Some(instance),
             devices: found.into_iter().map(Handle::new).collect(),
+            skipped,
         }
     }
 

@@ -26,8 +26,11 @@ pub fn run() -> Result<(), String> {
         println!("No Vulkan loader or instance: no devices.");
         return Ok(());
     }
+    for (index, name, why) in &p.skipped {
+        println!("Vulkan device {index} ({name}) is not an OpenCL device: {why}");
+    }
     if p.devices.is_empty() {
-        println!("No Vulkan device qualifies (see VKCL_LOG=info for why).");
+        println!("No Vulkan device qualifies.");
     }
     for (n, d) in p.devices.iter().enumerate() {
         let i = &d.info;

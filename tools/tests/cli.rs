@@ -221,3 +221,16 @@ fn bench_quick_measures_every_figure() {
     let err = fails(&["bench", "--quick", "--platform", "no-such-platform"]);
     assert!(err.contains("no OpenCL platform named"), "{err}");
 }
+
+#[test]
+fn info_says_why_a_vulkan_device_is_not_offered() {
+    let out = Command::new(env!("CARGO_BIN_EXE_vkcl"))
+        .arg("info")
+        .env("OCL_ICD_VENDORS", icd_dir())
+        .env("VKCL_DEVICE", "no-such-device")
+        .output()
+        .expect("the tool runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(text.contains("not selected by VKCL_DEVICE"), "{text}");
+}
