@@ -227,16 +227,27 @@ impl Event {
 }
 
 impl Handle<Event> {
-    /// The command was submitted to Vulkan at host time `at`; Vulkan gives
-    /// no signal for "started", so it counts as running from then on. The
+    /// The command was submitted to Vulkan at host time `at`. Vulkan gives
+    /// no signal for "started": the first command of a batch counts as
+    /// running from then on; the later ones stay `CL_SUBMITTED` until the
+    /// batch completes (they may wait for the earlier ones, and a command
+    /// never shows as running while what it waits for still runs). The
     /// returned callbacks must be run once the caller holds no lock.
     #[must_use]
-    pub fn mark_submitted(self: &Arc<Self>, semaphore: vk::Semaphore, value: u64, at: u64) -> Due {
+    pub fn mark_submitted(
+        self: &Arc<Self>,
+        semaphore: vk::Semaphore,
+        value: u64,
+        at: u64,
+        first: bool,
+    ) -> Due {
         let mut st = self.lock();
         st.stage = Stage::Submitted { semaphore, value };
         st.profile.submit = at;
         let mut list = self.advance(&mut st, CL_SUBMITTED as cl_int);
-        list.extend(self.advance(&mut st, CL_RUNNING as cl_int));
+        if first {
+            list.extend(self.advance(&mut st, CL_RUNNING as cl_int));
+        }
         Due {
             event: self.clone(),
             list,

@@ -597,10 +597,10 @@ impl Handle<Queue> {
             return Err(ClError::from(e));
         }
         st.last_value = value;
-        for cmd in &batch.commands {
+        for (i, cmd) in batch.commands.iter().enumerate() {
             after
                 .due
-                .push(cmd.event.mark_submitted(self.timeline, value, at));
+                .push(cmd.event.mark_submitted(self.timeline, value, at, i == 0));
         }
         after.progressed = true;
         self.device.worker().push(self.clone(), value, batch);
