@@ -765,8 +765,17 @@ fn unknown_options_are_rejected(cl: &Cl) {
     ] {
         assert_eq!(build(cl, p, bad), CL_INVALID_BUILD_OPTIONS, "{bad:?}");
     }
-    // The program still builds with good options afterwards.
+    // The program still builds with good options afterwards, every option
+    // the specification defines included.
     assert_eq!(build(cl, p, "-w -cl-fast-relaxed-math"), CL_SUCCESS);
+    assert_eq!(
+        build(
+            cl,
+            p,
+            "-cl-std=CL3.0 -cl-no-subgroup-ifp -cl-uniform-work-group-size"
+        ),
+        CL_SUCCESS
+    );
     assert_eq!(kernel_names(cl, p).unwrap(), names(&["store"]));
     release_program(cl, p);
     release_context(cl, c);

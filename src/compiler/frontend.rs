@@ -198,6 +198,10 @@ impl Options {
                 _ if (w.starts_with("-D") || w.starts_with("-I")) && w.len() > 2 => o.clang.push(w),
                 "-cl-opt-disable" => o.opt_disable = true,
                 "-cl-kernel-arg-info" => o.kernel_arg_info = true,
+                // Sub-groups never promise independent forward progress
+                // here, so there is nothing to relax (and clang 15 does not
+                // know the option).
+                "-cl-no-subgroup-ifp" => {}
                 _ if w.starts_with("-cl-std=") => {
                     let v = &w["-cl-std=".len()..];
                     if !["CL1.0", "CL1.1", "CL1.2", "CL3.0"].contains(&v) {
