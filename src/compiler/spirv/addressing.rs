@@ -224,8 +224,49 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
         layout(&refs, pointee).ok().map(|(_, a)| a)
     };
     // Pointers to an element of an object, as (object, indexes): pointer
-    // arithmetic on them moves the last index.
+    // arithmetic on them moves the last index, where that index selects an
+    // array element (see `last_step_in_array`).
     let mut element_of: HashMap<Word, (Word, Vec<Word>)> = HashMap::new();
+    let constant = |id: Word| -> Option<u64> {
+        let c = types.get(&id)?;
+        match (c.class.opcode, c.operands.first()) {
+            (Op::Constant, Some(Operand::LiteralBit32(v))) => Some(u64::from(*v)),
+            (Op::Constant, Some(Operand::LiteralBit64(v))) => Some(*v),
+            (Op::ConstantNull, _) => Some(0),
+            _ => None,
+        }
+    };
+    // Whether the last of `idx`, applied to object `obj`, picks an element
+    // of an array: only then is moving it pointer arithmetic. (Moving a
+    // vector component or struct member index is not.)
+    let last_step_in_array = |obj: Word, idx: &[Word]| -> bool {
+        let Some(mut t) = value_type
+            .get(&obj)
+            .and_then(|pt| types.get(pt))
+            .and_then(|pt| id_at(pt, 1))
+        else {
+            return false;
+        };
+        for &i in &idx[..idx.len().saturating_sub(1)] {
+            let Some(ti) = types.get(&t) else {
+                return false;
+            };
+            t = match ti.class.opcode {
+                Op::TypeArray | Op::TypeRuntimeArray | Op::TypeVector => match id_at(ti, 0) {
+                    Some(e) => e,
+                    None => return false,
+                },
+                Op::TypeStruct => match constant(i).and_then(|m| id_at(ti, m as usize)) {
+                    Some(e) => e,
+                    None => return false,
+                },
+                _ => return false,
+            };
+        }
+        types
+            .get(&t)
+            .is_some_and(|ti| matches!(ti.class.opcode, Op::TypeArray | Op::TypeRuntimeArray))
+    };
     // The opcode that made each pointer, for messages.
     let defs_op: HashMap<Word, Op> = ctx
         .module
@@ -278,7 +319,11 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
                                 all.extend(idx);
                                 element_of.insert(r, (obj, all));
                             }
-                        } else if let Some((obj, idx)) = element_of.get(&base).cloned() {
+                        } else if let Some((obj, idx)) = element_of
+                            .get(&base)
+                            .filter(|(obj, idx)| last_step_in_array(*obj, idx))
+                            .cloned()
+                        {
                             // &obj[..][k] + step = &obj[..][k + step].
                             let last = *idx.last().expect("non-empty");
                             let lt = *value_type
