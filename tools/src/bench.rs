@@ -63,6 +63,10 @@ COMPUTE(int_int, int, int, IMAD16, 1) COMPUTE(int_int4, int4, int, IMAD16, 4)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 COMPUTE(dp_double, double, double, MAD16, 1) COMPUTE(dp_double4, double4, double, MAD16, 4)
 #endif
+#ifdef cl_khr_fp16
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+COMPUTE(hp_half, half, float, MAD16, 1) COMPUTE(hp_half4, half4, float, MAD16, 4)
+#endif
 
 __kernel void empty(void) {}
 
@@ -183,6 +187,9 @@ pub fn run(a: Args) -> Result<(), String> {
     if !extensions.contains("cl_khr_fp64") {
         println!("  (no cl_khr_fp64: double precision not measured)");
     }
+    if !extensions.contains("cl_khr_fp16") {
+        println!("  (no cl_khr_fp16: half precision not measured)");
+    }
     if let Some(path) = &a.json {
         let mut j = format!(
             "{{\n  \"platform\": {:?},\n  \"device\": {:?},\n  \"quick\": {},\n  \"figures\": [\n",
@@ -259,9 +266,13 @@ fn measure(b: &mut Bench<'_>, a: &Args, extensions: &str, max_alloc: usize) -> R
         compute.push(("Double-precision compute", "dp_double", 1, "GFLOP/s", 2.0));
         compute.push(("Double-precision compute", "dp_double4", 4, "GFLOP/s", 2.0));
     }
+    if extensions.contains("cl_khr_fp16") {
+        compute.push(("Half-precision compute", "hp_half", 1, "GFLOP/s", 2.0));
+        compute.push(("Half-precision compute", "hp_half4", 4, "GFLOP/s", 2.0));
+    }
     for (group, kernel, lanes, unit, ops) in compute {
         b.progress(kernel);
-        let t = if kernel.starts_with("sp") {
+        let t = if kernel.starts_with("sp") || kernel.starts_with("hp") {
             b.best(kernel, &[arg(&out), arg(&1.3f32)], &[items], Some(&[64]))?
         } else if kernel.starts_with("dp") {
             b.best(kernel, &[arg(&out), arg(&1.3f64)], &[items], Some(&[64]))?
