@@ -593,6 +593,31 @@ fn enqueue_ndrange(
         );
         Some((buffer, size, compiled.clone()))
     };
+    // Relocated private and local data: a region per work-item, then one
+    // per work-group, for the whole NDRange.
+    let scratch = compiled.scratch;
+    if scratch != Default::default() && g3.iter().all(|&g| g > 0) {
+        use crate::compiler::spirv::interface::{SCRATCH, SCRATCH_BYTES, SCRATCH_PRIVATE_BYTES};
+        let items: u64 = g3.iter().map(|&g| g as u64).product();
+        let groups: u64 = (0..3).map(|i| g3[i].div_ceil(l3[i]) as u64).product();
+        let align = crate::vk::memory::MIN_ALIGNMENT;
+        let private = (items * u64::from(scratch.private_bytes)).next_multiple_of(align);
+        let total = private + groups * u64::from(scratch.local_bytes);
+        if total > u64::from(u32::MAX) {
+            log::warn!(target: "vkcl::kernel", "relocated private and local data need {total} bytes of scratch memory, more than vkcl supports");
+            return err(CL_OUT_OF_RESOURCES);
+        }
+        let buffer = Staging::new(&q.vk, (total + align) as usize, BufferUse::Device)?;
+        let address = buffer.buffer().address.next_multiple_of(align);
+        put(&mut push, SCRATCH, &address.to_ne_bytes());
+        put(
+            &mut push,
+            SCRATCH_PRIVATE_BYTES,
+            &(private as u32).to_ne_bytes(),
+        );
+        put(&mut push, SCRATCH_BYTES, &(total as u32).to_ne_bytes());
+        keep.push(Box::new(buffer));
+    }
     let max_groups = d.info.props.limits.max_compute_work_group_count;
     let mut dispatches = Vec::new();
     for region in Region::split(g3, l3) {
