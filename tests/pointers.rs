@@ -19,6 +19,7 @@ both_ways!(
     generic_pointers_through_loops,
     address_space_queries,
     address_space_queries_known_at_build_time,
+    struct_member_in_private_data_is_aligned,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -253,5 +254,18 @@ fn address_space_queries_known_at_build_time(cl: &Cl) {
             &[1 | 2 << 4, 2 | 1 << 4, 4],
             "item {i}"
         );
+    }
+}
+
+fn struct_member_in_private_data_is_aligned(cl: &Cl) {
+    let n = 64usize;
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "struct_member_alignment", OPTIONS);
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bo);
+    s.run(k, &[n], None, None);
+    let got = s.words(bo, n);
+    for (i, &a) in got.iter().enumerate() {
+        assert_eq!(a % 8, 0, "item {i}: {a:#x}");
     }
 }

@@ -132,3 +132,15 @@ kernel void class_queries_static(global float *buf, global int *res) {
     res[3 * i + 1] = (to_global(l) != NULL) | (to_local(l) != NULL) << 1 | (to_private(l) != NULL) << 2 | get_fence(l) << 4;
     res[3 * i + 2] = (to_global(pp) != NULL) | (to_local(pp) != NULL) << 1 | (to_private(pp) != NULL) << 2;
 }
+
+typedef struct {
+    char pre[12];
+    char8 vec;
+    char post[12];
+} Padded;
+
+kernel void struct_member_alignment(global uint *dest) {
+    Padded test;
+    int tid = get_global_id(0);
+    dest[tid] = (uint)((uchar *)&(test.vec));
+}
