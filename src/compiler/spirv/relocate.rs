@@ -1225,3 +1225,233 @@ fn drop_generic_types(ctx: &mut Ctx) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compiler::spirv::ctx::assemble;
+
+    const HEADER: &str = "
+        OpCapability Addresses
+        OpCapability Kernel
+        OpCapability Int64
+        OpCapability GenericPointer
+        OpMemoryModel Physical64 OpenCL
+        OpEntryPoint Kernel %k \"k\"
+        %void = OpTypeVoid
+        %bool = OpTypeBool
+        %uint = OpTypeInt 32 0
+        %ulong = OpTypeInt 64 0
+        %float = OpTypeFloat 32
+        %v4float = OpTypeVector %float 4
+        %ulong_0 = OpConstant %ulong 0
+        %ulong_2 = OpConstant %ulong 2
+        %uint_20 = OpConstant %uint 20
+        %float_1 = OpConstant %float 1
+        %p_f = OpTypePointer Function %float
+        %p_v4 = OpTypePointer Function %v4float
+        %w_f = OpTypePointer Workgroup %float
+        %g_f = OpTypePointer CrossWorkgroup %float
+        %gen_f = OpTypePointer Generic %float
+        %header = OpTypeArray %uint %uint_20
+        %pc_header = OpTypePointer PushConstant %header
+        %push = OpVariable %pc_header PushConstant
+        %lx = OpVariable %w_f Workgroup
+        %fn = OpTypeFunction %void %g_f %bool
+    ";
+
+    fn block(ctx: &Ctx) -> Block {
+        let var = ctx
+            .module
+            .types_global_values
+            .iter()
+            .find(|i| {
+                i.class.opcode == Op::Variable
+                    && i.operands.first()
+                        == Some(&Operand::StorageClass(StorageClass::PushConstant))
+            })
+            .and_then(|i| i.result_id)
+            .expect("the test module has a push-constant variable");
+        Block {
+            var,
+            global_offset: 0,
+            global_size: 3,
+            work_dim: 6,
+            group_offset: 7,
+            enqueued_local_size: 10,
+        }
+    }
+
+    fn rewrite_kernel(text: &str) -> (Ctx, Result<Scratch, String>) {
+        let mut ctx = assemble(&format!("{HEADER}{text}"));
+        let fid = ctx.module.functions[0]
+            .def
+            .as_ref()
+            .and_then(|d| d.result_id)
+            .expect("a kernel");
+        let b = block(&ctx);
+        let r = run(&mut ctx, fid, &b);
+        (ctx, r)
+    }
+
+    fn ops(ctx: &Ctx) -> Vec<Op> {
+        ctx.module
+            .functions
+            .iter()
+            .flat_map(|f| f.all_inst_iter())
+            .map(|i| i.class.opcode)
+            .collect()
+    }
+
+    fn generic_types_left(ctx: &Ctx) -> bool {
+        ctx.module.types_global_values.iter().any(|t| {
+            t.class.opcode == Op::TypePointer
+                && t.operands.first() == Some(&Operand::StorageClass(StorageClass::Generic))
+        })
+    }
+
+    #[test]
+    fn generic_pointer_to_one_private_object_takes_its_class() {
+        let (ctx, r) = rewrite_kernel(
+            "%k = OpFunction %void None %fn
+            %g = OpFunctionParameter %g_f
+            %c = OpFunctionParameter %bool
+            %b = OpLabel
+            %x = OpVariable %p_f Function
+            %p = OpPtrCastToGeneric %gen_f %x
+            OpStore %p %float_1
+            %v = OpLoad %float %p
+            OpStore %g %v
+            OpReturn
+            OpFunctionEnd",
+        );
+        assert_eq!(r.unwrap(), Scratch::default());
+        let ops = ops(&ctx);
+        assert!(!ops.contains(&Op::PtrCastToGeneric));
+        assert!(!ops.contains(&Op::ConvertUToPtr), "nothing is relocated");
+        assert!(ops.contains(&Op::Variable));
+        assert!(!generic_types_left(&ctx));
+    }
+
+    #[test]
+    fn cast_private_vector_is_relocated() {
+        let (ctx, r) = rewrite_kernel(
+            "%k = OpFunction %void None %fn
+            %g = OpFunctionParameter %g_f
+            %c = OpFunctionParameter %bool
+            %b = OpLabel
+            %x = OpVariable %p_v4 Function
+            %f = OpBitcast %p_f %x
+            %e = OpInBoundsPtrAccessChain %p_f %f %ulong_2
+            %v = OpLoad %float %e
+            OpStore %g %v
+            OpReturn
+            OpFunctionEnd",
+        );
+        let scratch = r.unwrap();
+        assert_eq!(scratch.private_bytes, 16);
+        assert_eq!(scratch.local_bytes, 0);
+        let ops = ops(&ctx);
+        assert!(!ops.contains(&Op::Variable));
+        assert!(ops.contains(&Op::ConvertUToPtr));
+        // The work-item's slot comes from its global id.
+        assert!(ctx.module.annotations.iter().any(|a| {
+            a.operands.get(2) == Some(&Operand::BuiltIn(BuiltIn::GlobalInvocationId))
+        }));
+    }
+
+    #[test]
+    fn generic_pointer_into_two_classes_is_a_device_address() {
+        let (ctx, r) = rewrite_kernel(
+            "%k = OpFunction %void None %fn
+            %g = OpFunctionParameter %g_f
+            %c = OpFunctionParameter %bool
+            %b = OpLabel
+            %x = OpVariable %p_f Function
+            %pg = OpPtrCastToGeneric %gen_f %g
+            %px = OpPtrCastToGeneric %gen_f %x
+            %p = OpSelect %gen_f %c %px %pg
+            OpStore %p %float_1
+            %l = OpGenericCastToPtrExplicit %w_f %p Workgroup
+            %q = OpGenericCastToPtrExplicit %p_f %p Function
+            %v = OpLoad %float %q
+            OpStore %g %v
+            OpReturn
+            OpFunctionEnd",
+        );
+        assert_eq!(r.unwrap().private_bytes, 16);
+        let ops = ops(&ctx);
+        assert!(!ops.contains(&Op::GenericCastToPtrExplicit));
+        // to_private compares with the private region; to_local cannot
+        // succeed (no local object can be reached).
+        assert!(ops.contains(&Op::ULessThan));
+        assert!(!generic_types_left(&ctx));
+        let select = ctx
+            .module
+            .functions
+            .iter()
+            .flat_map(|f| f.all_inst_iter())
+            .find(|i| i.class.opcode == Op::Select)
+            .unwrap();
+        let ty = ctx.pointer_parts(select.result_type.unwrap()).unwrap();
+        assert_eq!(ty.0, StorageClass::CrossWorkgroup);
+    }
+
+    #[test]
+    fn get_fence_of_a_local_pointer_is_a_constant() {
+        let (ctx, r) = rewrite_kernel(
+            "%k = OpFunction %void None %fn
+            %g = OpFunctionParameter %g_f
+            %c = OpFunctionParameter %bool
+            %b = OpLabel
+            %p = OpPtrCastToGeneric %gen_f %lx
+            %s = OpGenericPtrMemSemantics %uint %p
+            %f = OpConvertUToF %float %s
+            OpStore %g %f
+            OpReturn
+            OpFunctionEnd",
+        );
+        assert_eq!(r.unwrap(), Scratch::default());
+        let convert = ctx
+            .module
+            .functions
+            .iter()
+            .flat_map(|f| f.all_inst_iter())
+            .find(|i| i.class.opcode == Op::ConvertUToF)
+            .unwrap();
+        let c = ctx.global(id_at(convert, 0).unwrap()).unwrap();
+        assert_eq!(c.operands[0], Operand::LiteralBit32(WORKGROUP_MEMORY));
+    }
+
+    #[test]
+    fn cast_of_a_local_pointer_argument_is_refused() {
+        let mut ctx = assemble(&format!(
+            "{HEADER}
+            %n = OpSpecConstant %uint 4
+            %arr = OpTypeArray %float %n
+            %w_arr = OpTypePointer Workgroup %arr
+            %w_v4 = OpTypePointer Workgroup %v4float
+            %larg = OpVariable %w_arr Workgroup
+            %k = OpFunction %void None %fn
+            %g = OpFunctionParameter %g_f
+            %c = OpFunctionParameter %bool
+            %b = OpLabel
+            %e = OpAccessChain %w_f %larg %ulong_0
+            %v4 = OpBitcast %w_v4 %e
+            %v = OpLoad %v4float %v4
+            %x = OpCompositeExtract %float %v 1
+            OpStore %g %x
+            OpReturn
+            OpFunctionEnd"
+        ));
+        let fid = ctx.module.functions[0]
+            .def
+            .as_ref()
+            .unwrap()
+            .result_id
+            .unwrap();
+        let b = block(&ctx);
+        let err = run(&mut ctx, fid, &b).unwrap_err();
+        assert!(err.contains("__local pointer argument"), "{err}");
+    }
+}
