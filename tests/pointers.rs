@@ -20,6 +20,7 @@ both_ways!(
     address_space_queries,
     address_space_queries_known_at_build_time,
     struct_member_in_private_data_is_aligned,
+    local_argument_through_vector_casts,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -267,5 +268,38 @@ fn struct_member_in_private_data_is_aligned(cl: &Cl) {
     let got = s.words(bo, n);
     for (i, &a) in got.iter().enumerate() {
         assert_eq!(a % 8, 0, "item {i}: {a:#x}");
+    }
+}
+
+fn local_argument_through_vector_casts(cl: &Cl) {
+    let n = 96usize;
+    let input: Vec<f32> = (0..n).map(|k| ((k * 7) % 19) as f32 - 9.0).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "local_argument_cast", OPTIONS);
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    for local in [16usize, 32] {
+        for (i, size) in [(2, 4 * local), (3, 4)] {
+            let r = unsafe { cl.clSetKernelArg.unwrap()(k, i, size, std::ptr::null()) };
+            assert_eq!(r, opencl_sys::CL_SUCCESS);
+        }
+        s.run(k, &[n], Some(&[local]), None);
+        let got = f32s(&cl.read(s.q, bo, 0, 4 * n));
+        for (g, &value) in got.iter().enumerate() {
+            let (group, l) = (g / local * local, g % local);
+            let tile = &input[group..group + local];
+            let a = &tile[4 * ((l / 4 + 1) % (local / 4))..][..4];
+            let b = &tile[((l + 4) % local) & !3..][..4];
+            let want = a[0]
+                + a[1] * 2.0
+                + a[2] * 3.0
+                + a[3] * 4.0
+                + b[0] * 5.0
+                + b[3] * 6.0
+                + local as f32 * 100.0;
+            assert_eq!(value, want, "local size {local}, item {g}");
+        }
     }
 }

@@ -595,14 +595,34 @@ fn enqueue_ndrange(
     };
     // Relocated private and local data: a region per work-item, then one
     // per work-group, for the whole NDRange.
-    let scratch = compiled.scratch;
-    if scratch != Default::default() && g3.iter().all(|&g| g > 0) {
+    let scratch = &compiled.scratch;
+    // __local arguments in the scratch memory follow the kernel's own
+    // local data; their offsets and the per-group size are specialization
+    // constants.
+    let mut local_stride = u64::from(scratch.local_bytes);
+    for arg in &scratch.local_args {
+        use crate::compiler::spirv::relocate::LOCAL_STRIDE_SPEC_ID;
+        let length = locals
+            .iter()
+            .find(|(id, _)| *id == arg.length_spec_id)
+            .map_or(0, |&(_, n)| u64::from(n));
+        let offset = local_stride.next_multiple_of(u64::from(arg.align.max(16)));
+        local_stride = offset + length * u64::from(arg.elem_size);
+        let offset = u32::try_from(offset).map_err(|_| ClError(CL_OUT_OF_RESOURCES))?;
+        locals.push((arg.offset_spec_id, offset));
+        if Some(arg) == scratch.local_args.last() {
+            local_stride = local_stride.next_multiple_of(16);
+            let stride = u32::try_from(local_stride).map_err(|_| ClError(CL_OUT_OF_RESOURCES))?;
+            locals.push((LOCAL_STRIDE_SPEC_ID, stride));
+        }
+    }
+    if *scratch != Default::default() && g3.iter().all(|&g| g > 0) {
         use crate::compiler::spirv::interface::{SCRATCH, SCRATCH_BYTES, SCRATCH_PRIVATE_BYTES};
         let items: u64 = g3.iter().map(|&g| g as u64).product();
         let groups: u64 = (0..3).map(|i| g3[i].div_ceil(l3[i]) as u64).product();
         let align = crate::vk::memory::MIN_ALIGNMENT;
         let private = (items * u64::from(scratch.private_bytes)).next_multiple_of(align);
-        let total = private + groups * u64::from(scratch.local_bytes);
+        let total = private + groups * local_stride;
         if total > u64::from(u32::MAX) {
             log::warn!(target: "vkcl::kernel", "relocated private and local data need {total} bytes of scratch memory, more than vkcl supports");
             return err(CL_OUT_OF_RESOURCES);

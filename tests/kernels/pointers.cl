@@ -144,3 +144,18 @@ kernel void struct_member_alignment(global uint *dest) {
     int tid = get_global_id(0);
     dest[tid] = (uint)((uchar *)&(test.vec));
 }
+
+kernel void local_argument_cast(global const float *in, global float *out, local float *tile,
+                                local int *counts) {
+    size_t l = get_local_id(0), g = get_global_id(0), n = get_local_size(0);
+    tile[l] = in[g];
+    if (l == 0)
+        counts[0] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    atomic_inc(counts);
+    local float4 *t4 = (local float4 *)tile;
+    float4 a = t4[(l / 4 + 1) % (n / 4)];
+    float4 b = vload4(0, tile + ((l + 4) % n & ~(size_t)3));
+    barrier(CLK_LOCAL_MEM_FENCE);
+    out[g] = a.x + a.y * 2 + a.z * 3 + a.w * 4 + b.x * 5 + b.w * 6 + counts[0] * 100;
+}

@@ -40,13 +40,34 @@ use crate::compiler::spirv::interface::{Block, SCRATCH, SCRATCH_BYTES, SCRATCH_P
 use crate::compiler::spirv::reflect::layout;
 
 /// The scratch memory a kernel needs per work-item and per work-group.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Scratch {
     /// Bytes of relocated private data per work-item (a multiple of 16).
     pub private_bytes: u32,
-    /// Bytes of relocated local data per work-group (a multiple of 16).
+    /// Bytes of relocated local data per work-group (a multiple of 16),
+    /// before the relocated `__local` arguments.
     pub local_bytes: u32,
+    /// Relocated `__local` pointer arguments, whose sizes are known at
+    /// enqueue: the host places them after `local_bytes` and gives each
+    /// one's offset, and the whole per-group size, as specialization
+    /// constants.
+    pub local_args: Vec<LocalArg>,
 }
+
+/// A `__local` pointer argument placed in scratch memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalArg {
+    /// The SpecId of its length in elements (`interface::Slot::Local`).
+    pub length_spec_id: u32,
+    pub elem_size: u32,
+    pub align: u32,
+    /// The SpecId of its byte offset in the work-group's local region.
+    pub offset_spec_id: u32,
+}
+
+/// The SpecId of the per-work-group size of the local region, when
+/// `__local` arguments are relocated; their offsets' SpecIds follow.
+pub const LOCAL_STRIDE_SPEC_ID: u32 = 0x8000;
 
 /// Where a pointer may point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -490,9 +511,15 @@ fn check_classes(a: &Analysis, reasons: &HashMap<Word, Op>) -> Result<(), String
             && let Some((_, pointee)) = a.value_pointer(v)
         {
             let refs: HashMap<Word, &Instruction> = a.types.iter().map(|(k, v)| (*k, v)).collect();
-            if layout(&refs, pointee).is_err() {
+            let sized_at_enqueue = a.types.get(&pointee).is_some_and(|t| {
+                t.class.opcode == Op::TypeArray
+                    && id_at(t, 1)
+                        .and_then(|l| a.types.get(&l))
+                        .is_some_and(|l| l.class.opcode == Op::SpecConstant)
+            });
+            if layout(&refs, pointee).is_err() && !sized_at_enqueue {
                 return Err(format!(
-                    "a __local pointer argument used with Op{why:?} (a cast, pointer arithmetic or a generic pointer into several address spaces) is not supported yet"
+                    "a __local object of unknown size used with Op{why:?} is not supported yet"
                 ));
             }
         }
@@ -602,7 +629,64 @@ fn rewrite(
     let (mut private_bytes, mut local_bytes) = (0u64, 0u64);
     let (mut private_align, mut local_align) = (16u64, 16u64);
     let mut initialisers: Vec<(Word, Word)> = Vec::new();
+    // __local arguments: arrays sized by a specialization constant.
+    let mut local_args: HashMap<Word, (LocalArg, Word)> = HashMap::new();
     for &v in &order {
+        let (_, pointee) = a.value_pointer(v).ok_or("variable without pointer type")?;
+        if layout(&refs, pointee).is_ok() {
+            continue;
+        }
+        let arr = a.types.get(&pointee).ok_or("unknown type")?;
+        let (elem, len) = match (arr.class.opcode, id_at(arr, 0), id_at(arr, 1)) {
+            (Op::TypeArray, Some(e), Some(l)) => (e, l),
+            _ => return Err("a relocated __local object of unknown size".into()),
+        };
+        let length_spec_id = ctx
+            .module
+            .annotations
+            .iter()
+            .find_map(|d| {
+                (id_at(d, 0) == Some(len)
+                    && d.operands.get(1) == Some(&Operand::Decoration(Decoration::SpecId)))
+                .then(|| match d.operands.get(2) {
+                    Some(Operand::LiteralBit32(x)) => Some(*x),
+                    _ => None,
+                })
+                .flatten()
+            })
+            .ok_or("a relocated __local object of unknown size")?;
+        let (elem_size, align) = layout(&refs, elem)?;
+        let offset_spec_id = LOCAL_STRIDE_SPEC_ID + 1 + local_args.len() as u32;
+        let u32t = ctx.uint(32);
+        let spec = ctx.fresh();
+        ctx.module.types_global_values.push(Instruction::new(
+            Op::SpecConstant,
+            Some(u32t),
+            Some(spec),
+            vec![Operand::LiteralBit32(0)],
+        ));
+        ctx.decorate(
+            spec,
+            Decoration::SpecId,
+            vec![Operand::LiteralBit32(offset_spec_id)],
+        );
+        local_args.insert(
+            v,
+            (
+                LocalArg {
+                    length_spec_id,
+                    elem_size,
+                    align,
+                    offset_spec_id,
+                },
+                spec,
+            ),
+        );
+    }
+    for &v in &order {
+        if local_args.contains_key(&v) {
+            continue;
+        }
         let (_, pointee) = a.value_pointer(v).ok_or("variable without pointer type")?;
         let (size, align) = layout(&refs, pointee)?;
         let decorated = ctx
@@ -635,6 +719,11 @@ fn rewrite(
             .map_err(|_| "too much relocated private data")?,
         local_bytes: u32::try_from(local_bytes.next_multiple_of(local_align))
             .map_err(|_| "too much relocated local data")?,
+        local_args: {
+            let mut v: Vec<LocalArg> = local_args.values().map(|x| x.0).collect();
+            v.sort_by_key(|x| x.offset_spec_id);
+            v
+        },
     };
     let relocated_local = order.iter().any(|v| a.vars[v] == StorageClass::Workgroup);
     ctx.relocated_local |= relocated_local;
@@ -746,7 +835,24 @@ fn rewrite(
             let group = p.op(ctx, Op::Load, v3, &[vars[0]]);
             let groups = p.op(ctx, Op::Load, v3, &[vars[1]]);
             let lin = linear(ctx, &mut p, group, groups);
-            let stride = ctx.const_int(u64t, u64::from(scratch.local_bytes));
+            let stride = if local_args.is_empty() {
+                ctx.const_int(u64t, u64::from(scratch.local_bytes))
+            } else {
+                let u32t = ctx.uint(32);
+                let spec = ctx.fresh();
+                ctx.module.types_global_values.push(Instruction::new(
+                    Op::SpecConstant,
+                    Some(u32t),
+                    Some(spec),
+                    vec![Operand::LiteralBit32(scratch.local_bytes)],
+                ));
+                ctx.decorate(
+                    spec,
+                    Decoration::SpecId,
+                    vec![Operand::LiteralBit32(LOCAL_STRIDE_SPEC_ID)],
+                );
+                p.op(ctx, Op::UConvert, u64t, &[spec])
+            };
             let at = p.op(ctx, Op::IMul, u64t, &[lin, stride]);
             bases.insert(
                 StorageClass::Workgroup,
@@ -755,7 +861,10 @@ fn rewrite(
         }
         for &v in &order {
             let (_, pointee) = a.value_pointer(v).ok_or("variable without pointer type")?;
-            let off = ctx.const_int(u64t, offsets[&v]);
+            let off = match local_args.get(&v) {
+                Some(&(_, spec)) => p.op(ctx, Op::UConvert, u64t, &[spec]),
+                None => ctx.const_int(u64t, offsets[&v]),
+            };
             let addr = p.op(ctx, Op::IAdd, u64t, &[bases[&a.vars[&v]], off]);
             let ptr = ctx.pointer(StorageClass::CrossWorkgroup, pointee);
             p.code.push(Instruction::new(
@@ -1424,9 +1533,10 @@ mod tests {
     }
 
     #[test]
-    fn cast_of_a_local_pointer_argument_is_refused() {
+    fn cast_local_pointer_argument_is_placed_at_enqueue() {
         let mut ctx = assemble(&format!(
             "{HEADER}
+            OpDecorate %n SpecId 7
             %n = OpSpecConstant %uint 4
             %arr = OpTypeArray %float %n
             %w_arr = OpTypePointer Workgroup %arr
@@ -1451,7 +1561,9 @@ mod tests {
             .result_id
             .unwrap();
         let b = block(&ctx);
-        let err = run(&mut ctx, fid, &b).unwrap_err();
-        assert!(err.contains("__local pointer argument"), "{err}");
+        let scratch = run(&mut ctx, fid, &b).unwrap();
+        assert_eq!(scratch.local_args.len(), 1);
+        assert_eq!(scratch.local_args[0].length_spec_id, 7);
+        assert_eq!(scratch.local_args[0].elem_size, 4);
     }
 }
