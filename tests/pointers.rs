@@ -21,6 +21,7 @@ both_ways!(
     address_space_queries_known_at_build_time,
     struct_member_in_private_data_is_aligned,
     local_argument_through_vector_casts,
+    addresses_truncated_to_32_bits,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -301,5 +302,18 @@ fn local_argument_through_vector_casts(cl: &Cl) {
                 + local as f32 * 100.0;
             assert_eq!(value, want, "local size {local}, item {g}");
         }
+    }
+}
+
+fn addresses_truncated_to_32_bits(cl: &Cl) {
+    let n = 32usize;
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "truncated_addresses", OPTIONS);
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bo);
+    s.run(k, &[n], Some(&[8]), None);
+    let got = s.words(bo, n);
+    for (i, &w) in got.iter().enumerate() {
+        assert_eq!(w, (i as u32) << 8, "item {i}: {w:#x}");
     }
 }

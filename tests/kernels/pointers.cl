@@ -159,3 +159,12 @@ kernel void local_argument_cast(global const float *in, global float *out, local
     barrier(CLK_LOCAL_MEM_FENCE);
     out[g] = a.x + a.y * 2 + a.z * 3 + a.w * 4 + b.x * 5 + b.w * 6 + counts[0] * 100;
 }
+
+kernel void truncated_addresses(global uint *dest) {
+    local float4 l4[2];
+    float4 p4[2];
+    int tid = get_global_id(0);
+    p4[tid & 1] = (float4)(tid);
+    dest[tid] = ((uint)((uchar *)&l4[tid & 1]) % 16) | ((uint)((uchar *)&p4[tid & 1]) % 16) << 4 |
+                (uint)p4[tid & 1].x << 8;
+}
