@@ -22,6 +22,9 @@ both_ways!(
     struct_member_in_private_data_is_aligned,
     local_argument_through_vector_casts,
     addresses_truncated_to_32_bits,
+    vstore_into_a_private_vector_array,
+    vload_from_a_local_argument,
+    copied_private_array_walked,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -52,6 +55,19 @@ fn float_reinterpreted_as_bytes(cl: &Cl) {
     s.run(k, &[n / 2], Some(&[8]), Some(&[n / 2]));
     s.run(k, &[n / 2], Some(&[8]), None);
     let got = cl.read(s.q, bo, 0, 4 * n);
+    // The float moved to device memory counts as the kernel's private memory.
+    let private = query(|size, value, size_ret| unsafe {
+        cl.clGetKernelWorkGroupInfo.unwrap()(
+            k,
+            cl.device(),
+            opencl_sys::CL_KERNEL_PRIVATE_MEM_SIZE,
+            size,
+            value,
+            size_ret,
+        )
+    })
+    .unwrap();
+    assert!(u64_of(&private) >= 4, "{}", u64_of(&private));
     for i in 0..n {
         let b = input[i].to_le_bytes();
         for j in 0..4 {
@@ -315,5 +331,83 @@ fn addresses_truncated_to_32_bits(cl: &Cl) {
     let got = s.words(bo, n);
     for (i, &w) in got.iter().enumerate() {
         assert_eq!(w, (i as u32) << 8, "item {i}: {w:#x}");
+    }
+}
+
+fn vstore_into_a_private_vector_array(cl: &Cl) {
+    let n = 24usize;
+    let src: Vec<i64> = (0..2 * n as i64).map(|k| k * 0x0001_2345_6789 - 77).collect();
+    let offsets: Vec<u32> = (0..n as u32).map(|k| k % 7).collect();
+    let shift = 1u32;
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "vstore_private_array", OPTIONS);
+    let bs = s.buffer_from(&bytes_of(&src));
+    let bo = s.buffer_from(&bytes_of(&offsets));
+    let bd = s.zeroed(18 * 8 * n);
+    s.arg(k, 0, &bs);
+    s.arg(k, 1, &bo);
+    s.arg(k, 2, &bd);
+    s.arg(k, 3, &shift);
+    s.run(k, &[n], Some(&[8]), None);
+    let got: Vec<i64> = cl
+        .read(s.q, bd, 0, 18 * 8 * n)
+        .chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    for i in 0..n {
+        let mut want = [0i64; 18];
+        let at = 2 * offsets[i] as usize + shift as usize;
+        want[at] = src[2 * i];
+        want[at + 1] = src[2 * i + 1];
+        want[16] = src[2 * i];
+        want[17] = src[2 * i + 1];
+        assert_eq!(&got[18 * i..18 * i + 18], &want[..], "item {i}");
+    }
+}
+
+fn vload_from_a_local_argument(cl: &Cl) {
+    let n = 64usize;
+    let len = 40usize;
+    let src: Vec<u8> = (0..len as u8).map(|k| k.wrapping_mul(29) ^ 0x5a).collect();
+    let offsets: Vec<u32> = (0..n as u32).map(|k| k % 8).collect();
+    let shifts: Vec<u32> = (0..n as u32).map(|k| (k * 5) % 4).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "vload_local_argument", OPTIONS);
+    let bs = s.buffer_from(&src);
+    let bo = s.buffer_from(&bytes_of(&offsets));
+    let bsh = s.buffer_from(&bytes_of(&shifts));
+    let br = s.zeroed(4 * n);
+    let r = unsafe { cl.clSetKernelArg.unwrap()(k, 0, len, std::ptr::null()) };
+    assert_eq!(r, opencl_sys::CL_SUCCESS);
+    s.arg(k, 1, &bs);
+    s.arg(k, 2, &bo);
+    s.arg(k, 3, &bsh);
+    s.arg(k, 4, &br);
+    s.arg(k, 5, &(len as i32));
+    s.run(k, &[n], Some(&[16]), None);
+    let got = cl.read(s.q, br, 0, 4 * n);
+    for i in 0..n {
+        let at = 4 * offsets[i] as usize + shifts[i] as usize;
+        assert_eq!(&got[4 * i..4 * i + 4], &src[at..at + 4], "item {i}");
+    }
+}
+
+fn copied_private_array_walked(cl: &Cl) {
+    let n = 40usize;
+    let input: Vec<i32> = (0..8 * n as i32).map(|k| (k * 13) % 29 - 14).collect();
+    let mut s = Setup::new(cl);
+    // clang turns the copy loop into a memcpy between unrelated types.
+    let k = s.kernel(SOURCE, "copy_then_walk", OPTIONS);
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], None, None);
+    let got = i32s(&cl.read(s.q, bo, 0, 4 * n));
+    for i in 0..n {
+        let want = input[8 * i..8 * i + 8]
+            .iter()
+            .fold(0i32, |s, &x| s.wrapping_mul(3).wrapping_add(x));
+        assert_eq!(got[i], want, "item {i}");
     }
 }

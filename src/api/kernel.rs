@@ -267,7 +267,14 @@ fn work_group_info(k: &Kernel, d: &Device, param: cl_kernel_work_group_info) -> 
         CL_KERNEL_COMPILE_WORK_GROUP_SIZE => info(reqd.unwrap_or([0; 3]).map(|v| v as usize)),
         CL_KERNEL_LOCAL_MEM_SIZE => info(k.local_arg_bytes() + k.info.local_bytes),
         CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => info(d.subgroup_size() as usize),
-        CL_KERNEL_PRIVATE_MEM_SIZE => info(0u64),
+        // Private data lives in registers, except what the rewrite moved
+        // to device memory (casts and pointer arithmetic on it).
+        CL_KERNEL_PRIVATE_MEM_SIZE => info(
+            d.logical()
+                .ok()
+                .and_then(|vk| k.compiled(d, &vk).ok())
+                .map_or(0u64, |c| u64::from(c.scratch.private_bytes)),
+        ),
         // Only for custom devices and built-in kernels.
         CL_KERNEL_GLOBAL_WORK_SIZE => err(CL_INVALID_VALUE),
         _ => invalid_param(param),

@@ -168,3 +168,38 @@ kernel void truncated_addresses(global uint *dest) {
     dest[tid] = ((uint)((uchar *)&l4[tid & 1]) % 16) | ((uint)((uchar *)&p4[tid & 1]) % 16) << 4 |
                 (uint)p4[tid & 1].x << 8;
 }
+
+kernel void vstore_private_array(global const long2 *src, global const uint *offsets, global long *dest,
+                                 uint shift) {
+    long2 priv[8];
+    int tid = get_global_id(0);
+    for (int k = 0; k < 8; k++)
+        priv[k] = (long2)(0);
+    vstore2(src[tid], offsets[tid], ((long *)priv) + shift);
+    long *sp = (long *)(priv + offsets[tid]) + shift;
+    dest[18 * tid + 16] = sp[0];
+    dest[18 * tid + 17] = sp[1];
+    for (int k = 0; k < 16; k++)
+        dest[18 * tid + k] = ((long *)priv)[k];
+}
+
+kernel void vload_local_argument(local char *shared, global const char *src, global const uint *offsets,
+                                 global const uint *shifts, global char4 *results, int n) {
+    int tid = get_global_id(0);
+    if (get_local_id(0) == 0)
+        for (int i = 0; i < n; i++)
+            shared[i] = src[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    results[tid] = vload4(offsets[tid], ((local char *)shared) + shifts[tid]);
+}
+
+kernel void copy_then_walk(global const int *in, global int *out) {
+    size_t i = get_global_id(0);
+    int a[8];
+    for (int k = 0; k < 8; k++)
+        a[k] = in[8 * i + k];
+    int s = 0;
+    for (int *p = a; p < a + 8; p++)
+        s = s * 3 + *p;
+    out[i] = s;
+}

@@ -268,6 +268,14 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
                             let mut ops = i.operands.clone();
                             ops.remove(1);
                             i = Instruction::new(Op::AccessChain, i.result_type, i.result_id, ops);
+                            let idx: Vec<Word> =
+                                (1..i.operands.len()).filter_map(|n| id_at(&i, n)).collect();
+                            if let (Some(r), false) = (i.result_id, idx.is_empty()) {
+                                let (obj, mut all) =
+                                    element_of.get(&base).cloned().unwrap_or((base, Vec::new()));
+                                all.extend(idx);
+                                element_of.insert(r, (obj, all));
+                            }
                         } else if let Some((obj, idx)) = element_of.get(&base).cloned() {
                             // &obj[..][k] + step = &obj[..][k + step].
                             let last = *idx.last().expect("non-empty");

@@ -137,41 +137,6 @@ impl Analysis {
             _ => None,
         })
     }
-
-    /// The type an access chain's last index steps into (the composite
-    /// it indexes).
-    fn last_indexed_composite(&self, chain: &Instruction) -> Option<Word> {
-        let base = id_at(chain, 0)?;
-        let (_, mut t) = self.value_pointer(base)?;
-        let first = match chain.class.opcode {
-            Op::AccessChain | Op::InBoundsAccessChain => 1,
-            _ => 2,
-        };
-        let n = chain.operands.len();
-        if n <= first {
-            return None;
-        }
-        for k in first..n - 1 {
-            t = self.element(t, id_at(chain, k)?)?;
-        }
-        Some(t)
-    }
-
-    fn element(&self, t: Word, index: Word) -> Option<Word> {
-        let ty = self.types.get(&t)?;
-        match ty.class.opcode {
-            Op::TypeArray | Op::TypeVector | Op::TypeRuntimeArray => id_at(ty, 0),
-            Op::TypeStruct => {
-                let k = match self.types.get(&index)?.operands.first()? {
-                    Operand::LiteralBit32(v) => *v as usize,
-                    Operand::LiteralBit64(v) => *v as usize,
-                    _ => return None,
-                };
-                id_at(ty, k)
-            }
-            _ => None,
-        }
-    }
 }
 
 fn union(into: &mut Vec<Origin>, from: &[Origin]) -> bool {
@@ -388,6 +353,15 @@ fn choose(a: &Analysis) -> Result<HashMap<Word, Op>, String> {
                 if !is_zero(&a.types, step) && !steps_within_array(a, base) {
                     escape(base, &mut out, op);
                 }
+                if indexes_may_leave_their_composite(a, base, &i.operands[2..]) {
+                    escape(base, &mut out, op);
+                }
+            }
+            Op::AccessChain | Op::InBoundsAccessChain => {
+                let base = id_at(i, 0).ok_or("malformed access chain")?;
+                if indexes_may_leave_their_composite(a, base, &i.operands[1..]) {
+                    escape(base, &mut out, op);
+                }
             }
             Op::ConvertPtrToU | Op::PtrEqual | Op::PtrNotEqual | Op::PtrDiff => {
                 for k in 0..i.operands.len() {
@@ -427,30 +401,84 @@ fn choose(a: &Analysis) -> Result<HashMap<Word, Op>, String> {
 }
 
 /// Whether pointer arithmetic on `base` stays a plain access chain: the
-/// base is an element of an array (or vector), which the addressing pass
-/// offsets by moving its last index.
-fn steps_within_array(a: &Analysis, mut base: Word) -> bool {
-    // Casts to and from generic are transparent here.
-    while let Some(d) = a.defs.get(&base) {
+/// base points to an element of a one-dimensional array (or vector)
+/// object, which the addressing pass offsets by moving its index. A step
+/// from an element of an inner array, vector or struct may leave it, as C
+/// allows, which an index cannot express.
+fn steps_within_array(a: &Analysis, base: Word) -> bool {
+    let through_casts = |mut v: Word| {
+        while let Some(d) = a.defs.get(&v) {
+            match d.class.opcode {
+                Op::PtrCastToGeneric | Op::GenericCastToPtr | Op::CopyObject => match id_at(d, 0) {
+                    Some(b) => v = b,
+                    None => break,
+                },
+                _ => break,
+            }
+        }
+        v
+    };
+    let flat_object = |v: Word| {
+        let v = through_casts(v);
+        a.vars.contains_key(&v)
+            && a.value_pointer(v)
+                .and_then(|(_, t)| a.types.get(&t))
+                .is_some_and(|t| matches!(t.class.opcode, Op::TypeArray | Op::TypeVector))
+    };
+    let mut p = through_casts(base);
+    loop {
+        let Some(d) = a.defs.get(&p) else {
+            return false;
+        };
+        let Some(b) = id_at(d, 0) else {
+            return false;
+        };
         match d.class.opcode {
-            Op::PtrCastToGeneric | Op::GenericCastToPtr | Op::CopyObject => match id_at(d, 0) {
-                Some(b) => base = b,
-                None => return false,
-            },
-            Op::AccessChain
-            | Op::InBoundsAccessChain
-            | Op::PtrAccessChain
-            | Op::InBoundsPtrAccessChain => {
-                return a.last_indexed_composite(d).is_some_and(|t| {
-                    a.types
-                        .get(&t)
-                        .is_some_and(|ty| matches!(ty.class.opcode, Op::TypeArray | Op::TypeVector))
-                });
+            Op::AccessChain | Op::InBoundsAccessChain => {
+                return d.operands.len() == 2 && flat_object(b);
+            }
+            Op::PtrAccessChain | Op::InBoundsPtrAccessChain => {
+                if d.operands.len() == 2 {
+                    // A step from an element is an element.
+                    p = through_casts(b);
+                    continue;
+                }
+                let zero = id_at(d, 1).is_some_and(|s| is_zero(&a.types, s));
+                return zero && d.operands.len() == 3 && flat_object(b);
             }
             _ => return false,
         }
     }
-    false
+}
+
+/// Whether access chain indexes may step out of the composite they index:
+/// front ends fold pointer arithmetic into indexes of inner arrays and
+/// vectors that go past their end (legal in C, where the object is flat),
+/// which logical pointers cannot follow. Only a run-time index into the
+/// object itself is safe.
+fn indexes_may_leave_their_composite(a: &Analysis, base: Word, indexes: &[Operand]) -> bool {
+    let constant = |o: &Operand| match o {
+        Operand::IdRef(x) => a
+            .types
+            .get(x)
+            .is_some_and(|c| matches!(c.class.opcode, Op::Constant | Op::ConstantNull)),
+        _ => true,
+    };
+    let mut root = base;
+    while let Some(d) = a.defs.get(&root) {
+        match d.class.opcode {
+            Op::PtrCastToGeneric | Op::GenericCastToPtr | Op::CopyObject => match id_at(d, 0) {
+                Some(b) => root = b,
+                None => break,
+            },
+            _ => break,
+        }
+    }
+    let on_object = a.vars.contains_key(&root);
+    indexes
+        .iter()
+        .enumerate()
+        .any(|(k, o)| !constant(o) && (k > 0 || !on_object))
 }
 
 /// The storage class a pointer value has after the rewrite.
