@@ -267,7 +267,14 @@ fn work_group_info(k: &Kernel, d: &Device, param: cl_kernel_work_group_info) -> 
         CL_KERNEL_COMPILE_WORK_GROUP_SIZE => info(reqd.unwrap_or([0; 3]).map(|v| v as usize)),
         CL_KERNEL_LOCAL_MEM_SIZE => info(k.local_arg_bytes() + k.info.local_bytes),
         CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => info(d.subgroup_size() as usize),
-        CL_KERNEL_PRIVATE_MEM_SIZE => info(0u64),
+        // Private data lives in registers, except what the rewrite moved
+        // to device memory (casts and pointer arithmetic on it).
+        CL_KERNEL_PRIVATE_MEM_SIZE => info(
+            d.logical()
+                .ok()
+                .and_then(|vk| k.compiled(d, &vk).ok())
+                .map_or(0u64, |c| u64::from(c.scratch.private_bytes)),
+        ),
         // Only for custom devices and built-in kernels.
         CL_KERNEL_GLOBAL_WORK_SIZE => err(CL_INVALID_VALUE),
         _ => invalid_param(param),
@@ -593,6 +600,51 @@ fn enqueue_ndrange(
         );
         Some((buffer, size, compiled.clone()))
     };
+    // Relocated private and local data: a region per work-item, then one
+    // per work-group, for the whole NDRange.
+    let scratch = &compiled.scratch;
+    // __local arguments in the scratch memory follow the kernel's own
+    // local data; their offsets and the per-group size are specialization
+    // constants.
+    let mut local_stride = u64::from(scratch.local_bytes);
+    for arg in &scratch.local_args {
+        use crate::compiler::spirv::relocate::LOCAL_STRIDE_SPEC_ID;
+        let length = locals
+            .iter()
+            .find(|(id, _)| *id == arg.length_spec_id)
+            .map_or(0, |&(_, n)| u64::from(n));
+        let offset = local_stride.next_multiple_of(u64::from(arg.align.max(16)));
+        local_stride = offset + length * u64::from(arg.elem_size);
+        let offset = u32::try_from(offset).map_err(|_| ClError(CL_OUT_OF_RESOURCES))?;
+        locals.push((arg.offset_spec_id, offset));
+        if Some(arg) == scratch.local_args.last() {
+            local_stride = local_stride.next_multiple_of(16);
+            let stride = u32::try_from(local_stride).map_err(|_| ClError(CL_OUT_OF_RESOURCES))?;
+            locals.push((LOCAL_STRIDE_SPEC_ID, stride));
+        }
+    }
+    if *scratch != Default::default() && g3.iter().all(|&g| g > 0) {
+        use crate::compiler::spirv::interface::{SCRATCH, SCRATCH_BYTES, SCRATCH_PRIVATE_BYTES};
+        let items: u64 = g3.iter().map(|&g| g as u64).product();
+        let groups: u64 = (0..3).map(|i| g3[i].div_ceil(l3[i]) as u64).product();
+        let align = crate::vk::memory::MIN_ALIGNMENT;
+        let private = (items * u64::from(scratch.private_bytes)).next_multiple_of(align);
+        let total = private + groups * local_stride;
+        if total > u64::from(u32::MAX) {
+            log::warn!(target: "vkcl::kernel", "relocated private and local data need {total} bytes of scratch memory, more than vkcl supports");
+            return err(CL_OUT_OF_RESOURCES);
+        }
+        let buffer = Staging::new(&q.vk, (total + align) as usize, BufferUse::Device)?;
+        let address = buffer.buffer().address.next_multiple_of(align);
+        put(&mut push, SCRATCH, &address.to_ne_bytes());
+        put(
+            &mut push,
+            SCRATCH_PRIVATE_BYTES,
+            &(private as u32).to_ne_bytes(),
+        );
+        put(&mut push, SCRATCH_BYTES, &(total as u32).to_ne_bytes());
+        keep.push(Box::new(buffer));
+    }
     let max_groups = d.info.props.limits.max_compute_work_group_count;
     let mut dispatches = Vec::new();
     for region in Region::split(g3, l3) {

@@ -195,9 +195,11 @@ impl Device {
         // vkcl only offers devices with shaderInt64. Acquire-release order
         // and device scope are what Vulkan's memory model gives atomics;
         // sequential consistency is not offered, as Vulkan has no total
-        // order over all sequentially consistent operations.
+        // order over all sequentially consistent operations. Generic
+        // pointers are typed by the rewrite, or relocated into device memory.
         vec![
             "__opencl_c_int64",
+            "__opencl_c_generic_address_space",
             "__opencl_c_atomic_order_acq_rel",
             "__opencl_c_atomic_scope_device",
         ]

@@ -51,6 +51,8 @@ pub struct Compiled {
     pub push: PushLayout,
     /// The kernel's printf call sites.
     pub printf: Vec<crate::compiler::spirv::printf::PrintfCall>,
+    /// Device memory for private and local data the rewrite relocated.
+    pub scratch: crate::compiler::spirv::relocate::Scratch,
     pipelines: Mutex<HashMap<PipelineKey, Arc<ComputePipeline>>>,
 }
 
@@ -246,6 +248,7 @@ impl Kernel {
             module,
             push: rewritten.push,
             printf: rewritten.printf,
+            scratch: rewritten.scratch,
             pipelines: Mutex::new(HashMap::new()),
         }))
     }

@@ -180,6 +180,15 @@ fn explicit_layout(
     Ok(())
 }
 
+/// The width of an integer type.
+fn int_width(types: &HashMap<Word, Instruction>, ty: Word) -> Option<u32> {
+    let t = types.get(&ty)?;
+    match (t.class.opcode, t.operands.first()) {
+        (Op::TypeInt, Some(Operand::LiteralBit32(w))) => Some(*w),
+        _ => None,
+    }
+}
+
 /// Access chains, alignment of device-address accesses.
 fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result<(), String> {
     let refs: HashMap<Word, &Instruction> = types.iter().map(|(k, v)| (*k, v)).collect();
@@ -370,6 +379,53 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
                                 "pointer arithmetic on a {:?} object (a pointer from {from:?}) is not supported yet",
                                 storage(base).unwrap_or(StorageClass::Function)
                             ));
+                        }
+                    }
+                    Op::ConvertPtrToU
+                        if storage(id_at(&i, 0).ok_or("bad conversion")?)
+                            == Some(StorageClass::PhysicalStorageBuffer) =>
+                    {
+                        // Device addresses convert to 64-bit integers only:
+                        // `(uint)ptr` truncates the address.
+                        let rt = i.result_type.ok_or("conversion without type")?;
+                        if int_width(types, rt).is_some_and(|w| w != 64) {
+                            let u64t = ctx.uint(64);
+                            let wide = ctx.fresh();
+                            out.push(Instruction::new(
+                                Op::ConvertPtrToU,
+                                Some(u64t),
+                                Some(wide),
+                                i.operands.clone(),
+                            ));
+                            i = Instruction::new(
+                                Op::UConvert,
+                                Some(rt),
+                                i.result_id,
+                                vec![Operand::IdRef(wide)],
+                            );
+                        }
+                    }
+                    Op::ConvertUToPtr
+                        if i.result_type.and_then(|t| types.get(&t)).is_some_and(|t| {
+                            t.operands.first()
+                                == Some(&Operand::StorageClass(StorageClass::PhysicalStorageBuffer))
+                        }) =>
+                    {
+                        let v = id_at(&i, 0).ok_or("bad conversion")?;
+                        let width = value_type
+                            .get(&v)
+                            .or(new_types.get(&v))
+                            .and_then(|&t| int_width(types, t));
+                        if width.is_some_and(|w| w != 64) {
+                            let u64t = ctx.uint(64);
+                            let wide = ctx.fresh();
+                            out.push(Instruction::new(
+                                Op::UConvert,
+                                Some(u64t),
+                                Some(wide),
+                                vec![Operand::IdRef(v)],
+                            ));
+                            i.operands[0] = Operand::IdRef(wide);
                         }
                     }
                     Op::Load | Op::Store => {

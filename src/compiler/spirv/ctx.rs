@@ -10,6 +10,9 @@ pub struct Ctx {
     /// The private variable printf calls read the printf buffer's address
     /// from, when the kernel calls printf (see the printf pass).
     pub printf_buffer: Option<Word>,
+    /// Whether `__local` data was relocated into device memory (see the
+    /// relocate pass): barriers then order device memory too.
+    pub relocated_local: bool,
 }
 
 impl Ctx {
@@ -17,6 +20,7 @@ impl Ctx {
         Ctx {
             module,
             printf_buffer: None,
+            relocated_local: false,
         }
     }
 

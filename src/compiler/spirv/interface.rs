@@ -86,7 +86,15 @@ pub const GROUP_OFFSET: u32 = 28;
 pub const ENQUEUED_LOCAL_SIZE: u32 = 40;
 /// The printf buffer's device address (two words), for kernels that print.
 pub const PRINTF_BUFFER: u32 = 56;
-const HEADER: u32 = 64;
+/// The scratch buffer's device address (two words), for kernels whose
+/// private or local data was relocated into device memory.
+pub const SCRATCH: u32 = 64;
+/// Bytes of the scratch buffer's private region, where the local region
+/// starts.
+pub const SCRATCH_PRIVATE_BYTES: u32 = 72;
+/// Bytes of the whole scratch buffer.
+pub const SCRATCH_BYTES: u32 = 76;
+const HEADER: u32 = 80;
 /// The argument block's device address, when there is one.
 pub const ARG_BLOCK: u32 = HEADER;
 

@@ -20,6 +20,7 @@ pub mod libclc;
 pub mod memcopy;
 pub mod printf;
 pub mod reflect;
+pub mod relocate;
 pub mod select;
 pub mod signed;
 pub mod specialize;
@@ -40,6 +41,8 @@ pub struct Rewritten {
     pub push: PushLayout,
     /// The kernel's printf call sites, by the index their records carry.
     pub printf: Vec<printf::PrintfCall>,
+    /// Scratch memory for relocated private and local data.
+    pub scratch: relocate::Scratch,
 }
 
 /// Choices the program's build options make for the rewrite.
@@ -103,6 +106,8 @@ pub fn rewrite_with(
     vectors::run(&mut ctx)?;
     lap("vectors");
     let (push, block) = interface::run(&mut ctx, fid, &kernel.args, caps.max_push_constants)?;
+    let scratch = relocate::run(&mut ctx, fid, &block)?;
+    lap("relocate");
     builtins::run(&mut ctx, &block)?;
     lap("interface");
     addressing::run(&mut ctx)?;
@@ -120,5 +125,6 @@ pub fn rewrite_with(
         words,
         push,
         printf,
+        scratch,
     })
 }

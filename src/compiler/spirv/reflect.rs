@@ -471,7 +471,19 @@ pub fn layout(types: &HashMap<u32, &Instruction>, ty: u32) -> Result<(u32, u32),
                     _ => None,
                 })
                 .ok_or("array of unknown length")?;
-            (es * len, ea)
+            // The vectors pass holds 8/16-component vectors as arrays with
+            // a 32-bit length (front ends give array lengths 64 bits): they
+            // keep the vector's alignment.
+            let wide_vector = matches!(len, 8 | 16)
+                && types.get(&len_id).is_some_and(|c| {
+                    c.result_type
+                        .and_then(|t| types.get(&t))
+                        .is_some_and(|t| t.operands.first() == Some(&Operand::LiteralBit32(32)))
+                })
+                && types
+                    .get(&t.operands.first().and_then(id).ok_or("bad array")?)
+                    .is_some_and(|e| matches!(e.class.opcode, Op::TypeInt | Op::TypeFloat));
+            (es * len, if wide_vector { es * len } else { ea })
         }
         Op::TypeStruct => {
             let packed = false;

@@ -101,10 +101,24 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
                 let Some((scopes, sems)) = sync_operands(i.class.opcode) else {
                     continue;
                 };
+                // Relocated __local data lives in device memory: what
+                // orders local memory orders that too.
+                let sem: fn(u32) -> u32 = if ctx.relocated_local {
+                    |cl| {
+                        let v = semantics(cl);
+                        if v & WORKGROUP_MEM != 0 {
+                            v | UNIFORM
+                        } else {
+                            v
+                        }
+                    }
+                } else {
+                    semantics
+                };
                 for (&at, map) in scopes
                     .iter()
                     .map(|a| (a, scope as fn(u32) -> u32))
-                    .chain(sems.iter().map(|a| (a, semantics as fn(u32) -> u32)))
+                    .chain(sems.iter().map(|a| (a, sem)))
                 {
                     let id = match i.operands.get(at) {
                         Some(

@@ -1,0 +1,205 @@
+// Pointer casts and arithmetic on private and local data, and generic
+// pointers (OpenCL C 3.0).
+
+kernel void float_bytes(global const float *in, global uchar *out) {
+    size_t i = get_global_id(0);
+    float f = in[i];
+    uchar *b = (uchar *)&f;
+    int r = (int)(i & 3);
+    for (int k = 0; k < 4; k++)
+        out[4 * i + k] = b[(k + r) & 3];
+}
+
+kernel void private_vload(global const float4 *in, global float4 *out, global const int *shift) {
+    size_t i = get_global_id(0);
+    float4 v[2] = {in[i] * 2.0f, in[i] + 1.0f};
+    out[i] = vload4(0, (float *)v + shift[i]);
+}
+
+kernel void walk_private(global const int *in, global int *out) {
+    size_t i = get_global_id(0);
+    int a[8];
+    for (int k = 0; k < 8; k++)
+        a[k] = in[8 * i + k] * 2 + k;
+    int s = 0;
+    for (int *p = a; p < a + 8; p++)
+        s = s * 3 + *p;
+    out[i] = s;
+}
+
+kernel void local_cast(global const float *in, global float *out) {
+    local float tile[16];
+    size_t l = get_local_id(0), g = get_global_id(0);
+    tile[l] = in[g];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    local float4 *t4 = (local float4 *)tile;
+    float4 a = t4[(l / 4 + 1) % 4];
+    float4 b = vload4(0, (local float *)tile + ((l + 4) & 12));
+    out[g] = a.x + a.y * 2 + a.z * 3 + a.w * 4 + b.x * 5 + b.w * 6;
+}
+
+typedef struct {
+    int a;
+    float b;
+    short c[3];
+} S;
+
+int read_through_casts(S *s) {
+    int *p = (int *)s;
+    return p[0] + (int)(((float *)p)[1]) + ((short *)(p + 2))[2];
+}
+
+kernel void struct_helper(global const int *in, global int *out) {
+    size_t i = get_global_id(0);
+    S s;
+    s.a = in[i];
+    s.b = in[i] * 0.5f;
+    s.c[0] = 1;
+    s.c[1] = 2;
+    s.c[2] = (short)(in[i] + 7);
+    out[i] = read_through_casts(&s);
+}
+
+kernel void alignment(global const int *idx, global uint *out) {
+    local float4 l4[4];
+    local long ld[2];
+    float4 p4[3];
+    long pd[2];
+    size_t i = get_global_id(0);
+    int k = idx[i];
+    l4[k] = (float4)(1.0f);
+    p4[k % 3] = (float4)(2.0f);
+    pd[k & 1] = 3;
+    ld[k & 1] = 4;
+    out[i] = ((size_t)&l4[k] % 16) | ((size_t)&ld[k & 1] % 8) << 4 | ((size_t)&p4[k % 3] % 16) << 8 |
+             ((size_t)&pd[k & 1] % 8) << 12 | ((uint)(p4[k % 3].y + pd[k & 1]) << 16);
+}
+
+kernel void generic_select(global float *buf, global const int *cond) {
+    size_t i = get_global_id(0);
+    float x = 10.0f;
+    float *p = cond[i] ? (float *)&x : (float *)&buf[i];
+    *p *= 3.0f;
+    buf[i] += x;
+}
+
+kernel void generic_loop(global int *buf) {
+    size_t i = get_global_id(0);
+    int priv[4] = {1, 2, 3, 4};
+    local int loc[4];
+    if (get_local_id(0) == 0)
+        for (int k = 0; k < 4; k++)
+            loc[k] = 10 * (k + 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int s = 0;
+    for (int k = 0; k < 8; k++) {
+        int *p = (k % 3 == 0) ? (int *)&priv[k & 3]
+                 : (k % 3 == 1) ? (int *)&loc[k & 3]
+                                : (int *)&buf[4 * i + (k & 3)];
+        s += *p;
+        if (k % 3 != 1)
+            *p += 1;
+    }
+    int *q = (int *)priv;
+    for (int k = 0; k < 6; k++) {
+        s = s * 2 + *q;
+        q = (k & 1) ? (int *)&buf[4 * i + k % 4] : (int *)&priv[k % 4];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    buf[4 * i] = s;
+}
+
+kernel void class_queries(global float *buf, global int *res) {
+    local float lx;
+    float px = 1.0f;
+    size_t i = get_global_id(0);
+    int c = i % 3;
+    float *p = c == 0 ? (float *)&px : c == 1 ? (float *)&lx : (float *)&buf[i];
+    int r = (to_global(p) != NULL) | (to_local(p) != NULL) << 1 | (to_private(p) != NULL) << 2;
+    if (c != 0)
+        r |= get_fence(p) << 4;
+    res[i] = r + (int)*p * 0;
+}
+
+kernel void class_queries_static(global float *buf, global int *res) {
+    local float lx;
+    float px = 1.0f;
+    size_t i = get_global_id(0);
+    float *g = (float *)&buf[i];
+    float *l = (float *)&lx;
+    float *pp = (float *)&px;
+    res[3 * i] = (to_global(g) != NULL) | (to_local(g) != NULL) << 1 | (to_private(g) != NULL) << 2 | get_fence(g) << 4;
+    res[3 * i + 1] = (to_global(l) != NULL) | (to_local(l) != NULL) << 1 | (to_private(l) != NULL) << 2 | get_fence(l) << 4;
+    res[3 * i + 2] = (to_global(pp) != NULL) | (to_local(pp) != NULL) << 1 | (to_private(pp) != NULL) << 2;
+}
+
+typedef struct {
+    char pre[12];
+    char8 vec;
+    char post[12];
+} Padded;
+
+kernel void struct_member_alignment(global uint *dest) {
+    Padded test;
+    int tid = get_global_id(0);
+    dest[tid] = (uint)((uchar *)&(test.vec));
+}
+
+kernel void local_argument_cast(global const float *in, global float *out, local float *tile,
+                                local int *counts) {
+    size_t l = get_local_id(0), g = get_global_id(0), n = get_local_size(0);
+    tile[l] = in[g];
+    if (l == 0)
+        counts[0] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    atomic_inc(counts);
+    local float4 *t4 = (local float4 *)tile;
+    float4 a = t4[(l / 4 + 1) % (n / 4)];
+    float4 b = vload4(0, tile + ((l + 4) % n & ~(size_t)3));
+    barrier(CLK_LOCAL_MEM_FENCE);
+    out[g] = a.x + a.y * 2 + a.z * 3 + a.w * 4 + b.x * 5 + b.w * 6 + counts[0] * 100;
+}
+
+kernel void truncated_addresses(global uint *dest) {
+    local float4 l4[2];
+    float4 p4[2];
+    int tid = get_global_id(0);
+    p4[tid & 1] = (float4)(tid);
+    dest[tid] = ((uint)((uchar *)&l4[tid & 1]) % 16) | ((uint)((uchar *)&p4[tid & 1]) % 16) << 4 |
+                (uint)p4[tid & 1].x << 8;
+}
+
+kernel void vstore_private_array(global const long2 *src, global const uint *offsets, global long *dest,
+                                 uint shift) {
+    long2 priv[8];
+    int tid = get_global_id(0);
+    for (int k = 0; k < 8; k++)
+        priv[k] = (long2)(0);
+    vstore2(src[tid], offsets[tid], ((long *)priv) + shift);
+    long *sp = (long *)(priv + offsets[tid]) + shift;
+    dest[18 * tid + 16] = sp[0];
+    dest[18 * tid + 17] = sp[1];
+    for (int k = 0; k < 16; k++)
+        dest[18 * tid + k] = ((long *)priv)[k];
+}
+
+kernel void vload_local_argument(local char *shared, global const char *src, global const uint *offsets,
+                                 global const uint *shifts, global char4 *results, int n) {
+    int tid = get_global_id(0);
+    if (get_local_id(0) == 0)
+        for (int i = 0; i < n; i++)
+            shared[i] = src[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    results[tid] = vload4(offsets[tid], ((local char *)shared) + shifts[tid]);
+}
+
+kernel void copy_then_walk(global const int *in, global int *out) {
+    size_t i = get_global_id(0);
+    int a[8];
+    for (int k = 0; k < 8; k++)
+        a[k] = in[8 * i + k];
+    int s = 0;
+    for (int *p = a; p < a + 8; p++)
+        s = s * 3 + *p;
+    out[i] = s;
+}

@@ -1,0 +1,415 @@
+//! Pointer casts and arithmetic on private and local data (relocated into
+//! device memory where Vulkan's logical pointers cannot express them), and
+//! OpenCL C 3.0 generic pointers: chosen at run time, carried through
+//! loops, and queried with to_global/to_local/to_private and get_fence.
+//! Each checked against the host.
+
+mod common;
+
+use common::*;
+
+both_ways!(
+    float_reinterpreted_as_bytes,
+    private_vector_read_with_vload,
+    pointer_walks_a_private_array,
+    local_array_through_vector_casts,
+    struct_passed_by_pointer_and_cast,
+    alignment_of_private_and_local_data,
+    generic_pointer_chosen_at_run_time,
+    generic_pointers_through_loops,
+    address_space_queries,
+    address_space_queries_known_at_build_time,
+    struct_member_in_private_data_is_aligned,
+    local_argument_through_vector_casts,
+    addresses_truncated_to_32_bits,
+    vstore_into_a_private_vector_array,
+    vload_from_a_local_argument,
+    copied_private_array_walked,
+);
+
+const SOURCE: &str = include_str!("kernels/pointers.cl");
+const OPTIONS: &str = "-cl-std=CL3.0";
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn i32s(b: &[u8]) -> Vec<i32> {
+    b.chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn float_reinterpreted_as_bytes(cl: &Cl) {
+    let n = 64usize;
+    let input: Vec<f32> = (0..n).map(|k| k as f32 * 1.375 - 20.5).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "float_bytes", OPTIONS);
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    // An offset NDRange: private data is placed by global id.
+    s.run(k, &[n / 2], Some(&[8]), Some(&[n / 2]));
+    s.run(k, &[n / 2], Some(&[8]), None);
+    let got = cl.read(s.q, bo, 0, 4 * n);
+    // The float moved to device memory counts as the kernel's private memory.
+    let private = query(|size, value, size_ret| unsafe {
+        cl.clGetKernelWorkGroupInfo.unwrap()(
+            k,
+            cl.device(),
+            opencl_sys::CL_KERNEL_PRIVATE_MEM_SIZE,
+            size,
+            value,
+            size_ret,
+        )
+    })
+    .unwrap();
+    assert!(u64_of(&private) >= 4, "{}", u64_of(&private));
+    for i in 0..n {
+        let b = input[i].to_le_bytes();
+        for j in 0..4 {
+            assert_eq!(got[4 * i + j], b[(j + (i & 3)) & 3], "item {i} byte {j}");
+        }
+    }
+}
+
+fn private_vector_read_with_vload(cl: &Cl) {
+    let n = 32usize;
+    let input: Vec<f32> = (0..4 * n).map(|k| k as f32 * 0.5 - 3.0).collect();
+    let shift: Vec<i32> = (0..n as i32).map(|k| k % 5).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "private_vload", OPTIONS);
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bs = s.buffer_from(&bytes_of(&shift));
+    let bo = s.zeroed(16 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.arg(k, 2, &bs);
+    s.run(k, &[n], Some(&[16]), None);
+    let got = f32s(&cl.read(s.q, bo, 0, 16 * n));
+    for i in 0..n {
+        let v: Vec<f32> = input[4 * i..4 * i + 4]
+            .iter()
+            .map(|x| x * 2.0)
+            .chain(input[4 * i..4 * i + 4].iter().map(|x| x + 1.0))
+            .collect();
+        let sh = shift[i] as usize;
+        assert_eq!(&got[4 * i..4 * i + 4], &v[sh..sh + 4], "item {i}");
+    }
+}
+
+fn pointer_walks_a_private_array(cl: &Cl) {
+    let n = 48usize;
+    let input: Vec<i32> = (0..8 * n as i32).map(|k| (k * 7) % 23 - 11).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "walk_private", OPTIONS);
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], None, None);
+    let got = i32s(&cl.read(s.q, bo, 0, 4 * n));
+    for i in 0..n {
+        let want = input[8 * i..8 * i + 8]
+            .iter()
+            .enumerate()
+            .fold(0i32, |s, (k, &x)| {
+                s.wrapping_mul(3).wrapping_add(x * 2 + k as i32)
+            });
+        assert_eq!(got[i], want, "item {i}");
+    }
+}
+
+fn local_array_through_vector_casts(cl: &Cl) {
+    let n = 64usize;
+    let input: Vec<f32> = (0..n).map(|k| ((k * 13) % 17) as f32 - 8.0).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "local_cast", OPTIONS);
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], Some(&[16]), None);
+    let got = f32s(&cl.read(s.q, bo, 0, 4 * n));
+    for (g, &value) in got.iter().enumerate() {
+        let (group, l) = (g / 16 * 16, g % 16);
+        let tile = &input[group..group + 16];
+        let a = &tile[4 * ((l / 4 + 1) % 4)..][..4];
+        let b = &tile[(l + 4) & 12..][..4];
+        let want = a[0] + a[1] * 2.0 + a[2] * 3.0 + a[3] * 4.0 + b[0] * 5.0 + b[3] * 6.0;
+        assert_eq!(value, want, "item {g}");
+    }
+}
+
+fn struct_passed_by_pointer_and_cast(cl: &Cl) {
+    let n = 40usize;
+    let input: Vec<i32> = (0..n as i32).map(|k| k * 5 - 60).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "struct_helper", OPTIONS);
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], None, None);
+    let got = i32s(&cl.read(s.q, bo, 0, 4 * n));
+    for i in 0..n {
+        let x = input[i];
+        let want = x + (x as f32 * 0.5) as i32 + (x + 7) as i16 as i32;
+        assert_eq!(got[i], want, "item {i}");
+    }
+}
+
+fn alignment_of_private_and_local_data(cl: &Cl) {
+    let n = 32usize;
+    let idx: Vec<i32> = (0..n as i32).map(|k| (k * 3) % 4).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "alignment", OPTIONS);
+    let bi = s.buffer_from(&bytes_of(&idx));
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], Some(&[8]), None);
+    let got = s.words(bo, n);
+    for (i, &w) in got.iter().enumerate() {
+        assert_eq!(w, 5 << 16, "item {i}: {w:#x}");
+    }
+}
+
+fn generic_pointer_chosen_at_run_time(cl: &Cl) {
+    let n = 64usize;
+    let buf: Vec<f32> = (0..n).map(|k| k as f32 - 7.0).collect();
+    let cond: Vec<i32> = (0..n as i32).map(|k| (k * 5 % 7 < 3) as i32).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "generic_select", OPTIONS);
+    let bb = s.buffer_from(&bytes_of(&buf));
+    let bc = s.buffer_from(&bytes_of(&cond));
+    s.arg(k, 0, &bb);
+    s.arg(k, 1, &bc);
+    s.run(k, &[n], Some(&[16]), None);
+    let got = f32s(&cl.read(s.q, bb, 0, 4 * n));
+    for i in 0..n {
+        let want = if cond[i] != 0 {
+            buf[i] + 30.0
+        } else {
+            buf[i] * 3.0 + 10.0
+        };
+        assert_eq!(got[i], want, "item {i}");
+    }
+}
+
+fn generic_pointers_through_loops(cl: &Cl) {
+    let n = 32usize;
+    let buf: Vec<i32> = (0..4 * n as i32).map(|k| (k * 11) % 9 - 4).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "generic_loop", OPTIONS);
+    let bb = s.buffer_from(&bytes_of(&buf));
+    s.arg(k, 0, &bb);
+    s.run(k, &[n], Some(&[8]), None);
+    let got = i32s(&cl.read(s.q, bb, 0, 16 * n));
+    for i in 0..n {
+        let mut g = buf[4 * i..4 * i + 4].to_vec();
+        let mut p = [1, 2, 3, 4];
+        let l = [10, 20, 30, 40];
+        let mut sum = 0i32;
+        for k in 0..8 {
+            match k % 3 {
+                0 => {
+                    sum += p[k & 3];
+                    p[k & 3] += 1;
+                }
+                1 => sum += l[k & 3],
+                _ => {
+                    sum += g[k & 3];
+                    g[k & 3] += 1;
+                }
+            }
+        }
+        // q: 0 private, 1 global.
+        let mut q = (0, 0usize);
+        for k in 0..6 {
+            let v = if q.0 == 0 { p[q.1] } else { g[q.1] };
+            sum = sum * 2 + v;
+            q = if k & 1 == 1 { (1, k % 4) } else { (0, k % 4) };
+        }
+        g[0] = sum;
+        assert_eq!(&got[4 * i..4 * i + 4], &g[..], "item {i}");
+    }
+}
+
+fn address_space_queries(cl: &Cl) {
+    let n = 30usize;
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "class_queries", OPTIONS);
+    let bb = s.zeroed(4 * n);
+    let br = s.zeroed(4 * n);
+    s.arg(k, 0, &bb);
+    s.arg(k, 1, &br);
+    s.run(k, &[n], Some(&[10]), None);
+    let got = i32s(&cl.read(s.q, br, 0, 4 * n));
+    for (i, &r) in got.iter().enumerate() {
+        // to_global 1, to_local 2, to_private 4; get_fence: local 1, global 2.
+        let want = [4, 2 | 1 << 4, 1 | 2 << 4][i % 3];
+        assert_eq!(r, want, "item {i}");
+    }
+}
+
+fn address_space_queries_known_at_build_time(cl: &Cl) {
+    let n = 16usize;
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "class_queries_static", OPTIONS);
+    let bb = s.zeroed(4 * n);
+    let br = s.zeroed(12 * n);
+    s.arg(k, 0, &bb);
+    s.arg(k, 1, &br);
+    s.run(k, &[n], Some(&[8]), None);
+    let got = i32s(&cl.read(s.q, br, 0, 12 * n));
+    for i in 0..n {
+        assert_eq!(
+            &got[3 * i..3 * i + 3],
+            &[1 | 2 << 4, 2 | 1 << 4, 4],
+            "item {i}"
+        );
+    }
+}
+
+fn struct_member_in_private_data_is_aligned(cl: &Cl) {
+    let n = 64usize;
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "struct_member_alignment", OPTIONS);
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bo);
+    s.run(k, &[n], None, None);
+    let got = s.words(bo, n);
+    for (i, &a) in got.iter().enumerate() {
+        assert_eq!(a % 8, 0, "item {i}: {a:#x}");
+    }
+}
+
+fn local_argument_through_vector_casts(cl: &Cl) {
+    let n = 96usize;
+    let input: Vec<f32> = (0..n).map(|k| ((k * 7) % 19) as f32 - 9.0).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "local_argument_cast", OPTIONS);
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    for local in [16usize, 32] {
+        for (i, size) in [(2, 4 * local), (3, 4)] {
+            let r = unsafe { cl.clSetKernelArg.unwrap()(k, i, size, std::ptr::null()) };
+            assert_eq!(r, opencl_sys::CL_SUCCESS);
+        }
+        s.run(k, &[n], Some(&[local]), None);
+        let got = f32s(&cl.read(s.q, bo, 0, 4 * n));
+        for (g, &value) in got.iter().enumerate() {
+            let (group, l) = (g / local * local, g % local);
+            let tile = &input[group..group + local];
+            let a = &tile[4 * ((l / 4 + 1) % (local / 4))..][..4];
+            let b = &tile[((l + 4) % local) & !3..][..4];
+            let want = a[0]
+                + a[1] * 2.0
+                + a[2] * 3.0
+                + a[3] * 4.0
+                + b[0] * 5.0
+                + b[3] * 6.0
+                + local as f32 * 100.0;
+            assert_eq!(value, want, "local size {local}, item {g}");
+        }
+    }
+}
+
+fn addresses_truncated_to_32_bits(cl: &Cl) {
+    let n = 32usize;
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "truncated_addresses", OPTIONS);
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bo);
+    s.run(k, &[n], Some(&[8]), None);
+    let got = s.words(bo, n);
+    for (i, &w) in got.iter().enumerate() {
+        assert_eq!(w, (i as u32) << 8, "item {i}: {w:#x}");
+    }
+}
+
+fn vstore_into_a_private_vector_array(cl: &Cl) {
+    let n = 24usize;
+    let src: Vec<i64> = (0..2 * n as i64)
+        .map(|k| k * 0x0001_2345_6789 - 77)
+        .collect();
+    let offsets: Vec<u32> = (0..n as u32).map(|k| k % 7).collect();
+    let shift = 1u32;
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "vstore_private_array", OPTIONS);
+    let bs = s.buffer_from(&bytes_of(&src));
+    let bo = s.buffer_from(&bytes_of(&offsets));
+    let bd = s.zeroed(18 * 8 * n);
+    s.arg(k, 0, &bs);
+    s.arg(k, 1, &bo);
+    s.arg(k, 2, &bd);
+    s.arg(k, 3, &shift);
+    s.run(k, &[n], Some(&[8]), None);
+    let got: Vec<i64> = cl
+        .read(s.q, bd, 0, 18 * 8 * n)
+        .chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    for i in 0..n {
+        let mut want = [0i64; 18];
+        let at = 2 * offsets[i] as usize + shift as usize;
+        want[at] = src[2 * i];
+        want[at + 1] = src[2 * i + 1];
+        want[16] = src[2 * i];
+        want[17] = src[2 * i + 1];
+        assert_eq!(&got[18 * i..18 * i + 18], &want[..], "item {i}");
+    }
+}
+
+fn vload_from_a_local_argument(cl: &Cl) {
+    let n = 64usize;
+    let len = 40usize;
+    let src: Vec<u8> = (0..len as u8).map(|k| k.wrapping_mul(29) ^ 0x5a).collect();
+    let offsets: Vec<u32> = (0..n as u32).map(|k| k % 8).collect();
+    let shifts: Vec<u32> = (0..n as u32).map(|k| (k * 5) % 4).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "vload_local_argument", OPTIONS);
+    let bs = s.buffer_from(&src);
+    let bo = s.buffer_from(&bytes_of(&offsets));
+    let bsh = s.buffer_from(&bytes_of(&shifts));
+    let br = s.zeroed(4 * n);
+    let r = unsafe { cl.clSetKernelArg.unwrap()(k, 0, len, std::ptr::null()) };
+    assert_eq!(r, opencl_sys::CL_SUCCESS);
+    s.arg(k, 1, &bs);
+    s.arg(k, 2, &bo);
+    s.arg(k, 3, &bsh);
+    s.arg(k, 4, &br);
+    s.arg(k, 5, &(len as i32));
+    s.run(k, &[n], Some(&[16]), None);
+    let got = cl.read(s.q, br, 0, 4 * n);
+    for i in 0..n {
+        let at = 4 * offsets[i] as usize + shifts[i] as usize;
+        assert_eq!(&got[4 * i..4 * i + 4], &src[at..at + 4], "item {i}");
+    }
+}
+
+fn copied_private_array_walked(cl: &Cl) {
+    let n = 40usize;
+    let input: Vec<i32> = (0..8 * n as i32).map(|k| (k * 13) % 29 - 14).collect();
+    let mut s = Setup::new(cl);
+    // clang turns the copy loop into a memcpy between unrelated types.
+    let k = s.kernel(SOURCE, "copy_then_walk", OPTIONS);
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], None, None);
+    let got = i32s(&cl.read(s.q, bo, 0, 4 * n));
+    for i in 0..n {
+        let want = input[8 * i..8 * i + 8]
+            .iter()
+            .fold(0i32, |s, &x| s.wrapping_mul(3).wrapping_add(x));
+        assert_eq!(got[i], want, "item {i}");
+    }
+}
