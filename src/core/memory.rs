@@ -306,6 +306,46 @@ pub mod work {
         }))
     }
 
+    /// A copy of `size` bytes between the buffer at `offset` and the
+    /// application's memory at `host`, which the device imports
+    /// (`to_device`: from the host), or `None` where the transfer is small
+    /// or the memory cannot be imported.
+    fn imported(
+        queue: &Queue,
+        buf: &Arc<Handle<Buffer>>,
+        offset: usize,
+        host: HostPtr,
+        size: usize,
+        to_device: bool,
+    ) -> Option<Work> {
+        if size <= SMALL_TRANSFER {
+            return None;
+        }
+        let import = HostBuffer::import(&queue.vk, host.get(), size)?;
+        let at = (buf.offset + offset) as u64;
+        let (src, dst, region) = if to_device {
+            let r = vk::BufferCopy {
+                src_offset: import.offset,
+                dst_offset: at,
+                size: size as u64,
+            };
+            (import.raw, buf.storage.raw, r)
+        } else {
+            let r = vk::BufferCopy {
+                src_offset: at,
+                dst_offset: import.offset,
+                size: size as u64,
+            };
+            (buf.storage.raw, import.raw, r)
+        };
+        Some(Work {
+            record: copy_record(src, dst, vec![region]),
+            complete: None,
+            keep: vec![keep(import), keep(buf.clone())],
+            host_access: false,
+        })
+    }
+
     pub fn write(
         queue: &Queue,
         buf: &Arc<Handle<Buffer>>,
@@ -337,20 +377,9 @@ pub mod work {
         }
         // Large writes: the device copies straight from the application's
         // memory where it can import it.
-        if data.len() > SMALL_TRANSFER {
-            if let Some(host) = HostBuffer::import(&queue.vk, data.as_ptr(), data.len()) {
-                let region = vk::BufferCopy {
-                    src_offset: host.offset,
-                    dst_offset: (buf.offset + offset) as u64,
-                    size: data.len() as u64,
-                };
-                return Ok(Work {
-                    record: copy_record(host.raw, buf.storage.raw, vec![region]),
-                    complete: None,
-                    keep: vec![keep(host), keep(buf.clone())],
-                    host_access: false,
-                });
-            }
+        let host = HostPtr(data.as_ptr() as usize);
+        if let Some(w) = imported(queue, buf, offset, host, data.len(), true) {
+            return Ok(w);
         }
         let staging = Staging::new(&queue.vk, data.len(), BufferUse::Upload)?;
         staging.buffer().write(0, data);
@@ -393,20 +422,8 @@ pub mod work {
         }
         // Large reads: the device copies straight into the application's
         // memory where it can import it.
-        if size > SMALL_TRANSFER {
-            if let Some(host) = HostBuffer::import(&queue.vk, ptr.get(), size) {
-                let region = vk::BufferCopy {
-                    src_offset: (buf.offset + offset) as u64,
-                    dst_offset: host.offset,
-                    size: size as u64,
-                };
-                return Ok(Work {
-                    record: copy_record(buf.storage.raw, host.raw, vec![region]),
-                    complete: None,
-                    keep: vec![keep(host), keep(buf.clone())],
-                    host_access: false,
-                });
-            }
+        if let Some(w) = imported(queue, buf, offset, ptr, size, false) {
+            return Ok(w);
         }
         let staging = Staging::new(&queue.vk, size, BufferUse::Readback)?;
         let (src, dst) = (buf.storage.raw, staging.buffer().raw);

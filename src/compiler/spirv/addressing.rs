@@ -189,6 +189,23 @@ fn int_width(types: &HashMap<Word, Instruction>, ty: Word) -> Option<u32> {
     }
 }
 
+/// Records the result of access chain `i` as (object, indexes) in
+/// `element_of`, flattening chains on chains into one object, so that
+/// pointer arithmetic on it can move its last index.
+fn note_element(
+    element_of: &mut HashMap<Word, (Word, Vec<Word>)>,
+    i: &Instruction,
+) -> Result<(), String> {
+    let base = id_at(i, 0).ok_or("bad access chain")?;
+    let idx: Vec<Word> = (1..i.operands.len()).filter_map(|n| id_at(i, n)).collect();
+    if let (Some(r), false) = (i.result_id, idx.is_empty()) {
+        let (obj, mut all) = element_of.get(&base).cloned().unwrap_or((base, Vec::new()));
+        all.extend(idx);
+        element_of.insert(r, (obj, all));
+    }
+    Ok(())
+}
+
 /// Access chains, alignment of device-address accesses.
 fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result<(), String> {
     let refs: HashMap<Word, &Instruction> = types.iter().map(|(k, v)| (*k, v)).collect();
@@ -293,16 +310,7 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
             for mut i in std::mem::take(&mut b.instructions) {
                 match i.class.opcode {
                     Op::AccessChain | Op::InBoundsAccessChain => {
-                        let base = id_at(&i, 0).ok_or("bad access chain")?;
-                        let idx: Vec<Word> =
-                            (1..i.operands.len()).filter_map(|n| id_at(&i, n)).collect();
-                        if let (Some(r), false) = (i.result_id, idx.is_empty()) {
-                            // Chains on chains flatten into one object.
-                            let (obj, mut all) =
-                                element_of.get(&base).cloned().unwrap_or((base, Vec::new()));
-                            all.extend(idx);
-                            element_of.insert(r, (obj, all));
-                        }
+                        note_element(&mut element_of, &i)?;
                     }
                     Op::PtrAccessChain | Op::InBoundsPtrAccessChain => {
                         let base = id_at(&i, 0).ok_or("bad access chain")?;
@@ -318,16 +326,7 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
                             let mut ops = i.operands.clone();
                             ops.remove(1);
                             i = Instruction::new(Op::AccessChain, i.result_type, i.result_id, ops);
-                            // As for access chains above: later arithmetic
-                            // on the result moves its last index.
-                            let idx: Vec<Word> =
-                                (1..i.operands.len()).filter_map(|n| id_at(&i, n)).collect();
-                            if let (Some(r), false) = (i.result_id, idx.is_empty()) {
-                                let (obj, mut all) =
-                                    element_of.get(&base).cloned().unwrap_or((base, Vec::new()));
-                                all.extend(idx);
-                                element_of.insert(r, (obj, all));
-                            }
+                            note_element(&mut element_of, &i)?;
                         } else if let Some((obj, idx)) = element_of
                             .get(&base)
                             .filter(|(obj, idx)| last_step_in_array(*obj, idx))
@@ -362,17 +361,7 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
                             ops.push(Operand::IdRef(sum));
                             ops.extend(i.operands[2..].iter().cloned());
                             i = Instruction::new(Op::AccessChain, i.result_type, i.result_id, ops);
-                            if let Some(r) = i.result_id {
-                                element_of.insert(
-                                    r,
-                                    (
-                                        obj,
-                                        (1..i.operands.len())
-                                            .filter_map(|n| id_at(&i, n))
-                                            .collect(),
-                                    ),
-                                );
-                            }
+                            note_element(&mut element_of, &i)?;
                         } else {
                             let from = defs_op.get(&base).copied();
                             return Err(format!(

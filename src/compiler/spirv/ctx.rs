@@ -191,6 +191,19 @@ impl Ctx {
             .push(Instruction::new(Op::Decorate, None, None, ops));
     }
 
+    /// The literal operand of decoration `d` on `id` (SpecId, Alignment,
+    /// ...), if `id` has it.
+    pub fn decoration_literal(&self, id: Word, d: rspirv::spirv::Decoration) -> Option<u32> {
+        self.module.annotations.iter().find_map(|a| {
+            (id_at(a, 0) == Some(id) && a.operands.get(1) == Some(&Operand::Decoration(d)))
+                .then(|| match a.operands.get(2) {
+                    Some(Operand::LiteralBit32(x)) => Some(*x),
+                    _ => None,
+                })
+                .flatten()
+        })
+    }
+
     pub fn member_decorate(
         &mut self,
         target: Word,

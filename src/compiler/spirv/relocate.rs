@@ -670,18 +670,7 @@ fn rewrite(
             _ => return Err("a relocated __local object of unknown size".into()),
         };
         let length_spec_id = ctx
-            .module
-            .annotations
-            .iter()
-            .find_map(|d| {
-                (id_at(d, 0) == Some(len)
-                    && d.operands.get(1) == Some(&Operand::Decoration(Decoration::SpecId)))
-                .then(|| match d.operands.get(2) {
-                    Some(Operand::LiteralBit32(x)) => Some(*x),
-                    _ => None,
-                })
-                .flatten()
-            })
+            .decoration_literal(len, Decoration::SpecId)
             .ok_or("a relocated __local object of unknown size")?;
         let (elem_size, align) = layout(&refs, elem)?;
         let offset_spec_id = LOCAL_STRIDE_SPEC_ID + 1 + local_args.len() as u32;
@@ -718,18 +707,7 @@ fn rewrite(
         let (_, pointee) = a.value_pointer(v).ok_or("variable without pointer type")?;
         let (size, align) = layout(&refs, pointee)?;
         let decorated = ctx
-            .module
-            .annotations
-            .iter()
-            .find_map(|d| {
-                (id_at(d, 0) == Some(v)
-                    && d.operands.get(1) == Some(&Operand::Decoration(Decoration::Alignment)))
-                .then(|| match d.operands.get(2) {
-                    Some(Operand::LiteralBit32(x)) => Some(*x),
-                    _ => None,
-                })
-                .flatten()
-            })
+            .decoration_literal(v, Decoration::Alignment)
             .unwrap_or(1);
         let align = u64::from(align.max(decorated).max(1));
         let (bytes, max) = if a.vars[&v] == StorageClass::Function {

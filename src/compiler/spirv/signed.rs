@@ -9,41 +9,10 @@
 //! applies the sign, which every driver reads the same way.
 
 use rspirv::dr::{Instruction, Operand};
-use rspirv::spirv::{Op, Word};
+use rspirv::spirv::Op;
 
 use crate::compiler::spirv::ctx::Ctx;
-
-/// Emits instructions into one block.
-struct Emit<'a> {
-    ctx: &'a mut Ctx,
-    out: Vec<Instruction>,
-}
-
-impl Emit<'_> {
-    fn op(&mut self, op: Op, ty: Word, args: &[Word]) -> Word {
-        let id = self.ctx.fresh();
-        self.out.push(Instruction::new(
-            op,
-            Some(ty),
-            Some(id),
-            args.iter().map(|&a| Operand::IdRef(a)).collect(),
-        ));
-        id
-    }
-}
-
-/// The boolean type of the shape of integer type `ty`.
-fn bool_like(ctx: &mut Ctx, ty: Word) -> Option<Word> {
-    let t = ctx.global(ty)?.clone();
-    match (t.class.opcode, t.operands.as_slice()) {
-        (Op::TypeInt, _) => Some(ctx.ty(Op::TypeBool, vec![])),
-        (Op::TypeVector, [Operand::IdRef(c), Operand::LiteralBit32(n)]) => {
-            let b = bool_like(ctx, *c)?;
-            Some(ctx.vector(b, *n))
-        }
-        _ => None,
-    }
-}
+use crate::compiler::spirv::exact::Emit;
 
 pub fn run(ctx: &mut Ctx) {
     for f in 0..ctx.module.functions.len() {
@@ -56,9 +25,11 @@ pub fn run(ctx: &mut Ctx) {
                 ctx.module.functions[f].blocks[b].instructions = old;
                 continue;
             }
+            let mut out = Vec::with_capacity(old.len());
             let mut e = Emit {
                 ctx,
-                out: Vec::with_capacity(old.len()),
+                out: &mut out,
+                glsl: &mut None,
             };
             for i in old {
                 let op = i.class.opcode;
@@ -68,14 +39,15 @@ pub fn run(ctx: &mut Ctx) {
                         Some(ty),
                         Some(result),
                         [Operand::IdRef(a), Operand::IdRef(b)],
-                    ) => bool_like(e.ctx, ty).map(|bt| (ty, result, *a, *b, bt)),
+                    ) => Some((ty, result, *a, *b)),
                     _ => None,
                 };
-                let Some((ty, result, a, b, bt)) = lowered else {
+                let Some((ty, result, a, b)) = lowered else {
                     e.out.push(i);
                     continue;
                 };
-                let zero = e.ctx.const_null(ty);
+                let bt = e.bool_like(ty);
+                let zero = e.konst(ty, 0);
                 let a_neg = e.op(Op::SLessThan, bt, &[a, zero]);
                 let b_neg = e.op(Op::SLessThan, bt, &[b, zero]);
                 let minus_a = e.op(Op::ISub, ty, &[zero, a]);
@@ -114,7 +86,6 @@ pub fn run(ctx: &mut Ctx) {
                     ],
                 ));
             }
-            let out = e.out;
             ctx.module.functions[f].blocks[b].instructions = out;
         }
     }
