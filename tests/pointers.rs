@@ -25,6 +25,7 @@ both_ways!(
     vstore_into_a_private_vector_array,
     vload_from_a_local_argument,
     copied_private_array_walked,
+    vstore_at_an_offset_into_private_data,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -336,7 +337,9 @@ fn addresses_truncated_to_32_bits(cl: &Cl) {
 
 fn vstore_into_a_private_vector_array(cl: &Cl) {
     let n = 24usize;
-    let src: Vec<i64> = (0..2 * n as i64).map(|k| k * 0x0001_2345_6789 - 77).collect();
+    let src: Vec<i64> = (0..2 * n as i64)
+        .map(|k| k * 0x0001_2345_6789 - 77)
+        .collect();
     let offsets: Vec<u32> = (0..n as u32).map(|k| k % 7).collect();
     let shift = 1u32;
     let mut s = Setup::new(cl);
@@ -409,5 +412,26 @@ fn copied_private_array_walked(cl: &Cl) {
             .iter()
             .fold(0i32, |s, &x| s.wrapping_mul(3).wrapping_add(x));
         assert_eq!(got[i], want, "item {i}");
+    }
+}
+
+fn vstore_at_an_offset_into_private_data(cl: &Cl) {
+    let n = 10usize;
+    let src: Vec<f32> = (0..4 * n).map(|k| k as f32 + 0.5).collect();
+    let offsets: Vec<u32> = vec![3, 0, 7, 1, 9, 5, 12, 2, 14, 10];
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "vstore_private_cts", OPTIONS);
+    let bs = s.buffer_from(&bytes_of(&src));
+    let bo = s.buffer_from(&bytes_of(&offsets));
+    let bd = s.zeroed(16 * 16);
+    s.arg(k, 0, &bs);
+    s.arg(k, 1, &bo);
+    s.arg(k, 2, &bd);
+    s.arg(k, 3, &1u32);
+    s.run(k, &[n], None, None);
+    let got = f32s(&cl.read(s.q, bd, 0, 16 * 16));
+    for i in 0..n {
+        let at = 4 * offsets[i] as usize + 1;
+        assert_eq!(&got[at..at + 4], &src[4 * i..4 * i + 4], "item {i}");
     }
 }

@@ -203,3 +203,16 @@ kernel void copy_then_walk(global const int *in, global int *out) {
         s = s * 3 + *p;
     out[i] = s;
 }
+
+kernel void vstore_private_cts(global float4 *srcValues, global uint *offsets, global float4 *destBuffer,
+                               uint alignmentOffset) {
+    private float4 sPrivateStorage[16];
+    int tid = get_global_id(0);
+    sPrivateStorage[tid] = (float4)(float)0;
+    vstore4(srcValues[tid], offsets[tid], ((private float *)sPrivateStorage) + alignmentOffset);
+    uint i;
+    private float *sp = (private float *)(sPrivateStorage + offsets[tid]) + alignmentOffset;
+    global float *dp = (global float *)(destBuffer + offsets[tid]) + alignmentOffset;
+    for (i = 0; i < sizeof(sPrivateStorage[0]) / sizeof(*sp); i++)
+        dp[i] = sp[i];
+}

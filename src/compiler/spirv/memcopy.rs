@@ -77,9 +77,29 @@ fn origin(
     mut p: Word,
 ) -> Option<(Word, Word, Word)> {
     let mut element: Option<Word> = None;
+    // The step's unit is its pointer's pointee: after a step, casts to
+    // another pointee end the search at the step itself.
+    let pointee_of = |ctx: &Ctx, v: Word| {
+        defs.get(&v)
+            .and_then(|d| d.result_type)
+            .or_else(|| ctx.type_of(v))
+            .and_then(|t| ctx.pointer_parts(t))
+            .map(|x| x.1)
+    };
+    let mut stepped: Option<Word> = None;
     while let Some(d) = defs.get(&p) {
         match d.class.opcode {
-            Op::Bitcast | Op::CopyObject => p = id_at(d, 0)?,
+            Op::Bitcast | Op::CopyObject => {
+                let src = id_at(d, 0)?;
+                if let Some(chain) = stepped
+                    && pointee_of(ctx, src) != pointee_of(ctx, chain)
+                {
+                    p = chain;
+                    element = None;
+                    break;
+                }
+                p = src;
+            }
             Op::PtrAccessChain | Op::InBoundsPtrAccessChain if element.is_none() => {
                 let zero = |x: Option<Word>| x.is_some_and(|c| is_zero(ctx, c));
                 if !(2..d.operands.len()).all(|n| zero(id_at(d, n))) {
@@ -88,6 +108,7 @@ fn origin(
                 let first = id_at(d, 1)?;
                 if !zero(Some(first)) {
                     element = Some(first);
+                    stepped = Some(p);
                 }
                 p = id_at(d, 0)?;
             }
@@ -499,6 +520,55 @@ mod tests {
         let ops = ops(&ctx);
         assert!(!ops.contains(&Op::Load));
         assert_eq!(ops.iter().filter(|&&o| o == Op::Store).count(), 2);
+    }
+
+    #[test]
+    fn byte_steps_stay_byte_steps() {
+        let mut ctx = assemble(&format!(
+            "{HEADER}
+            %k = OpFunction %void None %fn
+            %g = OpFunctionParameter %g_pair
+            %b = OpLabel
+            %x = OpVariable %p_pair Function
+            %xb = OpBitcast %p_bytes %x
+            %xs = OpPtrAccessChain %p_bytes %xb %ulong_2
+            %gb = OpBitcast %g_bytes %g
+            %gs = OpPtrAccessChain %g_bytes %gb %ulong_2
+            OpCopyMemorySized %gs %xs %ulong_2 Aligned 1
+            OpReturn
+            OpFunctionEnd"
+        ));
+        run(&mut ctx).unwrap();
+        let structs: Vec<Word> = ctx
+            .module
+            .types_global_values
+            .iter()
+            .filter(|t| t.class.opcode == Op::TypeStruct)
+            .filter_map(|t| t.result_id)
+            .collect();
+        let pair_types: Vec<Word> = ctx
+            .module
+            .types_global_values
+            .iter()
+            .filter(|t| {
+                t.class.opcode == Op::TypePointer
+                    && id_at(t, 1).is_some_and(|p| structs.contains(&p))
+            })
+            .filter_map(|t| t.result_id)
+            .collect();
+        assert_eq!(pair_types.len(), 2);
+        // No step of two whole pairs: the copy moves bytes 2 and 3.
+        let steps_pairs = ctx
+            .module
+            .functions
+            .iter()
+            .flat_map(|f| f.all_inst_iter())
+            .any(|i| {
+                i.class.opcode == Op::InBoundsPtrAccessChain
+                    && i.result_type.is_some_and(|t| pair_types.contains(&t))
+            });
+        assert!(!steps_pairs);
+        assert!(!ops(&ctx).contains(&Op::CopyMemorySized));
     }
 
     #[test]
