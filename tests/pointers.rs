@@ -26,6 +26,8 @@ both_ways!(
     vload_from_a_local_argument,
     copied_private_array_walked,
     vstore_at_an_offset_into_private_data,
+    generic_helper_called_with_each_address_space,
+    atomics_on_relocated_local_data,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -433,5 +435,45 @@ fn vstore_at_an_offset_into_private_data(cl: &Cl) {
     for i in 0..n {
         let at = 4 * offsets[i] as usize + 1;
         assert_eq!(&got[at..at + 4], &src[4 * i..4 * i + 4], "item {i}");
+    }
+}
+
+fn generic_helper_called_with_each_address_space(cl: &Cl) {
+    let n = 32usize;
+    let g: Vec<i32> = (0..4 * n as i32).map(|k| k * 3 - 50).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "generic_helper", OPTIONS);
+    let bg = s.buffer_from(&bytes_of(&g));
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bg);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], Some(&[8]), None);
+    let got = i32s(&cl.read(s.q, bo, 0, 4 * n));
+    for i in 0..n {
+        let global: i32 = g[4 * i..4 * i + 4].iter().sum();
+        let private: i32 = (0..4).map(|k| i as i32 * k).sum();
+        assert_eq!(got[i], global + 10 * 100 + private * 10000, "item {i}");
+    }
+}
+
+fn atomics_on_relocated_local_data(cl: &Cl) {
+    let n = 64usize;
+    let local = 16usize;
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "atomics_on_relocated_local", OPTIONS);
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bo);
+    s.run(k, &[n], Some(&[local]), None);
+    let got = i32s(&cl.read(s.q, bo, 0, 4 * n));
+    for (i, &v) in got.iter().enumerate() {
+        let lid = i % local;
+        let sum = |bit: usize| -> i32 {
+            (0..local)
+                .filter(|l| l % 4 == lid % 4 && l & 4 == bit)
+                .map(|l| l as i32)
+                .sum()
+        };
+        let want = sum(0) + sum(4) * 1000;
+        assert_eq!(v, want, "item {i}");
     }
 }

@@ -216,3 +216,38 @@ kernel void vstore_private_cts(global float4 *srcValues, global uint *offsets, g
     for (i = 0; i < sizeof(sPrivateStorage[0]) / sizeof(*sp); i++)
         dp[i] = sp[i];
 }
+
+int sum_through_generic(int *p, int n) {
+    int s = 0;
+    for (int k = 0; k < n; k++)
+        s += p[k];
+    return s;
+}
+
+kernel void generic_helper(global const int *g, global int *out) {
+    local int l[4];
+    int pr[4];
+    size_t i = get_global_id(0), lid = get_local_id(0);
+    if (lid < 4)
+        l[lid] = (int)lid + 1;
+    for (int k = 0; k < 4; k++)
+        pr[k] = (int)i * k;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    out[i] = sum_through_generic((int *)(g + 4 * i), 4) + sum_through_generic((int *)l, 4) * 100 +
+             sum_through_generic((int *)pr, 4) * 10000;
+}
+
+kernel void atomics_on_relocated_local(global int *out) {
+    local int counters[4], others[4];
+    size_t lid = get_local_id(0);
+    if (lid < 4) {
+        counters[lid] = 0;
+        others[lid] = 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    // A choice between two local arrays moves both to device memory.
+    volatile local int *c = (lid & 4) ? &others[lid % 4] : &counters[lid % 4];
+    atomic_add(c, (int)lid);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    out[get_global_id(0)] = counters[lid % 4] + others[lid % 4] * 1000;
+}
