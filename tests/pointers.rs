@@ -28,6 +28,7 @@ both_ways!(
     vstore_at_an_offset_into_private_data,
     generic_helper_called_with_each_address_space,
     atomics_on_relocated_local_data,
+    unoptimised_kernels_with_pointers,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -475,5 +476,39 @@ fn atomics_on_relocated_local_data(cl: &Cl) {
         };
         let want = sum(0) + sum(4) * 1000;
         assert_eq!(v, want, "item {i}");
+    }
+}
+
+fn unoptimised_kernels_with_pointers(cl: &Cl) {
+    // Unoptimised code keeps every pointer in a variable of its own.
+    let n = 30usize;
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "class_queries", "-cl-std=CL3.0 -cl-opt-disable");
+    let bb = s.zeroed(4 * n);
+    let br = s.zeroed(4 * n);
+    s.arg(k, 0, &bb);
+    s.arg(k, 1, &br);
+    s.run(k, &[n], Some(&[10]), None);
+    let got = i32s(&cl.read(s.q, br, 0, 4 * n));
+    for (i, &r) in got.iter().enumerate() {
+        let want = [4, 2 | 1 << 4, 1 | 2 << 4][i % 3];
+        assert_eq!(r, want, "item {i}");
+    }
+    let input: Vec<i32> = (0..8 * n as i32).map(|k| (k * 7) % 23 - 11).collect();
+    let k = s.kernel(SOURCE, "walk_private", "-cl-std=CL3.0 -cl-opt-disable");
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], None, None);
+    let got = i32s(&cl.read(s.q, bo, 0, 4 * n));
+    for i in 0..n {
+        let want = input[8 * i..8 * i + 8]
+            .iter()
+            .enumerate()
+            .fold(0i32, |s, (k, &x)| {
+                s.wrapping_mul(3).wrapping_add(x * 2 + k as i32)
+            });
+        assert_eq!(got[i], want, "item {i}");
     }
 }

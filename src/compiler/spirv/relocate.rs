@@ -1348,7 +1348,11 @@ fn drop_generic_types(ctx: &mut Ctx) -> Result<(), String> {
                 return true;
             }
             let names_generic = ids_used(t).any(|x| generic.contains(&x));
-            !(generic.contains(&r) || (t.class.opcode == Op::TypeFunction && names_generic))
+            let is_type = matches!(
+                t.class.opcode,
+                Op::TypeFunction | Op::TypePointer | Op::TypeArray | Op::TypeStruct
+            );
+            !(generic.contains(&r) || (is_type && names_generic))
         });
         if ctx.module.types_global_values.len() == before {
             break;
