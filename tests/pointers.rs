@@ -29,6 +29,7 @@ both_ways!(
     generic_helper_called_with_each_address_space,
     atomics_on_relocated_local_data,
     unoptimised_kernels_with_pointers,
+    generic_pointers_in_an_array,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -510,5 +511,28 @@ fn unoptimised_kernels_with_pointers(cl: &Cl) {
                 s.wrapping_mul(3).wrapping_add(x * 2 + k as i32)
             });
         assert_eq!(got[i], want, "item {i}");
+    }
+}
+
+fn generic_pointers_in_an_array(cl: &Cl) {
+    let n = 24usize;
+    let buf: Vec<i32> = (0..n as i32).map(|k| k * 7 + 1).collect();
+    for options in [OPTIONS, "-cl-std=CL3.0 -cl-opt-disable"] {
+        let mut s = Setup::new(cl);
+        let k = s.kernel(SOURCE, "pointers_in_memory", options);
+        let bb = s.buffer_from(&bytes_of(&buf));
+        let br = s.zeroed(4 * n);
+        s.arg(k, 0, &bb);
+        s.arg(k, 1, &br);
+        s.run(k, &[n], Some(&[8]), None);
+        let got = i32s(&cl.read(s.q, br, 0, 4 * n));
+        for (i, &r) in got.iter().enumerate() {
+            let want = match i % 3 {
+                0 => [10, 20][i & 1] + 1000,
+                1 => [100, 200][(i >> 1) & 1] + 2000,
+                _ => buf[i] + 4000,
+            };
+            assert_eq!(r, want, "{options}: item {i}");
+        }
     }
 }

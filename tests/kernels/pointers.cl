@@ -251,3 +251,19 @@ kernel void atomics_on_relocated_local(global int *out) {
     barrier(CLK_LOCAL_MEM_FENCE);
     out[get_global_id(0)] = counters[lid % 4] + others[lid % 4] * 1000;
 }
+
+kernel void pointers_in_memory(global int *buf, global int *res) {
+    int priv[2] = {10, 20};
+    local int loc[2];
+    size_t i = get_global_id(0), lid = get_local_id(0);
+    if (lid == 0) {
+        loc[0] = 100;
+        loc[1] = 200;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int *ptrs[3] = {(int *)&priv[i & 1], (int *)&loc[(i >> 1) & 1], (int *)&buf[i]};
+    int k = (int)(i % 3);
+    int *p = ptrs[k];
+    res[i] = *p + (to_private(p) != NULL) * 1000 + (to_local(p) != NULL) * 2000 +
+             (to_global(p) != NULL) * 4000;
+}

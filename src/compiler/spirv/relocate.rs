@@ -110,6 +110,8 @@ struct Analysis {
     code: Vec<Instruction>,
     /// Function variables holding pointers, and where those point.
     slots: HashMap<Word, Vec<Origin>>,
+    /// Where pointers stored in other memory point.
+    stored: Vec<Origin>,
 }
 
 impl Analysis {
@@ -198,6 +200,7 @@ fn analyse(ctx: &Ctx) -> Result<Analysis, String> {
         vars: HashMap::new(),
         code: Vec::new(),
         slots: HashMap::new(),
+        stored: Vec::new(),
     };
     for g in &ctx.module.types_global_values {
         let (Some(r), Some(t)) = (g.result_id, g.result_type) else {
@@ -255,11 +258,27 @@ fn analyse(ctx: &Ctx) -> Result<Analysis, String> {
         for i in &a.code.clone() {
             if i.class.opcode == Op::Store
                 && let (Some(p), Some(v)) = (id_at(i, 0), id_at(i, 1))
-                && a.slots.contains_key(&p)
             {
                 let from = a.origins_of(v).to_vec();
-                changed |= union(a.slots.get_mut(&p).expect("a slot"), &from);
+                if a.slots.contains_key(&p) {
+                    changed |= union(a.slots.get_mut(&p).expect("a slot"), &from);
+                } else if a.value_pointer(v).is_some() {
+                    // A pointer stored anywhere else: whatever loads a
+                    // generic pointer from memory may get it.
+                    changed |= union(&mut a.stored, &from);
+                }
                 continue;
+            }
+            if matches!(i.class.opcode, Op::CompositeConstruct | Op::CompositeInsert) {
+                // Pointers put into aggregates may be stored with them.
+                for k in 0..i.operands.len() {
+                    if let Some(v) = id_at(i, k)
+                        && a.value_pointer(v).is_some()
+                    {
+                        let from = a.origins_of(v).to_vec();
+                        changed |= union(&mut a.stored, &from);
+                    }
+                }
             }
             let (Some(r), Some(t)) = (i.result_id, i.result_type) else {
                 continue;
@@ -290,6 +309,13 @@ fn analyse(ctx: &Ctx) -> Result<Analysis, String> {
                 }
                 Op::Load if id_at(i, 0).is_some_and(|p| a.slots.contains_key(&p)) => {
                     a.slots[&id_at(i, 0).expect("a slot")].clone()
+                }
+                Op::Load | Op::CompositeExtract if sc == StorageClass::Generic => {
+                    // A generic pointer from memory: one stored there by
+                    // this kernel, or a global one.
+                    let mut o = a.stored.clone();
+                    union(&mut o, &[Origin::Class(StorageClass::CrossWorkgroup)]);
+                    o
                 }
                 Op::Select => {
                     let mut o = Vec::new();
@@ -1243,6 +1269,7 @@ fn rewrite(
         ep.operands
             .retain(|o| !matches!(o, Operand::IdRef(t) if gone.contains(t)));
     }
+    generic_types_in_memory_become_global(ctx);
     drop_generic_types(ctx)?;
     Ok(scratch)
 }
@@ -1312,6 +1339,64 @@ fn class_test(
     };
     *out = p.code;
     Ok(Test::When(c))
+}
+
+/// Generic pointers held in memory (arrays and structs of pointers,
+/// pointer variables) are device addresses: every object they can reach
+/// was relocated. Their types become global pointer types.
+fn generic_types_in_memory_become_global(ctx: &mut Ctx) {
+    loop {
+        let used: HashSet<Word> = ctx
+            .module
+            .types_global_values
+            .iter()
+            .flat_map(|i| ids_used(i).collect::<Vec<_>>())
+            .chain(
+                ctx.module
+                    .functions
+                    .iter()
+                    .flat_map(|f| f.all_inst_iter())
+                    .flat_map(|i| ids_used(i).collect::<Vec<_>>()),
+            )
+            .collect();
+        let Some((generic, pointee)) = ctx.module.types_global_values.iter().find_map(|t| {
+            (t.class.opcode == Op::TypePointer
+                && t.operands.first() == Some(&Operand::StorageClass(StorageClass::Generic))
+                && t.result_id.is_some_and(|r| used.contains(&r)))
+            .then(|| Some((t.result_id?, id_at(t, 1)?)))
+            .flatten()
+        }) else {
+            return;
+        };
+        let global = ctx.pointer(StorageClass::CrossWorkgroup, pointee);
+        let swap = |i: &mut Instruction| {
+            if i.result_type == Some(generic) {
+                i.result_type = Some(global);
+            }
+            for o in &mut i.operands {
+                if *o == Operand::IdRef(generic) {
+                    *o = Operand::IdRef(global);
+                }
+            }
+        };
+        for t in &mut ctx.module.types_global_values {
+            if t.result_id != Some(generic) {
+                swap(t);
+            }
+        }
+        for f in &mut ctx.module.functions {
+            if let Some(d) = f.def.as_mut() {
+                swap(d);
+            }
+            for i in f.all_inst_iter_mut() {
+                swap(i);
+            }
+        }
+        ctx.module
+            .types_global_values
+            .retain(|t| t.result_id != Some(generic));
+        ctx.sort_globals();
+    }
 }
 
 /// Removes generic pointer types nothing uses any more (and function
