@@ -30,6 +30,7 @@ both_ways!(
     atomics_on_relocated_local_data,
     unoptimised_kernels_with_pointers,
     generic_pointers_in_an_array,
+    generic_pointer_in_a_struct,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -531,6 +532,29 @@ fn generic_pointers_in_an_array(cl: &Cl) {
                 0 => [10, 20][i & 1] + 1000,
                 1 => [100, 200][(i >> 1) & 1] + 2000,
                 _ => buf[i] + 4000,
+            };
+            assert_eq!(r, want, "{options}: item {i}");
+        }
+    }
+}
+
+fn generic_pointer_in_a_struct(cl: &Cl) {
+    let n = 16usize;
+    let buf: Vec<i32> = (0..n as i32).map(|k| k - 3).collect();
+    for options in [OPTIONS, "-cl-std=CL3.0 -cl-opt-disable"] {
+        let mut s = Setup::new(cl);
+        let k = s.kernel(SOURCE, "pointer_in_struct", options);
+        let bb = s.buffer_from(&bytes_of(&buf));
+        let br = s.zeroed(4 * n);
+        s.arg(k, 0, &bb);
+        s.arg(k, 1, &br);
+        s.run(k, &[n], Some(&[8]), None);
+        let got = i32s(&cl.read(s.q, br, 0, 4 * n));
+        for (i, &r) in got.iter().enumerate() {
+            let want = if i & 1 == 0 {
+                5 * 10 + 1 + 100
+            } else {
+                buf[i] * 10 + 2
             };
             assert_eq!(r, want, "{options}: item {i}");
         }

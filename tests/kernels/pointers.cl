@@ -267,3 +267,20 @@ kernel void pointers_in_memory(global int *buf, global int *res) {
     res[i] = *p + (to_private(p) != NULL) * 1000 + (to_local(p) != NULL) * 2000 +
              (to_global(p) != NULL) * 4000;
 }
+
+typedef struct {
+    int *p;
+    int bias;
+} Ref;
+
+kernel void pointer_in_struct(global int *buf, global int *res) {
+    int priv = 5;
+    size_t i = get_global_id(0);
+    Ref r[2];
+    r[0].p = (int *)&priv;
+    r[0].bias = 1;
+    r[1].p = (int *)&buf[i];
+    r[1].bias = 2;
+    Ref *s = &r[i & 1];
+    res[i] = *s->p * 10 + s->bias + (to_private(s->p) != NULL) * 100;
+}
