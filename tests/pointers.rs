@@ -31,6 +31,7 @@ both_ways!(
     unoptimised_kernels_with_pointers,
     generic_pointers_in_an_array,
     generic_pointer_in_a_struct,
+    packed_struct_layout,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -561,5 +562,31 @@ fn generic_pointer_in_a_struct(cl: &Cl) {
             };
             assert_eq!(r, want, "{options}: item {i}");
         }
+    }
+}
+
+fn packed_struct_layout(cl: &Cl) {
+    let n = 20usize;
+    // char c; int4 v; short s: 19 bytes, no padding.
+    let mut bytes = Vec::new();
+    for i in 0..n as i32 {
+        bytes.push(i as u8);
+        for k in 0..4 {
+            bytes.extend_from_slice(&(i * 10 + k).to_le_bytes());
+        }
+        bytes.extend_from_slice(&(-(i as i16)).to_le_bytes());
+    }
+    assert_eq!(bytes.len(), 19 * n);
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "packed_structs", OPTIONS);
+    let bs = s.buffer_from(&bytes);
+    let bo = s.zeroed(8 * n);
+    s.arg(k, 0, &bs);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], None, None);
+    let got = i32s(&cl.read(s.q, bo, 0, 8 * n));
+    for i in 0..n {
+        let want = [(i as i32 * 10 + 1) - i as i32 + i as i32, 19 * i as i32 + 1];
+        assert_eq!(&got[2 * i..2 * i + 2], &want[..], "item {i}");
     }
 }

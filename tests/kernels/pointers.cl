@@ -284,3 +284,15 @@ kernel void pointer_in_struct(global int *buf, global int *res) {
     Ref *s = &r[i & 1];
     res[i] = *s->p * 10 + s->bias + (to_private(s->p) != NULL) * 100;
 }
+
+typedef struct __attribute__((packed)) {
+    char c;
+    int4 v;
+    short s;
+} Packed;
+
+kernel void packed_structs(global const Packed *src, global int *out) {
+    size_t i = get_global_id(0);
+    out[2 * i] = src[i].v.y + src[i].s + src[i].c;
+    out[2 * i + 1] = (int)((global const uchar *)&src[i].v - (global const uchar *)src);
+}

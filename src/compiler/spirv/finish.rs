@@ -355,6 +355,8 @@ fn strip_decorations(ctx: &mut Ctx) -> Result<(), String> {
                 | Decoration::MaxByteOffset
                 | Decoration::MaxByteOffsetId
                 | Decoration::Constant
+                // Packed structs are laid out as such by the addressing pass.
+                | Decoration::CPacked
                 // Hints whose scopes Vulkan restricts; dropping them is safe.
                 | Decoration::Uniform
                 | Decoration::UniformId
