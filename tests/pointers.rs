@@ -32,6 +32,8 @@ both_ways!(
     generic_pointers_in_an_array,
     generic_pointer_in_a_struct,
     packed_struct_layout,
+    built_ins_with_out_parameters,
+    out_parameter_of_either_address_space,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -588,5 +590,59 @@ fn packed_struct_layout(cl: &Cl) {
     for i in 0..n {
         let want = [(i as i32 * 10 + 1) - i as i32 + i as i32, 19 * i as i32 + 1];
         assert_eq!(&got[2 * i..2 * i + 2], &want[..], "item {i}");
+    }
+}
+
+fn built_ins_with_out_parameters(cl: &Cl) {
+    // OpenCL C 3.0 declares these with generic pointers.
+    let n = 32usize;
+    let input: Vec<f32> = (0..n).map(|k| k as f32 * 0.75 - 9.5).collect();
+    for options in [OPTIONS, "-cl-std=CL3.0 -cl-opt-disable"] {
+        let mut s = Setup::new(cl);
+        let k = s.kernel(SOURCE, "out_parameters", options);
+        let bi = s.buffer_from(&bytes_of(&input));
+        let bo = s.zeroed(20 * n);
+        let bq = s.zeroed(8 * n);
+        s.arg(k, 0, &bi);
+        s.arg(k, 1, &bo);
+        s.arg(k, 2, &bq);
+        s.run(k, &[n], Some(&[16]), None);
+        let got = f32s(&cl.read(s.q, bo, 0, 20 * n));
+        let ints = i32s(&cl.read(s.q, bq, 0, 8 * n));
+        for (i, &x) in input.iter().enumerate() {
+            let o = &got[5 * i..5 * i + 5];
+            assert_eq!(o[1], x.floor(), "item {i}: floor");
+            assert_eq!(o[0], x - x.floor(), "item {i}: fract");
+            let e = ints[2 * i];
+            assert_eq!(o[2] * 2f32.powi(e), x, "item {i}: frexp");
+            assert!((o[3] - x.sin()).abs() < 1e-5, "item {i}: sin");
+            assert!((o[4] - x.cos()).abs() < 1e-5, "item {i}: cos");
+            let q = (x / 1.5).round() as i32;
+            let got_q = ints[2 * i + 1];
+            assert_eq!(got_q.abs() & 0x7f, q.abs() & 0x7f, "item {i}: quotient");
+            assert!(
+                q == 0 || got_q.signum() == q.signum(),
+                "item {i}: quotient sign"
+            );
+        }
+    }
+}
+
+fn out_parameter_of_either_address_space(cl: &Cl) {
+    let n = 32usize;
+    let input: Vec<f32> = (0..n).map(|k| k as f32 * 1.25 - 17.0).collect();
+    for options in [OPTIONS, "-cl-std=CL3.0 -cl-opt-disable"] {
+        let mut s = Setup::new(cl);
+        let k = s.kernel(SOURCE, "out_parameter_chosen_at_run_time", options);
+        let bi = s.buffer_from(&bytes_of(&input));
+        let bo = s.zeroed(8 * n);
+        s.arg(k, 0, &bi);
+        s.arg(k, 1, &bo);
+        s.run(k, &[n], Some(&[16]), None);
+        let got = f32s(&cl.read(s.q, bo, 0, 8 * n));
+        for (i, &x) in input.iter().enumerate() {
+            let want = [x - x.floor(), x.floor()];
+            assert_eq!(&got[2 * i..2 * i + 2], &want[..], "{options}: item {i}");
+        }
     }
 }

@@ -296,3 +296,31 @@ kernel void packed_structs(global const Packed *src, global int *out) {
     out[2 * i] = src[i].v.y + src[i].s + src[i].c;
     out[2 * i + 1] = (int)((global const uchar *)&src[i].v - (global const uchar *)src);
 }
+
+kernel void out_parameters(global const float *in, global float *out, global int *iout) {
+    local float lf[64];
+    size_t i = get_global_id(0), l = get_local_id(0);
+    float x = in[i];
+    float whole;
+    int e;
+    float c;
+    out[5 * i] = fract(x, &whole);
+    out[5 * i + 1] = whole;
+    out[5 * i + 2] = frexp(x, &e);
+    iout[2 * i] = e;
+    out[5 * i + 3] = sincos(x, &lf[l]);
+    out[5 * i + 4] = lf[l];
+    int q;
+    float r = remquo(x, 1.5f, &q);
+    iout[2 * i + 1] = q;
+    out[5 * i] += 0.0f * r;
+}
+
+kernel void out_parameter_chosen_at_run_time(global const float *in, global float *out) {
+    size_t i = get_global_id(0);
+    float whole = -1.0f;
+    float *w = (i & 1) ? (float *)&whole : (float *)&out[2 * i + 1];
+    out[2 * i] = fract(in[i], w);
+    if (i & 1)
+        out[2 * i + 1] = whole;
+}
