@@ -34,6 +34,7 @@ both_ways!(
     packed_struct_layout,
     built_ins_with_out_parameters,
     out_parameter_of_either_address_space,
+    half_conversions_through_generic_pointers,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -644,5 +645,22 @@ fn out_parameter_of_either_address_space(cl: &Cl) {
             let want = [x - x.floor(), x.floor()];
             assert_eq!(&got[2 * i..2 * i + 2], &want[..], "{options}: item {i}");
         }
+    }
+}
+
+fn half_conversions_through_generic_pointers(cl: &Cl) {
+    let n = 32usize;
+    // Values exact in half precision.
+    let input: Vec<f32> = (0..n).map(|k| k as f32 * 0.25 - 3.0).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "half_through_private", OPTIONS);
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.zeroed(12 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], Some(&[16]), None);
+    let got = f32s(&cl.read(s.q, bo, 0, 12 * n));
+    for (i, &x) in input.iter().enumerate() {
+        assert_eq!(&got[3 * i..3 * i + 3], &[x, 2.0 * x, 4.0 * x], "item {i}");
     }
 }

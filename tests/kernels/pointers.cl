@@ -324,3 +324,15 @@ kernel void out_parameter_chosen_at_run_time(global const float *in, global floa
     if (i & 1)
         out[2 * i + 1] = whole;
 }
+
+kernel void half_through_private(global const float *in, global float *out) {
+    size_t i = get_global_id(0);
+    ushort h[4];
+    local ushort lh[64];
+    vstore_half(in[i], 0, (half *)h);
+    vstore_half_rtz(in[i] * 2.0f, 1, (half *)h);
+    vstore_half(in[i] * 4.0f, get_local_id(0), (local half *)lh);
+    out[3 * i] = vload_half(0, (half *)h);
+    out[3 * i + 1] = vload_half(1, (const half *)h);
+    out[3 * i + 2] = vload_half(get_local_id(0), (local half *)lh);
+}
