@@ -5,8 +5,10 @@
 //! indexed, but not cast to another type, offset from an arbitrary
 //! element, converted to integers, compared, selected between or stored.
 //! OpenCL C does all of these. This pass finds, through SSA (access
-//! chains, casts, phis and selects), the objects every pointer can point
-//! into:
+//! chains, casts, phis and selects) and through variables that hold
+//! pointers (unoptimised code, out-parameters), the objects every pointer
+//! can point into; a generic pointer loaded from other memory may point to
+//! anything the kernel stored there, or to global memory:
 //!
 //! * A generic pointer that can only point into one object or one storage
 //!   class takes that class (the fast path): the casts to and from
@@ -14,17 +16,21 @@
 //!   `get_fence` become constants.
 //! * A private or local object whose address escapes in a way logical
 //!   pointers cannot express (a cast to another pointee type, a step from
-//!   something other than an array element, a conversion to an integer, a
-//!   store of the pointer, a pointer comparison, a selection between
-//!   objects, a generic pointer that can point into several storage
-//!   classes) moves into a per-dispatch scratch buffer: private objects at
+//!   something other than an element of a one-dimensional array, a
+//!   run-time index into an inner array or vector, a conversion to an
+//!   integer, a store of the pointer, a pointer comparison, a selection
+//!   between objects, a generic pointer that can point into several
+//!   storage classes) moves into a per-dispatch scratch buffer: private
+//!   objects at
 //!   `scratch + linear global id * private_bytes`, local ones at
 //!   `scratch + private region + linear group id * local_bytes`, each at
 //!   its OpenCL C alignment. Pointers into them become `CrossWorkgroup`
 //!   pointers, which the addressing pass turns into device addresses like
 //!   any other global data; generic pointers that mix classes are device
 //!   addresses too, and the class queries compare the address with the
-//!   scratch buffer's regions.
+//!   scratch buffer's regions. `__local` pointer arguments are placed at
+//!   enqueue, after the kernel's own local data, at offsets given as
+//!   specialization constants.
 //!
 //! The scratch buffer's address and the size of its private region come
 //! from the push constants (`interface::SCRATCH`); the host allocates it
