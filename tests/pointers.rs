@@ -35,6 +35,7 @@ both_ways!(
     built_ins_with_out_parameters,
     out_parameter_of_either_address_space,
     half_conversions_through_generic_pointers,
+    private_copy_of_a_constant_string,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -662,5 +663,22 @@ fn half_conversions_through_generic_pointers(cl: &Cl) {
     let got = f32s(&cl.read(s.q, bo, 0, 12 * n));
     for (i, &x) in input.iter().enumerate() {
         assert_eq!(&got[3 * i..3 * i + 3], &[x, 2.0 * x, 4.0 * x], "item {i}");
+    }
+}
+
+fn private_copy_of_a_constant_string(cl: &Cl) {
+    let text = b"a private copy of a constant string, 59 bytes long.......\0";
+    let n = 64usize;
+    let idx: Vec<i32> = (0..n as i32).map(|k| (k * 7) % text.len() as i32).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "constant_string_copy", OPTIONS);
+    let bo = s.zeroed(n);
+    let bi = s.buffer_from(&bytes_of(&idx));
+    s.arg(k, 0, &bo);
+    s.arg(k, 1, &bi);
+    s.run(k, &[n], None, None);
+    let got = cl.read(s.q, bo, 0, n);
+    for i in 0..n {
+        assert_eq!(got[i], text[idx[i] as usize], "item {i}");
     }
 }

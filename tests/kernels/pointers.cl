@@ -336,3 +336,9 @@ kernel void half_through_private(global const float *in, global float *out) {
     out[3 * i + 1] = vload_half(1, (const half *)h);
     out[3 * i + 2] = vload_half(get_local_id(0), (local half *)lh);
 }
+
+kernel void constant_string_copy(global char *out, global const int *idx) {
+    char text[] = "a private copy of a constant string, 59 bytes long.......";
+    size_t i = get_global_id(0);
+    out[i] = text[idx[i]];
+}
