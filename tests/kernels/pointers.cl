@@ -342,3 +342,8 @@ kernel void constant_string_copy(global char *out, global const int *idx) {
     size_t i = get_global_id(0);
     out[i] = text[idx[i]];
 }
+
+kernel void generic_from_integer(global float *buf, ulong address) {
+    float *p = (float *)address;
+    buf[get_global_id(0)] = *p;
+}

@@ -549,7 +549,7 @@ fn final_class_of(
         [] => Ok(declared),
         [Origin::Var(x)] => Ok(a.vars[x]),
         [Origin::Class(StorageClass::Generic)] => {
-            Err("generic pointers loaded from memory or passed in are not supported yet".into())
+            Err("generic pointers made from integers are not supported yet".into())
         }
         [Origin::Class(sc)] => Ok(*sc),
         _ => Err("a pointer into several places that could not be relocated".into()),
