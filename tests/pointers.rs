@@ -25,6 +25,18 @@ both_ways!(
     vstore_into_a_private_vector_array,
     vload_from_a_local_argument,
     copied_private_array_walked,
+    vstore_at_an_offset_into_private_data,
+    generic_helper_called_with_each_address_space,
+    atomics_on_relocated_local_data,
+    unoptimised_kernels_with_pointers,
+    generic_pointers_in_an_array,
+    generic_pointer_in_a_struct,
+    packed_struct_layout,
+    built_ins_with_out_parameters,
+    out_parameter_of_either_address_space,
+    half_conversions_through_generic_pointers,
+    private_copy_of_a_constant_string,
+    generic_pointer_from_an_integer_is_refused,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -412,4 +424,275 @@ fn copied_private_array_walked(cl: &Cl) {
             .fold(0i32, |s, &x| s.wrapping_mul(3).wrapping_add(x));
         assert_eq!(got[i], want, "item {i}");
     }
+}
+
+fn vstore_at_an_offset_into_private_data(cl: &Cl) {
+    let n = 10usize;
+    let src: Vec<f32> = (0..4 * n).map(|k| k as f32 + 0.5).collect();
+    let offsets: Vec<u32> = vec![3, 0, 7, 1, 9, 5, 12, 2, 14, 10];
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "vstore_private_cts", OPTIONS);
+    let bs = s.buffer_from(&bytes_of(&src));
+    let bo = s.buffer_from(&bytes_of(&offsets));
+    let bd = s.zeroed(16 * 16);
+    s.arg(k, 0, &bs);
+    s.arg(k, 1, &bo);
+    s.arg(k, 2, &bd);
+    s.arg(k, 3, &1u32);
+    s.run(k, &[n], None, None);
+    let got = f32s(&cl.read(s.q, bd, 0, 16 * 16));
+    for i in 0..n {
+        let at = 4 * offsets[i] as usize + 1;
+        assert_eq!(&got[at..at + 4], &src[4 * i..4 * i + 4], "item {i}");
+    }
+}
+
+fn generic_helper_called_with_each_address_space(cl: &Cl) {
+    let n = 32usize;
+    let g: Vec<i32> = (0..4 * n as i32).map(|k| k * 3 - 50).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "generic_helper", OPTIONS);
+    let bg = s.buffer_from(&bytes_of(&g));
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bg);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], Some(&[8]), None);
+    let got = i32s(&cl.read(s.q, bo, 0, 4 * n));
+    for i in 0..n {
+        let global: i32 = g[4 * i..4 * i + 4].iter().sum();
+        let private: i32 = (0..4).map(|k| i as i32 * k).sum();
+        assert_eq!(got[i], global + 10 * 100 + private * 10000, "item {i}");
+    }
+}
+
+fn atomics_on_relocated_local_data(cl: &Cl) {
+    let local = 16usize;
+    // 60 items: the last work-group is partial (a dispatch of its own).
+    for n in [64usize, 60] {
+        let mut s = Setup::new(cl);
+        let k = s.kernel(SOURCE, "atomics_on_relocated_local", OPTIONS);
+        let bo = s.zeroed(4 * n);
+        s.arg(k, 0, &bo);
+        s.run(k, &[n], Some(&[local]), None);
+        let got = i32s(&cl.read(s.q, bo, 0, 4 * n));
+        for (i, &v) in got.iter().enumerate() {
+            let (group, lid) = (i / local * local, i % local);
+            let size = local.min(n - group);
+            let sum = |bit: usize| -> i32 {
+                (0..size)
+                    .filter(|l| l % 4 == lid % 4 && l & 4 == bit)
+                    .map(|l| l as i32)
+                    .sum()
+            };
+            let want = sum(0) + sum(4) * 1000;
+            assert_eq!(v, want, "{n} items: item {i}");
+        }
+    }
+}
+
+fn unoptimised_kernels_with_pointers(cl: &Cl) {
+    // Unoptimised code keeps every pointer in a variable of its own.
+    let n = 30usize;
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "class_queries", "-cl-std=CL3.0 -cl-opt-disable");
+    let bb = s.zeroed(4 * n);
+    let br = s.zeroed(4 * n);
+    s.arg(k, 0, &bb);
+    s.arg(k, 1, &br);
+    s.run(k, &[n], Some(&[10]), None);
+    let got = i32s(&cl.read(s.q, br, 0, 4 * n));
+    for (i, &r) in got.iter().enumerate() {
+        let want = [4, 2 | 1 << 4, 1 | 2 << 4][i % 3];
+        assert_eq!(r, want, "item {i}");
+    }
+    let input: Vec<i32> = (0..8 * n as i32).map(|k| (k * 7) % 23 - 11).collect();
+    let k = s.kernel(SOURCE, "walk_private", "-cl-std=CL3.0 -cl-opt-disable");
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], None, None);
+    let got = i32s(&cl.read(s.q, bo, 0, 4 * n));
+    for i in 0..n {
+        let want = input[8 * i..8 * i + 8]
+            .iter()
+            .enumerate()
+            .fold(0i32, |s, (k, &x)| {
+                s.wrapping_mul(3).wrapping_add(x * 2 + k as i32)
+            });
+        assert_eq!(got[i], want, "item {i}");
+    }
+}
+
+fn generic_pointers_in_an_array(cl: &Cl) {
+    let n = 24usize;
+    let buf: Vec<i32> = (0..n as i32).map(|k| k * 7 + 1).collect();
+    for options in [OPTIONS, "-cl-std=CL3.0 -cl-opt-disable"] {
+        let mut s = Setup::new(cl);
+        let k = s.kernel(SOURCE, "pointers_in_memory", options);
+        let bb = s.buffer_from(&bytes_of(&buf));
+        let br = s.zeroed(4 * n);
+        s.arg(k, 0, &bb);
+        s.arg(k, 1, &br);
+        s.run(k, &[n], Some(&[8]), None);
+        let got = i32s(&cl.read(s.q, br, 0, 4 * n));
+        for (i, &r) in got.iter().enumerate() {
+            let want = match i % 3 {
+                0 => [10, 20][i & 1] + 1000,
+                1 => [100, 200][(i >> 1) & 1] + 2000,
+                _ => buf[i] + 4000,
+            };
+            assert_eq!(r, want, "{options}: item {i}");
+        }
+    }
+}
+
+fn generic_pointer_in_a_struct(cl: &Cl) {
+    let n = 16usize;
+    let buf: Vec<i32> = (0..n as i32).map(|k| k - 3).collect();
+    for options in [OPTIONS, "-cl-std=CL3.0 -cl-opt-disable"] {
+        let mut s = Setup::new(cl);
+        let k = s.kernel(SOURCE, "pointer_in_struct", options);
+        let bb = s.buffer_from(&bytes_of(&buf));
+        let br = s.zeroed(4 * n);
+        s.arg(k, 0, &bb);
+        s.arg(k, 1, &br);
+        s.run(k, &[n], Some(&[8]), None);
+        let got = i32s(&cl.read(s.q, br, 0, 4 * n));
+        for (i, &r) in got.iter().enumerate() {
+            let want = if i & 1 == 0 {
+                5 * 10 + 1 + 100
+            } else {
+                buf[i] * 10 + 2
+            };
+            assert_eq!(r, want, "{options}: item {i}");
+        }
+    }
+}
+
+fn packed_struct_layout(cl: &Cl) {
+    let n = 20usize;
+    // char c; int4 v; short s: 19 bytes, no padding.
+    let mut bytes = Vec::new();
+    for i in 0..n as i32 {
+        bytes.push(i as u8);
+        for k in 0..4 {
+            bytes.extend_from_slice(&(i * 10 + k).to_le_bytes());
+        }
+        bytes.extend_from_slice(&(-(i as i16)).to_le_bytes());
+    }
+    assert_eq!(bytes.len(), 19 * n);
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "packed_structs", OPTIONS);
+    let bs = s.buffer_from(&bytes);
+    let bo = s.zeroed(8 * n);
+    s.arg(k, 0, &bs);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], None, None);
+    let got = i32s(&cl.read(s.q, bo, 0, 8 * n));
+    for i in 0..n {
+        let want = [(i as i32 * 10 + 1) - i as i32 + i as i32, 19 * i as i32 + 1];
+        assert_eq!(&got[2 * i..2 * i + 2], &want[..], "item {i}");
+    }
+}
+
+fn built_ins_with_out_parameters(cl: &Cl) {
+    // OpenCL C 3.0 declares these with generic pointers.
+    let n = 32usize;
+    let input: Vec<f32> = (0..n).map(|k| k as f32 * 0.75 - 9.5).collect();
+    for options in [OPTIONS, "-cl-std=CL3.0 -cl-opt-disable"] {
+        let mut s = Setup::new(cl);
+        let k = s.kernel(SOURCE, "out_parameters", options);
+        let bi = s.buffer_from(&bytes_of(&input));
+        let bo = s.zeroed(20 * n);
+        let bq = s.zeroed(8 * n);
+        s.arg(k, 0, &bi);
+        s.arg(k, 1, &bo);
+        s.arg(k, 2, &bq);
+        s.run(k, &[n], Some(&[16]), None);
+        let got = f32s(&cl.read(s.q, bo, 0, 20 * n));
+        let ints = i32s(&cl.read(s.q, bq, 0, 8 * n));
+        for (i, &x) in input.iter().enumerate() {
+            let o = &got[5 * i..5 * i + 5];
+            assert_eq!(o[1], x.floor(), "item {i}: floor");
+            assert_eq!(o[0], x - x.floor(), "item {i}: fract");
+            let e = ints[2 * i];
+            assert_eq!(o[2] * 2f32.powi(e), x, "item {i}: frexp");
+            assert!((o[3] - x.sin()).abs() < 1e-5, "item {i}: sin");
+            assert!((o[4] - x.cos()).abs() < 1e-5, "item {i}: cos");
+            let q = (x / 1.5).round() as i32;
+            let got_q = ints[2 * i + 1];
+            assert_eq!(got_q.abs() & 0x7f, q.abs() & 0x7f, "item {i}: quotient");
+            assert!(
+                q == 0 || got_q.signum() == q.signum(),
+                "item {i}: quotient sign"
+            );
+        }
+    }
+}
+
+fn out_parameter_of_either_address_space(cl: &Cl) {
+    let n = 32usize;
+    let input: Vec<f32> = (0..n).map(|k| k as f32 * 1.25 - 17.0).collect();
+    for options in [OPTIONS, "-cl-std=CL3.0 -cl-opt-disable"] {
+        let mut s = Setup::new(cl);
+        let k = s.kernel(SOURCE, "out_parameter_chosen_at_run_time", options);
+        let bi = s.buffer_from(&bytes_of(&input));
+        let bo = s.zeroed(8 * n);
+        s.arg(k, 0, &bi);
+        s.arg(k, 1, &bo);
+        s.run(k, &[n], Some(&[16]), None);
+        let got = f32s(&cl.read(s.q, bo, 0, 8 * n));
+        for (i, &x) in input.iter().enumerate() {
+            let want = [x - x.floor(), x.floor()];
+            assert_eq!(&got[2 * i..2 * i + 2], &want[..], "{options}: item {i}");
+        }
+    }
+}
+
+fn half_conversions_through_generic_pointers(cl: &Cl) {
+    let n = 32usize;
+    // Values exact in half precision.
+    let input: Vec<f32> = (0..n).map(|k| k as f32 * 0.25 - 3.0).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "half_through_private", OPTIONS);
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.zeroed(12 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], Some(&[16]), None);
+    let got = f32s(&cl.read(s.q, bo, 0, 12 * n));
+    for (i, &x) in input.iter().enumerate() {
+        assert_eq!(&got[3 * i..3 * i + 3], &[x, 2.0 * x, 4.0 * x], "item {i}");
+    }
+}
+
+fn private_copy_of_a_constant_string(cl: &Cl) {
+    let text = b"a private copy of a constant string, 59 bytes long.......\0";
+    let n = 64usize;
+    let idx: Vec<i32> = (0..n as i32).map(|k| (k * 7) % text.len() as i32).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "constant_string_copy", OPTIONS);
+    let bo = s.zeroed(n);
+    let bi = s.buffer_from(&bytes_of(&idx));
+    s.arg(k, 0, &bo);
+    s.arg(k, 1, &bi);
+    s.run(k, &[n], None, None);
+    let got = cl.read(s.q, bo, 0, n);
+    for i in 0..n {
+        assert_eq!(got[i], text[idx[i] as usize], "item {i}");
+    }
+}
+
+fn generic_pointer_from_an_integer_is_refused(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "generic_from_integer", OPTIONS);
+    let bb = s.zeroed(16);
+    s.arg(k, 0, &bb);
+    s.arg(k, 1, &0u64);
+    // Not supported: the enqueue fails (the log names the construct).
+    assert_eq!(
+        s.enqueue(k, &[4], None, None),
+        opencl_sys::CL_INVALID_OPERATION
+    );
 }

@@ -203,3 +203,147 @@ kernel void copy_then_walk(global const int *in, global int *out) {
         s = s * 3 + *p;
     out[i] = s;
 }
+
+kernel void vstore_private_cts(global float4 *srcValues, global uint *offsets, global float4 *destBuffer,
+                               uint alignmentOffset) {
+    private float4 sPrivateStorage[16];
+    int tid = get_global_id(0);
+    sPrivateStorage[tid] = (float4)(float)0;
+    vstore4(srcValues[tid], offsets[tid], ((private float *)sPrivateStorage) + alignmentOffset);
+    uint i;
+    private float *sp = (private float *)(sPrivateStorage + offsets[tid]) + alignmentOffset;
+    global float *dp = (global float *)(destBuffer + offsets[tid]) + alignmentOffset;
+    for (i = 0; i < sizeof(sPrivateStorage[0]) / sizeof(*sp); i++)
+        dp[i] = sp[i];
+}
+
+int sum_through_generic(int *p, int n) {
+    int s = 0;
+    for (int k = 0; k < n; k++)
+        s += p[k];
+    return s;
+}
+
+kernel void generic_helper(global const int *g, global int *out) {
+    local int l[4];
+    int pr[4];
+    size_t i = get_global_id(0), lid = get_local_id(0);
+    if (lid < 4)
+        l[lid] = (int)lid + 1;
+    for (int k = 0; k < 4; k++)
+        pr[k] = (int)i * k;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    out[i] = sum_through_generic((int *)(g + 4 * i), 4) + sum_through_generic((int *)l, 4) * 100 +
+             sum_through_generic((int *)pr, 4) * 10000;
+}
+
+kernel void atomics_on_relocated_local(global int *out) {
+    local int counters[4], others[4];
+    size_t lid = get_local_id(0);
+    if (lid < 4) {
+        counters[lid] = 0;
+        others[lid] = 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    // A choice between two local arrays moves both to device memory.
+    volatile local int *c = (lid & 4) ? &others[lid % 4] : &counters[lid % 4];
+    atomic_add(c, (int)lid);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    out[get_global_id(0)] = counters[lid % 4] + others[lid % 4] * 1000;
+}
+
+kernel void pointers_in_memory(global int *buf, global int *res) {
+    int priv[2] = {10, 20};
+    local int loc[2];
+    size_t i = get_global_id(0), lid = get_local_id(0);
+    if (lid == 0) {
+        loc[0] = 100;
+        loc[1] = 200;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int *ptrs[3] = {(int *)&priv[i & 1], (int *)&loc[(i >> 1) & 1], (int *)&buf[i]};
+    int k = (int)(i % 3);
+    int *p = ptrs[k];
+    res[i] = *p + (to_private(p) != NULL) * 1000 + (to_local(p) != NULL) * 2000 +
+             (to_global(p) != NULL) * 4000;
+}
+
+typedef struct {
+    int *p;
+    int bias;
+} Ref;
+
+kernel void pointer_in_struct(global int *buf, global int *res) {
+    int priv = 5;
+    size_t i = get_global_id(0);
+    Ref r[2];
+    r[0].p = (int *)&priv;
+    r[0].bias = 1;
+    r[1].p = (int *)&buf[i];
+    r[1].bias = 2;
+    Ref *s = &r[i & 1];
+    res[i] = *s->p * 10 + s->bias + (to_private(s->p) != NULL) * 100;
+}
+
+typedef struct __attribute__((packed)) {
+    char c;
+    int4 v;
+    short s;
+} Packed;
+
+kernel void packed_structs(global const Packed *src, global int *out) {
+    size_t i = get_global_id(0);
+    out[2 * i] = src[i].v.y + src[i].s + src[i].c;
+    out[2 * i + 1] = (int)((global const uchar *)&src[i].v - (global const uchar *)src);
+}
+
+kernel void out_parameters(global const float *in, global float *out, global int *iout) {
+    local float lf[64];
+    size_t i = get_global_id(0), l = get_local_id(0);
+    float x = in[i];
+    float whole;
+    int e;
+    float c;
+    out[5 * i] = fract(x, &whole);
+    out[5 * i + 1] = whole;
+    out[5 * i + 2] = frexp(x, &e);
+    iout[2 * i] = e;
+    out[5 * i + 3] = sincos(x, &lf[l]);
+    out[5 * i + 4] = lf[l];
+    int q;
+    float r = remquo(x, 1.5f, &q);
+    iout[2 * i + 1] = q;
+    out[5 * i] += 0.0f * r;
+}
+
+kernel void out_parameter_chosen_at_run_time(global const float *in, global float *out) {
+    size_t i = get_global_id(0);
+    float whole = -1.0f;
+    float *w = (i & 1) ? (float *)&whole : (float *)&out[2 * i + 1];
+    out[2 * i] = fract(in[i], w);
+    if (i & 1)
+        out[2 * i + 1] = whole;
+}
+
+kernel void half_through_private(global const float *in, global float *out) {
+    size_t i = get_global_id(0);
+    ushort h[4];
+    local ushort lh[64];
+    vstore_half(in[i], 0, (half *)h);
+    vstore_half_rtz(in[i] * 2.0f, 1, (half *)h);
+    vstore_half(in[i] * 4.0f, get_local_id(0), (local half *)lh);
+    out[3 * i] = vload_half(0, (half *)h);
+    out[3 * i + 1] = vload_half(1, (const half *)h);
+    out[3 * i + 2] = vload_half(get_local_id(0), (local half *)lh);
+}
+
+kernel void constant_string_copy(global char *out, global const int *idx) {
+    char text[] = "a private copy of a constant string, 59 bytes long.......";
+    size_t i = get_global_id(0);
+    out[i] = text[idx[i]];
+}
+
+kernel void generic_from_integer(global float *buf, ulong address) {
+    float *p = (float *)address;
+    buf[get_global_id(0)] = *p;
+}

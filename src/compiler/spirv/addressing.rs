@@ -153,9 +153,11 @@ fn explicit_layout(
         match inst.class.opcode {
             Op::TypeStruct => {
                 let mut offset = 0u32;
+                let packed = crate::compiler::spirv::reflect::is_packed(t);
                 for (m, op) in inst.operands.iter().enumerate() {
                     let Operand::IdRef(mt) = op else { continue };
                     let (ms, ma) = layout(&refs, *mt)?;
+                    let ma = if packed { 1 } else { ma };
                     offset = offset.next_multiple_of(ma);
                     ctx.member_decorate(
                         t,

@@ -10,7 +10,7 @@
 use std::collections::{HashMap, HashSet};
 
 use rspirv::dr::{Instruction, Operand};
-use rspirv::spirv::{Decoration, GlslStd450Op as G, Op, OpenclStd100Op as C, Word};
+use rspirv::spirv::{Decoration, GlslStd450Op as G, Op, OpenclStd100Op as C, StorageClass, Word};
 
 use crate::compiler::spirv::ctx::{Ctx, id_at};
 use crate::compiler::spirv::{Options, exact, half, inline, libclc, memcopy};
@@ -212,6 +212,16 @@ fn lower(
                 .filter_map(|i| Some((i.result_id?, i.result_type?))),
         )
         .collect();
+    // Generic pointers and the pointers they were cast from: libclc has
+    // each built-in with an out-parameter for each address space.
+    let generic_sources: HashMap<Word, Word> = ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| f.all_inst_iter())
+        .filter(|i| i.class.opcode == Op::PtrCastToGeneric)
+        .filter_map(|i| Some((i.result_id?, id_at(i, 0)?)))
+        .collect();
     let mut functions = std::mem::take(&mut ctx.module.functions);
     for f in &mut functions {
         for b in &mut f.blocks {
@@ -343,11 +353,23 @@ fn lower(
                         args,
                     )),
                     None => {
-                        let ids: Vec<Word> =
-                            (2..i.operands.len()).filter_map(|n| id_at(&i, n)).collect();
+                        // A generic pointer argument is passed as the
+                        // pointer it was cast from; one of unknown class
+                        // goes to the private form, and the relocation
+                        // pass gives the inlined body the pointer's class.
+                        let ids: Vec<Word> = (2..i.operands.len())
+                            .filter_map(|n| id_at(&i, n))
+                            .map(|x| generic_sources.get(&x).copied().unwrap_or(x))
+                            .collect();
                         let types: Vec<Word> = ids
                             .iter()
                             .filter_map(|x| value_types.get(x).copied())
+                            .map(|t| match ctx.pointer_parts(t) {
+                                Some((StorageClass::Generic, pointee)) => {
+                                    ctx.pointer(StorageClass::Function, pointee)
+                                }
+                                _ => t,
+                            })
                             .collect();
                         let name = format!("{op:?}");
                         let mangled = libclc::mangle(ctx, &name, &types)

@@ -232,13 +232,31 @@ fn pointer_variables_alias(ctx: &mut Ctx) {
         })
         .filter_map(|t| t.result_id)
         .collect();
+    // Device addresses, and arrays of them (generic pointers kept in
+    // private arrays).
+    let mut held = psb_pointers.clone();
+    loop {
+        let more: Vec<Word> = ctx
+            .module
+            .types_global_values
+            .iter()
+            .filter(|t| {
+                t.class.opcode == Op::TypeArray && id_at(t, 0).is_some_and(|e| held.contains(&e))
+            })
+            .filter_map(|t| t.result_id)
+            .filter(|r| !held.contains(r))
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        held.extend(more);
+    }
     let holders: HashSet<Word> = ctx
         .module
         .types_global_values
         .iter()
         .filter(|t| {
-            t.class.opcode == Op::TypePointer
-                && id_at(t, 1).is_some_and(|p| psb_pointers.contains(&p))
+            t.class.opcode == Op::TypePointer && id_at(t, 1).is_some_and(|p| held.contains(&p))
         })
         .filter_map(|t| t.result_id)
         .collect();
@@ -338,6 +356,8 @@ fn strip_decorations(ctx: &mut Ctx) -> Result<(), String> {
                 | Decoration::MaxByteOffset
                 | Decoration::MaxByteOffsetId
                 | Decoration::Constant
+                // Packed structs are laid out as such by the addressing pass.
+                | Decoration::CPacked
                 // Hints whose scopes Vulkan restricts; dropping them is safe.
                 | Decoration::Uniform
                 | Decoration::UniformId

@@ -11,10 +11,15 @@
 //! * a copy from a module-scope constant whose value is all zero (stores
 //!   of zero values of the destination's type);
 //! * a copy from a module-scope constant of the destination's type (a
-//!   store of the constant's value).
+//!   store of the constant's value);
+//! * a copy from a module-scope constant of integers into another type
+//!   (stores of its bytes, in the widest units the alignment allows);
+//! * any other copy between unrelated types: integer units loaded and
+//!   stored through reinterpreted pointers (which the relocation pass turns
+//!   into device addresses where they point to private or local data).
 //!
-//! Any other copy (between unrelated types, or of a size that is not a
-//! whole number of destination elements) fails the rewrite by name.
+//! What remains (module constants of other kinds copied into another
+//! type, copies of over 4096 units) fails the rewrite by name.
 
 use std::collections::HashMap;
 
@@ -77,9 +82,29 @@ fn origin(
     mut p: Word,
 ) -> Option<(Word, Word, Word)> {
     let mut element: Option<Word> = None;
+    // The step's unit is its pointer's pointee: after a step, casts to
+    // another pointee end the search at the step itself.
+    let pointee_of = |ctx: &Ctx, v: Word| {
+        defs.get(&v)
+            .and_then(|d| d.result_type)
+            .or_else(|| ctx.type_of(v))
+            .and_then(|t| ctx.pointer_parts(t))
+            .map(|x| x.1)
+    };
+    let mut stepped: Option<Word> = None;
     while let Some(d) = defs.get(&p) {
         match d.class.opcode {
-            Op::Bitcast | Op::CopyObject => p = id_at(d, 0)?,
+            Op::Bitcast | Op::CopyObject => {
+                let src = id_at(d, 0)?;
+                if let Some(chain) = stepped
+                    && pointee_of(ctx, src) != pointee_of(ctx, chain)
+                {
+                    p = chain;
+                    element = None;
+                    break;
+                }
+                p = src;
+            }
             Op::PtrAccessChain | Op::InBoundsPtrAccessChain if element.is_none() => {
                 let zero = |x: Option<Word>| x.is_some_and(|c| is_zero(ctx, c));
                 if !(2..d.operands.len()).all(|n| zero(id_at(d, n))) {
@@ -88,6 +113,7 @@ fn origin(
                 let first = id_at(d, 1)?;
                 if !zero(Some(first)) {
                     element = Some(first);
+                    stepped = Some(p);
                 }
                 p = id_at(d, 0)?;
             }
@@ -253,9 +279,21 @@ fn lower_copy(
         })
     };
     let by_units = !constant_var(s) && !constant_var(d);
+    // A module constant copied into another type: its bytes are known.
+    let constant_bytes = if constant_var(s) && !constant_var(d) {
+        ctx.global(s)
+            .and_then(|v| id_at(v, 1))
+            .and_then(|init| constant_bytes(ctx, init))
+            .filter(|b| b.len() >= bytes as usize)
+    } else {
+        None
+    };
     if d_size == 0 || bytes % d_size != 0 {
         if by_units {
             return copy_units(ctx, defs, i, (dst, src), bytes, out);
+        }
+        if let Some(b) = &constant_bytes {
+            return store_bytes(ctx, defs, i, dst, &b[..bytes as usize], out);
         }
         return Err(unsupported());
     }
@@ -278,6 +316,10 @@ fn lower_copy(
         // value is rebuilt component by component.
         _ if s_size == d_size && same_components(ctx, s_elem, d_elem) => Source::Rebuilt,
         _ if by_units => return copy_units(ctx, defs, i, (dst, src), bytes, out),
+        _ if constant_bytes.is_some() => {
+            let b = constant_bytes.expect("checked");
+            return store_bytes(ctx, defs, i, dst, &b[..bytes as usize], out);
+        }
         _ => return Err(unsupported()),
     };
     let index_ty = ctx.uint(32);
@@ -325,6 +367,126 @@ fn lower_copy(
     Ok(())
 }
 
+/// The bytes of a constant made of integers (arrays and vectors of them,
+/// or null), in memory order; None for anything else.
+fn constant_bytes(ctx: &Ctx, c: Word) -> Option<Vec<u8>> {
+    let def = ctx.global(c)?;
+    let ty = ctx.global(def.result_type?)?;
+    match def.class.opcode {
+        Op::ConstantNull => {
+            let types: HashMap<Word, &Instruction> = ctx
+                .module
+                .types_global_values
+                .iter()
+                .filter_map(|t| Some((t.result_id?, t)))
+                .collect();
+            let size = layout(&types, def.result_type?).ok()?.0;
+            Some(vec![0; size as usize])
+        }
+        Op::Constant if ty.class.opcode == Op::TypeInt => {
+            let width = match ty.operands.first()? {
+                Operand::LiteralBit32(w) => *w / 8,
+                _ => return None,
+            };
+            let v = match def.operands.first()? {
+                Operand::LiteralBit32(v) => u64::from(*v),
+                Operand::LiteralBit64(v) => *v,
+                _ => return None,
+            };
+            Some(v.to_le_bytes()[..width as usize].to_vec())
+        }
+        Op::ConstantComposite
+            if ty.class.opcode == Op::TypeArray
+                || (ty.class.opcode == Op::TypeVector
+                    && ty.operands.get(1) != Some(&Operand::LiteralBit32(3))) =>
+        {
+            let mut out = Vec::new();
+            for o in &def.operands {
+                let Operand::IdRef(x) = o else { return None };
+                out.extend(constant_bytes(ctx, *x)?);
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+/// Stores known bytes through a reinterpreted destination pointer.
+fn store_bytes(
+    ctx: &mut Ctx,
+    defs: &HashMap<Word, Instruction>,
+    i: &Instruction,
+    dst: Word,
+    bytes: &[u8],
+    out: &mut Vec<Instruction>,
+) -> Result<(), String> {
+    let align = copy_alignment(i) as usize;
+    let unit = [8usize, 4, 2, 1]
+        .into_iter()
+        .find(|u| bytes.len() % u == 0 && align % u == 0)
+        .unwrap_or(1);
+    if bytes.len() / unit > MAX_UNITS as usize {
+        return Err(format!(
+            "OpCopyMemorySized of {} constant bytes is not supported yet",
+            bytes.len()
+        ));
+    }
+    let sc = defs
+        .get(&dst)
+        .and_then(|d| d.result_type)
+        .or_else(|| ctx.type_of(dst))
+        .and_then(|t| ctx.pointer_parts(t))
+        .map(|x| x.0)
+        .ok_or("memory copy through an untyped pointer")?;
+    let ut = ctx.uint(unit as u32 * 8);
+    let ty = ctx.pointer(sc, ut);
+    let base = ctx.fresh();
+    out.push(Instruction::new(
+        Op::Bitcast,
+        Some(ty),
+        Some(base),
+        vec![Operand::IdRef(dst)],
+    ));
+    let index_ty = ctx.uint(32);
+    for (k, chunk) in bytes.chunks(unit).enumerate() {
+        let mut le = [0u8; 8];
+        le[..unit].copy_from_slice(chunk);
+        let value = ctx.const_int(ut, u64::from_le_bytes(le));
+        let kc = ctx.const_int(index_ty, k as u64);
+        let p = ctx.fresh();
+        out.push(Instruction::new(
+            Op::InBoundsPtrAccessChain,
+            Some(ty),
+            Some(p),
+            vec![Operand::IdRef(base), Operand::IdRef(kc)],
+        ));
+        out.push(Instruction::new(
+            Op::Store,
+            None,
+            None,
+            vec![Operand::IdRef(p), Operand::IdRef(value)],
+        ));
+    }
+    Ok(())
+}
+
+/// The alignment a copy's memory operands promise.
+fn copy_alignment(i: &Instruction) -> u32 {
+    let first_mem = if i.class.opcode == Op::CopyMemory {
+        2
+    } else {
+        3
+    };
+    match (i.operands.get(first_mem), i.operands.get(first_mem + 1)) {
+        (Some(Operand::MemoryAccess(m)), Some(Operand::LiteralBit32(a)))
+            if m.contains(rspirv::spirv::MemoryAccess::ALIGNED) =>
+        {
+            *a
+        }
+        _ => 1,
+    }
+}
+
 /// Units of copying: the widest integer that the copy's size and
 /// alignment allow.
 const MAX_UNITS: u32 = 4096;
@@ -339,19 +501,7 @@ fn copy_units(
     bytes: u32,
     out: &mut Vec<Instruction>,
 ) -> Result<(), String> {
-    let first_mem = if i.class.opcode == Op::CopyMemory {
-        2
-    } else {
-        3
-    };
-    let align = match (i.operands.get(first_mem), i.operands.get(first_mem + 1)) {
-        (Some(Operand::MemoryAccess(m)), Some(Operand::LiteralBit32(a)))
-            if m.contains(rspirv::spirv::MemoryAccess::ALIGNED) =>
-        {
-            *a
-        }
-        _ => 1,
-    };
+    let align = copy_alignment(i);
     let unit = [8u32, 4, 2, 1]
         .into_iter()
         .find(|u| bytes % u == 0 && align % u == 0)
@@ -435,6 +585,7 @@ mod tests {
         %ulong = OpTypeInt 64 0
         %ulong_0 = OpConstant %ulong 0
         %ulong_2 = OpConstant %ulong 2
+        %ulong_6 = OpConstant %ulong 6
         %ulong_8 = OpConstant %ulong 8
         %ulong_12 = OpConstant %ulong 12
         %ulong_16 = OpConstant %ulong 16
@@ -499,6 +650,80 @@ mod tests {
         let ops = ops(&ctx);
         assert!(!ops.contains(&Op::Load));
         assert_eq!(ops.iter().filter(|&&o| o == Op::Store).count(), 2);
+    }
+
+    #[test]
+    fn constant_bytes_are_stored_into_another_type() {
+        let ones = (0..16).map(|_| "%u1").collect::<Vec<_>>().join(" ");
+        let mut ctx = assemble(&format!(
+            "{HEADER}
+            %u1 = OpConstant %uchar 1
+            %init = OpConstantComposite %arr {ones}
+            %ones = OpVariable %c_arr UniformConstant %init
+            %k = OpFunction %void None %fn
+            %g = OpFunctionParameter %g_pair
+            %b = OpLabel
+            %dst = OpBitcast %g_bytes %g
+            %src = OpBitcast %c_bytes %ones
+            OpCopyMemorySized %dst %src %ulong_6 Aligned 2
+            OpReturn
+            OpFunctionEnd"
+        ));
+        run(&mut ctx).unwrap();
+        let ops = ops(&ctx);
+        assert!(!ops.contains(&Op::CopyMemorySized));
+        assert!(!ops.contains(&Op::Load));
+        // Six bytes aligned to 2: three 16-bit stores of 0x0101.
+        assert_eq!(ops.iter().filter(|&&o| o == Op::Store).count(), 3);
+    }
+
+    #[test]
+    fn byte_steps_stay_byte_steps() {
+        let mut ctx = assemble(&format!(
+            "{HEADER}
+            %k = OpFunction %void None %fn
+            %g = OpFunctionParameter %g_pair
+            %b = OpLabel
+            %x = OpVariable %p_pair Function
+            %xb = OpBitcast %p_bytes %x
+            %xs = OpPtrAccessChain %p_bytes %xb %ulong_2
+            %gb = OpBitcast %g_bytes %g
+            %gs = OpPtrAccessChain %g_bytes %gb %ulong_2
+            OpCopyMemorySized %gs %xs %ulong_2 Aligned 1
+            OpReturn
+            OpFunctionEnd"
+        ));
+        run(&mut ctx).unwrap();
+        let structs: Vec<Word> = ctx
+            .module
+            .types_global_values
+            .iter()
+            .filter(|t| t.class.opcode == Op::TypeStruct)
+            .filter_map(|t| t.result_id)
+            .collect();
+        let pair_types: Vec<Word> = ctx
+            .module
+            .types_global_values
+            .iter()
+            .filter(|t| {
+                t.class.opcode == Op::TypePointer
+                    && id_at(t, 1).is_some_and(|p| structs.contains(&p))
+            })
+            .filter_map(|t| t.result_id)
+            .collect();
+        assert_eq!(pair_types.len(), 2);
+        // No step of two whole pairs: the copy moves bytes 2 and 3.
+        let steps_pairs = ctx
+            .module
+            .functions
+            .iter()
+            .flat_map(|f| f.all_inst_iter())
+            .any(|i| {
+                i.class.opcode == Op::InBoundsPtrAccessChain
+                    && i.result_type.is_some_and(|t| pair_types.contains(&t))
+            });
+        assert!(!steps_pairs);
+        assert!(!ops(&ctx).contains(&Op::CopyMemorySized));
     }
 
     #[test]

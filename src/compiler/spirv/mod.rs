@@ -81,6 +81,17 @@ pub fn rewrite_with(
     caps: &DeviceCaps,
     options: Options,
 ) -> Result<Rewritten, String> {
+    let module = reflect::load(words)?;
+    let packed = reflect::packed_structs(&module);
+    reflect::with_packed_structs(packed, || rewrite_module(module, kernel, caps, options))
+}
+
+fn rewrite_module(
+    module: rspirv::dr::Module,
+    kernel: &KernelInfo,
+    caps: &DeviceCaps,
+    options: Options,
+) -> Result<Rewritten, String> {
     let started = std::time::Instant::now();
     let mut last = started;
     // Each pass's time, for VKCL_LOG=trace.
@@ -89,7 +100,6 @@ pub fn rewrite_with(
         log::trace!(target: "vkcl::compiler", "{}: {pass} {:?}", kernel.name, now - last);
         last = now;
     };
-    let module = reflect::load(words)?;
     let mut ctx = Ctx::new(module);
     let fid = select::run(&mut ctx, &kernel.name)?;
     inline::run(&mut ctx, fid)?;

@@ -443,6 +443,42 @@ pub fn size_of(types: &HashMap<u32, &Instruction>, ty: u32) -> Result<u32, Strin
     Ok(layout(types, ty)?.0)
 }
 
+thread_local! {
+    /// The structs of the module being rewritten that are packed
+    /// (`__attribute__((packed))`, the `CPacked` decoration).
+    static PACKED: std::cell::RefCell<std::collections::HashSet<u32>> =
+        std::cell::RefCell::new(std::collections::HashSet::new());
+}
+
+/// The packed structs of a module.
+pub fn packed_structs(module: &Module) -> std::collections::HashSet<u32> {
+    module
+        .annotations
+        .iter()
+        .filter(|a| {
+            a.class.opcode == Op::Decorate
+                && a.operands.get(1) == Some(&Operand::Decoration(Decoration::CPacked))
+        })
+        .filter_map(|a| match a.operands.first() {
+            Some(Operand::IdRef(t)) => Some(*t),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Runs `f` with `packed` (see [`packed_structs`]) known to [`layout`].
+pub fn with_packed_structs<T>(packed: std::collections::HashSet<u32>, f: impl FnOnce() -> T) -> T {
+    let before = PACKED.with(|p| p.replace(packed));
+    let r = f();
+    PACKED.with(|p| p.replace(before));
+    r
+}
+
+/// Whether a struct is packed (see [`with_packed_structs`]).
+pub fn is_packed(ty: u32) -> bool {
+    PACKED.with(|p| p.borrow().contains(&ty))
+}
+
 /// Size and alignment of a type under OpenCL C's ABI.
 pub fn layout(types: &HashMap<u32, &Instruction>, ty: u32) -> Result<(u32, u32), String> {
     let t = types.get(&ty).ok_or("unknown type")?;
@@ -486,7 +522,7 @@ pub fn layout(types: &HashMap<u32, &Instruction>, ty: u32) -> Result<(u32, u32),
             (es * len, if wide_vector { es * len } else { ea })
         }
         Op::TypeStruct => {
-            let packed = false;
+            let packed = is_packed(ty);
             let mut size = 0u32;
             let mut align = 1u32;
             for m in &t.operands {

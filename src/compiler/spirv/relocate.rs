@@ -5,8 +5,10 @@
 //! indexed, but not cast to another type, offset from an arbitrary
 //! element, converted to integers, compared, selected between or stored.
 //! OpenCL C does all of these. This pass finds, through SSA (access
-//! chains, casts, phis and selects), the objects every pointer can point
-//! into:
+//! chains, casts, phis and selects) and through variables that hold
+//! pointers (unoptimised code, out-parameters), the objects every pointer
+//! can point into; a generic pointer loaded from other memory may point to
+//! anything the kernel stored there, or to global memory:
 //!
 //! * A generic pointer that can only point into one object or one storage
 //!   class takes that class (the fast path): the casts to and from
@@ -14,17 +16,21 @@
 //!   `get_fence` become constants.
 //! * A private or local object whose address escapes in a way logical
 //!   pointers cannot express (a cast to another pointee type, a step from
-//!   something other than an array element, a conversion to an integer, a
-//!   store of the pointer, a pointer comparison, a selection between
-//!   objects, a generic pointer that can point into several storage
-//!   classes) moves into a per-dispatch scratch buffer: private objects at
+//!   something other than an element of a one-dimensional array, a
+//!   run-time index into an inner array or vector, a conversion to an
+//!   integer, a store of the pointer, a pointer comparison, a selection
+//!   between objects, a generic pointer that can point into several
+//!   storage classes) moves into a per-dispatch scratch buffer: private
+//!   objects at
 //!   `scratch + linear global id * private_bytes`, local ones at
 //!   `scratch + private region + linear group id * local_bytes`, each at
 //!   its OpenCL C alignment. Pointers into them become `CrossWorkgroup`
 //!   pointers, which the addressing pass turns into device addresses like
 //!   any other global data; generic pointers that mix classes are device
 //!   addresses too, and the class queries compare the address with the
-//!   scratch buffer's regions.
+//!   scratch buffer's regions. `__local` pointer arguments are placed at
+//!   enqueue, after the kernel's own local data, at offsets given as
+//!   specialization constants.
 //!
 //! The scratch buffer's address and the size of its private region come
 //! from the push constants (`interface::SCRATCH`); the host allocates it
@@ -110,6 +116,8 @@ struct Analysis {
     code: Vec<Instruction>,
     /// Function variables holding pointers, and where those point.
     slots: HashMap<Word, Vec<Origin>>,
+    /// Where pointers stored in other memory point.
+    stored: Vec<Origin>,
 }
 
 impl Analysis {
@@ -198,6 +206,7 @@ fn analyse(ctx: &Ctx) -> Result<Analysis, String> {
         vars: HashMap::new(),
         code: Vec::new(),
         slots: HashMap::new(),
+        stored: Vec::new(),
     };
     for g in &ctx.module.types_global_values {
         let (Some(r), Some(t)) = (g.result_id, g.result_type) else {
@@ -255,11 +264,27 @@ fn analyse(ctx: &Ctx) -> Result<Analysis, String> {
         for i in &a.code.clone() {
             if i.class.opcode == Op::Store
                 && let (Some(p), Some(v)) = (id_at(i, 0), id_at(i, 1))
-                && a.slots.contains_key(&p)
             {
                 let from = a.origins_of(v).to_vec();
-                changed |= union(a.slots.get_mut(&p).expect("a slot"), &from);
+                if a.slots.contains_key(&p) {
+                    changed |= union(a.slots.get_mut(&p).expect("a slot"), &from);
+                } else if a.value_pointer(v).is_some() {
+                    // A pointer stored anywhere else: whatever loads a
+                    // generic pointer from memory may get it.
+                    changed |= union(&mut a.stored, &from);
+                }
                 continue;
+            }
+            if matches!(i.class.opcode, Op::CompositeConstruct | Op::CompositeInsert) {
+                // Pointers put into aggregates may be stored with them.
+                for k in 0..i.operands.len() {
+                    if let Some(v) = id_at(i, k)
+                        && a.value_pointer(v).is_some()
+                    {
+                        let from = a.origins_of(v).to_vec();
+                        changed |= union(&mut a.stored, &from);
+                    }
+                }
             }
             let (Some(r), Some(t)) = (i.result_id, i.result_type) else {
                 continue;
@@ -290,6 +315,13 @@ fn analyse(ctx: &Ctx) -> Result<Analysis, String> {
                 }
                 Op::Load if id_at(i, 0).is_some_and(|p| a.slots.contains_key(&p)) => {
                     a.slots[&id_at(i, 0).expect("a slot")].clone()
+                }
+                Op::Load | Op::CompositeExtract if sc == StorageClass::Generic => {
+                    // A generic pointer from memory: one stored there by
+                    // this kernel, or a global one.
+                    let mut o = a.stored.clone();
+                    union(&mut o, &[Origin::Class(StorageClass::CrossWorkgroup)]);
+                    o
                 }
                 Op::Select => {
                     let mut o = Vec::new();
@@ -517,7 +549,7 @@ fn final_class_of(
         [] => Ok(declared),
         [Origin::Var(x)] => Ok(a.vars[x]),
         [Origin::Class(StorageClass::Generic)] => {
-            Err("generic pointers loaded from memory or passed in are not supported yet".into())
+            Err("generic pointers made from integers are not supported yet".into())
         }
         [Origin::Class(sc)] => Ok(*sc),
         _ => Err("a pointer into several places that could not be relocated".into()),
@@ -1221,6 +1253,7 @@ fn rewrite(
         ep.operands
             .retain(|o| !matches!(o, Operand::IdRef(t) if gone.contains(t)));
     }
+    generic_types_in_memory_become_global(ctx);
     drop_generic_types(ctx)?;
     Ok(scratch)
 }
@@ -1292,6 +1325,64 @@ fn class_test(
     Ok(Test::When(c))
 }
 
+/// Generic pointers held in memory (arrays and structs of pointers,
+/// pointer variables) are device addresses: every object they can reach
+/// was relocated. Their types become global pointer types.
+fn generic_types_in_memory_become_global(ctx: &mut Ctx) {
+    loop {
+        let used: HashSet<Word> = ctx
+            .module
+            .types_global_values
+            .iter()
+            .flat_map(|i| ids_used(i).collect::<Vec<_>>())
+            .chain(
+                ctx.module
+                    .functions
+                    .iter()
+                    .flat_map(|f| f.all_inst_iter())
+                    .flat_map(|i| ids_used(i).collect::<Vec<_>>()),
+            )
+            .collect();
+        let Some((generic, pointee)) = ctx.module.types_global_values.iter().find_map(|t| {
+            (t.class.opcode == Op::TypePointer
+                && t.operands.first() == Some(&Operand::StorageClass(StorageClass::Generic))
+                && t.result_id.is_some_and(|r| used.contains(&r)))
+            .then(|| Some((t.result_id?, id_at(t, 1)?)))
+            .flatten()
+        }) else {
+            return;
+        };
+        let global = ctx.pointer(StorageClass::CrossWorkgroup, pointee);
+        let swap = |i: &mut Instruction| {
+            if i.result_type == Some(generic) {
+                i.result_type = Some(global);
+            }
+            for o in &mut i.operands {
+                if *o == Operand::IdRef(generic) {
+                    *o = Operand::IdRef(global);
+                }
+            }
+        };
+        for t in &mut ctx.module.types_global_values {
+            if t.result_id != Some(generic) {
+                swap(t);
+            }
+        }
+        for f in &mut ctx.module.functions {
+            if let Some(d) = f.def.as_mut() {
+                swap(d);
+            }
+            for i in f.all_inst_iter_mut() {
+                swap(i);
+            }
+        }
+        ctx.module
+            .types_global_values
+            .retain(|t| t.result_id != Some(generic));
+        ctx.sort_globals();
+    }
+}
+
 /// Removes generic pointer types nothing uses any more (and function
 /// types that named them); generic pointers still in use are an error.
 fn drop_generic_types(ctx: &mut Ctx) -> Result<(), String> {
@@ -1326,7 +1417,11 @@ fn drop_generic_types(ctx: &mut Ctx) -> Result<(), String> {
                 return true;
             }
             let names_generic = ids_used(t).any(|x| generic.contains(&x));
-            !(generic.contains(&r) || (t.class.opcode == Op::TypeFunction && names_generic))
+            let is_type = matches!(
+                t.class.opcode,
+                Op::TypeFunction | Op::TypePointer | Op::TypeArray | Op::TypeStruct
+            );
+            !(generic.contains(&r) || (is_type && names_generic))
         });
         if ctx.module.types_global_values.len() == before {
             break;

@@ -194,6 +194,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn barriers_order_relocated_local_data() {
+        let mut ctx = crate::compiler::spirv::ctx::assemble(
+            "
+            OpCapability Addresses
+            OpCapability Kernel
+            OpMemoryModel Physical64 OpenCL
+            OpEntryPoint Kernel %k \"k\"
+            %void = OpTypeVoid
+            %uint = OpTypeInt 32 0
+            %workgroup = OpConstant %uint 2
+            %local_fence = OpConstant %uint 272
+            %fn = OpTypeFunction %void
+            %k = OpFunction %void None %fn
+            %b = OpLabel
+            OpControlBarrier %workgroup %workgroup %local_fence
+            OpReturn
+            OpFunctionEnd",
+        );
+        ctx.relocated_local = true;
+        run(&mut ctx).unwrap();
+        let barrier = ctx.module.functions[0]
+            .all_inst_iter()
+            .find(|i| i.class.opcode == Op::ControlBarrier)
+            .unwrap();
+        let Some(Operand::IdMemorySemantics(s) | Operand::IdRef(s)) = barrier.operands.get(2)
+        else {
+            panic!("no semantics");
+        };
+        let value = ctx.global(*s).unwrap().operands[0].clone();
+        assert_eq!(
+            value,
+            Operand::LiteralBit32(ACQ_REL | WORKGROUP_MEM | UNIFORM)
+        );
+    }
+
+    #[test]
     fn opencl_barriers_map_to_vulkan() {
         // barrier(CLK_LOCAL_MEM_FENCE): SequentiallyConsistent | WorkgroupMemory.
         assert_eq!(semantics(0x110), ACQ_REL | WORKGROUP_MEM);
