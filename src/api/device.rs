@@ -7,6 +7,7 @@ use opencl_sys::*;
 
 use crate::api::platform::{extension_string, extension_versions};
 use crate::api::util::*;
+use crate::core::device::MAX_GLOBAL_VARIABLE_SIZE;
 use crate::core::device::{Device, make_version};
 use crate::core::error::{ClResult, err};
 use crate::core::event::host_time_ns;
@@ -153,9 +154,11 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
                 .min(d.max_mem_alloc_size()),
         ),
         CL_DEVICE_MAX_CONSTANT_ARGS => info(8u32),
-        // Program-scope global variables are not offered yet.
+        // Program-scope variables live in one device buffer per program;
+        // the limit is the specification's minimum, which keeps their
+        // initialisation at build time cheap.
         CL_DEVICE_MAX_GLOBAL_VARIABLE_SIZE | CL_DEVICE_GLOBAL_VARIABLE_PREFERRED_TOTAL_SIZE => {
-            info(0usize)
+            info(MAX_GLOBAL_VARIABLE_SIZE)
         }
         CL_DEVICE_LOCAL_MEM_TYPE => info(CL_LOCAL),
         CL_DEVICE_LOCAL_MEM_SIZE => info(d.local_mem_size()),

@@ -585,6 +585,14 @@ fn enqueue_ndrange(
         );
         keep.push(Box::new(staging));
     }
+    if let Some(data) = &compiled.data {
+        put(
+            &mut push,
+            crate::compiler::spirv::interface::MODULE_DATA,
+            &data.kernel.address.to_ne_bytes(),
+        );
+        keep.push(Box::new(data.clone()));
+    }
     // printf: a buffer the dispatches append records to, formatted on the
     // host once the command completes.
     let printf = if compiled.printf.is_empty() {

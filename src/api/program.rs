@@ -8,7 +8,7 @@ use opencl_sys::*;
 
 use crate::api::util::*;
 use crate::compiler::frontend::Purpose;
-use crate::compiler::spirv::reflect;
+use crate::compiler::spirv::module_data;
 use crate::core::context::Context;
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
@@ -518,8 +518,7 @@ fn build_info(b: &Build, param: cl_program_build_info) -> Info {
         CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE => info(
             b.spirv
                 .as_ref()
-                .and_then(|w| reflect::load(w).ok())
-                .map_or(0, |m| reflect::global_variable_bytes(&m)) as usize,
+                .map_or(0, |w| module_data::global_variable_bytes(w)) as usize,
         ),
         _ => invalid_param(param),
     }

@@ -15,6 +15,9 @@ use crate::vk::device::LogicalDevice;
 use crate::vk::instance::Instance;
 use crate::vk::physical::PhysicalInfo;
 
+/// CL_DEVICE_MAX_GLOBAL_VARIABLE_SIZE: the specification's minimum.
+pub const MAX_GLOBAL_VARIABLE_SIZE: usize = 64 * 1024;
+
 pub struct Device {
     pub instance: Arc<Instance>,
     pub info: PhysicalInfo,
@@ -197,9 +200,11 @@ impl Device {
         // sequential consistency is not offered, as Vulkan has no total
         // order over all sequentially consistent operations. Generic
         // pointers are typed by the rewrite, or relocated into device memory.
+        // Program-scope variables live in a device buffer per program.
         vec![
             "__opencl_c_int64",
             "__opencl_c_generic_address_space",
+            "__opencl_c_program_scope_global_variables",
             "__opencl_c_atomic_order_acq_rel",
             "__opencl_c_atomic_scope_device",
         ]

@@ -12,8 +12,9 @@ use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::memory::Buffer;
 use crate::core::object::{ClObject, Handle};
-use crate::core::program::{Origin, Program};
+use crate::core::program::{Origin, Program, new_segment};
 use crate::vk::device::LogicalDevice;
+use crate::vk::memory::DeviceBuffer;
 use crate::vk::pipeline::{ComputePipeline, KernelModule};
 
 /// The value set for one argument.
@@ -53,7 +54,16 @@ pub struct Compiled {
     pub printf: Vec<crate::compiler::spirv::printf::PrintfCall>,
     /// Device memory for private and local data the rewrite relocated.
     pub scratch: crate::compiler::spirv::relocate::Scratch,
+    /// The kernel's module data segment and the program's it refers to,
+    /// kept alive by every command that uses them.
+    pub data: Option<Arc<Segments>>,
     pipelines: Mutex<HashMap<PipelineKey, Arc<ComputePipeline>>>,
+}
+
+/// Device memory of a kernel's module data (see the module_data pass).
+pub struct Segments {
+    pub kernel: Arc<DeviceBuffer>,
+    _program: Option<Arc<DeviceBuffer>>,
 }
 
 impl Compiled {
@@ -242,6 +252,20 @@ impl Kernel {
                 rewritten.push.size
             ));
         }
+        let data = match &rewritten.data {
+            None => None,
+            Some(d) => {
+                let program = d
+                    .needs_program()
+                    .then(|| self.program.data_segment(i, vk, &spirv))
+                    .transpose()?;
+                let kernel = new_segment(vk, d, program.as_ref().map(|p| p.address))?;
+                Some(Arc::new(Segments {
+                    kernel,
+                    _program: program,
+                }))
+            }
+        };
         let module = KernelModule::new(vk, &rewritten.words, rewritten.push.size)
             .map_err(|e| format!("vkCreateShaderModule failed: {e}"))?;
         Ok(Arc::new(Compiled {
@@ -249,6 +273,7 @@ impl Kernel {
             push: rewritten.push,
             printf: rewritten.printf,
             scratch: rewritten.scratch,
+            data,
             pipelines: Mutex::new(HashMap::new()),
         }))
     }

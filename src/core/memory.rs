@@ -225,7 +225,8 @@ impl Buffer {
 }
 
 /// Writes `data` into `dst` at `offset` outside any queue (initial data).
-fn upload(
+/// Copies `data` into `dst` at `offset` now, waiting for the copy.
+pub fn upload(
     device: &Arc<LogicalDevice>,
     dst: &DeviceBuffer,
     offset: usize,

@@ -10,11 +10,15 @@ use opencl_sys::*;
 use crate::compiler::cache::fnv1a;
 use crate::compiler::frontend::{self, DeviceMacros, Options, Purpose};
 use crate::compiler::link;
+use crate::compiler::spirv::module_data;
 use crate::compiler::spirv::reflect::{self, KernelInfo};
 use crate::core::context::Context;
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
+use crate::core::memory::upload;
 use crate::core::object::{ClObject, Handle};
+use crate::vk::device::LogicalDevice;
+use crate::vk::memory::{BufferUse, DeviceBuffer};
 
 /// What a program was created from.
 pub enum Origin {
@@ -61,10 +65,31 @@ pub struct Program {
     pub kernels_attached: AtomicUsize,
     /// Values set with clSetProgramSpecializationConstant, by SpecId.
     spec_values: Mutex<HashMap<u32, Vec<u8>>>,
+    /// Device memory of each device's build for its program-scope
+    /// variables and constant data (see the module_data pass), made when
+    /// a kernel first needs it and kept for the program's life.
+    segments: Mutex<HashMap<usize, Arc<DeviceBuffer>>>,
 }
 
 impl ClObject for Program {
     const INVALID: i32 = CL_INVALID_PROGRAM;
+}
+
+/// Device memory holding a module data segment: `data` with its addresses
+/// resolved, given the program segment's address where it needs one.
+pub fn new_segment(
+    vk: &Arc<LogicalDevice>,
+    data: &module_data::ModuleData,
+    program: Option<u64>,
+) -> Result<Arc<DeviceBuffer>, String> {
+    let buffer = DeviceBuffer::new(vk, data.bytes.len() as u64, BufferUse::Device)
+        .map_err(|e| format!("no device memory for module data: {e}"))?;
+    let bytes = data.resolve(buffer.address, program.unwrap_or(buffer.address));
+    if !bytes.is_empty() {
+        upload(vk, &buffer, 0, &bytes)
+            .map_err(|e| format!("module data upload failed: {}", e.0))?;
+    }
+    Ok(Arc::new(buffer))
 }
 
 /// The OpenCL C features and extensions of a device, for the front end.
@@ -211,6 +236,7 @@ impl Program {
             builds: Mutex::new(builds),
             kernels_attached: AtomicUsize::new(0),
             spec_values: Mutex::new(HashMap::new()),
+            segments: Mutex::new(HashMap::new()),
         })
     }
 
@@ -258,9 +284,29 @@ impl Program {
 
     fn finish(&self, targets: &[usize], build: Build) {
         let mut builds = self.builds();
+        let mut segments = self.segments.lock().unwrap_or_else(|e| e.into_inner());
         for &i in targets {
             builds[i] = build.clone();
+            segments.remove(&i);
         }
+    }
+
+    /// The program's module data segment on the device at index `i` (see
+    /// the module_data pass), initialised from `spirv` on first use.
+    pub fn data_segment(
+        &self,
+        i: usize,
+        vk: &Arc<LogicalDevice>,
+        spirv: &[u32],
+    ) -> Result<Arc<DeviceBuffer>, String> {
+        let mut segments = self.segments.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = segments.get(&i) {
+            return Ok(s.clone());
+        }
+        let data = module_data::program_data(spirv)?;
+        let segment = new_segment(vk, &data, None)?;
+        segments.insert(i, segment.clone());
+        Ok(segment)
     }
 
     /// clBuildProgram (`purpose` Build) or clCompileProgram (Compile) for

@@ -2,13 +2,10 @@
 //! `CrossWorkgroup` and `UniformConstant` data pointers become
 //! `PhysicalStorageBuffer` pointers (64-bit device addresses) with the
 //! OpenCL C ABI layout made explicit (`ArrayStride`, `Offset`) and every
-//! access `Aligned`; module-scope constant data moves to `Private`; pointer
-//! arithmetic on `Function`/`Workgroup`/`Private` objects becomes plain
-//! access chains where the first step is zero.
-//!
-//! Still to come (logged as unsupported): generic pointers, and pointer
-//! arithmetic or casts on private and local objects (the relocation
-//! fallback of the design).
+//! access `Aligned` (module-scope data became device pointers in the
+//! module_data pass); pointer arithmetic on `Function`/`Workgroup`/`Private`
+//! objects becomes plain access chains where the first step is zero (what
+//! cannot, the relocate pass moved into device memory).
 
 use std::collections::{HashMap, HashSet};
 
@@ -19,7 +16,6 @@ use crate::compiler::spirv::ctx::{Ctx, id_at};
 use crate::compiler::spirv::reflect::layout;
 
 pub fn run(ctx: &mut Ctx) -> Result<(), String> {
-    move_constant_data_to_private(ctx)?;
     // Data pointers become device addresses.
     let mut psb_types = Vec::new();
     for t in &mut ctx.module.types_global_values {
@@ -38,15 +34,6 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
             _ => {}
         }
     }
-    if ctx.module.types_global_values.iter().any(|i| {
-        i.class.opcode == Op::Variable
-            && matches!(
-                i.operands.first(),
-                Some(Operand::StorageClass(StorageClass::CrossWorkgroup))
-            )
-    }) {
-        return Err("program-scope global variables are not supported yet".into());
-    }
     // The types, as they are now, for both steps below (which add only
     // decorations and instructions, no types).
     let types: HashMap<Word, Instruction> = ctx
@@ -57,71 +44,6 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
         .collect();
     explicit_layout(ctx, &types, &psb_types)?;
     rewrite_accesses(ctx, &types)
-}
-
-/// `__constant` data declared at program scope (tables, literals) lives
-/// in `Private` variables; pointers derived from them follow.
-fn move_constant_data_to_private(ctx: &mut Ctx) -> Result<(), String> {
-    let vars: Vec<(Word, Word)> = ctx
-        .module
-        .types_global_values
-        .iter()
-        .filter(|i| {
-            i.class.opcode == Op::Variable
-                && i.operands.first() == Some(&Operand::StorageClass(StorageClass::UniformConstant))
-        })
-        .filter_map(|i| Some((i.result_id?, i.result_type?)))
-        .collect();
-    if vars.is_empty() {
-        return Ok(());
-    }
-    let mut private_of: HashMap<Word, Word> = HashMap::new();
-    let mut retype = |ctx: &mut Ctx, ty: Word| -> Option<Word> {
-        if let Some(&p) = private_of.get(&ty) {
-            return Some(p);
-        }
-        let (_, pointee) = ctx.pointer_parts(ty)?;
-        let p = ctx.pointer(StorageClass::Private, pointee);
-        private_of.insert(ty, p);
-        Some(p)
-    };
-    let mut private_values: HashSet<Word> = HashSet::new();
-    for (v, ty) in vars {
-        let p = retype(ctx, ty).ok_or("constant variable of non-pointer type")?;
-        for i in &mut ctx.module.types_global_values {
-            if i.result_id == Some(v) {
-                i.result_type = Some(p);
-                i.operands[0] = Operand::StorageClass(StorageClass::Private);
-            }
-        }
-        private_values.insert(v);
-    }
-    // Pointers computed from them are Private too.
-    let mut functions = std::mem::take(&mut ctx.module.functions);
-    for f in &mut functions {
-        for b in &mut f.blocks {
-            for i in &mut b.instructions {
-                let derives = matches!(
-                    i.class.opcode,
-                    Op::AccessChain
-                        | Op::InBoundsAccessChain
-                        | Op::PtrAccessChain
-                        | Op::InBoundsPtrAccessChain
-                        | Op::Bitcast
-                        | Op::CopyObject
-                );
-                if derives && id_at(i, 0).is_some_and(|b| private_values.contains(&b)) {
-                    let ty = i.result_type.ok_or("pointer without type")?;
-                    if let Some(p) = retype(ctx, ty) {
-                        i.result_type = Some(p);
-                    }
-                    private_values.insert(i.result_id.ok_or("pointer without id")?);
-                }
-            }
-        }
-    }
-    ctx.module.functions = functions;
-    Ok(())
 }
 
 /// Decorates what device-address pointers point at with OpenCL C's layout.

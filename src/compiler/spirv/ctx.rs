@@ -297,6 +297,26 @@ impl Ctx {
 }
 
 /// The id operand at `i`, if it is one.
+/// Code being emitted (at the kernel's start, or in place), to be
+/// spliced into a function.
+pub struct Prologue {
+    pub code: Vec<Instruction>,
+}
+
+impl Prologue {
+    /// Appends `op` with id operands; returns its result id.
+    pub fn op(&mut self, ctx: &mut Ctx, op: Op, ty: Word, args: &[Word]) -> Word {
+        let id = ctx.fresh();
+        self.code.push(Instruction::new(
+            op,
+            Some(ty),
+            Some(id),
+            args.iter().map(|&x| Operand::IdRef(x)).collect(),
+        ));
+        id
+    }
+}
+
 pub fn id_at(i: &Instruction, n: usize) -> Option<Word> {
     match i.operands.get(n) {
         Some(Operand::IdRef(id)) => Some(*id),

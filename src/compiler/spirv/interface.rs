@@ -18,7 +18,7 @@
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, Op, StorageClass, Word};
 
-use crate::compiler::spirv::ctx::Ctx;
+use crate::compiler::spirv::ctx::{Ctx, Prologue};
 use crate::compiler::spirv::reflect::{ArgKind, KernelArg, layout};
 
 /// How a push-constant member becomes the kernel's parameter value.
@@ -94,9 +94,35 @@ pub const SCRATCH: u32 = 64;
 pub const SCRATCH_PRIVATE_BYTES: u32 = 72;
 /// Bytes of the whole scratch buffer.
 pub const SCRATCH_BYTES: u32 = 76;
-const HEADER: u32 = 80;
+/// The device address (two words) of the kernel's data segment, for
+/// kernels that use program-scope variables or module-scope constant
+/// data (see the module_data pass).
+pub const MODULE_DATA: u32 = 80;
+const HEADER: u32 = 88;
 /// The argument block's device address, when there is one.
 pub const ARG_BLOCK: u32 = HEADER;
+
+/// Loads the push-constant header word at byte `offset`, widened to 64
+/// bits.
+pub fn header_word(ctx: &mut Ctx, p: &mut Prologue, block: &Block, offset: u32) -> Word {
+    let u32t = ctx.uint(32);
+    let u64t = ctx.uint(64);
+    let pc_u32 = ctx.pointer(StorageClass::PushConstant, u32t);
+    let idx = ctx.const_u32(offset / 4);
+    let chain = p.op(ctx, Op::AccessChain, pc_u32, &[block.var, idx]);
+    let w = p.op(ctx, Op::Load, u32t, &[chain]);
+    p.op(ctx, Op::UConvert, u64t, &[w])
+}
+
+/// Loads the device address held in the two header words at `offset`.
+pub fn header_address(ctx: &mut Ctx, p: &mut Prologue, block: &Block, offset: u32) -> Word {
+    let u64t = ctx.uint(64);
+    let lo = header_word(ctx, p, block, offset);
+    let hi = header_word(ctx, p, block, offset + 4);
+    let k32 = ctx.const_int(u64t, 32);
+    let shifted = p.op(ctx, Op::ShiftLeftLogical, u64t, &[hi, k32]);
+    p.op(ctx, Op::BitwiseOr, u64t, &[shifted, lo])
+}
 
 /// The block variable and its member indexes for the built-ins.
 pub struct Block {

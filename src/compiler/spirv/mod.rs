@@ -18,6 +18,7 @@ pub mod inline;
 pub mod interface;
 pub mod libclc;
 pub mod memcopy;
+pub mod module_data;
 pub mod printf;
 pub mod reflect;
 pub mod relocate;
@@ -43,6 +44,9 @@ pub struct Rewritten {
     pub printf: Vec<printf::PrintfCall>,
     /// Scratch memory for relocated private and local data.
     pub scratch: relocate::Scratch,
+    /// The kernel's module data segment, when it uses program-scope
+    /// variables or module-scope constant data.
+    pub data: Option<module_data::ModuleData>,
 }
 
 /// Choices the program's build options make for the rewrite.
@@ -100,6 +104,8 @@ fn rewrite_module(
         log::trace!(target: "vkcl::compiler", "{}: {pass} {:?}", kernel.name, now - last);
         last = now;
     };
+    // Laid out on the whole program, so that every kernel agrees.
+    let program = module_data::program_layout(&module)?;
     let mut ctx = Ctx::new(module);
     let fid = select::run(&mut ctx, &kernel.name)?;
     inline::run(&mut ctx, fid)?;
@@ -116,6 +122,7 @@ fn rewrite_module(
     vectors::run(&mut ctx)?;
     lap("vectors");
     let (push, block) = interface::run(&mut ctx, fid, &kernel.args, caps.max_push_constants)?;
+    let data = module_data::run(&mut ctx, fid, &block, &program)?;
     let scratch = relocate::run(&mut ctx, fid, &block)?;
     lap("relocate");
     builtins::run(&mut ctx, &block)?;
@@ -136,5 +143,6 @@ fn rewrite_module(
         push,
         printf,
         scratch,
+        data,
     })
 }

@@ -67,14 +67,67 @@ impl KernelInfo {
     }
 }
 
-/// Parses SPIR-V words into an rspirv module.
 /// Reads a module, with decoration groups replaced by the decorations
 /// they stand for (Vulkan modules may not have groups, and the readers
 /// of decorations then see every one directly).
 pub fn load(words: &[u32]) -> Result<Module, String> {
-    let mut m = rspirv::dr::load_words(words).map_err(|e| format!("malformed SPIR-V: {e:?}"))?;
+    let (words, chains) = hide_constant_access_chains(words);
+    let mut m = rspirv::dr::load_words(&words).map_err(|e| format!("malformed SPIR-V: {e:?}"))?;
+    restore_constant_access_chains(&mut m, &chains);
     flatten_decoration_groups(&mut m);
     Ok(m)
+}
+
+/// rspirv reads an `OpSpecConstantOp` access chain only when it has
+/// exactly one index (`&table[2]` has two, `(int *)((char *)&s + 12)` none).
+/// Such constants are handed to it as `OpSpecConstantComposite`s of their
+/// operands, and the operation is noted by result id.
+fn hide_constant_access_chains(words: &[u32]) -> (Vec<u32>, HashMap<u32, Op>) {
+    let mut out = Vec::with_capacity(words.len());
+    let mut chains = HashMap::new();
+    out.extend_from_slice(&words[..words.len().min(5)]);
+    let mut at = 5;
+    while at < words.len() {
+        let count = (words[at] >> 16) as usize;
+        let opcode = words[at] & 0xffff;
+        let end = (at + count.max(1)).min(words.len());
+        let inner = words.get(at + 3).copied();
+        let chain = [
+            Op::AccessChain,
+            Op::InBoundsAccessChain,
+            Op::PtrAccessChain,
+            Op::InBoundsPtrAccessChain,
+        ]
+        .into_iter()
+        .find(|op| Some(*op as u32) == inner);
+        match chain {
+            Some(op) if opcode == Op::SpecConstantOp as u32 && count >= 5 && end == at + count => {
+                out.push(((count as u32 - 1) << 16) | Op::SpecConstantComposite as u32);
+                out.extend_from_slice(&words[at + 1..at + 3]);
+                out.extend_from_slice(&words[at + 4..end]);
+                chains.insert(words[at + 2], op);
+            }
+            _ => out.extend_from_slice(&words[at..end]),
+        }
+        at = end;
+    }
+    (out, chains)
+}
+
+fn restore_constant_access_chains(m: &mut Module, chains: &HashMap<u32, Op>) {
+    if chains.is_empty() {
+        return;
+    }
+    for i in &mut m.types_global_values {
+        let Some(op) = i.result_id.and_then(|r| chains.get(&r)) else {
+            continue;
+        };
+        if i.class.opcode == Op::SpecConstantComposite {
+            let mut operands = vec![Operand::LiteralSpecConstantOpInteger(*op)];
+            operands.append(&mut i.operands);
+            *i = Instruction::new(Op::SpecConstantOp, i.result_type, i.result_id, operands);
+        }
+    }
 }
 
 fn flatten_decoration_groups(m: &mut Module) {
@@ -301,29 +354,6 @@ pub fn kernels(module: &Module) -> Result<Vec<KernelInfo>, String> {
         });
     }
     Ok(out)
-}
-
-/// The size of a program's program-scope `__global` variables
-/// (CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE).
-pub fn global_variable_bytes(module: &Module) -> u64 {
-    let types: HashMap<u32, &Instruction> = module
-        .types_global_values
-        .iter()
-        .filter_map(|i| i.result_id.map(|r| (r, i)))
-        .collect();
-    module
-        .types_global_values
-        .iter()
-        .filter(|v| {
-            v.class.opcode == Op::Variable
-                && v.operands.first() == Some(&Operand::StorageClass(StorageClass::CrossWorkgroup))
-        })
-        .filter_map(|v| {
-            let ptr = types.get(&v.result_type?)?;
-            let pointee = id(ptr.operands.get(1)?)?;
-            layout(&types, pointee).ok().map(|(s, _)| s as u64)
-        })
-        .sum()
 }
 
 /// The size of the module-scope `__local` variables a kernel (and what it

@@ -41,8 +41,11 @@ use std::collections::{HashMap, HashSet};
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{BuiltIn, Decoration, MemoryAccess, Op, StorageClass, Word};
 
+use crate::compiler::spirv::ctx::Prologue;
 use crate::compiler::spirv::ctx::{Ctx, id_at, ids_used};
-use crate::compiler::spirv::interface::{Block, SCRATCH, SCRATCH_BYTES, SCRATCH_PRIVATE_BYTES};
+use crate::compiler::spirv::interface::{
+    Block, SCRATCH, SCRATCH_BYTES, SCRATCH_PRIVATE_BYTES, header_address, header_word,
+};
 use crate::compiler::spirv::reflect::layout;
 
 /// The scratch memory a kernel needs per work-item and per work-group.
@@ -587,24 +590,6 @@ fn check_classes(a: &Analysis, reasons: &HashMap<Word, Op>) -> Result<(), String
     Ok(())
 }
 
-/// Code being emitted (at the kernel's start, or in place).
-struct Prologue {
-    code: Vec<Instruction>,
-}
-
-impl Prologue {
-    fn op(&mut self, ctx: &mut Ctx, op: Op, ty: Word, args: &[Word]) -> Word {
-        let id = ctx.fresh();
-        self.code.push(Instruction::new(
-            op,
-            Some(ty),
-            Some(id),
-            args.iter().map(|&x| Operand::IdRef(x)).collect(),
-        ));
-        id
-    }
-}
-
 /// An OpenCL work-item built-in variable (a 3-vector of size_t), which
 /// the built-ins pass lowers.
 fn opencl_builtin(ctx: &mut Ctx, b: BuiltIn) -> Word {
@@ -663,16 +648,6 @@ fn linear(ctx: &mut Ctx, p: &mut Prologue, id: Word, size: Word) -> Word {
 }
 
 /// A u32 header member of the push constants, as u64.
-fn header_word(ctx: &mut Ctx, p: &mut Prologue, block: &Block, offset: u32) -> Word {
-    let u32t = ctx.uint(32);
-    let u64t = ctx.uint(64);
-    let pc_u32 = ctx.pointer(StorageClass::PushConstant, u32t);
-    let idx = ctx.const_u32(offset / 4);
-    let chain = p.op(ctx, Op::AccessChain, pc_u32, &[block.var, idx]);
-    let w = p.op(ctx, Op::Load, u32t, &[chain]);
-    p.op(ctx, Op::UConvert, u64t, &[w])
-}
-
 fn rewrite(
     ctx: &mut Ctx,
     a: &mut Analysis,
@@ -832,11 +807,7 @@ fn rewrite(
     let mut p = Prologue { code: Vec::new() };
     let mut regions = None;
     if !relocated.is_empty() || needs_runtime {
-        let lo = header_word(ctx, &mut p, block, SCRATCH);
-        let hi = header_word(ctx, &mut p, block, SCRATCH + 4);
-        let k32 = ctx.const_int(u64t, 32);
-        let shifted = p.op(ctx, Op::ShiftLeftLogical, u64t, &[hi, k32]);
-        let base = p.op(ctx, Op::BitwiseOr, u64t, &[shifted, lo]);
+        let base = header_address(ctx, &mut p, block, SCRATCH);
         let private_size = header_word(ctx, &mut p, block, SCRATCH_PRIVATE_BYTES);
         let total = header_word(ctx, &mut p, block, SCRATCH_BYTES);
         let local_start = p.op(ctx, Op::IAdd, u64t, &[base, private_size]);

@@ -1,0 +1,647 @@
+//! Pass: module data. Program-scope `__global` variables
+//! (`CrossWorkgroup` variables at module scope) and module-scope
+//! `__constant` data (`UniformConstant` variables: tables, literals,
+//! libclc's coefficient tables) live in device memory, reached through
+//! device addresses like any buffer.
+//!
+//! Two segments hold them:
+//! * the program's segment, one per program and device, shared by all
+//!   its kernels and kept for the program's life: every such variable of
+//!   the program's own module, laid out by [`program_layout`] in
+//!   declaration order, so that each kernel's rewrite finds a variable at
+//!   the same offset;
+//! * the kernel's segment, one per rewritten kernel: its first eight bytes
+//!   hold the program segment's address, then the constant data the
+//!   rewrite itself added (libclc's tables).
+//!
+//! The kernel finds its segment at `interface::MODULE_DATA` in the push
+//! constants. Each variable becomes, at the kernel's start, its address
+//! converted to a pointer of the variable's type; the addressing pass then
+//! treats it as any other device pointer. Initialisers, including
+//! addresses of other variables (`global int *p = &x;`), are evaluated
+//! into the segments' bytes here; the host adds the segments' addresses
+//! where [`ModuleData::relocations`] says, when it uploads them.
+//!
+//! Takes a module after the interface pass; leaves one without
+//! module-scope `CrossWorkgroup`/`UniformConstant` variables.
+
+use std::collections::{HashMap, HashSet};
+
+use rspirv::dr::{Instruction, Module, Operand};
+use rspirv::spirv::{Decoration, MemoryAccess, Op, StorageClass, Word};
+
+use crate::compiler::spirv::ctx::{Ctx, Prologue, id_at, ids_used};
+use crate::compiler::spirv::interface::{Block, MODULE_DATA, header_address};
+use crate::compiler::spirv::reflect::{self, is_packed, layout};
+
+/// A place in a segment that holds an address: the host writes the base
+/// address of the segment named plus `target` there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Relocation {
+    pub at: u64,
+    pub target: u64,
+    /// Whether `target` is in the program's segment (else in the segment
+    /// holding the relocation).
+    pub program: bool,
+}
+
+/// The initial contents of a segment.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModuleData {
+    pub bytes: Vec<u8>,
+    pub relocations: Vec<Relocation>,
+}
+
+impl ModuleData {
+    /// The bytes to upload for a segment at `own`, with the program's
+    /// segment at `program`.
+    pub fn resolve(&self, own: u64, program: u64) -> Vec<u8> {
+        let mut bytes = self.bytes.clone();
+        for r in &self.relocations {
+            let base = if r.program { program } else { own };
+            let at = r.at as usize;
+            bytes[at..at + 8].copy_from_slice(&(base + r.target).to_le_bytes());
+        }
+        bytes
+    }
+
+    /// Whether uploading this segment needs the program's segment.
+    pub fn needs_program(&self) -> bool {
+        self.relocations.iter().any(|r| r.program)
+    }
+}
+
+/// Where the program's variables live in its segment, and its contents.
+#[derive(Clone, Debug, Default)]
+pub struct ProgramLayout {
+    pub offsets: HashMap<Word, u64>,
+    pub data: ModuleData,
+}
+
+/// Lays out the program's segment (see the module documentation). Run
+/// with the module's packed structs known to `reflect::layout`.
+pub fn program_layout(module: &Module) -> Result<ProgramLayout, String> {
+    let g = globals(module);
+    let vars = data_variables(module);
+    let (offsets, size) = place(module, &g, &vars, 0)?;
+    let target = |v: Word| offsets.get(&v).map(|&o| (false, o));
+    let data = fill(&g, &vars, &offsets, size, &target)?;
+    Ok(ProgramLayout { offsets, data })
+}
+
+/// The program segment's initial contents, from the program's SPIR-V.
+pub fn program_data(words: &[u32]) -> Result<ModuleData, String> {
+    let module = reflect::load(words)?;
+    reflect::with_packed_structs(reflect::packed_structs(&module), || program_layout(&module))
+        .map(|l| l.data)
+}
+
+/// Bytes of the program's `__global` variables
+/// (CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE).
+pub fn global_variable_bytes(words: &[u32]) -> u64 {
+    let Ok(module) = reflect::load(words) else {
+        return 0;
+    };
+    reflect::with_packed_structs(reflect::packed_structs(&module), || {
+        let g = globals(&module);
+        data_variables(&module)
+            .iter()
+            .filter(|&&v| storage_class(&g, v) == Some(StorageClass::CrossWorkgroup))
+            .filter_map(|&v| pointee_layout(&g, v).ok())
+            .map(|(size, _)| u64::from(size))
+            .sum()
+    })
+}
+
+/// Rewrites the kernel `fid` (see the module documentation); returns its
+/// segment when it uses module data.
+pub fn run(
+    ctx: &mut Ctx,
+    fid: Word,
+    block: &Block,
+    program: &ProgramLayout,
+) -> Result<Option<ModuleData>, String> {
+    let vars = data_variables(&ctx.module);
+    if vars.is_empty() {
+        return Ok(None);
+    }
+    // The kernel's own variables follow the program segment's address.
+    let g = globals(&ctx.module);
+    let own: Vec<Word> = vars
+        .iter()
+        .copied()
+        .filter(|v| !program.offsets.contains_key(v))
+        .collect();
+    let (own_offsets, size) = place(&ctx.module, &g, &own, 8)?;
+    let uses_program = vars.iter().any(|v| program.offsets.contains_key(v));
+    let target = |v: Word| {
+        own_offsets
+            .get(&v)
+            .map(|&o| (false, o))
+            .or_else(|| program.offsets.get(&v).map(|&o| (true, o)))
+    };
+    let mut data = fill(&g, &own, &own_offsets, size, &target)?;
+    let var_types: Vec<Option<Word>> = vars.iter().map(|v| g[v].result_type).collect();
+    drop(g);
+    if uses_program {
+        data.relocations.push(Relocation {
+            at: 0,
+            target: 0,
+            program: true,
+        });
+    }
+
+    // Each variable's address, at the kernel's start.
+    let u64t = ctx.uint(64);
+    let mut p = Prologue { code: Vec::new() };
+    let segment = header_address(ctx, &mut p, block, MODULE_DATA);
+    let program_base = if uses_program {
+        let ptr = ctx.pointer(StorageClass::CrossWorkgroup, u64t);
+        let at = p.op(ctx, Op::ConvertUToPtr, ptr, &[segment]);
+        let id = ctx.fresh();
+        p.code.push(Instruction::new(
+            Op::Load,
+            Some(u64t),
+            Some(id),
+            vec![
+                Operand::IdRef(at),
+                Operand::MemoryAccess(MemoryAccess::ALIGNED),
+                Operand::LiteralBit32(8),
+            ],
+        ));
+        Some(id)
+    } else {
+        None
+    };
+    let mut replace: HashMap<Word, Word> = HashMap::new();
+    for (&v, ty) in vars.iter().zip(var_types) {
+        let ty = ty.ok_or("variable without type")?;
+        let (base, offset) = match (own_offsets.get(&v), program.offsets.get(&v)) {
+            (Some(&o), _) => (segment, o),
+            (None, Some(&o)) => (program_base.ok_or("no program segment")?, o),
+            (None, None) => return Err("module data variable without a place".into()),
+        };
+        let k = ctx.const_int(u64t, offset);
+        let address = p.op(ctx, Op::IAdd, u64t, &[base, k]);
+        let ptr = p.op(ctx, Op::ConvertUToPtr, ty, &[address]);
+        replace.insert(v, ptr);
+    }
+
+    // Constants made from the variables' addresses: the initialisers of
+    // other variables (now in the segments' bytes) and constant pointer
+    // arithmetic (`&table[2]`), which becomes code at the kernel's start.
+    let mut gone: HashSet<Word> = vars.iter().copied().collect();
+    for i in &ctx.module.types_global_values {
+        let Some(id) = i.result_id else { continue };
+        if gone.contains(&id) || !ids_used(i).any(|x| gone.contains(&x)) {
+            continue;
+        }
+        gone.insert(id);
+        if i.class.opcode == Op::SpecConstantOp {
+            let Some(Operand::LiteralSpecConstantOpInteger(op)) = i.operands.first() else {
+                return Err("malformed OpSpecConstantOp".into());
+            };
+            let operands = i.operands[1..]
+                .iter()
+                .map(|o| match o {
+                    Operand::IdRef(x) => Operand::IdRef(*replace.get(x).unwrap_or(x)),
+                    other => other.clone(),
+                })
+                .collect();
+            p.code
+                .push(Instruction::new(*op, i.result_type, Some(id), operands));
+            // The instruction keeps its id; uses need no change.
+            replace.insert(id, id);
+        }
+    }
+    ctx.module
+        .types_global_values
+        .retain(|i| i.result_id.is_none_or(|r| !gone.contains(&r)));
+    let mentions_gone = |i: &Instruction| id_at(i, 0).is_some_and(|t| gone.contains(&t));
+    ctx.module.annotations.retain(|a| !mentions_gone(a));
+    ctx.module.debug_names.retain(|a| !mentions_gone(a));
+    for e in &mut ctx.module.entry_points {
+        e.operands
+            .retain(|o| !matches!(o, Operand::IdRef(x) if gone.contains(x)));
+    }
+    for f in &mut ctx.module.functions {
+        for i in f.all_inst_iter_mut() {
+            for o in &mut i.operands {
+                if let Operand::IdRef(x) = o {
+                    if let Some(&r) = replace.get(x) {
+                        *x = r;
+                    } else if gone.contains(x) {
+                        return Err(
+                            "a constant built from the addresses of program-scope variables is not supported"
+                                .into(),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    let kernel = ctx
+        .module
+        .functions
+        .iter_mut()
+        .find(|f| f.def.as_ref().and_then(|d| d.result_id) == Some(fid))
+        .ok_or("kernel function missing")?;
+    let entry = kernel.blocks.first_mut().ok_or("kernel without code")?;
+    let at = entry
+        .instructions
+        .iter()
+        .position(|i| i.class.opcode != Op::Variable)
+        .unwrap_or(entry.instructions.len());
+    entry.instructions.splice(at..at, p.code);
+    Ok(Some(data))
+}
+
+type Globals<'a> = HashMap<Word, &'a Instruction>;
+
+fn globals(module: &Module) -> Globals<'_> {
+    module
+        .types_global_values
+        .iter()
+        .filter_map(|i| i.result_id.map(|r| (r, i)))
+        .collect()
+}
+
+/// The module-scope `CrossWorkgroup` and `UniformConstant` variables, in
+/// declaration order.
+fn data_variables(module: &Module) -> Vec<Word> {
+    module
+        .types_global_values
+        .iter()
+        .filter(|i| {
+            i.class.opcode == Op::Variable
+                && matches!(
+                    i.operands.first(),
+                    Some(Operand::StorageClass(
+                        StorageClass::CrossWorkgroup | StorageClass::UniformConstant
+                    ))
+                )
+        })
+        .filter_map(|i| i.result_id)
+        .collect()
+}
+
+fn storage_class(g: &Globals, v: Word) -> Option<StorageClass> {
+    match g.get(&v)?.operands.first() {
+        Some(Operand::StorageClass(sc)) => Some(*sc),
+        _ => None,
+    }
+}
+
+/// The type a pointer-typed value points to.
+fn pointee(g: &Globals, v: Word) -> Result<Word, String> {
+    let ty = g
+        .get(&v)
+        .and_then(|i| i.result_type)
+        .ok_or("value without type")?;
+    g.get(&ty)
+        .filter(|t| t.class.opcode == Op::TypePointer)
+        .and_then(|t| id_at(t, 1))
+        .ok_or_else(|| "module data of non-pointer type".to_string())
+}
+
+fn pointee_layout(g: &Globals, v: Word) -> Result<(u32, u32), String> {
+    layout(g, pointee(g, v)?)
+}
+
+/// Offsets of `vars` from `start`, each aligned as its type and its
+/// `Alignment` decoration ask; and the end.
+fn place(
+    module: &Module,
+    g: &Globals,
+    vars: &[Word],
+    start: u64,
+) -> Result<(HashMap<Word, u64>, u64), String> {
+    let mut offsets = HashMap::new();
+    let mut end = start;
+    for &v in vars {
+        let (size, align) = pointee_layout(g, v)?;
+        let decorated = module.annotations.iter().find_map(|a| {
+            (a.class.opcode == Op::Decorate
+                && id_at(a, 0) == Some(v)
+                && a.operands.get(1) == Some(&Operand::Decoration(Decoration::Alignment)))
+            .then(|| match a.operands.get(2) {
+                Some(Operand::LiteralBit32(n)) => *n,
+                _ => 1,
+            })
+        });
+        let align = u64::from(align.max(decorated.unwrap_or(1)).max(1));
+        let at = end.next_multiple_of(align);
+        offsets.insert(v, at);
+        end = at + u64::from(size);
+    }
+    Ok((offsets, end))
+}
+
+/// A segment's contents: `vars` at `offsets` with their initialisers
+/// (zero where they have none). `target` finds a variable's segment (true
+/// for the program's) and offset.
+fn fill(
+    g: &Globals,
+    vars: &[Word],
+    offsets: &HashMap<Word, u64>,
+    size: u64,
+    target: &dyn Fn(Word) -> Option<(bool, u64)>,
+) -> Result<ModuleData, String> {
+    let mut data = ModuleData {
+        bytes: vec![0; size as usize],
+        relocations: Vec::new(),
+    };
+    for &v in vars {
+        let Some(init) = g[&v].operands.get(1).and_then(|o| match o {
+            Operand::IdRef(x) => Some(*x),
+            _ => None,
+        }) else {
+            continue;
+        };
+        let ty = pointee(g, v)?;
+        write_constant(g, init, ty, offsets[&v], &mut data, target)?;
+    }
+    Ok(data)
+}
+
+/// Integer value of a constant (sign-extended from its width).
+fn constant_value(g: &Globals, c: Word) -> Option<i64> {
+    let i = g.get(&c)?;
+    if i.class.opcode != Op::Constant {
+        return None;
+    }
+    let width = match g.get(&i.result_type?)?.operands.first() {
+        Some(Operand::LiteralBit32(w)) => *w,
+        _ => return None,
+    };
+    let raw = match i.operands.first()? {
+        Operand::LiteralBit32(v) => u64::from(*v),
+        Operand::LiteralBit64(v) => *v,
+        _ => return None,
+    };
+    let shift = 64 - width.min(64);
+    Some(((raw << shift) as i64) >> shift)
+}
+
+/// Byte offset of member `m` of a struct under OpenCL C's ABI.
+fn member_offset(g: &Globals, st: Word, m: usize) -> Result<u64, String> {
+    let t = g.get(&st).ok_or("unknown struct")?;
+    let packed = is_packed(st);
+    let mut offset = 0u32;
+    for (k, op) in t.operands.iter().enumerate() {
+        let Operand::IdRef(mt) = op else {
+            return Err("bad struct".into());
+        };
+        let (ms, ma) = layout(g, *mt)?;
+        offset = offset.next_multiple_of(if packed { 1 } else { ma });
+        if k == m {
+            return Ok(u64::from(offset));
+        }
+        offset += ms;
+    }
+    Err("struct member out of range".into())
+}
+
+/// The type `index` selects inside `ty`, and its byte offset.
+fn step(g: &Globals, ty: Word, index: i64) -> Result<(Word, i64), String> {
+    let t = g.get(&ty).ok_or("unknown type")?;
+    match t.class.opcode {
+        Op::TypeStruct => {
+            let m = usize::try_from(index).map_err(|_| "negative member index")?;
+            let mt = id_at(t, m).ok_or("struct member out of range")?;
+            Ok((mt, member_offset(g, ty, m)? as i64))
+        }
+        Op::TypeArray | Op::TypeRuntimeArray | Op::TypeVector => {
+            let et = id_at(t, 0).ok_or("bad composite")?;
+            Ok((et, index * i64::from(layout(g, et)?.0)))
+        }
+        other => Err(format!("cannot index into {other:?}")),
+    }
+}
+
+/// The variable and byte offset a constant pointer designates (None for
+/// a null pointer).
+fn constant_pointer(g: &Globals, c: Word) -> Result<Option<(Word, i64)>, String> {
+    let i = g.get(&c).ok_or("unknown constant")?;
+    match i.class.opcode {
+        Op::Variable => Ok(Some((c, 0))),
+        Op::ConstantNull | Op::Undef => Ok(None),
+        Op::SpecConstantOp => {
+            let Some(Operand::LiteralSpecConstantOpInteger(op)) = i.operands.first() else {
+                return Err("malformed OpSpecConstantOp".into());
+            };
+            let ids: Vec<Word> = i.operands[1..]
+                .iter()
+                .filter_map(|o| match o {
+                    Operand::IdRef(x) => Some(*x),
+                    _ => None,
+                })
+                .collect();
+            let base = *ids.first().ok_or("malformed OpSpecConstantOp")?;
+            match op {
+                Op::Bitcast
+                | Op::PtrCastToGeneric
+                | Op::GenericCastToPtr
+                | Op::CopyObject
+                | Op::ConvertPtrToU => constant_pointer(g, base),
+                Op::AccessChain
+                | Op::InBoundsAccessChain
+                | Op::PtrAccessChain
+                | Op::InBoundsPtrAccessChain => {
+                    let Some((var, mut offset)) = constant_pointer(g, base)? else {
+                        return Err("address arithmetic on a null pointer constant".into());
+                    };
+                    let mut ty = pointee(g, base)?;
+                    let mut indexes = ids[1..].iter();
+                    if matches!(op, Op::PtrAccessChain | Op::InBoundsPtrAccessChain) {
+                        let n = indexes.next().ok_or("malformed pointer arithmetic")?;
+                        let n =
+                            constant_value(g, *n).ok_or("pointer arithmetic by a non-constant")?;
+                        offset += n * i64::from(layout(g, ty)?.0);
+                    }
+                    for idx in indexes {
+                        let n = constant_value(g, *idx)
+                            .ok_or("pointer arithmetic by a non-constant")?;
+                        let (next, by) = step(g, ty, n)?;
+                        ty = next;
+                        offset += by;
+                    }
+                    Ok(Some((var, offset)))
+                }
+                other => Err(format!(
+                    "constant pointer expression {other:?} is not supported"
+                )),
+            }
+        }
+        other => Err(format!("{other:?} as a pointer constant is not supported")),
+    }
+}
+
+/// Writes constant `c` of type `ty` at byte `at` of `data`.
+fn write_constant(
+    g: &Globals,
+    c: Word,
+    ty: Word,
+    at: u64,
+    data: &mut ModuleData,
+    target: &dyn Fn(Word) -> Option<(bool, u64)>,
+) -> Result<(), String> {
+    let i = g.get(&c).ok_or("unknown constant")?;
+    let t = g.get(&ty).ok_or("unknown type")?;
+    let put = |data: &mut ModuleData, bytes: &[u8]| {
+        let at = at as usize;
+        data.bytes[at..at + bytes.len()].copy_from_slice(bytes);
+    };
+    match i.class.opcode {
+        Op::ConstantNull | Op::Undef => Ok(()),
+        Op::ConstantTrue | Op::SpecConstantTrue => {
+            put(data, &[1]);
+            Ok(())
+        }
+        Op::ConstantFalse | Op::SpecConstantFalse => Ok(()),
+        Op::Constant | Op::SpecConstant => {
+            let width = match t.operands.first() {
+                Some(Operand::LiteralBit32(w)) => *w as usize / 8,
+                _ => return Err("constant of unknown width".into()),
+            };
+            let raw = match i.operands.first() {
+                Some(Operand::LiteralBit32(v)) => u64::from(*v),
+                Some(Operand::LiteralBit64(v)) => *v,
+                _ => return Err("constant without a value".into()),
+            };
+            put(data, &raw.to_le_bytes()[..width.min(8)]);
+            Ok(())
+        }
+        Op::ConstantComposite | Op::SpecConstantComposite => {
+            for (k, op) in i.operands.iter().enumerate() {
+                let Operand::IdRef(part) = op else {
+                    return Err("bad composite constant".into());
+                };
+                let (pt, off) = step(g, ty, k as i64)?;
+                write_constant(g, *part, pt, at + off as u64, data, target)?;
+            }
+            Ok(())
+        }
+        Op::Variable | Op::SpecConstantOp => {
+            if let Some((var, offset)) = constant_pointer(g, c)? {
+                let (program, base) = target(var)
+                    .ok_or("the address of a variable outside device memory in an initialiser")?;
+                data.relocations.push(Relocation {
+                    at,
+                    target: base.wrapping_add_signed(offset),
+                    program,
+                });
+            }
+            Ok(())
+        }
+        other => Err(format!("{other:?} in an initialiser is not supported")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compiler::spirv::ctx::assemble;
+    use rspirv::binary::Assemble;
+
+    const PROGRAM: &str = r#"
+               OpCapability Addresses
+               OpCapability Kernel
+               OpCapability Int64
+               OpCapability Int8
+               OpMemoryModel Physical64 OpenCL
+               OpEntryPoint Kernel %k "k"
+               OpName %table "table"
+               OpName %counter "counter"
+               OpName %ptr "ptr"
+               OpName %s "s"
+               OpName %v "v"
+               OpDecorate %v Alignment 16
+       %uint = OpTypeInt 32 0
+      %ulong = OpTypeInt 64 0
+      %uchar = OpTypeInt 8 0
+     %uint_7 = OpConstant %uint 7
+     %uint_1 = OpConstant %uint 1
+    %ulong_0 = OpConstant %ulong 0
+    %ulong_2 = OpConstant %ulong 2
+    %ulong_4 = OpConstant %ulong 4
+   %uchar_97 = OpConstant %uchar 97
+   %ulong_77 = OpConstant %ulong 77
+        %arr = OpTypeArray %uint %ulong_4
+    %arr_ptr = OpTypePointer CrossWorkgroup %arr
+   %uint_ptr = OpTypePointer CrossWorkgroup %uint
+   %pp = OpTypePointer CrossWorkgroup %uint_ptr
+          %S = OpTypeStruct %uchar %ulong %uint_ptr
+      %S_ptr = OpTypePointer CrossWorkgroup %S
+      %float = OpTypeFloat 32
+    %v4float = OpTypeVector %float 4
+     %v4_ptr = OpTypePointer CrossWorkgroup %v4float
+    %float_2 = OpConstant %float 2
+       %void = OpTypeVoid
+         %fn = OpTypeFunction %void
+       %init = OpConstantComposite %arr %uint_1 %uint_7 %uint_7 %uint_1
+      %table = OpVariable %arr_ptr CrossWorkgroup %init
+    %counter = OpVariable %uint_ptr CrossWorkgroup
+         %at = OpSpecConstantOp %uint_ptr InBoundsPtrAccessChain %table %ulong_0 %ulong_2
+        %ptr = OpVariable %pp CrossWorkgroup %at
+      %s_ini = OpConstantComposite %S %uchar_97 %ulong_77 %counter
+          %s = OpVariable %S_ptr CrossWorkgroup %s_ini
+      %v_ini = OpConstantComposite %v4float %float_2 %float_2 %float_2 %float_2
+          %v = OpVariable %v4_ptr CrossWorkgroup %v_ini
+          %k = OpFunction %void None %fn
+          %l = OpLabel
+               OpReturn
+               OpFunctionEnd
+"#;
+
+    #[test]
+    fn program_variables_are_laid_out_with_their_initialisers() {
+        let ctx = assemble(PROGRAM);
+        let l = program_layout(&ctx.module).unwrap();
+        let id = |name: &str| {
+            ctx.module
+                .debug_names
+                .iter()
+                .find(|n| n.operands.get(1) == Some(&Operand::LiteralString(name.into())))
+                .and_then(|n| id_at(n, 0))
+        };
+        // table at 0 (16 bytes), counter at 16, ptr at 24, s at 32 (24
+        // bytes), v at 64 (16-byte aligned).
+        let at = |name| l.offsets[&id(name).expect("named")];
+        assert_eq!(
+            [at("table"), at("counter"), at("ptr"), at("s"), at("v")],
+            [0, 16, 24, 32, 64]
+        );
+        assert_eq!(l.data.bytes.len(), 80);
+        assert_eq!(
+            &l.data.bytes[0..16],
+            &[1, 0, 0, 0, 7, 0, 0, 0, 7, 0, 0, 0, 1, 0, 0, 0]
+        );
+        assert_eq!(l.data.bytes[32], 97);
+        assert_eq!(l.data.bytes[40], 77);
+        assert_eq!(&l.data.bytes[64..68], &2f32.to_le_bytes());
+        // `ptr` holds &table[2]; `s.p` holds &counter.
+        let mut relocs = l.data.relocations.clone();
+        relocs.sort_by_key(|r| r.at);
+        assert_eq!(
+            relocs,
+            [
+                Relocation {
+                    at: 24,
+                    target: 8,
+                    program: false
+                },
+                Relocation {
+                    at: 48,
+                    target: 16,
+                    program: false
+                },
+            ]
+        );
+        let bytes = l.data.resolve(0x1000, 0);
+        assert_eq!(&bytes[24..32], &0x1008u64.to_le_bytes());
+        let words = ctx.module.assemble();
+        assert_eq!(global_variable_bytes(&words), 16 + 4 + 8 + 24 + 16);
+        assert_eq!(program_data(&words).unwrap(), l.data);
+    }
+}
