@@ -209,6 +209,13 @@ fn compiled(cl: &Cl, c: cl_context, source: &str, options: &str) -> cl_program {
 }
 
 fn variables_shared_by_linked_programs(cl: &Cl) {
+    // Linking needs spirv-link; devices report whether they have it.
+    let linker = cl
+        .device_bytes(cl.device(), CL_DEVICE_LINKER_AVAILABLE)
+        .unwrap();
+    if u32_of(&linker) == 0 {
+        return;
+    }
     let s = Setup::new(cl);
     let a = compiled(
         cl,

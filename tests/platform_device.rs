@@ -465,8 +465,9 @@ fn unsupported_features_say_so(cl: &Cl) {
         let pipe = cl.clCreatePipe.unwrap()(c, 0, 4, 16, std::ptr::null(), &mut err);
         assert!(pipe.is_null());
         assert_eq!(err, CL_INVALID_OPERATION);
-        // No SVM: a null pointer.
-        assert!(cl.clSVMAlloc.unwrap()(c, CL_MEM_READ_WRITE, 1024, 0).is_null());
+        // Fine-grained SVM is not offered: a null pointer.
+        let flags = CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER;
+        assert!(cl.clSVMAlloc.unwrap()(c, flags, 1024, 0).is_null());
         // No native kernels.
         assert_eq!(
             cl.clEnqueueNativeKernel.unwrap()(

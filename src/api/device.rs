@@ -213,7 +213,11 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_PARTITION_AFFINITY_DOMAIN => info(0 as cl_device_affinity_domain),
         CL_DEVICE_PARTITION_TYPE => info(Vec::<cl_device_partition_property>::new()),
         CL_DEVICE_REFERENCE_COUNT => info(1u32),
-        CL_DEVICE_SVM_CAPABILITIES => info(0 as cl_device_svm_capabilities),
+        CL_DEVICE_SVM_CAPABILITIES => info(if d.coarse_svm() {
+            CL_DEVICE_SVM_COARSE_GRAIN_BUFFER
+        } else {
+            0
+        } as cl_device_svm_capabilities),
         CL_DEVICE_PREFERRED_PLATFORM_ATOMIC_ALIGNMENT
         | CL_DEVICE_PREFERRED_GLOBAL_ATOMIC_ALIGNMENT
         | CL_DEVICE_PREFERRED_LOCAL_ATOMIC_ALIGNMENT => info(0u32),

@@ -303,13 +303,32 @@ pub unsafe extern "C" fn clGetKernelWorkGroupInfo(
 pub unsafe extern "C" fn clSetKernelExecInfo(
     kernel: cl_kernel,
     param_name: cl_kernel_exec_info,
-    _param_value_size: usize,
-    _param_value: *const c_void,
+    param_value_size: usize,
+    param_value: *const c_void,
 ) -> cl_int {
     api_call("clSetKernelExecInfo", || {
-        Handle::<Kernel>::from_raw(kernel)?;
+        let k = Handle::<Kernel>::from_raw(kernel)?;
+        let svm = k.program.context.devices.iter().any(|d| d.coarse_svm());
         match param_name {
-            // No device supports SVM (CL_DEVICE_SVM_CAPABILITIES is 0).
+            _ if param_value.is_null() => err(CL_INVALID_VALUE),
+            // Coarse-grained SVM: kernels may reach any allocation through
+            // pointers, and every allocation is device memory already.
+            CL_KERNEL_EXEC_INFO_SVM_PTRS if svm => {
+                if param_value_size % std::mem::size_of::<*const c_void>() != 0 {
+                    return err(CL_INVALID_VALUE);
+                }
+                Ok(())
+            }
+            CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM if svm => {
+                if param_value_size != std::mem::size_of::<cl_bool>() {
+                    return err(CL_INVALID_VALUE);
+                }
+                // SAFETY: checked to be a cl_bool above.
+                match unsafe { *param_value.cast::<cl_bool>() } {
+                    CL_FALSE => Ok(()),
+                    _ => err(CL_INVALID_OPERATION),
+                }
+            }
             CL_KERNEL_EXEC_INFO_SVM_PTRS | CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM => {
                 err(CL_INVALID_OPERATION)
             }
@@ -559,6 +578,13 @@ fn enqueue_ndrange(
                     }
                     None => 0,
                 };
+                put(args_to, *offset, &address.to_ne_bytes());
+            }
+            (Slot::Address { offset }, Some(ArgValue::Svm(address))) => {
+                // The allocation stays while the command runs.
+                if let Some(a) = k.program.context.svm.find(*address as usize) {
+                    keep.push(Box::new(a));
+                }
                 put(args_to, *offset, &address.to_ne_bytes());
             }
             (Slot::Bytes { offset, .. }, Some(ArgValue::Bytes(bytes))) => {

@@ -203,7 +203,7 @@ fn mem_info(b: &Arc<Handle<Buffer>>, param: cl_mem_info) -> Info {
             None => std::ptr::null_mut(),
         }),
         CL_MEM_OFFSET => info(b.origin()),
-        CL_MEM_USES_SVM_POINTER => info(false),
+        CL_MEM_USES_SVM_POINTER => info(b.uses_svm()),
         CL_MEM_PROPERTIES => info(b.properties.clone()),
         _ => invalid_param(param),
     }
@@ -248,12 +248,12 @@ pub unsafe extern "C" fn clSetMemObjectDestructorCallback(
 /// The common part of every buffer command: the queue, the buffer (same
 /// context, on the queue's device, sub-buffer aligned for it) and the wait
 /// list.
-struct Target {
-    queue: Arc<Handle<Queue>>,
-    waits: Vec<Arc<Handle<crate::core::event::Event>>>,
+pub(crate) struct Target {
+    pub queue: Arc<Handle<Queue>>,
+    pub waits: Vec<Arc<Handle<crate::core::event::Event>>>,
 }
 
-fn target(
+pub(crate) fn target(
     command_queue: cl_command_queue,
     buffers: &[cl_mem],
     num_events: cl_uint,
@@ -279,7 +279,7 @@ fn target(
 
 impl Target {
     /// Enqueues, hands out the event, and waits when blocking.
-    fn run(
+    pub fn run(
         self,
         command_type: cl_command_type,
         blocking: bool,

@@ -21,6 +21,8 @@ pub struct Context {
     pub interop_user_sync: bool,
     notify: Option<Callback<ContextNotify>>,
     destructors: Mutex<Vec<Callback<ContextDestructor>>>,
+    /// Shared virtual memory allocated in this context.
+    pub svm: crate::core::svm::SvmAllocations,
 }
 
 impl ClObject for Context {
@@ -110,6 +112,7 @@ impl Context {
             interop_user_sync: properties.interop_user_sync,
             notify,
             destructors: Mutex::new(Vec::new()),
+            svm: Default::default(),
         }))
     }
 

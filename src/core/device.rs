@@ -28,6 +28,9 @@ pub struct Device {
     worker: OnceLock<Arc<Worker>>,
     repumping: Mutex<()>,
     repump_again: AtomicBool,
+    /// Whether buffer device addresses are the host addresses of their
+    /// mappings (see `Device::coarse_svm`), found on first need.
+    pub(crate) svm_identity: OnceLock<bool>,
 }
 
 impl ClObject for Device {
@@ -71,6 +74,7 @@ impl Device {
             worker: OnceLock::new(),
             repumping: Mutex::new(()),
             repump_again: AtomicBool::new(false),
+            svm_identity: OnceLock::new(),
         }
     }
 

@@ -27,6 +27,9 @@ pub enum ArgValue {
     Local(usize),
     /// Plain bytes (scalars, vectors, structs).
     Bytes(Vec<u8>),
+    /// An SVM pointer (clSetKernelArgSVMPointer): a host and device
+    /// address at once.
+    Svm(u64),
 }
 
 pub struct Kernel {

@@ -131,6 +131,44 @@ impl Buffer {
         host_ptr: Option<HostPtr>,
         properties: Vec<cl_mem_properties>,
     ) -> ClResult<Arc<Handle<Buffer>>> {
+        // CL_MEM_USE_HOST_PTR inside an SVM allocation: the buffer is that
+        // memory (CL_MEM_USES_SVM_POINTER).
+        let svm = host_ptr
+            .filter(|_| flags & CL_MEM_USE_HOST_PTR != 0)
+            .and_then(|h| {
+                let a = context.svm.find(h.0)?;
+                let base = a.storage.mapped()?.as_ptr() as usize;
+                (h.0 + size <= a.ptr + a.size).then(|| (a.storage.clone(), h.0 - base))
+            });
+        let (storage, offset) = match svm {
+            Some(aliased) => aliased,
+            None => (
+                Arc::new(Self::new_storage(&context, flags, size, host_ptr)?),
+                0,
+            ),
+        };
+        Ok(Handle::new(Buffer {
+            context,
+            flags,
+            size,
+            host_ptr: host_ptr.filter(|_| flags & CL_MEM_USE_HOST_PTR != 0),
+            parent: None,
+            offset,
+            storage,
+            properties,
+            maps: Mutex::new(Vec::new()),
+            destructors: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// Device memory for a new buffer, with `host_ptr`'s data copied in
+    /// for COPY/USE_HOST_PTR.
+    fn new_storage(
+        context: &Context,
+        flags: cl_mem_flags,
+        size: usize,
+        host_ptr: Option<HostPtr>,
+    ) -> ClResult<DeviceBuffer> {
         let device = context.devices[0].logical()?;
         let storage = DeviceBuffer::new(&device, size as u64, BufferUse::Device).map_err(|e| {
             if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
@@ -146,18 +184,15 @@ impl Buffer {
             let data = unsafe { std::slice::from_raw_parts(src.get(), size) };
             upload(&device, &storage, 0, data)?;
         }
-        Ok(Handle::new(Buffer {
-            context,
-            flags,
-            size,
-            host_ptr: host_ptr.filter(|_| flags & CL_MEM_USE_HOST_PTR != 0),
-            parent: None,
-            offset: 0,
-            storage: Arc::new(storage),
-            properties,
-            maps: Mutex::new(Vec::new()),
-            destructors: Mutex::new(Vec::new()),
-        }))
+        Ok(storage)
+    }
+
+    /// Whether the buffer is memory of an SVM allocation.
+    pub fn uses_svm(&self) -> bool {
+        let root = self.parent.as_ref().map_or(self, |p| &**p);
+        root.host_ptr
+            .and_then(|h| self.context.svm.find(h.0))
+            .is_some_and(|a| Arc::ptr_eq(&a.storage, &self.storage))
     }
 
     /// clCreateSubBuffer, after argument checks.

@@ -12,6 +12,7 @@ pub mod platform;
 pub mod printf;
 pub mod program;
 pub mod queue;
+pub mod svm;
 pub mod worker;
 
 /// Sets up logging from `VKCL_LOG` (for example `VKCL_LOG=debug` or

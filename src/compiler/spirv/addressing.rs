@@ -19,6 +19,18 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     // Data pointers become device addresses.
     let mut psb_types = Vec::new();
     for t in &mut ctx.module.types_global_values {
+        if t.class.opcode == Op::TypeForwardPointer {
+            // A recursive struct's pointer, declared ahead.
+            if matches!(
+                t.operands.get(1),
+                Some(Operand::StorageClass(
+                    StorageClass::CrossWorkgroup | StorageClass::UniformConstant
+                ))
+            ) {
+                t.operands[1] = Operand::StorageClass(StorageClass::PhysicalStorageBuffer);
+            }
+            continue;
+        }
         if t.class.opcode != Op::TypePointer {
             continue;
         }

@@ -231,12 +231,25 @@ impl Ctx {
             .enumerate()
             .filter_map(|(i, x)| Some((x.result_id?, i)))
             .collect();
+        // Forward declarations of pointer types (recursive structs) come
+        // first; a use of such a pointer type needs no definition before it.
+        let forward: std::collections::HashSet<Word> = items
+            .iter()
+            .filter(|x| x.class.opcode == Op::TypeForwardPointer)
+            .filter_map(|x| id_at(x, 0))
+            .collect();
         let mut done = vec![false; items.len()];
-        let mut order = Vec::with_capacity(items.len());
+        let mut order: Vec<usize> = (0..items.len())
+            .filter(|&i| items[i].class.opcode == Op::TypeForwardPointer)
+            .collect();
+        for &i in &order {
+            done[i] = true;
+        }
         fn visit(
             i: usize,
             items: &[Instruction],
             index: &std::collections::HashMap<Word, usize>,
+            forward: &std::collections::HashSet<Word>,
             done: &mut Vec<bool>,
             order: &mut Vec<usize>,
         ) {
@@ -244,15 +257,19 @@ impl Ctx {
                 return;
             }
             done[i] = true;
+            let is_pointer = items[i].class.opcode == Op::TypePointer;
             for d in ids_used(&items[i]) {
+                if forward.contains(&d) && !is_pointer {
+                    continue;
+                }
                 if let Some(&j) = index.get(&d) {
-                    visit(j, items, index, done, order);
+                    visit(j, items, index, forward, done, order);
                 }
             }
             order.push(i);
         }
         for i in 0..items.len() {
-            visit(i, &items, &index, &mut done, &mut order);
+            visit(i, &items, &index, &forward, &mut done, &mut order);
         }
         let mut slots: Vec<Option<Instruction>> = items.into_iter().map(Some).collect();
         self.module.types_global_values = order

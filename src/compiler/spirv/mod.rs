@@ -24,6 +24,7 @@ pub mod reflect;
 pub mod relocate;
 pub mod select;
 pub mod signed;
+pub mod slots;
 pub mod specialize;
 pub mod structure;
 pub mod sync;
@@ -130,6 +131,7 @@ fn rewrite_module(
     addressing::run(&mut ctx)?;
     lap("addressing");
     structure::run(&mut ctx)?;
+    slots::run(&mut ctx)?;
     lap("structure");
     sync::run(&mut ctx)?;
     finish::run(&mut ctx, fid, caps)?;

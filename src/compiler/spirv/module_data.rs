@@ -214,6 +214,48 @@ pub fn run(
             replace.insert(id, id);
         }
     }
+    // Initialisers nothing else uses go too: some cannot exist in a Vulkan
+    // module (a null struct of logical pointers).
+    let mut candidates: Vec<Word> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|i| {
+            i.class.opcode == Op::Variable && i.result_id.is_some_and(|r| gone.contains(&r))
+        })
+        .filter_map(|i| id_at(i, 1))
+        .collect();
+    while !candidates.is_empty() {
+        let used: HashSet<Word> = ctx
+            .module
+            .types_global_values
+            .iter()
+            .filter(|i| i.result_id.is_none_or(|r| !gone.contains(&r)))
+            .chain(ctx.module.functions.iter().flat_map(|f| f.all_inst_iter()))
+            .chain(p.code.iter())
+            .flat_map(ids_used)
+            .collect();
+        let dead: Vec<Word> = candidates
+            .drain(..)
+            .filter(|c| !used.contains(c) && !gone.contains(c))
+            .collect();
+        for c in dead {
+            gone.insert(c);
+            if let Some(i) = ctx
+                .module
+                .types_global_values
+                .iter()
+                .find(|i| i.result_id == Some(c))
+            {
+                if matches!(
+                    i.class.opcode,
+                    Op::ConstantComposite | Op::SpecConstantComposite
+                ) {
+                    candidates.extend(ids_used(i).filter(|&x| Some(x) != i.result_type));
+                }
+            }
+        }
+    }
     ctx.module
         .types_global_values
         .retain(|i| i.result_id.is_none_or(|r| !gone.contains(&r)));

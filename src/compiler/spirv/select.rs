@@ -88,7 +88,13 @@ fn drop_unused_globals(ctx: &mut Ctx) {
         }
     }
     let gone = |id: Option<Word>| id.is_some_and(|i| defs.contains_key(&i) && !kept.contains(&i));
-    m.types_global_values.retain(|i| !gone(i.result_id));
+    m.types_global_values.retain(|i| {
+        // A forward declaration goes with the pointer type it declares.
+        let declares = (i.class.opcode == Op::TypeForwardPointer)
+            .then(|| id_at(i, 0))
+            .flatten();
+        !gone(i.result_id) && !gone(declares)
+    });
     m.annotations.retain(|a| !gone(id_at(a, 0)));
     m.debug_names.retain(|a| !gone(id_at(a, 0)));
     for e in &mut m.entry_points {

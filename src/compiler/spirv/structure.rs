@@ -137,7 +137,8 @@ fn rpo(n: usize, succ: &[Vec<usize>], start: usize) -> Vec<usize> {
     post
 }
 
-struct Cfg {
+/// A function's control-flow graph with its dominator tree.
+pub(crate) struct Cfg {
     succ: Vec<Vec<usize>>,
     preds: Vec<Vec<usize>>,
     order: Vec<usize>,
@@ -151,7 +152,7 @@ struct Cfg {
 }
 
 impl Cfg {
-    fn new(f: &rspirv::dr::Function) -> Cfg {
+    pub(crate) fn new(f: &rspirv::dr::Function) -> Cfg {
         let n = f.blocks.len();
         // Block index by label id (a table: this runs after every edit).
         let labels: Vec<Option<Word>> = f.blocks.iter().map(|b| b.label_id()).collect();
@@ -229,7 +230,8 @@ impl Cfg {
         self.idom[b].is_some()
     }
 
-    fn dominates(&self, a: usize, b: usize) -> bool {
+    /// Whether block `a` dominates block `b` (indexes into the blocks).
+    pub(crate) fn dominates(&self, a: usize, b: usize) -> bool {
         a == b
             || (self.reachable(a)
                 && self.reachable(b)

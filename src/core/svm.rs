@@ -1,0 +1,125 @@
+//! Coarse-grained buffer SVM. An allocation is a device buffer whose
+//! device address is also the host address of its mapping, so one pointer
+//! value works on both sides: pointers stored inside SVM memory (linked
+//! lists, trees) stay valid for the host and for kernels.
+//!
+//! That identity holds on devices whose memory is the host's and whose
+//! driver hands out the mapping's address as the device address (Mesa's
+//! lavapipe does); [`Device::coarse_svm`] checks it once per device.
+//! Discrete GPUs would need placed mappings (VK_EXT_map_memory_placed) and
+//! are not offered SVM yet.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use opencl_sys::*;
+
+use crate::core::context::Context;
+use crate::core::device::Device;
+use crate::core::error::{ClError, ClResult, err};
+use crate::vk::memory::{BufferUse, DeviceBuffer};
+
+/// The largest alignment clSVMAlloc honours.
+pub const MAX_ALIGNMENT: usize = 4096;
+
+/// One clSVMAlloc allocation.
+pub struct SvmAlloc {
+    pub storage: Arc<DeviceBuffer>,
+    /// The pointer the application was given (host and device address).
+    pub ptr: usize,
+    pub size: usize,
+    pub flags: cl_svm_mem_flags,
+}
+
+/// A context's SVM allocations, by start address.
+#[derive(Default)]
+pub struct SvmAllocations {
+    map: Mutex<BTreeMap<usize, Arc<SvmAlloc>>>,
+}
+
+impl SvmAllocations {
+    /// The allocation holding `ptr` (its first byte to its last).
+    pub fn find(&self, ptr: usize) -> Option<Arc<SvmAlloc>> {
+        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        map.range(..=ptr)
+            .next_back()
+            .map(|(_, a)| a)
+            .filter(|a| ptr < a.ptr + a.size.max(1))
+            .cloned()
+    }
+
+    /// Forgets the allocation starting at `ptr`; its memory goes once no
+    /// command holds it.
+    pub fn remove(&self, ptr: usize) -> Option<Arc<SvmAlloc>> {
+        self.map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&ptr)
+    }
+
+    fn insert(&self, a: Arc<SvmAlloc>) {
+        self.map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(a.ptr, a);
+    }
+}
+
+impl Device {
+    /// Whether this device offers coarse-grained buffer SVM: its buffers'
+    /// device addresses are the host addresses of their mappings.
+    pub fn coarse_svm(&self) -> bool {
+        *self.svm_identity.get_or_init(|| {
+            let Ok(vk) = self.logical() else {
+                return false;
+            };
+            if !vk.unified_memory {
+                return false;
+            }
+            DeviceBuffer::new(&vk, 64, BufferUse::Device)
+                .is_ok_and(|b| b.mapped().is_some_and(|p| p.as_ptr() as u64 == b.address))
+        })
+    }
+}
+
+impl Context {
+    /// clSVMAlloc, after its flags are checked: `size` bytes aligned to
+    /// `alignment` (a power of two, 0 for the default).
+    pub fn svm_alloc(
+        &self,
+        flags: cl_svm_mem_flags,
+        size: usize,
+        alignment: usize,
+    ) -> ClResult<usize> {
+        let [device] = self.devices.as_slice() else {
+            // One allocation would have to live on several Vulkan devices.
+            return err(CL_INVALID_OPERATION);
+        };
+        if !device.coarse_svm() {
+            return err(CL_INVALID_OPERATION);
+        }
+        if size == 0 || size as u64 > device.max_mem_alloc_size() {
+            return err(CL_INVALID_VALUE);
+        }
+        let alignment = alignment.max(1);
+        if !alignment.is_power_of_two() || alignment > MAX_ALIGNMENT {
+            return err(CL_INVALID_VALUE);
+        }
+        let vk = device.logical()?;
+        let extra = alignment.saturating_sub(crate::vk::memory::MIN_ALIGNMENT as usize);
+        let storage = DeviceBuffer::new(&vk, (size + extra) as u64, BufferUse::Device)
+            .map_err(|_| ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE))?;
+        let base = storage.mapped().ok_or(ClError(CL_INVALID_OPERATION))?;
+        if base.as_ptr() as u64 != storage.address {
+            return err(CL_INVALID_OPERATION);
+        }
+        let ptr = (base.as_ptr() as usize).next_multiple_of(alignment);
+        self.svm.insert(Arc::new(SvmAlloc {
+            storage: Arc::new(storage),
+            ptr,
+            size,
+            flags,
+        }));
+        Ok(ptr)
+    }
+}
