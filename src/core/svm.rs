@@ -5,9 +5,10 @@
 //!
 //! That identity holds on devices whose memory is the host's and whose
 //! driver hands out the mapping's address as the device address (Mesa's
-//! lavapipe does); [`Device::coarse_svm`] checks it once per device.
-//! Discrete GPUs would need placed mappings (VK_EXT_map_memory_placed) and
-//! are not offered SVM yet.
+//! lavapipe does). Elsewhere each allocation is memory of its own, mapped
+//! on the host at its device address (VK_EXT_map_memory_placed, over a
+//! range reserved there first). [`Device::coarse_svm`] checks once per
+//! device that one of the two works.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -17,6 +18,7 @@ use opencl_sys::*;
 use crate::core::context::Context;
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
+use crate::vk::device::LogicalDevice;
 use crate::vk::memory::{BufferUse, DeviceBuffer};
 
 /// The largest alignment clSVMAlloc honours.
@@ -73,13 +75,22 @@ impl Device {
             let Ok(vk) = self.logical() else {
                 return false;
             };
-            if !vk.unified_memory {
-                return false;
-            }
-            DeviceBuffer::new(&vk, 64, BufferUse::Device)
-                .is_ok_and(|b| b.mapped().is_some_and(|p| p.as_ptr() as u64 == b.address))
+            same_address_buffer(&vk, 64).is_some()
         })
     }
+}
+
+/// A buffer whose host mapping is at its device address.
+fn same_address_buffer(vk: &Arc<LogicalDevice>, size: u64) -> Option<DeviceBuffer> {
+    if vk.unified_memory {
+        let b = DeviceBuffer::new(vk, size, BufferUse::Device).ok()?;
+        let host = b.mapped()?.as_ptr() as u64;
+        return (host == b.address).then_some(b);
+    }
+    #[cfg(unix)]
+    return DeviceBuffer::new_placed(vk, size);
+    #[cfg(not(unix))]
+    None
 }
 
 impl Context {
@@ -107,13 +118,9 @@ impl Context {
         }
         let vk = device.logical()?;
         let extra = alignment.saturating_sub(crate::vk::memory::MIN_ALIGNMENT as usize);
-        let storage = DeviceBuffer::new(&vk, (size + extra) as u64, BufferUse::Device)
-            .map_err(|_| ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE))?;
-        let base = storage.mapped().ok_or(ClError(CL_INVALID_OPERATION))?;
-        if base.as_ptr() as u64 != storage.address {
-            return err(CL_INVALID_OPERATION);
-        }
-        let ptr = (base.as_ptr() as usize).next_multiple_of(alignment);
+        let storage = same_address_buffer(&vk, (size + extra) as u64)
+            .ok_or(ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE))?;
+        let ptr = (storage.address as usize).next_multiple_of(alignment);
         self.svm.insert(Arc::new(SvmAlloc {
             storage: Arc::new(storage),
             ptr,

@@ -38,6 +38,19 @@ pub struct LogicalDevice {
     /// How long a timeline wait polls before it blocks: never on CPU
     /// devices, whose own threads need the cores a poll would take.
     timeline_spin: std::time::Duration,
+    /// Mapping memory at an address of vkcl's choice
+    /// (VK_EXT_map_memory_placed), where the device can: SVM on devices
+    /// whose memory is not the host's.
+    pub placed: Option<PlacedMaps>,
+    /// The device's memory types.
+    pub memory_props: vk::PhysicalDeviceMemoryProperties,
+}
+
+/// VK_EXT_map_memory_placed (with VK_KHR_map_memory2) on a device.
+pub struct PlacedMaps {
+    pub ext: ash::khr::map_memory2::Device,
+    /// `minPlacedMemoryMapAlignment`.
+    pub alignment: u64,
 }
 
 /// VK_EXT_external_memory_host on a device.
@@ -110,12 +123,46 @@ impl LogicalDevice {
         if can_import {
             extensions.push(import_ext.as_ptr());
         }
+        // Placed maps, for SVM where the device's memory is not the host's.
+        let placed_names = [
+            ash::ext::map_memory_placed::NAME,
+            ash::khr::map_memory2::NAME,
+        ];
+        let mut placed_features = vk::PhysicalDeviceMapMemoryPlacedFeaturesEXT::default();
+        let mut placed_props = vk::PhysicalDeviceMapMemoryPlacedPropertiesEXT::default();
+        // VK_EXT_map_memory_placed appeared with Vulkan 1.3.279.
+        let can_place = !unified_memory
+            && placed_names.iter().all(|n| info.has_extension(n))
+            && crate::vk::instance::validation_knows(vk::make_api_version(0, 1, 3, 279))
+            && {
+                let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut placed_features);
+                // SAFETY: a valid physical device; the extension is present.
+                unsafe { instance.get_physical_device_features2(info.handle, &mut f2) };
+                let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut placed_props);
+                // SAFETY: as above.
+                unsafe { instance.get_physical_device_properties2(info.handle, &mut p2) };
+                placed_features.memory_map_placed != 0 && placed_features.memory_unmap_reserve != 0
+            };
+        log::debug!(target: "vkcl::vk", "placed maps for {}: {can_place} (extensions {}, memoryMapPlaced {}, memoryUnmapReserve {})",
+            info.name(),
+            placed_names.iter().all(|n| info.has_extension(n)),
+            placed_features.memory_map_placed,
+            placed_features.memory_unmap_reserve);
+        let mut placed_enable = vk::PhysicalDeviceMapMemoryPlacedFeaturesEXT::default()
+            .memory_map_placed(true)
+            .memory_unmap_reserve(true);
+        if can_place {
+            extensions.extend(placed_names.iter().map(|n| n.as_ptr()));
+        }
         let mut create = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_features(&features)
             .enabled_extension_names(&extensions)
             .push_next(&mut f11)
             .push_next(&mut f12);
+        if can_place {
+            create = create.push_next(&mut placed_enable);
+        }
         if info.props.api_version >= vk::API_VERSION_1_3 {
             create = create.push_next(&mut f13);
         }
@@ -154,6 +201,10 @@ impl LogicalDevice {
                 alignment: props.min_imported_host_pointer_alignment.max(1),
             }
         });
+        let placed = can_place.then(|| PlacedMaps {
+            ext: ash::khr::map_memory2::Device::new(instance, &raw),
+            alignment: placed_props.min_placed_memory_map_alignment.max(4096),
+        });
         log::info!(target: "vkcl::vk", "created Vulkan device for {}", info.name());
         Ok(LogicalDevice {
             raw,
@@ -173,6 +224,8 @@ impl LogicalDevice {
             } else {
                 std::time::Duration::from_micros(200)
             },
+            placed,
+            memory_props: info.memory,
         })
     }
 

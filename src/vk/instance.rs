@@ -37,6 +37,18 @@ static ABORT_ON_MESSAGE: AtomicBool = AtomicBool::new(false);
 /// Validation messages seen so far in this process.
 static VALIDATION_MESSAGES: AtomicU64 = AtomicU64::new(0);
 
+/// The validation layer's Vulkan version, when it is on (0: off).
+static VALIDATION_LAYER_VERSION: std::sync::atomic::AtomicU32 =
+    std::sync::atomic::AtomicU32::new(0);
+
+/// Whether the validation layer in use (if any) knows the Vulkan features
+/// of header version `version`: extensions newer than the layer are left
+/// off while validating, as the layer would reject their structures.
+pub fn validation_knows(version: u32) -> bool {
+    let layer = VALIDATION_LAYER_VERSION.load(Ordering::Relaxed);
+    layer == 0 || layer >= version
+}
+
 /// How many validation messages the layer has reported in this process.
 pub fn validation_message_count() -> u64 {
     VALIDATION_MESSAGES.load(Ordering::Relaxed)
@@ -102,6 +114,11 @@ impl Instance {
                 );
             }
             layer_names.push(VALIDATION_LAYER.as_ptr());
+            let version = layers
+                .iter()
+                .find(|l| l.layer_name_as_c_str() == Ok(VALIDATION_LAYER))
+                .map_or(0, |l| l.spec_version);
+            VALIDATION_LAYER_VERSION.store(version, Ordering::Relaxed);
             // The layer itself provides VK_EXT_debug_utils.
             ext_names.push(ext::debug_utils::NAME.as_ptr());
             use_debug = true;

@@ -31,9 +31,18 @@ pub struct DeviceBuffer {
     device: Arc<LogicalDevice>,
     pub raw: vk::Buffer,
     allocation: Option<Allocation>,
+    /// Memory of its own, mapped on the host at the buffer's device
+    /// address ([`DeviceBuffer::new_placed`]).
+    placed: Option<Placed>,
     pub size: u64,
     pub address: vk::DeviceAddress,
     pub usage: BufferUse,
+}
+
+/// A dedicated allocation mapped at a chosen host address.
+struct Placed {
+    memory: vk::DeviceMemory,
+    len: usize,
 }
 
 // SAFETY: the mapped pointer inside the allocation refers to memory that
@@ -90,6 +99,7 @@ impl DeviceBuffer {
             device: device.clone(),
             raw,
             allocation: Some(allocation),
+            placed: None,
             size,
             address: 0,
             usage,
@@ -104,10 +114,146 @@ impl DeviceBuffer {
 
     /// The host address of the buffer's memory, for host-visible buffers.
     pub fn mapped(&self) -> Option<NonNull<u8>> {
+        if self.placed.is_some() {
+            return NonNull::new(self.address as *mut u8);
+        }
         self.allocation
             .as_ref()
             .and_then(|a| a.mapped_ptr())
             .map(NonNull::cast)
+    }
+
+    /// A buffer whose memory the host sees at the buffer's own device
+    /// address (VK_EXT_map_memory_placed): host-visible memory of its
+    /// own, device-local where the device offers that, mapped over a range
+    /// reserved at that address. `None` where the device cannot place
+    /// maps or the address range is taken on the host.
+    #[cfg(unix)]
+    pub fn new_placed(device: &Arc<LogicalDevice>, size: u64) -> Option<DeviceBuffer> {
+        let placed = device.placed.as_ref()?;
+        let len = size.max(1).next_multiple_of(placed.alignment);
+        let d = &device.raw;
+        let flags = vk::BufferUsageFlags::STORAGE_BUFFER
+            | vk::BufferUsageFlags::TRANSFER_SRC
+            | vk::BufferUsageFlags::TRANSFER_DST
+            | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS;
+        let info = vk::BufferCreateInfo::default()
+            .size(len)
+            .usage(flags)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        // SAFETY: valid device and create info.
+        let raw = unsafe { d.create_buffer(&info, None) }
+            .inspect_err(|e| log::debug!(target: "vkcl::memory", "no buffer to place: {e}"))
+            .ok()?;
+        // SAFETY: `raw` was just created on this device.
+        let req = unsafe { d.get_buffer_memory_requirements(raw) };
+        let props = &device.memory_props;
+        let pick = |want: vk::MemoryPropertyFlags| {
+            (0..props.memory_type_count).find(|&t| {
+                req.memory_type_bits & (1 << t) != 0
+                    && props.memory_types[t as usize].property_flags.contains(want)
+            })
+        };
+        let host = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+        let mut this = DeviceBuffer {
+            device: device.clone(),
+            raw,
+            allocation: None,
+            placed: None,
+            size,
+            address: 0,
+            usage: BufferUse::Device,
+        };
+        let Some(memory_type) =
+            pick(host | vk::MemoryPropertyFlags::DEVICE_LOCAL).or_else(|| pick(host))
+        else {
+            log::debug!(target: "vkcl::memory", "no host-visible memory type for a placed map");
+            return None;
+        };
+        let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().buffer(raw);
+        let mut address_flags =
+            vk::MemoryAllocateFlagsInfo::default().flags(vk::MemoryAllocateFlags::DEVICE_ADDRESS);
+        let alloc = vk::MemoryAllocateInfo::default()
+            .allocation_size(req.size.max(len))
+            .memory_type_index(memory_type)
+            .push_next(&mut dedicated)
+            .push_next(&mut address_flags);
+        // SAFETY: a memory type the buffer allows.
+        let memory = match unsafe { d.allocate_memory(&alloc, None) } {
+            Ok(m) => m,
+            Err(e) => {
+                log::debug!(target: "vkcl::memory", "cannot allocate {len} bytes to place: {e}");
+                return None;
+            }
+        };
+        this.placed = Some(Placed { memory, len: 0 });
+        // SAFETY: dedicated memory for this buffer.
+        unsafe { d.bind_buffer_memory(raw, memory, 0) }
+            .inspect_err(
+                |e| log::debug!(target: "vkcl::memory", "cannot bind memory to place: {e}"),
+            )
+            .ok()?;
+        // SAFETY: the buffer has SHADER_DEVICE_ADDRESS usage and bound memory.
+        let address = unsafe {
+            d.get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(raw))
+        };
+        if address % placed.alignment != 0 {
+            log::debug!(target: "vkcl::memory", "device address {address:#x} is not aligned for a placed map");
+            return None;
+        }
+        // Reserve the range first, so that the map never replaces pages of
+        // the process (MAP_FIXED_NOREPLACE fails, or older kernels return
+        // another address, where something lives already).
+        let want = address as *mut c_void;
+        // SAFETY: an anonymous, inaccessible reservation; nothing is
+        // replaced.
+        let got = unsafe {
+            libc::mmap(
+                want,
+                len as usize,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE
+                    | libc::MAP_ANONYMOUS
+                    | libc::MAP_NORESERVE
+                    | libc::MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            )
+        };
+        if got != want {
+            if got != libc::MAP_FAILED {
+                // SAFETY: the reservation just made, elsewhere.
+                unsafe { libc::munmap(got, len as usize) };
+            }
+            log::debug!(target: "vkcl::memory", "host range at {address:#x} is taken: no placed map");
+            return None;
+        }
+        this.address = address;
+        this.placed = Some(Placed {
+            memory,
+            len: len as usize,
+        });
+        let mut at = vk::MemoryMapPlacedInfoEXT::default().placed_address(want);
+        let map = vk::MemoryMapInfoKHR::default()
+            .flags(vk::MemoryMapFlags::PLACED_EXT)
+            .memory(memory)
+            .offset(0)
+            .size(vk::WHOLE_SIZE)
+            .push_next(&mut at);
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        // SAFETY: host-visible memory, mapped over the range reserved
+        // above at the alignment the device asks for.
+        let r = unsafe { (placed.ext.fp().map_memory2_khr)(d.handle(), &map, &mut ptr) };
+        if r != vk::Result::SUCCESS || ptr != want {
+            log::debug!(target: "vkcl::memory", "placed map at {address:#x} failed: {r}");
+            // The reservation is released by drop; nothing is mapped.
+            this.placed = Some(Placed { memory, len: 0 });
+            // SAFETY: the reservation made above.
+            unsafe { libc::munmap(want, len as usize) };
+            return None;
+        }
+        log::trace!(target: "vkcl::memory", "{len} bytes placed at {address:#x}");
+        Some(this)
     }
 
     /// Copies `data` into a host-visible buffer at `offset`.
@@ -142,11 +288,41 @@ impl Drop for DeviceBuffer {
         // SAFETY: no command still uses the buffer: commands keep their
         // buffers alive until they complete.
         unsafe { self.device.raw.destroy_buffer(self.raw, None) };
+        if let Some(p) = self.placed.take() {
+            self.drop_placed(p);
+        }
         if let Some(a) = self.allocation.take() {
             if let Err(e) = self.device.allocator().free(a) {
                 log::warn!(target: "vkcl::memory", "freeing device memory failed: {e}");
             }
         }
+    }
+}
+
+impl DeviceBuffer {
+    /// Unmaps (keeping the range reserved, then releasing it) and frees
+    /// placed memory.
+    fn drop_placed(&self, p: Placed) {
+        let d = &self.device.raw;
+        if p.len > 0
+            && let Some(placed) = self.device.placed.as_ref()
+        {
+            let unmap = vk::MemoryUnmapInfoKHR::default()
+                .flags(vk::MemoryUnmapFlagsKHR::RESERVE_EXT)
+                .memory(p.memory);
+            // SAFETY: the memory is mapped, and no command uses it any more.
+            let r = unsafe { (placed.ext.fp().unmap_memory2_khr)(d.handle(), &unmap) };
+            if r != vk::Result::SUCCESS {
+                log::warn!(target: "vkcl::memory", "unmapping placed memory failed: {r}");
+            }
+            #[cfg(unix)]
+            // SAFETY: the reservation the map was placed in.
+            unsafe {
+                libc::munmap(self.address as *mut c_void, p.len)
+            };
+        }
+        // SAFETY: unmapped and unused.
+        unsafe { d.free_memory(p.memory, None) };
     }
 }
 
