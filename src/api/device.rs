@@ -98,7 +98,12 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         | CL_DEVICE_NATIVE_VECTOR_WIDTH_INT
         | CL_DEVICE_NATIVE_VECTOR_WIDTH_LONG
         | CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT => info(1u32),
-        // Zero: cl_khr_fp64 and cl_khr_fp16 are not offered yet.
+        CL_DEVICE_PREFERRED_VECTOR_WIDTH_DOUBLE | CL_DEVICE_NATIVE_VECTOR_WIDTH_DOUBLE
+            if d.has_fp64() =>
+        {
+            info(1u32)
+        }
+        // Zero: cl_khr_fp16 is not offered yet.
         CL_DEVICE_PREFERRED_VECTOR_WIDTH_DOUBLE
         | CL_DEVICE_PREFERRED_VECTOR_WIDTH_HALF
         | CL_DEVICE_NATIVE_VECTOR_WIDTH_DOUBLE
@@ -142,6 +147,14 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_MEM_BASE_ADDR_ALIGN => info(d.mem_base_addr_align_bits()),
         CL_DEVICE_MIN_DATA_TYPE_ALIGN_SIZE => info(128u32),
         CL_DEVICE_SINGLE_FP_CONFIG => info(CL_FP_ROUND_TO_NEAREST | CL_FP_INF_NAN),
+        CL_DEVICE_DOUBLE_FP_CONFIG if d.has_fp64() => info(
+            CL_FP_FMA
+                | CL_FP_ROUND_TO_NEAREST
+                | CL_FP_ROUND_TO_ZERO
+                | CL_FP_ROUND_TO_INF
+                | CL_FP_INF_NAN
+                | CL_FP_DENORM,
+        ),
         CL_DEVICE_DOUBLE_FP_CONFIG | CL_DEVICE_HALF_FP_CONFIG => info(0 as cl_device_fp_config),
         CL_DEVICE_GLOBAL_MEM_CACHE_TYPE => info(CL_READ_WRITE_CACHE),
         CL_DEVICE_GLOBAL_MEM_CACHELINE_SIZE => info(cacheline_size(d)),

@@ -185,7 +185,18 @@ impl Device {
         if self.info.pci.is_some() {
             ext.push(("cl_khr_pci_bus_info", make_version(1, 0, 0)));
         }
+        if self.has_fp64() {
+            ext.push(("cl_khr_fp64", make_version(1, 0, 0)));
+        }
         ext
+    }
+
+    /// Double precision (`cl_khr_fp64`, `__opencl_c_fp64`): Vulkan's
+    /// shaderFloat64, with the built-ins from libclc. Offered only with
+    /// `VKCL_FP64=1` while some built-ins miss their limits (`fmod`; `fma`,
+    /// `sin`, `cos` and `tan` where the driver's double fma rounds twice).
+    pub fn has_fp64(&self) -> bool {
+        self.info.features.shader_float64 != 0 && std::env::var("VKCL_FP64").is_ok_and(|v| v == "1")
     }
 
     /// 64-bit atomics on both global and local memory, as the
@@ -205,13 +216,17 @@ impl Device {
         // order over all sequentially consistent operations. Generic
         // pointers are typed by the rewrite, or relocated into device memory.
         // Program-scope variables live in a device buffer per program.
-        vec![
+        let mut features = vec![
             "__opencl_c_int64",
             "__opencl_c_generic_address_space",
             "__opencl_c_program_scope_global_variables",
             "__opencl_c_atomic_order_acq_rel",
             "__opencl_c_atomic_scope_device",
-        ]
+        ];
+        if self.has_fp64() {
+            features.push("__opencl_c_fp64");
+        }
+        features
     }
 
     /// `CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES`, matching the features above.

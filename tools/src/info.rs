@@ -78,6 +78,9 @@ pub fn run() -> Result<(), String> {
                 .map(|_| ext.contains(&f.opencl));
             let effect = match (present, f.required, offered) {
                 (false, false, _) => " -> off",
+                (true, _, Some(false)) if f.opencl == "cl_khr_fp64" => {
+                    " -> off (VKCL_FP64=1 offers it; some built-ins still miss their limits)"
+                }
                 (true, _, Some(false)) => " -> off (not implemented in vkcl yet)",
                 _ => "",
             };

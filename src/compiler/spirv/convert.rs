@@ -13,8 +13,8 @@
 //!   exact value, compared in 64-bit integers, lies on the other side.
 //!   Sources of up to 32 bits only; 64-bit ones fail by name.
 //!
-//! Float-to-float rounding (`convert_half_rtz`, ...) needs fp16 or fp64,
-//! which are not offered yet, and fails by name.
+//! * float to a narrower float with a rounding mode (`convert_float_rtz`
+//!   of a double): the same step, compared exactly in the wider type.
 
 use std::collections::HashMap;
 
@@ -152,10 +152,16 @@ fn lower(e: &mut Emit, op: Op, m: Marks, x: Word, sty: Word, rty: Word) -> Resul
                 Some(mode) => round_int_to_float(e, r, x, sty, rty, op == Op::ConvertSToF, mode),
             }
         }
-        Op::FConvert => Err(format!(
-            "conversions between floating-point widths with rounding mode {:?} are not supported yet",
-            m.rounding
-        )),
+        Op::FConvert => {
+            let narrowing = width(e.ctx, rty).unwrap_or(32) < width(e.ctx, sty).unwrap_or(32);
+            match m.rounding {
+                Some(mode) if narrowing && mode != FPRoundingMode::RTE => {
+                    Ok(round_narrowed_float(e, x, sty, rty, mode))
+                }
+                // Widening is exact; RTE is the conversion's own rounding.
+                _ => Ok(e.op(op, rty, &[x])),
+            }
+        }
         other => Err(format!(
             "saturation or rounding on {other:?} is not supported yet"
         )),
@@ -264,6 +270,43 @@ fn saturate_int(
         Op::UConvert
     };
     e.op(op, rty, &[v])
+}
+
+/// Float `x` to the narrower float type `rty` in rounding mode `mode`:
+/// the correctly rounded conversion, moved one step toward the mode's
+/// direction where, compared exactly in the source type, it lies on the
+/// other side of `x` (an overflow to infinity steps back to the largest
+/// finite value for RTZ; NaNs and exact results stay).
+fn round_narrowed_float(e: &mut Emit, x: Word, sty: Word, rty: Word, mode: FPRoundingMode) -> Word {
+    let fw = width(e.ctx, rty).unwrap_or(32);
+    let it = e.int_like(rty, fw);
+    let bt = e.bool_like(sty);
+    let r = e.op(Op::FConvert, rty, &[x]);
+    let back = e.op(Op::FConvert, sty, &[r]);
+    let bits = e.op(Op::Bitcast, it, &[r]);
+    let one = e.konst(it, 1);
+    let (up, down) = (
+        e.op(Op::IAdd, it, &[bits, one]),
+        e.op(Op::ISub, it, &[bits, one]),
+    );
+    let negative = e.is_negative(bits, it);
+    let step_needed = match mode {
+        FPRoundingMode::RTZ => {
+            // Rounded away from zero: |back| > |x|.
+            let pos_over = e.op(Op::FOrdGreaterThan, bt, &[back, x]);
+            let neg_over = e.op(Op::FOrdLessThan, bt, &[back, x]);
+            e.select(bt, negative, neg_over, pos_over)
+        }
+        FPRoundingMode::RTP => e.op(Op::FOrdLessThan, bt, &[back, x]),
+        _ => e.op(Op::FOrdGreaterThan, bt, &[back, x]),
+    };
+    let stepped = match mode {
+        FPRoundingMode::RTZ => down,
+        FPRoundingMode::RTP => e.select(it, negative, down, up),
+        _ => e.select(it, negative, up, down),
+    };
+    let chosen = e.select(it, step_needed, stepped, bits);
+    e.op(Op::Bitcast, rty, &[chosen])
 }
 
 /// Moves the correctly rounded conversion `r` of integer `x` one step

@@ -174,6 +174,8 @@ pub fn run(
         None
     };
     let mut replace: HashMap<Word, Word> = HashMap::new();
+    // Constant data's addresses, with the type each points to.
+    let mut constant_tables: HashMap<Word, Word> = HashMap::new();
     for (&v, ty) in vars.iter().zip(var_types) {
         let ty = ty.ok_or("variable without type")?;
         let (base, offset) = match (own_offsets.get(&v), program.offsets.get(&v)) {
@@ -184,6 +186,9 @@ pub fn run(
         let k = ctx.const_int(u64t, offset);
         let address = p.op(ctx, Op::IAdd, u64t, &[base, k]);
         let ptr = p.op(ctx, Op::ConvertUToPtr, ty, &[address]);
+        if let Some((StorageClass::UniformConstant, pointee)) = ctx.pointer_parts(ty) {
+            constant_tables.insert(ptr, pointee);
+        }
         replace.insert(v, ptr);
     }
 
@@ -282,6 +287,7 @@ pub fn run(
             }
         }
     }
+    clamp_table_indexes(ctx, &constant_tables)?;
     let kernel = ctx
         .module
         .functions
@@ -296,6 +302,113 @@ pub fn run(
         .unwrap_or(entry.instructions.len());
     entry.instructions.splice(at..at, p.code);
     Ok(Some(data))
+}
+
+/// Keeps run-time indexes into constant tables inside the tables. Code
+/// that reads a table entry before it knows whether it needs it (libclc's
+/// `sinh` of a huge argument) may compute an index far outside it; a
+/// private copy of the table forgave that, device memory may not (lavapipe
+/// faults). Indexes within bounds are unchanged.
+fn clamp_table_indexes(ctx: &mut Ctx, tables: &HashMap<Word, Word>) -> Result<(), String> {
+    if tables.is_empty() {
+        return Ok(());
+    }
+    let bool_ty = ctx.ty(Op::TypeBool, vec![]);
+    let value_types: HashMap<Word, Word> = ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| f.all_inst_iter())
+        .filter_map(|i| Some((i.result_id?, i.result_type?)))
+        .collect();
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    for f in &mut functions {
+        for b in &mut f.blocks {
+            let mut out = Vec::with_capacity(b.instructions.len());
+            for mut i in std::mem::take(&mut b.instructions) {
+                let first_index = match i.class.opcode {
+                    Op::AccessChain | Op::InBoundsAccessChain => Some(1),
+                    Op::PtrAccessChain | Op::InBoundsPtrAccessChain => Some(2),
+                    _ => None,
+                };
+                if let Some(first) = first_index
+                    && let Some(&pointee) = id_at(&i, 0).and_then(|base| tables.get(&base))
+                {
+                    let mut ty = pointee;
+                    for k in first..i.operands.len() {
+                        let Some(idx) = id_at(&i, k) else { break };
+                        let Some(t) = ctx.global(ty).cloned() else {
+                            break;
+                        };
+                        let next = match t.class.opcode {
+                            Op::TypeArray | Op::TypeVector | Op::TypeRuntimeArray => id_at(&t, 0),
+                            Op::TypeStruct => {
+                                let m =
+                                    constant_u64(ctx, idx).ok_or("struct index not constant")?;
+                                id_at(&t, m as usize)
+                            }
+                            _ => None,
+                        };
+                        let length = match t.class.opcode {
+                            Op::TypeArray => id_at(&t, 1).and_then(|l| constant_u64(ctx, l)),
+                            _ => None,
+                        };
+                        if let Some(n) = length
+                            && n > 0
+                            && constant_u64(ctx, idx).is_none()
+                        {
+                            let ity = value_types
+                                .get(&idx)
+                                .copied()
+                                .or_else(|| ctx.type_of(idx))
+                                .ok_or("index without type")?;
+                            let last = ctx.const_int(ity, n - 1);
+                            let inside = ctx.fresh();
+                            out.push(Instruction::new(
+                                Op::ULessThanEqual,
+                                Some(bool_ty),
+                                Some(inside),
+                                vec![Operand::IdRef(idx), Operand::IdRef(last)],
+                            ));
+                            let clamped = ctx.fresh();
+                            out.push(Instruction::new(
+                                Op::Select,
+                                Some(ity),
+                                Some(clamped),
+                                vec![
+                                    Operand::IdRef(inside),
+                                    Operand::IdRef(idx),
+                                    Operand::IdRef(last),
+                                ],
+                            ));
+                            i.operands[k] = Operand::IdRef(clamped);
+                        }
+                        match next {
+                            Some(n) => ty = n,
+                            None => break,
+                        }
+                    }
+                }
+                out.push(i);
+            }
+            b.instructions = out;
+        }
+    }
+    ctx.module.functions = functions;
+    Ok(())
+}
+
+/// The value of an integer constant.
+fn constant_u64(ctx: &Ctx, c: Word) -> Option<u64> {
+    let i = ctx.global(c)?;
+    if i.class.opcode != Op::Constant {
+        return None;
+    }
+    match i.operands.first()? {
+        Operand::LiteralBit32(v) => Some(u64::from(*v)),
+        Operand::LiteralBit64(v) => Some(*v),
+        _ => None,
+    }
 }
 
 type Globals<'a> = HashMap<Word, &'a Instruction>;
