@@ -388,6 +388,14 @@ fn invalid_requests(cl: &Cl) {
         )
     };
     assert_eq!(r, CL_INVALID_OPERATION);
+    // An empty list unsets the pointers set before.
+    let r = unsafe { cl.clSetKernelExecInfo.unwrap()(k, CL_KERNEL_EXEC_INFO_SVM_PTRS, 0, null()) };
+    assert_eq!(r, CL_SUCCESS);
+    // A buffer from an SVM pointer must fit in its allocation.
+    let mut err = 0;
+    let b = unsafe { cl.clCreateBuffer.unwrap()(c, CL_MEM_USE_HOST_PTR, 128, p, &mut err) };
+    assert!(b.is_null());
+    assert_eq!(err, CL_INVALID_BUFFER_SIZE);
     let r = unsafe {
         cl.clEnqueueSVMMemcpy.unwrap()(s.q, CL_TRUE, null_mut(), p, 4, 0, null(), null_mut())
     };

@@ -310,6 +310,8 @@ pub unsafe extern "C" fn clSetKernelExecInfo(
         let k = Handle::<Kernel>::from_raw(kernel)?;
         let svm = k.program.context.devices.iter().any(|d| d.coarse_svm());
         match param_name {
+            // An empty list forgets the pointers set before.
+            CL_KERNEL_EXEC_INFO_SVM_PTRS if svm && param_value_size == 0 => Ok(()),
             _ if param_value.is_null() => err(CL_INVALID_VALUE),
             // Coarse-grained SVM: kernels may reach any allocation through
             // pointers, and every allocation is device memory already.

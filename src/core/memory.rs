@@ -133,13 +133,18 @@ impl Buffer {
     ) -> ClResult<Arc<Handle<Buffer>>> {
         // CL_MEM_USE_HOST_PTR inside an SVM allocation: the buffer is that
         // memory (CL_MEM_USES_SVM_POINTER).
-        let svm = host_ptr
+        let svm = match host_ptr
             .filter(|_| flags & CL_MEM_USE_HOST_PTR != 0)
-            .and_then(|h| {
-                let a = context.svm.find(h.0)?;
-                let base = a.storage.mapped()?.as_ptr() as usize;
-                (h.0 + size <= a.ptr + a.size).then(|| (a.storage.clone(), h.0 - base))
-            });
+            .and_then(|h| Some((h, context.svm.find(h.0)?)))
+        {
+            // The buffer must fit in the allocation.
+            Some((h, a)) if h.0 + size > a.ptr + a.size => return err(CL_INVALID_BUFFER_SIZE),
+            Some((h, a)) => a
+                .storage
+                .mapped()
+                .map(|base| (a.storage.clone(), h.0 - base.as_ptr() as usize)),
+            None => None,
+        };
         let (storage, offset) = match svm {
             Some(aliased) => aliased,
             None => (
