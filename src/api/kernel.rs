@@ -312,6 +312,7 @@ pub unsafe extern "C" fn clSetKernelExecInfo(
         match param_name {
             // An empty list forgets the pointers set before.
             CL_KERNEL_EXEC_INFO_SVM_PTRS if svm && param_value_size == 0 => Ok(()),
+            CL_KERNEL_EXEC_INFO_DEVICE_PTRS_EXT if param_value_size == 0 => Ok(()),
             _ if param_value.is_null() => err(CL_INVALID_VALUE),
             // Coarse-grained SVM: kernels may reach any allocation through
             // pointers, and every allocation is device memory already.
@@ -333,6 +334,14 @@ pub unsafe extern "C" fn clSetKernelExecInfo(
             }
             CL_KERNEL_EXEC_INFO_SVM_PTRS | CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM => {
                 err(CL_INVALID_OPERATION)
+            }
+            // cl_ext_buffer_device_address: buffers the kernel reaches
+            // through addresses; every buffer is device memory already.
+            CL_KERNEL_EXEC_INFO_DEVICE_PTRS_EXT => {
+                if param_value_size % std::mem::size_of::<cl_mem_device_address_ext>() != 0 {
+                    return err(CL_INVALID_VALUE);
+                }
+                Ok(())
             }
             // Nothing else is defined yet.
             _ => err(CL_INVALID_VALUE),
@@ -582,7 +591,7 @@ fn enqueue_ndrange(
                 };
                 put(args_to, *offset, &address.to_ne_bytes());
             }
-            (Slot::Address { offset }, Some(ArgValue::Svm(address))) => {
+            (Slot::Address { offset }, Some(ArgValue::Address(address))) => {
                 // The allocation stays while the command runs.
                 if let Some(a) = k.program.context.svm.find(*address as usize) {
                     keep.push(Box::new(a));
@@ -814,6 +823,23 @@ pub unsafe extern "C" fn clGetKernelSuggestedLocalWorkSize(
     _suggested_local_work_size: *mut usize,
 ) -> cl_int {
     unsupported("clGetKernelSuggestedLocalWorkSize")
+}
+
+/// cl_ext_buffer_device_address: a pointer argument given as a device
+/// address (of a buffer made with CL_MEM_DEVICE_PRIVATE_ADDRESS_EXT).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clSetKernelArgDevicePointerEXT(
+    kernel: cl_kernel,
+    arg_index: cl_uint,
+    arg_value: cl_mem_device_address_ext,
+) -> cl_int {
+    api_call("clSetKernelArgDevicePointerEXT", || {
+        let k = Handle::<Kernel>::from_raw(kernel)?;
+        match k.arg_kind(arg_index as usize)? {
+            ArgKind::Buffer => k.set_arg(arg_index as usize, ArgValue::Address(arg_value)),
+            _ => err(CL_INVALID_ARG_VALUE),
+        }
+    })
 }
 
 #[cfg(test)]

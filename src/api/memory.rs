@@ -46,13 +46,32 @@ fn create_buffer(
     let c = Handle::<Context>::from_raw(context)?;
     let mut props = Vec::new();
     if let Some(p) = properties.filter(|p| !p.is_null()) {
-        // SAFETY: a zero-terminated list, per the specification.
-        let first = unsafe { *p };
-        if first != 0 {
-            // No buffer properties are supported.
-            return err(CL_INVALID_PROPERTY);
+        // SAFETY: a zero-terminated list of pairs, per the specification.
+        let mut at = p;
+        loop {
+            let name = unsafe { *at };
+            props.push(name);
+            if name == 0 {
+                break;
+            }
+            // SAFETY: a name is followed by its value.
+            let value = unsafe { *at.add(1) };
+            // cl_ext_buffer_device_address: a fixed device address the
+            // application may use; every vkcl buffer has one.
+            let known = name == CL_MEM_DEVICE_PRIVATE_ADDRESS_EXT
+                && (value == CL_TRUE as cl_mem_properties
+                    || value == CL_FALSE as cl_mem_properties);
+            if !known
+                || props[..props.len() - 1]
+                    .chunks(2)
+                    .any(|pair| pair[0] == name)
+            {
+                return err(CL_INVALID_PROPERTY);
+            }
+            props.push(value);
+            // SAFETY: the next pair (or the terminator) follows.
+            at = unsafe { at.add(2) };
         }
-        props.push(0);
     }
     check_mem_flags(flags)?;
     let flags = if flags & ACCESS_FLAGS == 0 {
@@ -204,6 +223,10 @@ fn mem_info(b: &Arc<Handle<Buffer>>, param: cl_mem_info) -> Info {
         }),
         CL_MEM_OFFSET => info(b.origin()),
         CL_MEM_USES_SVM_POINTER => info(b.uses_svm()),
+        CL_MEM_DEVICE_ADDRESS_EXT if b.has_device_address() => {
+            info(b.storage.address + b.offset as u64)
+        }
+        CL_MEM_DEVICE_ADDRESS_EXT => err(CL_INVALID_OPERATION),
         CL_MEM_PROPERTIES => info(b.properties.clone()),
         _ => invalid_param(param),
     }

@@ -124,6 +124,9 @@ pub unsafe extern "C" fn clUnloadPlatformCompiler(platform: cl_platform_id) -> c
 fn extension_function(name: &[u8]) -> *mut c_void {
     match name {
         b"clIcdGetPlatformIDsKHR" => clIcdGetPlatformIDsKHR as *mut c_void,
+        b"clSetKernelArgDevicePointerEXT" => {
+            crate::api::kernel::clSetKernelArgDevicePointerEXT as *mut c_void
+        }
         _ => std::ptr::null_mut(),
     }
 }

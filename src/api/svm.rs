@@ -302,7 +302,7 @@ pub unsafe extern "C" fn clSetKernelArgSVMPointer(
             return err(CL_INVALID_OPERATION);
         }
         match k.arg_kind(arg_index as usize)? {
-            ArgKind::Buffer => k.set_arg(arg_index as usize, ArgValue::Svm(arg_value as u64)),
+            ArgKind::Buffer => k.set_arg(arg_index as usize, ArgValue::Address(arg_value as u64)),
             _ => err(CL_INVALID_ARG_VALUE),
         }
     })

@@ -27,9 +27,10 @@ pub enum ArgValue {
     Local(usize),
     /// Plain bytes (scalars, vectors, structs).
     Bytes(Vec<u8>),
-    /// An SVM pointer (clSetKernelArgSVMPointer): a host and device
-    /// address at once.
-    Svm(u64),
+    /// A device address given as is: an SVM pointer
+    /// (clSetKernelArgSVMPointer) or a buffer's device address
+    /// (clSetKernelArgDevicePointerEXT).
+    Address(u64),
 }
 
 pub struct Kernel {

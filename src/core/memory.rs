@@ -192,6 +192,18 @@ impl Buffer {
         Ok(storage)
     }
 
+    /// Whether the application asked for the buffer's device address
+    /// (CL_MEM_DEVICE_PRIVATE_ADDRESS_EXT), here or on its parent.
+    pub fn has_device_address(&self) -> bool {
+        let root = self.parent.as_ref().map_or(self, |p| &**p);
+        root.properties.chunks(2).any(|p| {
+            p == [
+                CL_MEM_DEVICE_PRIVATE_ADDRESS_EXT,
+                CL_TRUE as cl_mem_properties,
+            ]
+        })
+    }
+
     /// Whether the buffer is memory of an SVM allocation.
     pub fn uses_svm(&self) -> bool {
         let root = self.parent.as_ref().map_or(self, |p| &**p);
