@@ -837,7 +837,9 @@ pub unsafe extern "C" fn clSetKernelArgDevicePointerEXT(
         let k = Handle::<Kernel>::from_raw(kernel)?;
         match k.arg_kind(arg_index as usize)? {
             ArgKind::Buffer => k.set_arg(arg_index as usize, ArgValue::Address(arg_value)),
-            _ => err(CL_INVALID_ARG_VALUE),
+            // The extension names this error for arguments that are not
+            // pointers to global memory.
+            _ => err(CL_INVALID_ARG_INDEX),
         }
     })
 }
