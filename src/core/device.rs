@@ -8,6 +8,7 @@ use ash::vk;
 use opencl_sys::*;
 
 use crate::core::error::{ClError, ClResult};
+use crate::core::format::{self, FormatEntry};
 use crate::core::object::{ClObject, Handle};
 use crate::core::queue::Queue;
 use crate::core::worker::Worker;
@@ -25,6 +26,15 @@ pub struct Device {
     worker: OnceLock<Arc<Worker>>,
     repumping: Mutex<()>,
     repump_again: AtomicBool,
+}
+
+/// The largest images a device takes.
+#[derive(Clone, Copy, Debug)]
+pub struct ImageLimits {
+    pub width_1d: usize,
+    pub side_2d: usize,
+    pub side_3d: usize,
+    pub layers: usize,
 }
 
 impl ClObject for Device {
@@ -276,6 +286,53 @@ impl Device {
     /// Nanoseconds per timestamp tick, rounded up as `size_t` needs.
     pub fn timer_resolution_ns(&self) -> usize {
         self.info.props.limits.timestamp_period.ceil().max(1.0) as usize
+    }
+
+    /// What the device can do with a Vulkan format in optimal tiling.
+    pub fn format_features(&self, format: vk::Format) -> vk::FormatFeatureFlags {
+        // SAFETY: a physical device of this instance.
+        unsafe {
+            self.instance
+                .raw
+                .get_physical_device_format_properties(self.info.handle, format)
+        }
+        .optimal_tiling_features
+    }
+
+    /// The image formats offered for images of `flags`: those whose
+    /// Vulkan format allows transfers and the kernel access the flags ask
+    /// for (sampling to read, storage to write).
+    pub fn image_formats(&self, flags: cl_mem_flags) -> Vec<FormatEntry> {
+        let reads = flags & (CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY) != CL_MEM_WRITE_ONLY
+            || flags & CL_MEM_KERNEL_READ_AND_WRITE != 0;
+        let writes = flags & CL_MEM_READ_ONLY == 0 || flags & CL_MEM_KERNEL_READ_AND_WRITE != 0;
+        format::table()
+            .into_iter()
+            .filter(|e| {
+                let have = self.format_features(e.vk);
+                let mut need =
+                    vk::FormatFeatureFlags::TRANSFER_SRC | vk::FormatFeatureFlags::TRANSFER_DST;
+                if reads {
+                    need |= vk::FormatFeatureFlags::SAMPLED_IMAGE;
+                }
+                if writes {
+                    need |= vk::FormatFeatureFlags::STORAGE_IMAGE;
+                }
+                have.contains(need) && !(writes && e.swizzled)
+            })
+            .collect()
+    }
+
+    /// The largest image of each shape: (1D width, 2D side, 3D side,
+    /// array layers), from Vulkan's limits.
+    pub fn image_limits(&self) -> ImageLimits {
+        let l = &self.info.props.limits;
+        ImageLimits {
+            width_1d: l.max_image_dimension1_d as usize,
+            side_2d: l.max_image_dimension2_d as usize,
+            side_3d: l.max_image_dimension3_d as usize,
+            layers: l.max_image_array_layers as usize,
+        }
     }
 
     pub fn host_unified_memory(&self) -> bool {

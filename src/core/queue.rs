@@ -105,6 +105,26 @@ impl Recorder<'_> {
         unsafe { self.device.cmd_copy_buffer(self.cb, src, dst, regions) };
     }
 
+    /// Copies one region from a buffer into an image (kept in `GENERAL`).
+    pub fn copy_buffer_to_image(
+        &self,
+        src: vk::Buffer,
+        dst: vk::Image,
+        region: vk::BufferImageCopy,
+    ) {
+        crate::vk::image::record_copy_to_image(self.device, self.cb, src, dst, region);
+    }
+
+    /// Copies one region from an image (kept in `GENERAL`) into a buffer.
+    pub fn copy_image_to_buffer(
+        &self,
+        src: vk::Image,
+        dst: vk::Buffer,
+        region: vk::BufferImageCopy,
+    ) {
+        crate::vk::image::record_copy_from_image(self.device, self.cb, src, dst, region);
+    }
+
     pub fn fill_buffer(&self, dst: vk::Buffer, offset: u64, size: u64, data: u32) {
         // SAFETY: as for copy_buffer; offset and size are multiples of 4.
         unsafe {
