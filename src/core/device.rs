@@ -188,6 +188,9 @@ impl Device {
         if self.info.pci.is_some() {
             ext.push(("cl_khr_pci_bus_info", make_version(1, 0, 0)));
         }
+        if self.image_support() {
+            ext.push(("cl_khr_3d_image_writes", make_version(1, 0, 0)));
+        }
         ext
     }
 
@@ -207,12 +210,19 @@ impl Device {
         // sequential consistency is not offered, as Vulkan has no total
         // order over all sequentially consistent operations. Generic
         // pointers are typed by the rewrite, or relocated into device memory.
-        vec![
+        let mut f = vec![
             "__opencl_c_int64",
             "__opencl_c_generic_address_space",
             "__opencl_c_atomic_order_acq_rel",
             "__opencl_c_atomic_scope_device",
-        ]
+        ];
+        if self.image_support() {
+            f.extend(["__opencl_c_images", "__opencl_c_3d_image_writes"]);
+        }
+        if self.read_write_images() {
+            f.push("__opencl_c_read_write_images");
+        }
+        f
     }
 
     /// `CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES`, matching the features above.
@@ -321,6 +331,44 @@ impl Device {
                 have.contains(need) && !(writes && e.swizzled)
             })
             .collect()
+    }
+
+    /// Whether kernels can use images: read-only images are sampled
+    /// images, written ones storage images written without a declared
+    /// format (OpenCL kernels never say which format an image has).
+    pub fn image_support(&self) -> bool {
+        self.info.features.shader_storage_image_write_without_format != 0
+    }
+
+    /// Whether kernels can also read the images they write
+    /// (`read_write` images): storage reads without a declared format.
+    pub fn read_write_images(&self) -> bool {
+        self.image_support() && self.info.features.shader_storage_image_read_without_format != 0
+    }
+
+    /// How many (read, write or read-write, sampler) arguments a kernel may
+    /// take: each needs a descriptor, and its format words (two per image,
+    /// one per sampler) travel in push constants after vkcl's own 80 bytes.
+    pub fn image_arg_limits(&self) -> (u32, u32, u32) {
+        if !self.image_support() {
+            return (0, 0, 0);
+        }
+        let l = &self.info.props.limits;
+        let words = l.max_push_constants_size.saturating_sub(80) / 4;
+        (
+            l.max_per_stage_descriptor_sampled_images.min(words / 2),
+            l.max_per_stage_descriptor_storage_images.min(words / 2),
+            l.max_per_stage_descriptor_samplers.min(words),
+        )
+    }
+
+    /// CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS.
+    pub fn read_write_image_args(&self) -> u32 {
+        if self.read_write_images() {
+            self.image_arg_limits().1
+        } else {
+            0
+        }
     }
 
     /// The largest image of each shape: (1D width, 2D side, 3D side,

@@ -71,6 +71,19 @@ pub fn table() -> Vec<FormatEntry> {
     t
 }
 
+/// How kernels see the channels of an order stored in Vulkan's red
+/// channel (identity for every other order).
+pub fn swizzle(order: cl_channel_order) -> vk::ComponentMapping {
+    use vk::ComponentSwizzle as S;
+    let (r, g, b, a) = match order {
+        CL_A => (S::ZERO, S::ZERO, S::ZERO, S::R),
+        CL_INTENSITY => (S::R, S::R, S::R, S::R),
+        CL_LUMINANCE => (S::R, S::R, S::R, S::ONE),
+        _ => (S::IDENTITY, S::IDENTITY, S::IDENTITY, S::IDENTITY),
+    };
+    vk::ComponentMapping { r, g, b, a }
+}
+
 /// The table entry for a format, if vkcl has one.
 pub fn lookup(format: &cl_image_format) -> Option<FormatEntry> {
     table().into_iter().find(|e| {

@@ -67,6 +67,10 @@ impl ImageDesc {
                 depth: extent[2],
             },
             layers,
+            arrayed: matches!(
+                self.image_type,
+                CL_MEM_OBJECT_IMAGE1D_ARRAY | CL_MEM_OBJECT_IMAGE2D_ARRAY
+            ),
         }
     }
 
@@ -209,13 +213,15 @@ impl Image {
         if features.contains(vk::FormatFeatureFlags::STORAGE_IMAGE) && !entry.swizzled {
             usage |= vk::ImageUsageFlags::STORAGE;
         }
-        let storage = DeviceImage::new(&vk_dev, entry.vk, desc.shape(), usage).map_err(|e| {
-            if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
-                ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE)
-            } else {
-                ClError::from(e)
-            }
-        })?;
+        let swizzle = crate::core::format::swizzle(entry.order);
+        let storage =
+            DeviceImage::new(&vk_dev, entry.vk, desc.shape(), usage, swizzle).map_err(|e| {
+                if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
+                    ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+                } else {
+                    ClError::from(e)
+                }
+            })?;
         let element_size =
             crate::core::format::element_size(&format).expect("checked by the caller");
         let image = Image {

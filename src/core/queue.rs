@@ -139,12 +139,24 @@ impl Recorder<'_> {
         pipeline: &crate::vk::pipeline::ComputePipeline,
         push: &[u8],
         groups: [u32; 3],
+        set: Option<vk::DescriptorSet>,
     ) {
-        // SAFETY: recording state; the pipeline is kept alive by the
-        // command; the push constants fit the pipeline layout's range.
+        // SAFETY: recording state; the pipeline and descriptor set are
+        // kept alive by the command; the push constants fit the pipeline
+        // layout's range.
         unsafe {
             self.device
                 .cmd_bind_pipeline(self.cb, vk::PipelineBindPoint::COMPUTE, pipeline.raw);
+            if let Some(set) = set {
+                self.device.cmd_bind_descriptor_sets(
+                    self.cb,
+                    vk::PipelineBindPoint::COMPUTE,
+                    pipeline.layout(),
+                    0,
+                    &[set],
+                    &[],
+                );
+            }
             self.device.cmd_push_constants(
                 self.cb,
                 pipeline.layout(),

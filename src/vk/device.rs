@@ -65,6 +65,12 @@ impl LogicalDevice {
             .shader_int64(true)
             .shader_int16(have.shader_int16 != 0)
             .shader_float64(have.shader_float64 != 0)
+            .shader_storage_image_read_without_format(
+                have.shader_storage_image_read_without_format != 0,
+            )
+            .shader_storage_image_write_without_format(
+                have.shader_storage_image_write_without_format != 0,
+            )
             .robust_buffer_access(false);
         let h11 = &info.features11;
         let mut f11 = vk::PhysicalDeviceVulkan11Features::default()

@@ -17,6 +17,8 @@ pub struct ImageShape {
     pub image_type: vk::ImageType,
     pub extent: vk::Extent3D,
     pub layers: u32,
+    /// An OpenCL image array (even of one layer): its views are arrays.
+    pub arrayed: bool,
 }
 
 /// A `VkImage` with its memory. Destroyed on drop.
@@ -27,6 +29,12 @@ pub struct DeviceImage {
     pub format: vk::Format,
     pub shape: ImageShape,
     pub usage: vk::ImageUsageFlags,
+    /// The view kernels sample through (with the swizzle of the format's
+    /// channel order), where the image has SAMPLED usage.
+    pub sampled_view: vk::ImageView,
+    /// The view kernels read and write through, where the image has
+    /// STORAGE usage.
+    pub storage_view: vk::ImageView,
 }
 
 // SAFETY: plain Vulkan handles and an allocation that is never mapped;
@@ -42,6 +50,7 @@ impl DeviceImage {
         format: vk::Format,
         shape: ImageShape,
         usage: vk::ImageUsageFlags,
+        swizzle: vk::ComponentMapping,
     ) -> Result<Self, vk::Result> {
         let info = vk::ImageCreateInfo::default()
             .image_type(shape.image_type)
@@ -80,17 +89,43 @@ impl DeviceImage {
                 unsafe { d.destroy_image(raw, None) };
                 vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
             })?;
-        let this = DeviceImage {
+        let mut this = DeviceImage {
             device: device.clone(),
             raw,
             allocation: Some(allocation),
             format,
             shape,
             usage,
+            sampled_view: vk::ImageView::null(),
+            storage_view: vk::ImageView::null(),
         };
         let a = this.allocation.as_ref().expect("set above");
         // SAFETY: memory from this device, offset aligned as required.
         unsafe { d.bind_image_memory(raw, a.memory(), a.offset())? };
+        let view_type = match (shape.image_type, shape.arrayed) {
+            (vk::ImageType::TYPE_1D, true) => vk::ImageViewType::TYPE_1D_ARRAY,
+            (vk::ImageType::TYPE_1D, false) => vk::ImageViewType::TYPE_1D,
+            (vk::ImageType::TYPE_2D, true) => vk::ImageViewType::TYPE_2D_ARRAY,
+            (vk::ImageType::TYPE_2D, false) => vk::ImageViewType::TYPE_2D,
+            _ => vk::ImageViewType::TYPE_3D,
+        };
+        let range = this.range();
+        let view = |components: vk::ComponentMapping| {
+            let info = vk::ImageViewCreateInfo::default()
+                .image(raw)
+                .view_type(view_type)
+                .format(format)
+                .components(components)
+                .subresource_range(range);
+            // SAFETY: a view of this live image, within its subresources.
+            unsafe { d.create_image_view(&info, None) }
+        };
+        if usage.contains(vk::ImageUsageFlags::SAMPLED) {
+            this.sampled_view = view(swizzle)?;
+        }
+        if usage.contains(vk::ImageUsageFlags::STORAGE) {
+            this.storage_view = view(vk::ComponentMapping::default())?;
+        }
         device.one_shot(|cb| {
             let barrier = vk::ImageMemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::empty())
@@ -135,8 +170,13 @@ impl DeviceImage {
 
 impl Drop for DeviceImage {
     fn drop(&mut self) {
-        // SAFETY: commands keep their images alive until they complete.
-        unsafe { self.device.raw.destroy_image(self.raw, None) };
+        // SAFETY: commands keep their images alive until they complete;
+        // null views are ignored.
+        unsafe {
+            self.device.raw.destroy_image_view(self.sampled_view, None);
+            self.device.raw.destroy_image_view(self.storage_view, None);
+            self.device.raw.destroy_image(self.raw, None);
+        }
         if let Some(a) = self.allocation.take() {
             if let Err(e) = self.device.allocator().free(a) {
                 log::warn!(target: "vkcl::memory", "freeing image memory failed: {e}");

@@ -66,8 +66,9 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
             ) => {
                 return Err(format!("{:?} is not supported yet", t.class.opcode));
             }
-            (Op::TypeImage | Op::TypeSampler | Op::TypeSampledImage, _) => {
-                return Err("images and samplers are not supported yet".into());
+            // Left by the images pass in their Vulkan form only.
+            (Op::TypeImage, _) if t.operands.len() > 7 => {
+                return Err("an OpenCL image type is left after the images pass".into());
             }
             _ => {}
         }
@@ -124,6 +125,11 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
             Capability::Int64Atomics,
             "64-bit atomics (shaderBufferInt64Atomics)",
         )?;
+    }
+    for c in &ctx.image_caps {
+        if !need.contains(c) {
+            need.push(*c);
+        }
     }
     ctx.module.capabilities = need
         .into_iter()
@@ -193,7 +199,8 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
                     StorageClass::Input
                     | StorageClass::PushConstant
                     | StorageClass::Workgroup
-                    | StorageClass::Private,
+                    | StorageClass::Private
+                    | StorageClass::UniformConstant,
                 )) => {}
                 other => {
                     return Err(format!(

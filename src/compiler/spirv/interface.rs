@@ -45,6 +45,13 @@ pub enum Slot {
     /// A `__local` buffer: its size (in elements of `elem_size` bytes)
     /// is specialization constant `spec_id`.
     Local { spec_id: u32, elem_size: u32 },
+    /// An image: its view at `binding` of descriptor set 0, and at
+    /// `info` two words, its channel order and channel data type (less
+    /// CLK_R and CLK_SNORM_INT8, as the SPIR-V queries return them).
+    Image { binding: u32, info: u32 },
+    /// A sampler at `binding`, and at `info` a word that is 1 where it
+    /// takes normalized coordinates.
+    Sampler { binding: u32, info: u32 },
 }
 
 /// SpecIds of `__local` argument sizes start after the work-group size.
@@ -109,6 +116,19 @@ pub struct Block {
     pub work_dim: u32,
     pub group_offset: u32,
     pub enqueued_local_size: u32,
+    /// Image and sampler parameters, for the images pass.
+    pub images: Vec<ImageParam>,
+}
+
+/// An image or sampler parameter: defined by an `OpUndef` of its OpenCL
+/// type until the images pass loads it from its descriptor.
+#[derive(Clone, Copy, Debug)]
+pub struct ImageParam {
+    pub id: Word,
+    pub binding: u32,
+    /// Member index of its first info word in the push-constant block.
+    pub info_member: u32,
+    pub sampler: bool,
 }
 
 fn ctx_pointer_parts(
@@ -156,6 +176,9 @@ pub fn run(
     // (param id, param type, element type, SpecId) of __local arguments.
     let mut locals: Vec<(Word, Word, Word, u32)> = Vec::new();
     let mut in_memory = false;
+    let mut images: Vec<ImageParam> = Vec::new();
+    // (param id, param type) of images and samplers.
+    let mut undefs: Vec<(Word, Word)> = Vec::new();
     for (p, a) in params.iter().zip(args) {
         let pid = p.result_id.ok_or("parameter without id")?;
         let pty = p.result_type.ok_or("parameter without type")?;
@@ -244,10 +267,33 @@ pub fn run(
                 locals.push((pid, pty, pointee, spec_id));
             }
             ArgKind::Image | ArgKind::Sampler => {
-                return Err(format!(
-                    "image and sampler argument {} is not supported yet",
-                    a.name
-                ));
+                let sampler = a.kind == ArgKind::Sampler;
+                let binding = images.len() as u32;
+                offset = offset.next_multiple_of(4);
+                images.push(ImageParam {
+                    id: pid,
+                    binding,
+                    info_member: members.len() as u32,
+                    sampler,
+                });
+                if sampler {
+                    slots.push(Slot::Sampler {
+                        binding,
+                        info: offset,
+                    });
+                } else {
+                    slots.push(Slot::Image {
+                        binding,
+                        info: offset,
+                    });
+                }
+                undefs.push((pid, pty));
+                members.push((u32t, offset));
+                offset += 4;
+                if !sampler {
+                    members.push((u32t, offset));
+                    offset += 4;
+                }
             }
         }
     }
@@ -307,7 +353,7 @@ pub fn run(
                 }
                 ArgKind::Image | ArgKind::Sampler => {
                     return Err(format!(
-                        "image and sampler argument {} is not supported yet",
+                        "image and sampler argument {} beside arguments that need an argument block is not supported yet",
                         a.name
                     ));
                 }
@@ -342,6 +388,9 @@ pub fn run(
     ));
     // Loads at the start of the kernel, defining the old parameter ids.
     let mut code = Vec::new();
+    for (pid, pty) in undefs {
+        code.push(Instruction::new(Op::Undef, Some(pty), Some(pid), vec![]));
+    }
     if let Some(printf) = ctx.printf_buffer {
         // The printf buffer's address, from its two words.
         let pc_u32 = ctx.pointer(StorageClass::PushConstant, u32t);
@@ -650,6 +699,7 @@ pub fn run(
             work_dim: 6,
             group_offset: 7,
             enqueued_local_size: 10,
+            images,
         },
     ))
 }

@@ -14,6 +14,7 @@ pub mod exact;
 pub mod extinst;
 pub mod finish;
 pub mod half;
+pub mod images;
 pub mod inline;
 pub mod interface;
 pub mod libclc;
@@ -43,6 +44,8 @@ pub struct Rewritten {
     pub printf: Vec<printf::PrintfCall>,
     /// Scratch memory for relocated private and local data.
     pub scratch: relocate::Scratch,
+    /// The descriptors of the kernel's images and samplers.
+    pub images: images::ImageInterface,
 }
 
 /// Choices the program's build options make for the rewrite.
@@ -81,9 +84,23 @@ pub fn rewrite_with(
     caps: &DeviceCaps,
     options: Options,
 ) -> Result<Rewritten, String> {
+    rewrite_for_images(words, kernel, caps, options, &[])
+}
+
+/// [`rewrite_with`] for a kernel whose image arguments read as `classes`
+/// (in argument order; missing ones as floats).
+pub fn rewrite_for_images(
+    words: &[u32],
+    kernel: &KernelInfo,
+    caps: &DeviceCaps,
+    options: Options,
+    classes: &[images::ImageClass],
+) -> Result<Rewritten, String> {
     let module = reflect::load(words)?;
     let packed = reflect::packed_structs(&module);
-    reflect::with_packed_structs(packed, || rewrite_module(module, kernel, caps, options))
+    reflect::with_packed_structs(packed, || {
+        rewrite_module(module, kernel, caps, options, classes)
+    })
 }
 
 fn rewrite_module(
@@ -91,6 +108,7 @@ fn rewrite_module(
     kernel: &KernelInfo,
     caps: &DeviceCaps,
     options: Options,
+    classes: &[images::ImageClass],
 ) -> Result<Rewritten, String> {
     let started = std::time::Instant::now();
     let mut last = started;
@@ -124,6 +142,7 @@ fn rewrite_module(
     lap("addressing");
     structure::run(&mut ctx)?;
     lap("structure");
+    let images = images::run(&mut ctx, fid, &block, classes)?;
     sync::run(&mut ctx)?;
     finish::run(&mut ctx, fid, caps)?;
     lap("finish");
@@ -136,5 +155,6 @@ fn rewrite_module(
         push,
         printf,
         scratch,
+        images,
     })
 }
