@@ -14,6 +14,7 @@ both_ways!(
     device_reports_images,
     fetch_and_write_float_int_uint,
     samplers_address_and_filter,
+    orders_without_alpha_and_swizzled_orders,
     literal_sampler_with_integer_coordinates,
     three_d_and_array_images,
     read_write_images,
@@ -619,4 +620,68 @@ fn argument_errors(cl: &Cl) {
         )
     };
     assert_eq!(r, CL_INVALID_SAMPLER);
+}
+
+fn orders_without_alpha_and_swizzled_orders(cl: &Cl) {
+    let mut t = Images::new(cl);
+    let (w, h) = (4, 2);
+    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let dst = t.image(CL_MEM_WRITE_ONLY, fmt(CL_RGBA, CL_FLOAT), d2, None);
+    let k = t.s.kernel(SRC, "sample_2d", "");
+    let clamp = t.sampler(false, CL_ADDRESS_CLAMP, CL_FILTER_NEAREST);
+    let values: Vec<f32> = (0..w * h).map(|i| i as f32 + 0.25).collect();
+    let unorm: Vec<u8> = (0..w * h).map(|i| (i * 30) as u8).collect();
+    type Expect = fn(f32) -> [f32; 4];
+    let cases: Vec<(cl_image_format, Vec<u8>, Expect)> = vec![
+        (fmt(CL_R, CL_FLOAT), floats(&values), |v| [v, 0.0, 0.0, 1.0]),
+        (fmt(CL_LUMINANCE, CL_FLOAT), floats(&values), |v| {
+            [v, v, v, 1.0]
+        }),
+        (fmt(CL_INTENSITY, CL_FLOAT), floats(&values), |v| {
+            [v, v, v, v]
+        }),
+        (fmt(CL_A, CL_UNORM_INT8), unorm.clone(), |v| {
+            [0.0, 0.0, 0.0, v]
+        }),
+    ];
+    for (f, data, expect) in cases {
+        let src = t.image(CL_MEM_READ_ONLY, f, d2, Some(&data));
+        let (one, shift) = (1.0f32, -1.0f32);
+        t.s.arg(k, 0, &src);
+        t.s.arg(k, 1, &clamp);
+        t.s.arg(k, 2, &dst);
+        t.s.arg(k, 3, &one);
+        t.s.arg(k, 4, &one);
+        t.s.arg(k, 5, &shift);
+        t.s.run(k, &[w, h], None, None);
+        let got = to_floats(&t.read(dst, [w, h, 1], w * h * 16));
+        for y in 0..h {
+            for x in 0..w {
+                let want = if x == 0 {
+                    // The border: transparent black, or opaque black for
+                    // orders without alpha.
+                    let opaque = matches!(f.image_channel_order, CL_R | CL_LUMINANCE);
+                    [0.0, 0.0, 0.0, if opaque { 1.0 } else { 0.0 }]
+                } else {
+                    let i = y * w + x - 1;
+                    let v = if f.image_channel_data_type == CL_FLOAT {
+                        values[i]
+                    } else {
+                        unorm[i] as f32 / 255.0
+                    };
+                    expect(v)
+                };
+                let at = (y * w + x) * 4;
+                for c in 0..4 {
+                    assert!(
+                        (got[at + c] - want[c]).abs() < 1e-6,
+                        "{}: order {:x} ({x}, {y}): {:?} vs {want:?}",
+                        cl.how,
+                        f.image_channel_order,
+                        &got[at..at + 4]
+                    );
+                }
+            }
+        }
+    }
 }

@@ -637,10 +637,20 @@ fn enqueue_ndrange(
                 }
                 image_index += 1;
                 let f = image.format;
+                let no_alpha = matches!(
+                    f.image_channel_order,
+                    CL_R | CL_RG | CL_RGB | CL_LUMINANCE | CL_DEPTH
+                );
                 put(
                     args_to,
                     *info,
-                    &(f.image_channel_order - CL_R).to_ne_bytes(),
+                    &((f.image_channel_order - CL_R)
+                        | if no_alpha {
+                            crate::compiler::spirv::images::NO_ALPHA
+                        } else {
+                            0
+                        })
+                    .to_ne_bytes(),
                 );
                 put(
                     args_to,

@@ -37,6 +37,10 @@ use rspirv::spirv::{
 use crate::compiler::spirv::ctx::{Ctx, ids_used};
 use crate::compiler::spirv::interface::Block;
 
+/// Set in an image's channel order word when the order has no alpha
+/// channel (its low bits are the order less CLK_R).
+pub const NO_ALPHA: u32 = 0x1_0000;
+
 /// The numeric type an image's texels read as, from its format.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ImageClass {
@@ -641,7 +645,63 @@ pub fn run(
                         Operand::ImageOperands(ImageOperands::LOD),
                         Operand::IdRef(fzero),
                     ];
-                    texel_result(ctx, &mut out, &img, Op::ImageSampleExplicitLod, ops)?;
+                    // Orders without alpha read alpha 1, the border colour
+                    // of CLK_ADDRESS_CLAMP included (Vulkan's has alpha 0):
+                    // the image's info word says which orders those are.
+                    let have = ctx.vector(img.scalar, 4);
+                    let sample = emit(ctx, &mut out, Op::ImageSampleExplicitLod, have, ops);
+                    let word = load_member(ctx, &mut out, block.var, img.info_member, u32t);
+                    let bit = ctx.const_u32(NO_ALPHA);
+                    let masked = emit(
+                        ctx,
+                        &mut out,
+                        Op::BitwiseAnd,
+                        u32t,
+                        vec![Operand::IdRef(word), Operand::IdRef(bit)],
+                    );
+                    let no_alpha = emit(
+                        ctx,
+                        &mut out,
+                        Op::INotEqual,
+                        boolt,
+                        vec![Operand::IdRef(masked), Operand::IdRef(zero)],
+                    );
+                    let one = if img.scalar == f32t {
+                        fone
+                    } else {
+                        ctx.const_int(img.scalar, 1)
+                    };
+                    let alpha = emit(
+                        ctx,
+                        &mut out,
+                        Op::CompositeExtract,
+                        img.scalar,
+                        vec![Operand::IdRef(sample), Operand::LiteralBit32(3)],
+                    );
+                    let alpha = emit(
+                        ctx,
+                        &mut out,
+                        Op::Select,
+                        img.scalar,
+                        vec![
+                            Operand::IdRef(no_alpha),
+                            Operand::IdRef(one),
+                            Operand::IdRef(alpha),
+                        ],
+                    );
+                    let fixed = emit(
+                        ctx,
+                        &mut out,
+                        Op::CompositeInsert,
+                        have,
+                        vec![
+                            Operand::IdRef(alpha),
+                            Operand::IdRef(sample),
+                            Operand::LiteralBit32(3),
+                        ],
+                    );
+                    let ops = vec![Operand::IdRef(fixed)];
+                    texel_result(ctx, &mut out, &img, Op::CopyObject, ops)?;
                 }
                 Op::ImageRead => {
                     let img_id = id(&i, 0)?;
@@ -736,8 +796,19 @@ pub fn run(
                     let img = *images
                         .get(&id(&i, 0)?)
                         .ok_or("a query of an unknown image")?;
-                    let member = img.info_member + (i.class.opcode == Op::ImageQueryFormat) as u32;
-                    let v = load_member(ctx, &mut out, block.var, member, u32t);
+                    let format = i.class.opcode == Op::ImageQueryFormat;
+                    let member = img.info_member + format as u32;
+                    let mut v = load_member(ctx, &mut out, block.var, member, u32t);
+                    if !format {
+                        let mask = ctx.const_u32(NO_ALPHA - 1);
+                        v = emit(
+                            ctx,
+                            &mut out,
+                            Op::BitwiseAnd,
+                            u32t,
+                            vec![Operand::IdRef(v), Operand::IdRef(mask)],
+                        );
+                    }
                     out.push(Instruction::new(
                         Op::CopyObject,
                         rt,
@@ -828,4 +899,180 @@ fn load_member(
         vec![Operand::IdRef(var), Operand::IdRef(index)],
     );
     emit(ctx, out, Op::Load, u32t, vec![Operand::IdRef(chain)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compiler::spirv::ctx::assemble;
+    use crate::compiler::spirv::finish::DeviceCaps;
+    use crate::compiler::spirv::interface::Slot;
+    use crate::compiler::spirv::reflect::{ArgKind, KernelArg, KernelInfo};
+    use rspirv::binary::Assemble;
+
+    /// A kernel as llvm-spirv writes one: `k(read_only image2d_t src,
+    /// write_only image2d_t dst, sampler_t s, global uint *out)` sampling
+    /// with its sampler and a literal one, at integer coordinates, reading
+    /// without a sampler, writing, and querying the size and order.
+    fn kernel(body: &str) -> Vec<u32> {
+        let text = format!(
+            "
+            OpCapability Addresses
+            OpCapability Kernel
+            OpCapability Int64
+            OpCapability ImageBasic
+            OpCapability LiteralSampler
+            OpMemoryModel Physical64 OpenCL
+            OpEntryPoint Kernel %k \"k\"
+            %uint = OpTypeInt 32 0
+            %float = OpTypeFloat 32
+            %void = OpTypeVoid
+            %v2uint = OpTypeVector %uint 2
+            %v2float = OpTypeVector %float 2
+            %v4float = OpTypeVector %float 4
+            %v4uint = OpTypeVector %uint 4
+            %ro = OpTypeImage %void 2D 0 0 0 0 Unknown ReadOnly
+            %wo = OpTypeImage %void 2D 0 0 0 0 Unknown WriteOnly
+            %smp = OpTypeSampler
+            %si = OpTypeSampledImage %ro
+            %gptr = OpTypePointer CrossWorkgroup %uint
+            %fty = OpTypeFunction %void %ro %wo %smp %gptr
+            %uint_0 = OpConstant %uint 0
+            %uint_1 = OpConstant %uint 1
+            %uint_4272 = OpConstant %uint 4272
+            %float_0 = OpConstant %float 0
+            %float_1 = OpConstant %float 1.5
+            %coord = OpConstantComposite %v2uint %uint_1 %uint_0
+            %fcoord = OpConstantComposite %v2float %float_1 %float_1
+            %lit = OpConstantSampler %smp Clamp 0 Nearest
+            %k = OpFunction %void None %fty
+            %src = OpFunctionParameter %ro
+            %dst = OpFunctionParameter %wo
+            %s = OpFunctionParameter %smp
+            %out = OpFunctionParameter %gptr
+            %entry = OpLabel
+            {body}
+            OpReturn
+            OpFunctionEnd
+            "
+        );
+        assemble(&text).module.assemble()
+    }
+
+    fn info() -> KernelInfo {
+        let arg = |name: &str, kind, access| KernelArg {
+            name: name.into(),
+            kind,
+            address: 0,
+            access,
+            type_name: String::new(),
+            type_qual: 0,
+        };
+        use opencl_sys::{CL_KERNEL_ARG_ACCESS_READ_ONLY, CL_KERNEL_ARG_ACCESS_WRITE_ONLY};
+        KernelInfo {
+            name: "k".into(),
+            args: vec![
+                arg("src", ArgKind::Image, CL_KERNEL_ARG_ACCESS_READ_ONLY),
+                arg("dst", ArgKind::Image, CL_KERNEL_ARG_ACCESS_WRITE_ONLY),
+                arg("s", ArgKind::Sampler, 0),
+                arg("out", ArgKind::Buffer, 0),
+            ],
+            reqd_work_group_size: None,
+            work_group_size_hint: None,
+            vec_type_hint: None,
+            local_bytes: 0,
+        }
+    }
+
+    const BODY: &str = "
+        %a = OpSampledImage %si %src %s
+        %r1 = OpImageSampleExplicitLod %v4float %a %fcoord Lod %float_0
+        %b = OpSampledImage %si %src %lit
+        %r2 = OpImageSampleExplicitLod %v4uint %b %coord Lod %float_0
+        %r3 = OpImageRead %v4float %src %coord
+        OpImageWrite %dst %coord %r1
+        OpImageWrite %dst %coord %r2
+        OpImageWrite %dst %coord %r3
+        %q = OpImageQuerySizeLod %v2uint %src %uint_0
+        %w = OpCompositeExtract %uint %q 0
+        %o = OpImageQueryOrder %uint %src
+        %o2 = OpIAdd %uint %o %uint_4272
+        %sum = OpIAdd %uint %w %o2
+        OpStore %out %sum Aligned 4
+    ";
+
+    #[test]
+    fn images_and_samplers_become_descriptors() {
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            ..Default::default()
+        };
+        for classes in [
+            [ImageClass::Float, ImageClass::Float],
+            [ImageClass::Int, ImageClass::Uint],
+        ] {
+            // The rewrite validates the module it returns.
+            let r = crate::compiler::spirv::rewrite_for_images(
+                &kernel(BODY),
+                &info(),
+                &caps,
+                Default::default(),
+                &classes,
+            )
+            .unwrap();
+            assert_eq!(
+                r.images.bindings,
+                vec![
+                    Binding::SampledImage,
+                    Binding::StorageImage,
+                    Binding::Sampler,
+                    Binding::Sampler
+                ]
+            );
+            assert_eq!(
+                r.images.literal_samplers,
+                vec![LiteralSampler {
+                    binding: 3,
+                    normalized: false,
+                    addressing: CL_ADDRESS_CLAMP,
+                    filter: CL_FILTER_NEAREST,
+                }]
+            );
+            assert!(
+                r.images
+                    .caps
+                    .contains(&Capability::StorageImageWriteWithoutFormat)
+            );
+            assert!(
+                !r.images
+                    .caps
+                    .contains(&Capability::StorageImageReadWithoutFormat)
+            );
+            assert!(matches!(r.push.args[0], Slot::Image { binding: 0, .. }));
+            assert!(matches!(r.push.args[1], Slot::Image { binding: 1, .. }));
+            assert!(matches!(r.push.args[2], Slot::Sampler { binding: 2, .. }));
+        }
+    }
+
+    #[test]
+    fn writes_to_read_only_images_are_refused() {
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            ..Default::default()
+        };
+        let body = "
+            %r = OpImageRead %v4float %src %coord
+            OpImageWrite %src %coord %r
+        ";
+        let e = crate::compiler::spirv::rewrite_for_images(
+            &kernel(body),
+            &info(),
+            &caps,
+            Default::default(),
+            &[],
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("read-only"), "{e}");
+    }
 }

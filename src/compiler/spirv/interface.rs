@@ -47,7 +47,8 @@ pub enum Slot {
     Local { spec_id: u32, elem_size: u32 },
     /// An image: its view at `binding` of descriptor set 0, and at
     /// `info` two words, its channel order and channel data type (less
-    /// CLK_R and CLK_SNORM_INT8, as the SPIR-V queries return them).
+    /// CLK_R and CLK_SNORM_INT8, as the SPIR-V queries return them; the
+    /// order word has `images::NO_ALPHA` set for orders without alpha).
     Image { binding: u32, info: u32 },
     /// A sampler at `binding`, and at `info` a word that is 1 where it
     /// takes normalized coordinates.
