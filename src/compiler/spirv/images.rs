@@ -1055,6 +1055,58 @@ mod tests {
     }
 
     #[test]
+    fn read_write_images_read_storage_images() {
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            ..Default::default()
+        };
+        // dst as a read_write image: read, then written back.
+        let words = {
+            let src = "
+            OpCapability Addresses
+            OpCapability Kernel
+            OpCapability Int64
+            OpCapability ImageBasic
+            OpCapability ImageReadWrite
+            OpMemoryModel Physical64 OpenCL
+            OpEntryPoint Kernel %k \"k\"
+            %uint = OpTypeInt 32 0
+            %void = OpTypeVoid
+            %v4uint = OpTypeVector %uint 4
+            %rw = OpTypeImage %void 3D 0 0 0 0 Unknown ReadWrite
+            %fty = OpTypeFunction %void %rw
+            %uint_0 = OpConstant %uint 0
+            %coord = OpConstantComposite %v4uint %uint_0 %uint_0 %uint_0 %uint_0
+            %k = OpFunction %void None %fty
+            %img = OpFunctionParameter %rw
+            %entry = OpLabel
+            %r = OpImageRead %v4uint %img %coord
+            OpImageWrite %img %coord %r
+            OpReturn
+            OpFunctionEnd
+            ";
+            assemble(src).module.assemble()
+        };
+        let mut info = info();
+        info.args.truncate(1);
+        info.args[0].access = opencl_sys::CL_KERNEL_ARG_ACCESS_READ_WRITE;
+        let r = crate::compiler::spirv::rewrite_for_images(
+            &words,
+            &info,
+            &caps,
+            Default::default(),
+            &[ImageClass::Int],
+        )
+        .unwrap();
+        assert_eq!(r.images.bindings, vec![Binding::StorageImage]);
+        assert!(
+            r.images
+                .caps
+                .contains(&Capability::StorageImageReadWithoutFormat)
+        );
+    }
+
+    #[test]
     fn writes_to_read_only_images_are_refused() {
         let caps = DeviceCaps {
             max_push_constants: 128,
