@@ -192,6 +192,12 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
     )];
     // Private variables of constant data keep their initialisers; nothing
     // else of the Kernel model may remain.
+    // Image and sampler descriptors are UniformConstant variables.
+    let descriptor = |ptr: Option<Word>| {
+        ptr.and_then(|p| ctx.pointer_parts(p))
+            .and_then(|(_, t)| ctx.global(t))
+            .is_some_and(|t| matches!(t.class.opcode, Op::TypeImage | Op::TypeSampler))
+    };
     for v in &ctx.module.types_global_values {
         if v.class.opcode == Op::Variable {
             match v.operands.first() {
@@ -199,9 +205,10 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
                     StorageClass::Input
                     | StorageClass::PushConstant
                     | StorageClass::Workgroup
-                    | StorageClass::Private
-                    | StorageClass::UniformConstant,
+                    | StorageClass::Private,
                 )) => {}
+                Some(Operand::StorageClass(StorageClass::UniformConstant))
+                    if descriptor(v.result_type) => {}
                 other => {
                     return Err(format!(
                         "a module variable in storage class {other:?} is not supported yet"
