@@ -14,6 +14,7 @@ both_ways!(
     device_reports_images,
     fetch_and_write_float_int_uint,
     samplers_address_and_filter,
+    unnormalized_integral_coordinates,
     orders_without_alpha_and_swizzled_orders,
     literal_sampler_with_integer_coordinates,
     three_d_and_array_images,
@@ -683,5 +684,30 @@ fn orders_without_alpha_and_swizzled_orders(cl: &Cl) {
                 }
             }
         }
+    }
+}
+
+/// Unnormalized coordinates that are whole numbers name the texel they
+/// start, however the size divides them.
+fn unnormalized_integral_coordinates(cl: &Cl) {
+    let mut t = Images::new(cl);
+    let (w, h) = (329, 2);
+    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let data: Vec<f32> = (0..w * h).map(|i| i as f32).collect();
+    let src = t.image(CL_MEM_READ_ONLY, fmt(CL_R, CL_FLOAT), d2, Some(&floats(&data)));
+    let dst = t.image(CL_MEM_WRITE_ONLY, fmt(CL_R, CL_FLOAT), d2, None);
+    let k = t.s.kernel(SRC, "sample_2d", "");
+    for addressing in [CL_ADDRESS_CLAMP_TO_EDGE, CL_ADDRESS_CLAMP, CL_ADDRESS_NONE] {
+        let smp = t.sampler(false, addressing, CL_FILTER_NEAREST);
+        let (one, shift) = (1.0f32, -0.5f32);
+        t.s.arg(k, 0, &src);
+        t.s.arg(k, 1, &smp);
+        t.s.arg(k, 2, &dst);
+        t.s.arg(k, 3, &one);
+        t.s.arg(k, 4, &one);
+        t.s.arg(k, 5, &shift);
+        t.s.run(k, &[w, h], None, None);
+        let got = to_floats(&t.read(dst, [w, h, 1], w * h * 4));
+        assert_eq!(got, data, "{}: addressing {addressing:x}", cl.how);
     }
 }

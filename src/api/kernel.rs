@@ -674,7 +674,21 @@ fn enqueue_ndrange(
                     .position(|dev| Arc::ptr_eq(dev, &q.device))
                     .ok_or(ClError(CL_INVALID_KERNEL_ARGS))?;
                 samplers[*binding as usize] = s.device_samplers[at].raw;
-                put(args_to, *info, &u32::from(s.state.normalized).to_ne_bytes());
+                use crate::compiler::spirv::images::{
+                    SAMPLER_LINEAR, SAMPLER_NORMALIZED, SAMPLER_REPEAT,
+                };
+                let st = s.state;
+                let mut flags = 0;
+                if st.normalized {
+                    flags |= SAMPLER_NORMALIZED;
+                }
+                if st.filter == CL_FILTER_LINEAR {
+                    flags |= SAMPLER_LINEAR;
+                }
+                if st.addressing == CL_ADDRESS_REPEAT {
+                    flags |= SAMPLER_REPEAT;
+                }
+                put(args_to, *info, &flags.to_ne_bytes());
                 keep.push(Box::new(s));
             }
             _ => return err(CL_INVALID_KERNEL_ARGS),

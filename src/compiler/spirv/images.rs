@@ -87,11 +87,28 @@ struct Img {
     info_member: u32,
 }
 
+/// What the kernel knows of a sampler: its modes, or the push-constant
+/// member holding them as [`SAMPLER_NORMALIZED`] and friends.
 #[derive(Clone, Copy)]
-enum Normalized {
-    Const(bool),
-    /// The push-constant member holding the sampler's flag.
+enum SamplerInfo {
+    Const {
+        normalized: bool,
+        linear: bool,
+        repeat: bool,
+    },
     Member(u32),
+}
+
+/// Bits of a sampler argument's info word.
+pub const SAMPLER_NORMALIZED: u32 = 1;
+pub const SAMPLER_LINEAR: u32 = 2;
+pub const SAMPLER_REPEAT: u32 = 4;
+
+/// A condition known when compiling, or computed by the kernel.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cond {
+    Static(bool),
+    Dynamic(Word),
 }
 
 fn lit(i: &Instruction, n: usize) -> Option<u32> {
@@ -228,7 +245,7 @@ pub fn run(
     let mut caps: HashSet<Capability> = HashSet::new();
     let mut bindings = Vec::new();
     let mut images: HashMap<Word, Img> = HashMap::new();
-    let mut samplers: HashMap<Word, Normalized> = HashMap::new();
+    let mut samplers: HashMap<Word, SamplerInfo> = HashMap::new();
     // Parameter definitions: (id, Vulkan type, variable).
     let mut loads: Vec<(Word, Word, Word)> = Vec::new();
     let undefs: HashMap<Word, Word> = ctx.module.functions[func].blocks[0]
@@ -264,7 +281,7 @@ pub fn run(
             let ty = ctx.ty(Op::TypeSampler, vec![]);
             let var = descriptor(ctx, ty, p.binding);
             loads.push((p.id, ty, var));
-            samplers.insert(p.id, Normalized::Member(p.info_member));
+            samplers.insert(p.id, SamplerInfo::Member(p.info_member));
             bindings.push(Binding::Sampler);
             continue;
         }
@@ -381,7 +398,14 @@ pub fn run(
         let ty = c.result_type.ok_or("sampler constant without type")?;
         let var = descriptor(ctx, ty, binding);
         loads.push((r, ty, var));
-        samplers.insert(r, Normalized::Const(normalized));
+        samplers.insert(
+            r,
+            SamplerInfo::Const {
+                normalized,
+                linear: filter == CL_FILTER_LINEAR,
+                repeat: addressing == CL_ADDRESS_REPEAT,
+            },
+        );
     }
 
     // The loads replace the placeholders, or come after the variables.
@@ -567,77 +591,7 @@ pub fn run(
                             vec![Operand::IdRef(c), Operand::IdRef(fsize)],
                         )
                     } else {
-                        match norm {
-                            Normalized::Const(true) => coord,
-                            Normalized::Const(false) => emit(
-                                ctx,
-                                &mut out,
-                                div,
-                                fvec,
-                                vec![Operand::IdRef(coord), Operand::IdRef(fsize)],
-                            ),
-                            Normalized::Member(m) => {
-                                // divisor = (size - 1) * unnormalized + 1
-                                let flag = load_member(ctx, &mut out, block.var, m, u32t);
-                                let is_norm = emit(
-                                    ctx,
-                                    &mut out,
-                                    Op::INotEqual,
-                                    boolt,
-                                    vec![Operand::IdRef(flag), Operand::IdRef(zero)],
-                                );
-                                let u = emit(
-                                    ctx,
-                                    &mut out,
-                                    Op::Select,
-                                    f32t,
-                                    vec![
-                                        Operand::IdRef(is_norm),
-                                        Operand::IdRef(fzero),
-                                        Operand::IdRef(fone),
-                                    ],
-                                );
-                                let ones = coord_const(ctx, k, false, 1.0, 1.0);
-                                let less = emit(
-                                    ctx,
-                                    &mut out,
-                                    Op::FSub,
-                                    fvec,
-                                    vec![Operand::IdRef(fsize), Operand::IdRef(ones)],
-                                );
-                                let scaled = if k == 1 {
-                                    emit(
-                                        ctx,
-                                        &mut out,
-                                        Op::FMul,
-                                        fvec,
-                                        vec![Operand::IdRef(less), Operand::IdRef(u)],
-                                    )
-                                } else {
-                                    emit(
-                                        ctx,
-                                        &mut out,
-                                        Op::VectorTimesScalar,
-                                        fvec,
-                                        vec![Operand::IdRef(less), Operand::IdRef(u)],
-                                    )
-                                };
-                                let d = emit(
-                                    ctx,
-                                    &mut out,
-                                    Op::FAdd,
-                                    fvec,
-                                    vec![Operand::IdRef(scaled), Operand::IdRef(ones)],
-                                );
-                                emit(
-                                    ctx,
-                                    &mut out,
-                                    div,
-                                    fvec,
-                                    vec![Operand::IdRef(coord), Operand::IdRef(d)],
-                                )
-                            }
-                        }
+                        float_coord(ctx, &mut out, coord, fsize, k, arrayed, norm, block.var)?
                     };
                     let ops = vec![
                         Operand::IdRef(si),
@@ -899,6 +853,200 @@ fn load_member(
         vec![Operand::IdRef(var), Operand::IdRef(index)],
     );
     emit(ctx, out, Op::Load, u32t, vec![Operand::IdRef(chain)])
+}
+
+/// A float coordinate as Vulkan's normalized samplers take it: texel
+/// centres for unnormalized nearest sampling (so that exact integers do not
+/// round down when divided by the size and multiplied back), divided by
+/// the size when unnormalized, and for REPEAT wrapped into [0, 1) the way
+/// OpenCL computes it (a fraction that rounds to 1 wraps to 0). The array
+/// index, the last component of arrays, is left alone.
+#[allow(clippy::too_many_arguments)]
+fn float_coord(
+    ctx: &mut Ctx,
+    out: &mut Vec<Instruction>,
+    coord: Word,
+    fsize: Word,
+    k: u32,
+    arrayed: bool,
+    info: SamplerInfo,
+    block_var: Word,
+) -> Result<Word, String> {
+    let u32t = ctx.uint(32);
+    let f32t = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]);
+    let boolt = ctx.ty(Op::TypeBool, vec![]);
+    let fvec = vec_or_scalar(ctx, f32t, k);
+    let bvec = vec_or_scalar(ctx, boolt, k);
+    let zero = ctx.const_u32(0);
+    let (nearest_unnorm, unnorm, repeat) = match info {
+        SamplerInfo::Const {
+            normalized,
+            linear,
+            repeat,
+        } => (
+            Cond::Static(!normalized && !linear),
+            Cond::Static(!normalized),
+            Cond::Static(repeat),
+        ),
+        SamplerInfo::Member(m) => {
+            let flags = load_member(ctx, out, block_var, m, u32t);
+            let mut bit = |ctx: &mut Ctx, mask: u32, set: bool| {
+                let mask = ctx.const_u32(mask);
+                let and = emit(
+                    ctx,
+                    out,
+                    Op::BitwiseAnd,
+                    u32t,
+                    vec![Operand::IdRef(flags), Operand::IdRef(mask)],
+                );
+                let op = if set { Op::INotEqual } else { Op::IEqual };
+                emit(
+                    ctx,
+                    out,
+                    op,
+                    boolt,
+                    vec![Operand::IdRef(and), Operand::IdRef(zero)],
+                )
+            };
+            let unnorm = bit(ctx, SAMPLER_NORMALIZED, false);
+            let nearest = bit(ctx, SAMPLER_LINEAR, false);
+            let repeat = bit(ctx, SAMPLER_REPEAT, true);
+            let both = emit(
+                ctx,
+                out,
+                Op::LogicalAnd,
+                boolt,
+                vec![Operand::IdRef(unnorm), Operand::IdRef(nearest)],
+            );
+            (
+                Cond::Dynamic(both),
+                Cond::Dynamic(unnorm),
+                Cond::Dynamic(repeat),
+            )
+        }
+    };
+    // `a` where `cond` holds, else `b`.
+    let choose =
+        |ctx: &mut Ctx, out: &mut Vec<Instruction>, cond: Cond, a: Word, b: Word| match cond {
+            Cond::Static(true) => a,
+            Cond::Static(false) => b,
+            Cond::Dynamic(c) => {
+                let c = if k == 1 {
+                    c
+                } else {
+                    emit(
+                        ctx,
+                        out,
+                        Op::CompositeConstruct,
+                        bvec,
+                        (0..k).map(|_| Operand::IdRef(c)).collect(),
+                    )
+                };
+                emit(
+                    ctx,
+                    out,
+                    Op::Select,
+                    fvec,
+                    vec![Operand::IdRef(c), Operand::IdRef(a), Operand::IdRef(b)],
+                )
+            }
+        };
+    // `v` with the array index of `orig`.
+    let keep_layer = |ctx: &mut Ctx, out: &mut Vec<Instruction>, v: Word, orig: Word| {
+        if !arrayed {
+            return v;
+        }
+        let layer = emit(
+            ctx,
+            out,
+            Op::CompositeExtract,
+            f32t,
+            vec![Operand::IdRef(orig), Operand::LiteralBit32(k - 1)],
+        );
+        emit(
+            ctx,
+            out,
+            Op::CompositeInsert,
+            fvec,
+            vec![
+                Operand::IdRef(layer),
+                Operand::IdRef(v),
+                Operand::LiteralBit32(k - 1),
+            ],
+        )
+    };
+    let glsl = ctx.ext_import_or_add("GLSL.std.450");
+    let floor = |ctx: &mut Ctx, out: &mut Vec<Instruction>, v: Word| {
+        // GLSL.std.450 Floor.
+        emit(
+            ctx,
+            out,
+            Op::ExtInst,
+            fvec,
+            vec![
+                Operand::IdRef(glsl),
+                Operand::LiteralExtInstInteger(8),
+                Operand::IdRef(v),
+            ],
+        )
+    };
+    let mut c = coord;
+    if nearest_unnorm != Cond::Static(false) {
+        let f = floor(ctx, out, c);
+        let half = coord_const(ctx, k, arrayed, 0.5, 0.0);
+        let centre = emit(
+            ctx,
+            out,
+            Op::FAdd,
+            fvec,
+            vec![Operand::IdRef(f), Operand::IdRef(half)],
+        );
+        let centre = keep_layer(ctx, out, centre, c);
+        c = choose(ctx, out, nearest_unnorm, centre, c);
+    }
+    if unnorm != Cond::Static(false) {
+        let d = emit(
+            ctx,
+            out,
+            Op::FDiv,
+            fvec,
+            vec![Operand::IdRef(c), Operand::IdRef(fsize)],
+        );
+        c = choose(ctx, out, unnorm, d, c);
+    }
+    if repeat != Cond::Static(false) {
+        let f = floor(ctx, out, c);
+        let frac = emit(
+            ctx,
+            out,
+            Op::FSub,
+            fvec,
+            vec![Operand::IdRef(c), Operand::IdRef(f)],
+        );
+        let ones = coord_const(ctx, k, false, 1.0, 1.0);
+        let zeros = coord_const(ctx, k, false, 0.0, 0.0);
+        let wraps = emit(
+            ctx,
+            out,
+            Op::FOrdGreaterThanEqual,
+            bvec,
+            vec![Operand::IdRef(frac), Operand::IdRef(ones)],
+        );
+        let frac = emit(
+            ctx,
+            out,
+            Op::Select,
+            fvec,
+            vec![
+                Operand::IdRef(wraps),
+                Operand::IdRef(zeros),
+                Operand::IdRef(frac),
+            ],
+        );
+        let frac = keep_layer(ctx, out, frac, c);
+        c = choose(ctx, out, repeat, frac, c);
+    }
+    Ok(c)
 }
 
 #[cfg(test)]

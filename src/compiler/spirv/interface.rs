@@ -50,8 +50,8 @@ pub enum Slot {
     /// CLK_R and CLK_SNORM_INT8, as the SPIR-V queries return them; the
     /// order word has `images::NO_ALPHA` set for orders without alpha).
     Image { binding: u32, info: u32 },
-    /// A sampler at `binding`, and at `info` a word that is 1 where it
-    /// takes normalized coordinates.
+    /// A sampler at `binding`, and at `info` a word of its modes
+    /// (`images::SAMPLER_NORMALIZED`, `SAMPLER_LINEAR`, `SAMPLER_REPEAT`).
     Sampler { binding: u32, info: u32 },
 }
 
