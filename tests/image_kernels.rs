@@ -694,7 +694,12 @@ fn unnormalized_integral_coordinates(cl: &Cl) {
     let (w, h) = (329, 2);
     let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
     let data: Vec<f32> = (0..w * h).map(|i| i as f32).collect();
-    let src = t.image(CL_MEM_READ_ONLY, fmt(CL_R, CL_FLOAT), d2, Some(&floats(&data)));
+    let src = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(CL_R, CL_FLOAT),
+        d2,
+        Some(&floats(&data)),
+    );
     let dst = t.image(CL_MEM_WRITE_ONLY, fmt(CL_R, CL_FLOAT), d2, None);
     let k = t.s.kernel(SRC, "sample_2d", "");
     for addressing in [CL_ADDRESS_CLAMP_TO_EDGE, CL_ADDRESS_CLAMP, CL_ADDRESS_NONE] {
@@ -710,4 +715,24 @@ fn unnormalized_integral_coordinates(cl: &Cl) {
         let got = to_floats(&t.read(dst, [w, h, 1], w * h * 4));
         assert_eq!(got, data, "{}: addressing {addressing:x}", cl.how);
     }
+    // Linear filtering at texel centres weighs only that texel, even
+    // between values far apart.
+    let wild: Vec<f32> = (0..w * h)
+        .map(|i| if i % 2 == 0 { 3.0e13 } else { -7.0 })
+        .collect();
+    let src = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(CL_R, CL_FLOAT),
+        d2,
+        Some(&floats(&wild)),
+    );
+    let smp = t.sampler(false, CL_ADDRESS_CLAMP_TO_EDGE, CL_FILTER_LINEAR);
+    let (one, centre) = (1.0f32, 0.0f32);
+    t.s.arg(k, 0, &src);
+    t.s.arg(k, 1, &smp);
+    t.s.arg(k, 5, &centre);
+    t.s.arg(k, 3, &one);
+    t.s.run(k, &[w, h], None, None);
+    let got = to_floats(&t.read(dst, [w, h, 1], w * h * 4));
+    assert_eq!(got, wild, "{}: linear at texel centres", cl.how);
 }

@@ -599,8 +599,11 @@ fn enqueue_ndrange(
     let types = compiled.module.bindings.clone();
     let mut views = vec![ash::vk::ImageView::null(); types.len()];
     let mut samplers = vec![ash::vk::Sampler::null(); types.len()];
+    // Each sampler's twin for 1D and 2D images, by the sampler's binding.
+    let mut direct = vec![ash::vk::Sampler::null(); types.len()];
     for (binding, s) in &compiled.literal_samplers {
-        samplers[*binding as usize] = s.raw;
+        samplers[*binding as usize] = s.normal.raw;
+        direct[*binding as usize] = s.direct.raw;
     }
     let mut image_index = 0;
     for (slot, value) in compiled.push.args.iter().zip(k.args().iter()) {
@@ -673,7 +676,8 @@ fn enqueue_ndrange(
                     .iter()
                     .position(|dev| Arc::ptr_eq(dev, &q.device))
                     .ok_or(ClError(CL_INVALID_KERNEL_ARGS))?;
-                samplers[*binding as usize] = s.device_samplers[at].raw;
+                samplers[*binding as usize] = s.device_samplers[at].normal.raw;
+                direct[*binding as usize] = s.device_samplers[at].direct.raw;
                 use crate::compiler::spirv::images::{
                     SAMPLER_LINEAR, SAMPLER_NORMALIZED, SAMPLER_REPEAT,
                 };
@@ -767,6 +771,9 @@ fn enqueue_ndrange(
         );
         put(&mut push, SCRATCH_BYTES, &(total as u32).to_ne_bytes());
         keep.push(Box::new(buffer));
+    }
+    for &(twin, of) in &compiled.images.direct_samplers {
+        samplers[twin as usize] = direct[of as usize];
     }
     let set = if types.is_empty() {
         None

@@ -15,7 +15,7 @@ use crate::core::image::Image;
 use crate::core::memory::Buffer;
 use crate::core::object::{ClObject, Handle};
 use crate::core::program::{Origin, Program};
-use crate::core::sampler::{DeviceSampler, Sampler, SamplerState};
+use crate::core::sampler::{Sampler, SamplerPair, SamplerState};
 use crate::vk::device::LogicalDevice;
 use crate::vk::pipeline::{ComputePipeline, KernelModule};
 
@@ -66,7 +66,7 @@ pub struct Compiled {
     /// The descriptors of its images and samplers.
     pub images: ImageInterface,
     /// The samplers declared in the source, by binding.
-    pub literal_samplers: Vec<(u32, DeviceSampler)>,
+    pub literal_samplers: Vec<(u32, SamplerPair)>,
     /// The image classes it was rewritten for, in image argument order.
     pub classes: Vec<ImageClass>,
     pipelines: Mutex<HashMap<PipelineKey, Arc<ComputePipeline>>>,
@@ -328,8 +328,8 @@ impl Kernel {
             let state = SamplerState::new(l.normalized, l.addressing, l.filter).map_err(|_| {
                 "a literal sampler with an invalid combination of modes".to_string()
             })?;
-            let s = DeviceSampler::new(vk, &state)
-                .map_err(|e| format!("vkCreateSampler failed: {e}"))?;
+            let s =
+                SamplerPair::new(vk, &state).map_err(|e| format!("vkCreateSampler failed: {e}"))?;
             literal_samplers.push((l.binding, s));
         }
         Ok(Arc::new(Compiled {

@@ -53,6 +53,16 @@ impl SamplerState {
     /// (transparent black, or zero alpha for orders without alpha, which
     /// kernels get right by the format); NONE leaves out-of-range reads
     /// undefined, which clamping to the edge satisfies.
+    /// The Vulkan settings of the sampler's twin for 1D and 2D images:
+    /// unnormalized coordinates where OpenCL's are (Vulkan allows them
+    /// only for those images, with clamping and without mipmaps).
+    pub fn direct_create_info(&self) -> vk::SamplerCreateInfo<'static> {
+        self.create_info()
+            .unnormalized_coordinates(!self.normalized)
+            .min_lod(0.0)
+            .max_lod(0.0)
+    }
+
     pub fn create_info(&self) -> vk::SamplerCreateInfo<'static> {
         let mode = match self.addressing {
             CL_ADDRESS_CLAMP => vk::SamplerAddressMode::CLAMP_TO_BORDER,
@@ -86,12 +96,39 @@ pub struct DeviceSampler {
 
 impl DeviceSampler {
     pub fn new(device: &Arc<LogicalDevice>, state: &SamplerState) -> ClResult<DeviceSampler> {
+        Self::with_info(device, &state.create_info())
+    }
+
+    /// The twin for 1D and 2D images (see [`SamplerState::direct_create_info`]).
+    pub fn direct(device: &Arc<LogicalDevice>, state: &SamplerState) -> ClResult<DeviceSampler> {
+        Self::with_info(device, &state.direct_create_info())
+    }
+
+    fn with_info(
+        device: &Arc<LogicalDevice>,
+        info: &vk::SamplerCreateInfo<'_>,
+    ) -> ClResult<DeviceSampler> {
         // SAFETY: valid device and create info.
-        let raw = unsafe { device.raw.create_sampler(&state.create_info(), None) }
-            .map_err(ClError::from)?;
+        let raw = unsafe { device.raw.create_sampler(info, None) }.map_err(ClError::from)?;
         Ok(DeviceSampler {
             device: device.clone(),
             raw,
+        })
+    }
+}
+
+/// A sampler on one device: for every image, and its twin for 1D and 2D
+/// images.
+pub struct SamplerPair {
+    pub normal: DeviceSampler,
+    pub direct: DeviceSampler,
+}
+
+impl SamplerPair {
+    pub fn new(device: &Arc<LogicalDevice>, state: &SamplerState) -> ClResult<SamplerPair> {
+        Ok(SamplerPair {
+            normal: DeviceSampler::new(device, state)?,
+            direct: DeviceSampler::direct(device, state)?,
         })
     }
 }
@@ -109,7 +146,7 @@ pub struct Sampler {
     /// The property list as passed to clCreateSamplerWithProperties.
     pub properties: Vec<cl_sampler_properties>,
     /// One per device of the context, in the context's order.
-    pub device_samplers: Vec<DeviceSampler>,
+    pub device_samplers: Vec<SamplerPair>,
 }
 
 impl ClObject for Sampler {
@@ -124,7 +161,7 @@ impl Sampler {
     ) -> ClResult<Arc<Handle<Sampler>>> {
         let mut device_samplers = Vec::with_capacity(context.devices.len());
         for d in &context.devices {
-            device_samplers.push(DeviceSampler::new(&d.logical()?, &state)?);
+            device_samplers.push(SamplerPair::new(&d.logical()?, &state)?);
         }
         Ok(Handle::new(Sampler {
             context,

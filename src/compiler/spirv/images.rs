@@ -75,6 +75,10 @@ pub struct ImageInterface {
     pub literal_samplers: Vec<LiteralSampler>,
     /// Capabilities that need device features.
     pub caps: Vec<Capability>,
+    /// (binding, binding of the sampler it stands for): the samplers that
+    /// 1D and 2D images are sampled with, which take unnormalized
+    /// coordinates where the OpenCL sampler does.
+    pub direct_samplers: Vec<(u32, u32)>,
 }
 
 #[derive(Clone, Copy)]
@@ -84,6 +88,9 @@ struct Img {
     sampled: bool,
     /// Coordinate components: the dimensions, plus one for arrays.
     coords: u32,
+    /// A 1D or 2D image, not an array: sampled with the sampler's twin,
+    /// at unnormalized coordinates where the OpenCL sampler takes them.
+    direct: bool,
     info_member: u32,
 }
 
@@ -349,6 +356,7 @@ pub fn run(
                 scalar,
                 sampled,
                 coords: dims + arrayed as u32,
+                direct: !arrayed && dims < 3,
                 info_member: p.info_member,
             },
         );
@@ -406,6 +414,32 @@ pub fn run(
                 repeat: addressing == CL_ADDRESS_REPEAT,
             },
         );
+    }
+
+    // Each sampler has a twin for 1D and 2D images: Vulkan's samplers
+    // take unnormalized coordinates only for those, and they avoid the
+    // rounding of dividing by the size.
+    let mut direct: HashMap<Word, Word> = HashMap::new();
+    let mut direct_samplers = Vec::new();
+    let sampler_bindings: Vec<(Word, u32)> = loads
+        .iter()
+        .filter(|(r, _, _)| samplers.contains_key(r))
+        .map(|&(r, _, var)| {
+            let b = ctx
+                .decoration_literal(var, Decoration::Binding)
+                .expect("descriptors have bindings");
+            (r, b)
+        })
+        .collect();
+    for (r, b) in sampler_bindings {
+        let ty = ctx.ty(Op::TypeSampler, vec![]);
+        let binding = bindings.len() as u32;
+        bindings.push(Binding::Sampler);
+        direct_samplers.push((binding, b));
+        let var = descriptor(ctx, ty, binding);
+        let twin = ctx.fresh();
+        loads.push((twin, ty, var));
+        direct.insert(r, twin);
     }
 
     // The loads replace the placeholders, or come after the variables.
@@ -506,11 +540,16 @@ pub fn run(
                     let sty = ctx.ty(Op::TypeSampledImage, vec![Operand::IdRef(img.ty)]);
                     let r = rid.ok_or("OpSampledImage without id")?;
                     sampled_images.insert(r, (img_id, smp));
+                    let with = if img.direct {
+                        *direct.get(&smp).ok_or("sampling with an unknown sampler")?
+                    } else {
+                        smp
+                    };
                     out.push(Instruction::new(
                         Op::SampledImage,
                         Some(sty),
                         Some(r),
-                        i.operands.clone(),
+                        vec![Operand::IdRef(img_id), Operand::IdRef(with)],
                     ));
                 }
                 Op::ImageSampleExplicitLod => {
@@ -566,7 +605,39 @@ pub fn run(
                         );
                     }
                     let div = Op::FDiv;
-                    let new_coord = if is_int {
+                    let new_coord = if img.direct {
+                        // The twin sampler takes the coordinates as the
+                        // OpenCL sampler does.
+                        if is_int {
+                            let f = emit(
+                                ctx,
+                                &mut out,
+                                Op::ConvertSToF,
+                                fvec,
+                                vec![Operand::IdRef(coord)],
+                            );
+                            let half = coord_const(ctx, k, false, 0.5, 0.5);
+                            emit(
+                                ctx,
+                                &mut out,
+                                Op::FAdd,
+                                fvec,
+                                vec![Operand::IdRef(f), Operand::IdRef(half)],
+                            )
+                        } else {
+                            let info = match norm {
+                                SamplerInfo::Const { linear, repeat, .. } => SamplerInfo::Const {
+                                    normalized: true,
+                                    linear,
+                                    repeat,
+                                },
+                                m => m,
+                            };
+                            float_coord(
+                                ctx, &mut out, coord, fsize, k, false, info, block.var, true,
+                            )?
+                        }
+                    } else if is_int {
                         // Integer coordinates name texels: their centres.
                         let f = emit(
                             ctx,
@@ -591,7 +662,9 @@ pub fn run(
                             vec![Operand::IdRef(c), Operand::IdRef(fsize)],
                         )
                     } else {
-                        float_coord(ctx, &mut out, coord, fsize, k, arrayed, norm, block.var)?
+                        float_coord(
+                            ctx, &mut out, coord, fsize, k, arrayed, norm, block.var, false,
+                        )?
                     };
                     let ops = vec![
                         Operand::IdRef(si),
@@ -832,6 +905,7 @@ pub fn run(
         bindings,
         literal_samplers,
         caps,
+        direct_samplers,
     })
 }
 
@@ -860,7 +934,8 @@ fn load_member(
 /// round down when divided by the size and multiplied back), divided by
 /// the size when unnormalized, and for REPEAT wrapped into [0, 1) the way
 /// OpenCL computes it (a fraction that rounds to 1 wraps to 0). The array
-/// index, the last component of arrays, is left alone.
+/// index, the last component of arrays, is left alone. `direct`: the
+/// sampler is the twin that takes unnormalized coordinates itself.
 #[allow(clippy::too_many_arguments)]
 fn float_coord(
     ctx: &mut Ctx,
@@ -871,6 +946,7 @@ fn float_coord(
     arrayed: bool,
     info: SamplerInfo,
     block_var: Word,
+    direct: bool,
 ) -> Result<Word, String> {
     let u32t = ctx.uint(32);
     let f32t = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]);
@@ -878,7 +954,7 @@ fn float_coord(
     let fvec = vec_or_scalar(ctx, f32t, k);
     let bvec = vec_or_scalar(ctx, boolt, k);
     let zero = ctx.const_u32(0);
-    let (nearest_unnorm, unnorm, repeat) = match info {
+    let (mut nearest_unnorm, mut unnorm, repeat) = match info {
         SamplerInfo::Const {
             normalized,
             linear,
@@ -925,6 +1001,10 @@ fn float_coord(
             )
         }
     };
+    if direct {
+        // The sampler itself takes unnormalized coordinates.
+        (nearest_unnorm, unnorm) = (Cond::Static(false), Cond::Static(false));
+    }
     // `a` where `cond` holds, else `b`.
     let choose =
         |ctx: &mut Ctx, out: &mut Vec<Instruction>, cond: Cond, a: Word, b: Word| match cond {
@@ -1168,15 +1248,20 @@ mod tests {
                 &classes,
             )
             .unwrap();
+            // The parameters, the literal sampler, then the samplers'
+            // twins for 1D and 2D images.
             assert_eq!(
                 r.images.bindings,
                 vec![
                     Binding::SampledImage,
                     Binding::StorageImage,
                     Binding::Sampler,
+                    Binding::Sampler,
+                    Binding::Sampler,
                     Binding::Sampler
                 ]
             );
+            assert_eq!(r.images.direct_samplers, vec![(4, 2), (5, 3)]);
             assert_eq!(
                 r.images.literal_samplers,
                 vec![LiteralSampler {
