@@ -347,8 +347,9 @@ impl Device {
     }
 
     /// How many (read, write or read-write, sampler) arguments a kernel may
-    /// take: each needs a descriptor, and its format words (two per image,
-    /// one per sampler) travel in push constants after vkcl's own 80 bytes.
+    /// take: each needs a descriptor (two per sampler), and its info words
+    /// (two per image, one per sampler) travel in push constants after
+    /// vkcl's own 80 bytes, which all image and sampler arguments share.
     pub fn image_arg_limits(&self) -> (u32, u32, u32) {
         if !self.image_support() {
             return (0, 0, 0);
@@ -358,7 +359,8 @@ impl Device {
         (
             l.max_per_stage_descriptor_sampled_images.min(words / 2),
             l.max_per_stage_descriptor_storage_images.min(words / 2),
-            l.max_per_stage_descriptor_samplers.min(words),
+            // Each sampler has a twin for 1D and 2D images.
+            (l.max_per_stage_descriptor_samplers / 2).min(words),
         )
     }
 
