@@ -4,7 +4,8 @@
 //! left as `OpUndef`s of their OpenCL types, after the addressing and
 //! structure passes. Guarantees a module whose images are descriptors of
 //! set 0 (the parameters in order at bindings 0, 1, …, then one sampler per
-//! literal sampler) and whose image instructions are valid for Vulkan:
+//! literal sampler, then each sampler's twin) and whose image instructions
+//! are valid for Vulkan:
 //!
 //! * read-only images are sampled images (`Sampled = 1`): reads with a
 //!   sampler stay `OpImageSampleExplicitLod`, reads without one become
@@ -13,10 +14,15 @@
 //! * the sampled type (float, signed or unsigned integer) is the one of the
 //!   image bound at enqueue, which the caller passes: OpenCL SPIR-V does not
 //!   say whether `read_imagei` or `read_imageui` was called;
-//! * integer coordinates, and float coordinates of samplers without
-//!   normalized coordinates, are normalized by the image size (Vulkan's
-//!   samplers here always take normalized coordinates); whether a sampler
-//!   argument is normalized is a push-constant word;
+//! * 1D and 2D images are sampled with the sampler's twin, a Vulkan sampler
+//!   that takes unnormalized coordinates exactly where the OpenCL sampler
+//!   does (Vulkan allows that only for those images); arrays and 3D images
+//!   are sampled at coordinates normalized by the image size in the kernel
+//!   (texel centres for nearest sampling, so that whole numbers do not round
+//!   down), from the sampler's modes, which sampler arguments pass in a
+//!   push-constant word;
+//! * REPEAT wraps coordinates as OpenCL computes it; orders without alpha
+//!   read alpha 1, CLK_ADDRESS_CLAMP's border included;
 //! * coordinates lose the components the image does not have (the fourth
 //!   of 3D and 2D array coordinates);
 //! * channel order and data type queries read push-constant words, since
@@ -604,7 +610,6 @@ pub fn run(
                             ],
                         );
                     }
-                    let div = Op::FDiv;
                     let new_coord = if img.direct {
                         // The twin sampler takes the coordinates as the
                         // OpenCL sampler does.
@@ -625,16 +630,8 @@ pub fn run(
                                 vec![Operand::IdRef(f), Operand::IdRef(half)],
                             )
                         } else {
-                            let info = match norm {
-                                SamplerInfo::Const { linear, repeat, .. } => SamplerInfo::Const {
-                                    normalized: true,
-                                    linear,
-                                    repeat,
-                                },
-                                m => m,
-                            };
                             float_coord(
-                                ctx, &mut out, coord, fsize, k, false, info, block.var, true,
+                                ctx, &mut out, coord, fsize, k, false, norm, block.var, true,
                             )?
                         }
                     } else if is_int {
@@ -657,7 +654,7 @@ pub fn run(
                         emit(
                             ctx,
                             &mut out,
-                            div,
+                            Op::FDiv,
                             fvec,
                             vec![Operand::IdRef(c), Operand::IdRef(fsize)],
                         )
