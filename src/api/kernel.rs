@@ -775,7 +775,15 @@ fn enqueue_ndrange(
     for &(twin, of) in &compiled.images.direct_samplers {
         samplers[twin as usize] = direct[of as usize];
     }
-    let set = if types.is_empty() {
+    // Images and samplers: pushed into the command buffer where the device
+    // can, else a descriptor set of the command's own.
+    let pushed = (!types.is_empty() && compiled.module.pushes_descriptors())
+        .then(|| (compiled.clone(), views.clone(), samplers.clone()));
+    if pushed.is_some() {
+        // Its literal samplers, until the command completes.
+        keep.push(Box::new(compiled.clone()));
+    }
+    let set = if types.is_empty() || pushed.is_some() {
         None
     } else {
         let set = compiled.module.descriptor_set()?;
@@ -802,6 +810,11 @@ fn enqueue_ndrange(
     let work = Work {
         record: Some(Box::new(move |r| {
             for (pipeline, push, groups) in &dispatches {
+                if let Some((compiled, views, samplers)) = &pushed {
+                    compiled
+                        .module
+                        .push_descriptors(r.cb, pipeline.layout(), views, samplers);
+                }
                 r.dispatch(pipeline, push, *groups, set);
             }
             Ok(())

@@ -35,6 +35,9 @@ pub struct LogicalDevice {
     /// Importing application memory (VK_EXT_external_memory_host), where
     /// the device can.
     pub host_import: Option<HostImport>,
+    /// VK_KHR_push_descriptor, where the device has it: image and sampler
+    /// descriptors are recorded into the command buffer, without a pool.
+    pub push_descriptor: Option<ash::khr::push_descriptor::Device>,
     /// How long a timeline wait polls before it blocks: never on CPU
     /// devices, whose own threads need the cores a poll would take.
     timeline_spin: std::time::Duration,
@@ -116,6 +119,11 @@ impl LogicalDevice {
         if can_import {
             extensions.push(import_ext.as_ptr());
         }
+        let push_ext = ash::khr::push_descriptor::NAME;
+        let has_push = info.has_extension(push_ext);
+        if has_push {
+            extensions.push(push_ext.as_ptr());
+        }
         let mut create = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_features(&features)
@@ -160,6 +168,8 @@ impl LogicalDevice {
                 alignment: props.min_imported_host_pointer_alignment.max(1),
             }
         });
+        let push_descriptor =
+            has_push.then(|| ash::khr::push_descriptor::Device::new(instance, &raw));
         log::info!(target: "vkcl::vk", "created Vulkan device for {}", info.name());
         Ok(LogicalDevice {
             raw,
@@ -174,6 +184,7 @@ impl LogicalDevice {
             one_shot_pool: Mutex::new(one_shot_pool),
             timestamp_offset: std::sync::OnceLock::new(),
             host_import,
+            push_descriptor,
             timeline_spin: if info.props.device_type == vk::PhysicalDeviceType::CPU {
                 std::time::Duration::ZERO
             } else {

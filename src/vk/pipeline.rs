@@ -137,11 +137,41 @@ impl KernelModule {
                         .stage_flags(vk::ShaderStageFlags::COMPUTE)
                 })
                 .collect();
-            let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&b);
+            let mut info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&b);
+            if this.pushes_descriptors() {
+                info = info.flags(vk::DescriptorSetLayoutCreateFlags::PUSH_DESCRIPTOR_KHR);
+            }
             // SAFETY: valid device and create info.
             this.set_layout = unsafe { device.raw.create_descriptor_set_layout(&info, None)? };
         }
         Ok(this)
+    }
+
+    /// Whether dispatches push their descriptors (VK_KHR_push_descriptor,
+    /// within Vulkan's guaranteed 32 per set) rather than allocate a set.
+    pub fn pushes_descriptors(&self) -> bool {
+        self.device.push_descriptor.is_some() && self.bindings.len() <= 32
+    }
+
+    /// Records this module's descriptors into `cb` (push descriptors):
+    /// each binding's image view or sampler, in binding order.
+    pub fn push_descriptors(
+        &self,
+        cb: vk::CommandBuffer,
+        layout: vk::PipelineLayout,
+        views: &[vk::ImageView],
+        samplers: &[vk::Sampler],
+    ) {
+        let Some(push) = self.device.push_descriptor.as_ref() else {
+            return;
+        };
+        let infos = image_infos(views, samplers);
+        let writes = writes(vk::DescriptorSet::null(), &self.bindings, &infos);
+        // SAFETY: recording state; the layout's set 0 was made for push
+        // descriptors; the views and samplers outlive the command.
+        unsafe {
+            push.cmd_push_descriptor_set(cb, vk::PipelineBindPoint::COMPUTE, layout, 0, &writes)
+        };
     }
 
     /// A descriptor set of this module's layout, in a pool of its own.
@@ -278,29 +308,49 @@ impl DescriptorSet {
         views: &[vk::ImageView],
         samplers: &[vk::Sampler],
     ) {
-        let infos: Vec<[vk::DescriptorImageInfo; 1]> = (0..types.len())
-            .map(|i| {
-                [vk::DescriptorImageInfo {
-                    sampler: samplers[i],
-                    image_view: views[i],
-                    image_layout: vk::ImageLayout::GENERAL,
-                }]
-            })
-            .collect();
-        let writes: Vec<vk::WriteDescriptorSet> = types
-            .iter()
-            .enumerate()
-            .map(|(i, &t)| {
-                vk::WriteDescriptorSet::default()
-                    .dst_set(self.raw)
-                    .dst_binding(i as u32)
-                    .descriptor_type(t)
-                    .image_info(&infos[i])
-            })
-            .collect();
+        let infos = image_infos(views, samplers);
+        let writes = writes(self.raw, types, &infos);
         // SAFETY: the set is not in use yet; views and samplers are live.
         unsafe { self.device.raw.update_descriptor_sets(&writes, &[]) };
     }
+}
+
+/// One image descriptor per binding, images in the GENERAL layout.
+fn image_infos(
+    views: &[vk::ImageView],
+    samplers: &[vk::Sampler],
+) -> Vec<[vk::DescriptorImageInfo; 1]> {
+    views
+        .iter()
+        .zip(samplers)
+        .map(|(&image_view, &sampler)| {
+            [vk::DescriptorImageInfo {
+                sampler,
+                image_view,
+                image_layout: vk::ImageLayout::GENERAL,
+            }]
+        })
+        .collect()
+}
+
+/// The writes of every binding of set `set` (null for push descriptors).
+fn writes<'a>(
+    set: vk::DescriptorSet,
+    types: &[vk::DescriptorType],
+    infos: &'a [[vk::DescriptorImageInfo; 1]],
+) -> Vec<vk::WriteDescriptorSet<'a>> {
+    types
+        .iter()
+        .zip(infos)
+        .enumerate()
+        .map(|(i, (&t, info))| {
+            vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(i as u32)
+                .descriptor_type(t)
+                .image_info(info)
+        })
+        .collect()
 }
 
 impl Drop for DescriptorSet {
