@@ -1,7 +1,9 @@
 //! Compute pipelines for rewritten kernels: one shader module per kernel
 //! and device, one pipeline per work-group size (the size is given by
-//! specialization constants 0, 1, 2), no descriptor sets: arguments travel
-//! in push constants. Every pipeline is made through the device's
+//! specialization constants 0, 1, 2). Arguments travel in push constants;
+//! only images and samplers are descriptors, of set 0, pushed into the
+//! command buffer where the device can (VK_KHR_push_descriptor), else in a
+//! set of the command's own. Every pipeline is made through the device's
 //! persistent `VkPipelineCache`, kept on disk beside the program cache.
 
 use std::sync::{Arc, Mutex};
