@@ -869,8 +869,7 @@ fn language_version_macros(cl: &Cl) {
 fn device_feature_macros(cl: &Cl) {
     let c = cl.context();
     let d = cl.device();
-    let image_support = u32_of(&cl.device_bytes(d, CL_DEVICE_IMAGE_SUPPORT).unwrap());
-    assert_eq!(image_support, CL_FALSE, "vkcl offers no images yet");
+    let image_support = u32_of(&cl.device_bytes(d, CL_DEVICE_IMAGE_SUPPORT).unwrap()) == CL_TRUE;
     let extensions = c_string(&cl.device_bytes(d, CL_DEVICE_EXTENSIONS).unwrap());
     let reported: Vec<&str> = extensions.split_whitespace().collect();
 
@@ -894,6 +893,7 @@ fn device_feature_macros(cl: &Cl) {
         "cl_khr_global_int32_extended_atomics",
         "cl_khr_local_int32_base_atomics",
         "cl_khr_local_int32_extended_atomics",
+        "cl_khr_3d_image_writes",
     ]
     .into_iter()
     .filter(|e| reported.contains(e))
@@ -901,7 +901,8 @@ fn device_feature_macros(cl: &Cl) {
     let mut conds = vec!["defined(__IMAGE_SUPPORT__)".to_string()];
     conds.extend(absent.iter().map(|e| format!("defined({e})")));
     conds.extend(present.iter().map(|e| format!("defined({e})")));
-    let mut want = vec![false];
+    // __IMAGE_SUPPORT__ follows CL_DEVICE_IMAGE_SUPPORT.
+    let mut want = vec![image_support];
     want.extend(absent.iter().map(|_| false));
     want.extend(present.iter().map(|_| true));
     let cond_refs: Vec<&str> = conds.iter().map(String::as_str).collect();

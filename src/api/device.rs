@@ -112,21 +112,32 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_MAX_CLOCK_FREQUENCY => info(0u32),
         CL_DEVICE_ADDRESS_BITS => info(64u32),
         CL_DEVICE_MAX_MEM_ALLOC_SIZE => info(d.max_mem_alloc_size()),
-        // Images and samplers are not offered yet.
-        CL_DEVICE_IMAGE_SUPPORT => info(false),
-        CL_DEVICE_MAX_READ_IMAGE_ARGS
-        | CL_DEVICE_MAX_WRITE_IMAGE_ARGS
-        | CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS
-        | CL_DEVICE_MAX_SAMPLERS
-        | CL_DEVICE_IMAGE_PITCH_ALIGNMENT
-        | CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT => info(0u32),
-        CL_DEVICE_IMAGE2D_MAX_WIDTH
-        | CL_DEVICE_IMAGE2D_MAX_HEIGHT
-        | CL_DEVICE_IMAGE3D_MAX_WIDTH
+        CL_DEVICE_IMAGE_SUPPORT => info(d.image_support()),
+        CL_DEVICE_MAX_READ_IMAGE_ARGS => info(d.image_arg_limits().0),
+        CL_DEVICE_MAX_WRITE_IMAGE_ARGS => info(d.image_arg_limits().1),
+        CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS => info(d.read_write_image_args()),
+        CL_DEVICE_MAX_SAMPLERS => info(d.image_arg_limits().2),
+        // Images from buffers (cl_khr_image2d_from_buffer) are not offered.
+        CL_DEVICE_IMAGE_PITCH_ALIGNMENT | CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT => info(0u32),
+        CL_DEVICE_IMAGE2D_MAX_WIDTH | CL_DEVICE_IMAGE2D_MAX_HEIGHT => info(if d.image_support() {
+            d.image_limits().side_2d
+        } else {
+            0
+        }),
+        CL_DEVICE_IMAGE3D_MAX_WIDTH
         | CL_DEVICE_IMAGE3D_MAX_HEIGHT
-        | CL_DEVICE_IMAGE3D_MAX_DEPTH
-        | CL_DEVICE_IMAGE_MAX_BUFFER_SIZE
-        | CL_DEVICE_IMAGE_MAX_ARRAY_SIZE => info(0usize),
+        | CL_DEVICE_IMAGE3D_MAX_DEPTH => info(if d.image_support() {
+            d.image_limits().side_3d
+        } else {
+            0
+        }),
+        CL_DEVICE_IMAGE_MAX_ARRAY_SIZE => info(if d.image_support() {
+            d.image_limits().layers
+        } else {
+            0
+        }),
+        // 1D image buffers are not supported yet.
+        CL_DEVICE_IMAGE_MAX_BUFFER_SIZE => info(0usize),
         // SPIR-V 1.0 to 1.6 for the Kernel execution model.
         CL_DEVICE_IL_VERSION => info(
             (0..=6)

@@ -1,45 +1,311 @@
-//! Image entry points. Images are not offered yet (CL_DEVICE_IMAGE_SUPPORT is false):
-//! each entry point reports CL_INVALID_OPERATION and logs why.
+//! Image entry points: creation, format and image queries, and every image
+//! transfer. Images work as host-side objects and in transfers; whether
+//! kernels can use them is what CL_DEVICE_IMAGE_SUPPORT says.
 
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use opencl_sys::*;
 
+use crate::api::memory::{ACCESS_FLAGS, Target, check_mem_flags};
 use crate::api::util::*;
 use crate::core::context::Context;
-use crate::core::error::err;
+use crate::core::error::{ClError, ClResult, err};
+use crate::core::event::Event;
+use crate::core::format;
+use crate::core::image::{HostLayout, Image, ImageDesc, work};
+use crate::core::memory::{Buffer, HostPtr};
 use crate::core::object::Handle;
+use crate::core::queue::Queue;
+
+const IMAGE_TYPES: [cl_mem_object_type; 6] = [
+    CL_MEM_OBJECT_IMAGE1D,
+    CL_MEM_OBJECT_IMAGE1D_ARRAY,
+    CL_MEM_OBJECT_IMAGE1D_BUFFER,
+    CL_MEM_OBJECT_IMAGE2D,
+    CL_MEM_OBJECT_IMAGE2D_ARRAY,
+    CL_MEM_OBJECT_IMAGE3D,
+];
+
+/// Checks image flags: those of buffers, and CL_MEM_KERNEL_READ_AND_WRITE.
+/// Returns them with CL_MEM_READ_WRITE filled in when no access is given.
+fn image_flags(flags: cl_mem_flags) -> ClResult<cl_mem_flags> {
+    check_mem_flags(flags & !CL_MEM_KERNEL_READ_AND_WRITE)?;
+    if flags & ACCESS_FLAGS == 0 {
+        Ok(flags | CL_MEM_READ_WRITE)
+    } else {
+        Ok(flags)
+    }
+}
+
+/// The checks and pitches of clCreateImage*, then the image.
+fn create_image(
+    context: cl_context,
+    properties: Option<*const cl_mem_properties>,
+    flags: cl_mem_flags,
+    image_format: *const cl_image_format,
+    image_desc: *const cl_image_desc,
+    host_ptr: *mut c_void,
+) -> ClResult<cl_mem> {
+    let c = Handle::<Context>::from_raw(context)?;
+    let mut props = Vec::new();
+    if let Some(p) = properties.filter(|p| !p.is_null()) {
+        // SAFETY: a zero-terminated list, per the specification.
+        if unsafe { *p } != 0 {
+            // No image properties are supported.
+            return err(CL_INVALID_PROPERTY);
+        }
+        props.push(0);
+    }
+    let flags = image_flags(flags)?;
+    if image_format.is_null() {
+        return err(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR);
+    }
+    // SAFETY: non-null, and the application passes a cl_image_format.
+    let format = unsafe { *image_format };
+    let elem = format::element_size(&format).ok_or(ClError(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR))?;
+    if image_desc.is_null() {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    // SAFETY: non-null, and the application passes a cl_image_desc.
+    let d = unsafe { &*image_desc };
+    let ty = d.image_type;
+    if !IMAGE_TYPES.contains(&ty) || d.num_mip_levels != 0 || d.num_samples != 0 {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    let buffer = d.buffer;
+    if ty == CL_MEM_OBJECT_IMAGE1D_BUFFER {
+        if buffer.is_null() {
+            return err(CL_INVALID_IMAGE_DESCRIPTOR);
+        }
+        log::warn!(target: "vkcl::api", "1D image buffers are not supported yet");
+        return err(CL_IMAGE_FORMAT_NOT_SUPPORTED);
+    }
+    if !buffer.is_null() {
+        // 2D images from buffers (cl_khr_image2d_from_buffer) are not offered.
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    let arrayed = matches!(
+        ty,
+        CL_MEM_OBJECT_IMAGE1D_ARRAY | CL_MEM_OBJECT_IMAGE2D_ARRAY
+    );
+    let has_height = matches!(
+        ty,
+        CL_MEM_OBJECT_IMAGE2D | CL_MEM_OBJECT_IMAGE2D_ARRAY | CL_MEM_OBJECT_IMAGE3D
+    );
+    let has_depth = ty == CL_MEM_OBJECT_IMAGE3D;
+    if d.image_width == 0
+        || (has_height && d.image_height == 0)
+        || (has_depth && d.image_depth == 0)
+        || (arrayed && d.image_array_size == 0)
+    {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    let mut desc = ImageDesc {
+        image_type: ty,
+        width: d.image_width,
+        height: if has_height { d.image_height } else { 0 },
+        depth: if has_depth { d.image_depth } else { 0 },
+        array_size: if arrayed { d.image_array_size } else { 0 },
+        row_pitch: 0,
+        slice_pitch: 0,
+    };
+    for dev in &c.devices {
+        let l = dev.image_limits();
+        let [w, h, z] = desc.dims();
+        let fits = match ty {
+            CL_MEM_OBJECT_IMAGE1D => w <= l.width_1d,
+            CL_MEM_OBJECT_IMAGE1D_ARRAY => w <= l.width_1d && h <= l.layers,
+            CL_MEM_OBJECT_IMAGE2D => w <= l.side_2d && h <= l.side_2d,
+            CL_MEM_OBJECT_IMAGE2D_ARRAY => w <= l.side_2d && h <= l.side_2d && z <= l.layers,
+            _ => w <= l.side_3d && h <= l.side_3d && z <= l.side_3d,
+        };
+        let bytes = (w as u64)
+            .saturating_mul(h as u64)
+            .saturating_mul(z as u64)
+            .saturating_mul(elem as u64);
+        if !fits || bytes > dev.max_mem_alloc_size() {
+            return err(CL_INVALID_IMAGE_SIZE);
+        }
+    }
+    let wants_ptr = flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR) != 0;
+    if wants_ptr == host_ptr.is_null() {
+        return err(CL_INVALID_HOST_PTR);
+    }
+    // Pitches: given only with a host pointer, at least the packed size
+    // and in whole elements (rows for the slice pitch).
+    let row = desc.width * elem;
+    let (row_pitch, slice_pitch) = (d.image_row_pitch, d.image_slice_pitch);
+    if host_ptr.is_null() && (row_pitch != 0 || slice_pitch != 0) {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    let row_pitch = if row_pitch == 0 { row } else { row_pitch };
+    if row_pitch < row || row_pitch % elem != 0 {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    let slice_min = match ty {
+        CL_MEM_OBJECT_IMAGE1D_ARRAY => row_pitch,
+        CL_MEM_OBJECT_IMAGE2D_ARRAY | CL_MEM_OBJECT_IMAGE3D => row_pitch * desc.height,
+        _ => 0,
+    };
+    let slice_pitch = if slice_min == 0 {
+        0
+    } else if slice_pitch == 0 {
+        slice_min
+    } else {
+        slice_pitch
+    };
+    if slice_pitch < slice_min || (slice_min != 0 && slice_pitch % row_pitch != 0) {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    let packed_slice = match ty {
+        CL_MEM_OBJECT_IMAGE1D_ARRAY => row,
+        CL_MEM_OBJECT_IMAGE2D_ARRAY | CL_MEM_OBJECT_IMAGE3D => row * desc.height,
+        _ => 0,
+    };
+    let uses_host = flags & CL_MEM_USE_HOST_PTR != 0;
+    (desc.row_pitch, desc.slice_pitch) = if uses_host {
+        (row_pitch, slice_pitch)
+    } else {
+        (row, packed_slice)
+    };
+    let entry = format::lookup(&format)
+        .filter(|e| {
+            c.devices.iter().all(|dev| {
+                dev.image_formats(flags)
+                    .iter()
+                    .any(|s| s.vk == e.vk && s.order == e.order)
+            })
+        })
+        .ok_or(ClError(CL_IMAGE_FORMAT_NOT_SUPPORTED))?;
+    let host = (!host_ptr.is_null()).then(|| {
+        let layout = if desc.rows_are_slices() {
+            HostLayout {
+                y_stride: slice_pitch,
+                z_stride: 0,
+            }
+        } else {
+            HostLayout {
+                y_stride: row_pitch,
+                z_stride: slice_pitch,
+            }
+        };
+        (HostPtr(host_ptr as usize), layout)
+    });
+    Ok(Handle::into_api(Image::new(
+        c, flags, format, entry, desc, host, props,
+    )?))
+}
+
+/// A cl_image_desc for the OpenCL 1.1 entry points.
+fn legacy_desc(
+    image_type: cl_mem_object_type,
+    size: [usize; 3],
+    row_pitch: usize,
+    slice_pitch: usize,
+) -> cl_image_desc {
+    // SAFETY: cl_image_desc is plain data; all zeroes is a valid value.
+    let mut d: cl_image_desc = unsafe { std::mem::zeroed() };
+    d.image_type = image_type;
+    d.image_width = size[0];
+    d.image_height = size[1];
+    d.image_depth = size[2];
+    d.image_row_pitch = row_pitch;
+    d.image_slice_pitch = slice_pitch;
+    d
+}
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clCreateImage2D(
-    _context: cl_context,
-    _flags: cl_mem_flags,
-    _image_format: *const cl_image_format,
-    _image_width: usize,
-    _image_height: usize,
-    _image_row_pitch: usize,
-    _host_ptr: *mut c_void,
-    _errcode_ret: *mut cl_int,
+    context: cl_context,
+    flags: cl_mem_flags,
+    image_format: *const cl_image_format,
+    image_width: usize,
+    image_height: usize,
+    image_row_pitch: usize,
+    host_ptr: *mut c_void,
+    errcode_ret: *mut cl_int,
 ) -> cl_mem {
+    let create = || {
+        Handle::<Context>::from_raw(context)?;
+        if image_width == 0 || image_height == 0 {
+            return err(CL_INVALID_IMAGE_SIZE);
+        }
+        let size = [image_width, image_height, 0];
+        let d = legacy_desc(CL_MEM_OBJECT_IMAGE2D, size, image_row_pitch, 0);
+        create_image(context, None, flags, image_format, &d, host_ptr)
+    };
     // SAFETY: errcode_ret is null or writable, per the specification.
-    unsafe { unsupported_obj("clCreateImage2D", _errcode_ret) }
+    unsafe { api_create("clCreateImage2D", errcode_ret, create) }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clCreateImage3D(
-    _context: cl_context,
-    _flags: cl_mem_flags,
-    _image_format: *const cl_image_format,
-    _image_width: usize,
-    _image_height: usize,
-    _image_depth: usize,
-    _image_row_pitch: usize,
-    _image_slice_pitch: usize,
-    _host_ptr: *mut c_void,
-    _errcode_ret: *mut cl_int,
+    context: cl_context,
+    flags: cl_mem_flags,
+    image_format: *const cl_image_format,
+    image_width: usize,
+    image_height: usize,
+    image_depth: usize,
+    image_row_pitch: usize,
+    image_slice_pitch: usize,
+    host_ptr: *mut c_void,
+    errcode_ret: *mut cl_int,
 ) -> cl_mem {
+    let create = || {
+        Handle::<Context>::from_raw(context)?;
+        if image_width == 0 || image_height == 0 || image_depth <= 1 {
+            return err(CL_INVALID_IMAGE_SIZE);
+        }
+        let size = [image_width, image_height, image_depth];
+        let d = legacy_desc(
+            CL_MEM_OBJECT_IMAGE3D,
+            size,
+            image_row_pitch,
+            image_slice_pitch,
+        );
+        create_image(context, None, flags, image_format, &d, host_ptr)
+    };
     // SAFETY: errcode_ret is null or writable, per the specification.
-    unsafe { unsupported_obj("clCreateImage3D", _errcode_ret) }
+    unsafe { api_create("clCreateImage3D", errcode_ret, create) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clCreateImage(
+    context: cl_context,
+    flags: cl_mem_flags,
+    image_format: *const cl_image_format,
+    image_desc: *const cl_image_desc,
+    host_ptr: *mut c_void,
+    errcode_ret: *mut cl_int,
+) -> cl_mem {
+    let create = || create_image(context, None, flags, image_format, image_desc, host_ptr);
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { api_create("clCreateImage", errcode_ret, create) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clCreateImageWithProperties(
+    context: cl_context,
+    properties: *const cl_mem_properties,
+    flags: cl_mem_flags,
+    image_format: *const cl_image_format,
+    image_desc: *const cl_image_desc,
+    host_ptr: *mut c_void,
+    errcode_ret: *mut cl_int,
+) -> cl_mem {
+    let create = || {
+        create_image(
+            context,
+            Some(properties),
+            flags,
+            image_format,
+            image_desc,
+            host_ptr,
+        )
+    };
+    // SAFETY: errcode_ret is null or writable, per the specification.
+    unsafe { api_create("clCreateImageWithProperties", errcode_ret, create) }
 }
 
 #[unsafe(no_mangle)]
@@ -52,185 +318,427 @@ pub unsafe extern "C" fn clGetSupportedImageFormats(
     num_image_formats: *mut cl_uint,
 ) -> cl_int {
     api_call("clGetSupportedImageFormats", || {
-        Handle::<Context>::from_raw(context)?;
-        let known_flags = CL_MEM_READ_WRITE
-            | CL_MEM_WRITE_ONLY
-            | CL_MEM_READ_ONLY
-            | CL_MEM_KERNEL_READ_AND_WRITE
-            | CL_MEM_USE_HOST_PTR
-            | CL_MEM_ALLOC_HOST_PTR
-            | CL_MEM_COPY_HOST_PTR
-            | CL_MEM_HOST_WRITE_ONLY
-            | CL_MEM_HOST_READ_ONLY
-            | CL_MEM_HOST_NO_ACCESS;
-        let image_types = [
-            CL_MEM_OBJECT_IMAGE1D,
-            CL_MEM_OBJECT_IMAGE1D_ARRAY,
-            CL_MEM_OBJECT_IMAGE1D_BUFFER,
-            CL_MEM_OBJECT_IMAGE2D,
-            CL_MEM_OBJECT_IMAGE2D_ARRAY,
-            CL_MEM_OBJECT_IMAGE3D,
-        ];
-        if flags & !known_flags != 0 || !image_types.contains(&image_type) {
+        let c = Handle::<Context>::from_raw(context)?;
+        let flags = image_flags(flags)?;
+        if !IMAGE_TYPES.contains(&image_type) {
             return err(CL_INVALID_VALUE);
         }
         if num_entries == 0 && !image_formats.is_null() {
             return err(CL_INVALID_VALUE);
         }
-        // Images are not offered yet (CL_DEVICE_IMAGE_SUPPORT is false):
-        // the list of supported formats is empty.
-        // SAFETY: null or writable, per the specification.
-        unsafe { write_out(num_image_formats, 0) };
+        // Formats every device of the context supports; none yet for 1D
+        // image buffers.
+        let mut list: Vec<cl_image_format> = Vec::new();
+        if image_type != CL_MEM_OBJECT_IMAGE1D_BUFFER {
+            let per_device: Vec<_> = c.devices.iter().map(|d| d.image_formats(flags)).collect();
+            for e in per_device.first().into_iter().flatten() {
+                if per_device.iter().all(|l| l.iter().any(|x| x.vk == e.vk)) {
+                    list.push(cl_image_format {
+                        image_channel_order: e.order,
+                        image_channel_data_type: e.data_type,
+                    });
+                }
+            }
+        }
+        // SAFETY: null or valid for num_entries writes, per the specification.
+        unsafe { write_list(&list, num_entries, image_formats, num_image_formats) };
         Ok(())
     })
 }
 
+fn image_info(i: &Image, param: cl_image_info) -> Info {
+    let d = &i.desc;
+    match param {
+        CL_IMAGE_FORMAT => info([
+            i.format.image_channel_order,
+            i.format.image_channel_data_type,
+        ]),
+        CL_IMAGE_ELEMENT_SIZE => info(i.element_size),
+        CL_IMAGE_ROW_PITCH => info(d.row_pitch),
+        CL_IMAGE_SLICE_PITCH => info(d.slice_pitch),
+        CL_IMAGE_WIDTH => info(d.width),
+        CL_IMAGE_HEIGHT => info(d.height),
+        CL_IMAGE_DEPTH => info(d.depth),
+        CL_IMAGE_ARRAY_SIZE => info(d.array_size),
+        CL_IMAGE_BUFFER => info(std::ptr::null_mut::<c_void>()),
+        CL_IMAGE_NUM_MIP_LEVELS | CL_IMAGE_NUM_SAMPLES => info(0 as cl_uint),
+        _ => invalid_param(param),
+    }
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clGetImageInfo(
-    _image: cl_mem,
-    _param_name: cl_image_info,
-    _param_value_size: usize,
-    _param_value: *mut c_void,
-    _param_value_size_ret: *mut usize,
+    image: cl_mem,
+    param_name: cl_image_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
 ) -> cl_int {
-    unsupported("clGetImageInfo")
+    api_call("clGetImageInfo", || {
+        let i = Handle::<Image>::from_raw(image)?;
+        // SAFETY: the application passes buffers of the sizes it states.
+        unsafe {
+            write_info(
+                image_info(&i, param_name),
+                param_value_size,
+                param_value,
+                param_value_size_ret,
+            )
+        }
+    })
+}
+
+/// The queue, the images (of the queue's context and device) and the
+/// wait list of an image command.
+pub(crate) fn image_target(
+    command_queue: cl_command_queue,
+    images: &[cl_mem],
+    num_events: cl_uint,
+    events: *const cl_event,
+) -> ClResult<(Target, Vec<Arc<Handle<Image>>>)> {
+    let queue = Handle::<Queue>::from_raw(command_queue)?;
+    let mut list = Vec::with_capacity(images.len());
+    for &m in images {
+        let i = Handle::<Image>::from_raw(m)?;
+        if !Arc::ptr_eq(&i.context, &queue.context) {
+            return err(CL_INVALID_CONTEXT);
+        }
+        i.check_device(&queue)?;
+        list.push(i);
+    }
+    // SAFETY: the application passes `num_events` handles.
+    let waits: Vec<Arc<Handle<Event>>> = unsafe { wait_list(&queue.context, num_events, events)? };
+    Ok((Target { queue, waits }, list))
+}
+
+/// A buffer of the queue's context, for the buffer-image copies.
+fn buffer_of(t: &Target, mem: cl_mem) -> ClResult<Arc<Handle<Buffer>>> {
+    let b = Handle::<Buffer>::from_raw(mem)?;
+    if !Arc::ptr_eq(&b.context, &t.queue.context) {
+        return err(CL_INVALID_CONTEXT);
+    }
+    b.check_device(&t.queue)?;
+    let align = t.queue.device.mem_base_addr_align_bits() as usize / 8;
+    if b.origin() % align != 0 {
+        return err(CL_MISALIGNED_SUB_BUFFER_OFFSET);
+    }
+    Ok(b)
+}
+
+/// Reads an origin or region triple.
+fn triple(p: *const usize) -> ClResult<[usize; 3]> {
+    if p.is_null() {
+        return err(CL_INVALID_VALUE);
+    }
+    // SAFETY: non-null; the specification makes it three size_t values.
+    Ok(unsafe { [*p, *p.add(1), *p.add(2)] })
+}
+
+fn host_can_read(i: &Image) -> ClResult<()> {
+    if i.flags & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS) != 0 {
+        return err(CL_INVALID_OPERATION);
+    }
+    Ok(())
+}
+
+fn host_can_write(i: &Image) -> ClResult<()> {
+    if i.flags & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS) != 0 {
+        return err(CL_INVALID_OPERATION);
+    }
+    Ok(())
+}
+
+/// The host layout of a read or write: slice pitches only for images
+/// that have slices.
+fn transfer_layout(
+    i: &Image,
+    region: [usize; 3],
+    row_pitch: usize,
+    slice_pitch: usize,
+) -> ClResult<HostLayout> {
+    let flat = matches!(
+        i.desc.image_type,
+        CL_MEM_OBJECT_IMAGE1D | CL_MEM_OBJECT_IMAGE2D | CL_MEM_OBJECT_IMAGE1D_BUFFER
+    );
+    if flat && slice_pitch != 0 {
+        return err(CL_INVALID_VALUE);
+    }
+    HostLayout::new(&i.desc, i.element_size, region, row_pitch, slice_pitch)
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clEnqueueReadImage(
-    _command_queue: cl_command_queue,
-    _image: cl_mem,
-    _blocking_read: cl_bool,
-    _origin: *const usize,
-    _region: *const usize,
-    _row_pitch: usize,
-    _slice_pitch: usize,
-    _ptr: *mut c_void,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
-    _event: *mut cl_event,
+    command_queue: cl_command_queue,
+    image: cl_mem,
+    blocking_read: cl_bool,
+    origin: *const usize,
+    region: *const usize,
+    row_pitch: usize,
+    slice_pitch: usize,
+    ptr: *mut c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
 ) -> cl_int {
-    unsupported("clEnqueueReadImage")
+    api_call("clEnqueueReadImage", || {
+        let (t, i) = image_target(
+            command_queue,
+            &[image],
+            num_events_in_wait_list,
+            event_wait_list,
+        )?;
+        let i = &i[0];
+        let (origin, region) = (triple(origin)?, triple(region)?);
+        i.check_region(origin, region)?;
+        let layout = transfer_layout(i, region, row_pitch, slice_pitch)?;
+        if ptr.is_null() {
+            return err(CL_INVALID_VALUE);
+        }
+        host_can_read(i)?;
+        let w = work::read(&t.queue, i, origin, region, layout, HostPtr(ptr as usize))?;
+        t.run(CL_COMMAND_READ_IMAGE, blocking_read != 0, event, w)
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clEnqueueWriteImage(
-    _command_queue: cl_command_queue,
-    _image: cl_mem,
-    _blocking_write: cl_bool,
-    _origin: *const usize,
-    _region: *const usize,
-    _input_row_pitch: usize,
-    _input_slice_pitch: usize,
-    _ptr: *const c_void,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
-    _event: *mut cl_event,
+    command_queue: cl_command_queue,
+    image: cl_mem,
+    blocking_write: cl_bool,
+    origin: *const usize,
+    region: *const usize,
+    input_row_pitch: usize,
+    input_slice_pitch: usize,
+    ptr: *const c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
 ) -> cl_int {
-    unsupported("clEnqueueWriteImage")
+    api_call("clEnqueueWriteImage", || {
+        let (t, i) = image_target(
+            command_queue,
+            &[image],
+            num_events_in_wait_list,
+            event_wait_list,
+        )?;
+        let i = &i[0];
+        let (origin, region) = (triple(origin)?, triple(region)?);
+        i.check_region(origin, region)?;
+        let layout = transfer_layout(i, region, input_row_pitch, input_slice_pitch)?;
+        if ptr.is_null() {
+            return err(CL_INVALID_VALUE);
+        }
+        host_can_write(i)?;
+        let w = work::write(&t.queue, i, origin, region, layout, HostPtr(ptr as usize))?;
+        t.run(CL_COMMAND_WRITE_IMAGE, blocking_write != 0, event, w)
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clEnqueueCopyImage(
-    _command_queue: cl_command_queue,
-    _src_image: cl_mem,
-    _dst_image: cl_mem,
-    _src_origin: *const usize,
-    _dst_origin: *const usize,
-    _region: *const usize,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
-    _event: *mut cl_event,
+    command_queue: cl_command_queue,
+    src_image: cl_mem,
+    dst_image: cl_mem,
+    src_origin: *const usize,
+    dst_origin: *const usize,
+    region: *const usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
 ) -> cl_int {
-    unsupported("clEnqueueCopyImage")
+    api_call("clEnqueueCopyImage", || {
+        let (t, i) = image_target(
+            command_queue,
+            &[src_image, dst_image],
+            num_events_in_wait_list,
+            event_wait_list,
+        )?;
+        let (src, dst) = (&i[0], &i[1]);
+        let f = |i: &Image| {
+            (
+                i.format.image_channel_order,
+                i.format.image_channel_data_type,
+            )
+        };
+        if f(src) != f(dst) {
+            return err(CL_IMAGE_FORMAT_MISMATCH);
+        }
+        let (so, d_o, region) = (triple(src_origin)?, triple(dst_origin)?, triple(region)?);
+        src.check_region(so, region)?;
+        dst.check_region(d_o, region)?;
+        if Arc::ptr_eq(src, dst)
+            && (0..3).all(|k| so[k] < d_o[k] + region[k] && d_o[k] < so[k] + region[k])
+        {
+            return err(CL_MEM_COPY_OVERLAP);
+        }
+        let w = work::copy(&t.queue, src, dst, so, d_o, region)?;
+        t.run(CL_COMMAND_COPY_IMAGE, false, event, w)
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clEnqueueCopyImageToBuffer(
-    _command_queue: cl_command_queue,
-    _src_image: cl_mem,
-    _dst_buffer: cl_mem,
-    _src_origin: *const usize,
-    _region: *const usize,
-    _dst_offset: usize,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
-    _event: *mut cl_event,
+    command_queue: cl_command_queue,
+    src_image: cl_mem,
+    dst_buffer: cl_mem,
+    src_origin: *const usize,
+    region: *const usize,
+    dst_offset: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
 ) -> cl_int {
-    unsupported("clEnqueueCopyImageToBuffer")
+    api_call("clEnqueueCopyImageToBuffer", || {
+        let (t, i) = image_target(
+            command_queue,
+            &[src_image],
+            num_events_in_wait_list,
+            event_wait_list,
+        )?;
+        let b = buffer_of(&t, dst_buffer)?;
+        let i = &i[0];
+        let (origin, region) = (triple(src_origin)?, triple(region)?);
+        i.check_region(origin, region)?;
+        if dst_offset
+            .checked_add(i.packed_size(region))
+            .is_none_or(|end| end > b.size)
+        {
+            return err(CL_INVALID_VALUE);
+        }
+        let w = work::to_buffer(&t.queue, i, origin, region, &b, dst_offset)?;
+        t.run(CL_COMMAND_COPY_IMAGE_TO_BUFFER, false, event, w)
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clEnqueueCopyBufferToImage(
-    _command_queue: cl_command_queue,
-    _src_buffer: cl_mem,
-    _dst_image: cl_mem,
-    _src_offset: usize,
-    _dst_origin: *const usize,
-    _region: *const usize,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
-    _event: *mut cl_event,
+    command_queue: cl_command_queue,
+    src_buffer: cl_mem,
+    dst_image: cl_mem,
+    src_offset: usize,
+    dst_origin: *const usize,
+    region: *const usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
 ) -> cl_int {
-    unsupported("clEnqueueCopyBufferToImage")
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn clEnqueueMapImage(
-    _command_queue: cl_command_queue,
-    _image: cl_mem,
-    _blocking_map: cl_bool,
-    _map_flags: cl_map_flags,
-    _origin: *const usize,
-    _region: *const usize,
-    _image_row_pitch: *mut usize,
-    _image_slice_pitch: *mut usize,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
-    _event: *mut cl_event,
-    _errcode_ret: *mut cl_int,
-) -> *mut c_void {
-    // SAFETY: errcode_ret is null or writable, per the specification.
-    unsafe { unsupported_obj("clEnqueueMapImage", _errcode_ret) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn clCreateImage(
-    _context: cl_context,
-    _flags: cl_mem_flags,
-    _image_format: *const cl_image_format,
-    _image_desc: *const cl_image_desc,
-    _host_ptr: *mut c_void,
-    _errcode_ret: *mut cl_int,
-) -> cl_mem {
-    // SAFETY: errcode_ret is null or writable, per the specification.
-    unsafe { unsupported_obj("clCreateImage", _errcode_ret) }
+    api_call("clEnqueueCopyBufferToImage", || {
+        let (t, i) = image_target(
+            command_queue,
+            &[dst_image],
+            num_events_in_wait_list,
+            event_wait_list,
+        )?;
+        let b = buffer_of(&t, src_buffer)?;
+        let i = &i[0];
+        let (origin, region) = (triple(dst_origin)?, triple(region)?);
+        i.check_region(origin, region)?;
+        if src_offset
+            .checked_add(i.packed_size(region))
+            .is_none_or(|end| end > b.size)
+        {
+            return err(CL_INVALID_VALUE);
+        }
+        let w = work::from_buffer(&t.queue, &b, src_offset, i, origin, region)?;
+        t.run(CL_COMMAND_COPY_BUFFER_TO_IMAGE, false, event, w)
+    })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clEnqueueFillImage(
-    _command_queue: cl_command_queue,
-    _image: cl_mem,
-    _fill_color: *const c_void,
-    _origin: *const usize,
-    _region: *const usize,
-    _num_events_in_wait_list: cl_uint,
-    _event_wait_list: *const cl_event,
-    _event: *mut cl_event,
+    command_queue: cl_command_queue,
+    image: cl_mem,
+    fill_color: *const c_void,
+    origin: *const usize,
+    region: *const usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
 ) -> cl_int {
-    unsupported("clEnqueueFillImage")
+    api_call("clEnqueueFillImage", || {
+        let (t, i) = image_target(
+            command_queue,
+            &[image],
+            num_events_in_wait_list,
+            event_wait_list,
+        )?;
+        let i = &i[0];
+        if fill_color.is_null() {
+            return err(CL_INVALID_VALUE);
+        }
+        let (origin, region) = (triple(origin)?, triple(region)?);
+        i.check_region(origin, region)?;
+        // SAFETY: non-null; the colour is four 32-bit values.
+        let color = unsafe { *(fill_color as *const [u8; 16]) };
+        let w = work::fill(&t.queue, i, &color, origin, region)?;
+        t.run(CL_COMMAND_FILL_IMAGE, false, event, w)
+    })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn clCreateImageWithProperties(
-    _context: cl_context,
-    _properties: *const cl_mem_properties,
-    _flags: cl_mem_flags,
-    _image_format: *const cl_image_format,
-    _image_desc: *const cl_image_desc,
-    _host_ptr: *mut c_void,
-    _errcode_ret: *mut cl_int,
-) -> cl_mem {
+pub unsafe extern "C" fn clEnqueueMapImage(
+    command_queue: cl_command_queue,
+    image: cl_mem,
+    blocking_map: cl_bool,
+    map_flags: cl_map_flags,
+    origin: *const usize,
+    region: *const usize,
+    image_row_pitch: *mut usize,
+    image_slice_pitch: *mut usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+    errcode_ret: *mut cl_int,
+) -> *mut c_void {
+    let map = || {
+        let (t, i) = image_target(
+            command_queue,
+            &[image],
+            num_events_in_wait_list,
+            event_wait_list,
+        )?;
+        let i = &i[0];
+        let (origin, region) = (triple(origin)?, triple(region)?);
+        i.check_region(origin, region)?;
+        let known = CL_MAP_READ | CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION;
+        if map_flags & !known != 0
+            || (map_flags & CL_MAP_WRITE_INVALIDATE_REGION != 0
+                && map_flags & (CL_MAP_READ | CL_MAP_WRITE) != 0)
+        {
+            return err(CL_INVALID_VALUE);
+        }
+        let has_slices = matches!(
+            i.desc.image_type,
+            CL_MEM_OBJECT_IMAGE3D | CL_MEM_OBJECT_IMAGE1D_ARRAY | CL_MEM_OBJECT_IMAGE2D_ARRAY
+        );
+        if image_row_pitch.is_null() || (has_slices && image_slice_pitch.is_null()) {
+            return err(CL_INVALID_VALUE);
+        }
+        if map_flags & CL_MAP_READ != 0 {
+            host_can_read(i)?;
+        }
+        if map_flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0 {
+            host_can_write(i)?;
+        }
+        if blocking_map != 0 {
+            check_wait_list_ok(&t.waits)?;
+        }
+        let (ptr, pitches, w) = work::map(&t.queue, i, map_flags, origin, region)?;
+        let image = i.clone();
+        let result = t.run(CL_COMMAND_MAP_IMAGE, blocking_map != 0, event, w);
+        if let Err(e) = result {
+            // Forget the mapping the failed command registered.
+            image.maps().retain(|m| m.ptr != ptr);
+            return Err(e);
+        }
+        // SAFETY: checked non-null above (the slice pitch where needed),
+        // writable per the specification.
+        unsafe {
+            image_row_pitch.write(pitches[0]);
+            write_out(image_slice_pitch, if has_slices { pitches[1] } else { 0 });
+        }
+        Ok(ptr.get().cast::<c_void>())
+    };
     // SAFETY: errcode_ret is null or writable, per the specification.
-    unsafe { unsupported_obj("clCreateImageWithProperties", _errcode_ret) }
+    unsafe { api_create("clEnqueueMapImage", errcode_ret, map) }
 }

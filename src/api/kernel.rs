@@ -10,14 +10,16 @@ use std::sync::Arc;
 use opencl_sys::*;
 
 use crate::api::util::*;
-use crate::compiler::spirv::reflect::ArgKind;
+use crate::compiler::spirv::reflect::{ArgKind, KernelArg};
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
+use crate::core::image::Image;
 use crate::core::kernel::{ArgValue, Kernel};
 use crate::core::memory::{Buffer, Staging};
 use crate::core::object::Handle;
 use crate::core::program::Program;
 use crate::core::queue::{Ordering, Queue, Work};
+use crate::core::sampler::Sampler;
 use crate::vk::memory::BufferUse;
 
 #[unsafe(no_mangle)]
@@ -142,17 +144,60 @@ fn decode_arg(k: &Kernel, kind: &ArgKind, size: usize, value: *const c_void) -> 
             if size != std::mem::size_of::<cl_sampler>() {
                 return err(CL_INVALID_ARG_SIZE);
             }
-            // No sampler objects exist yet.
-            err(CL_INVALID_SAMPLER)
+            if value.is_null() {
+                return err(CL_INVALID_SAMPLER);
+            }
+            // SAFETY: a cl_sampler, per the size check.
+            let raw = unsafe { *(value as *const cl_sampler) };
+            let s = Handle::<Sampler>::from_raw(raw)?;
+            if !Arc::ptr_eq(&s.context, &k.program.context) {
+                return err(CL_INVALID_SAMPLER);
+            }
+            Ok(ArgValue::Sampler(Arc::downgrade(&s)))
         }
         ArgKind::Image => {
             if size != std::mem::size_of::<cl_mem>() {
                 return err(CL_INVALID_ARG_SIZE);
             }
-            // No image objects exist yet.
-            err(CL_INVALID_MEM_OBJECT)
+            if value.is_null() {
+                return err(CL_INVALID_ARG_VALUE);
+            }
+            // SAFETY: a cl_mem, per the size check.
+            let raw = unsafe { *(value as *const cl_mem) };
+            let i = Handle::<Image>::from_raw(raw)?;
+            if !Arc::ptr_eq(&i.context, &k.program.context) {
+                return err(CL_INVALID_MEM_OBJECT);
+            }
+            Ok(ArgValue::Image(Arc::downgrade(&i)))
         }
     }
+}
+
+/// An image argument must be of the parameter's image type, and have the
+/// view the parameter's access needs (formats kernels cannot write have no
+/// storage view).
+fn check_image_arg(arg: &KernelArg, image: &Image) -> ClResult<()> {
+    let name = match image.desc.image_type {
+        CL_MEM_OBJECT_IMAGE1D => "image1d_t",
+        CL_MEM_OBJECT_IMAGE1D_ARRAY => "image1d_array_t",
+        CL_MEM_OBJECT_IMAGE1D_BUFFER => "image1d_buffer_t",
+        CL_MEM_OBJECT_IMAGE2D => "image2d_t",
+        CL_MEM_OBJECT_IMAGE2D_ARRAY => "image2d_array_t",
+        _ => "image3d_t",
+    };
+    if !arg.type_name.is_empty() && !arg.type_name.ends_with(name) {
+        return err(CL_INVALID_ARG_VALUE);
+    }
+    let view = if arg.access == CL_KERNEL_ARG_ACCESS_READ_ONLY {
+        image.storage.sampled_view
+    } else {
+        image.storage.storage_view
+    };
+    if view == ash::vk::ImageView::null() {
+        log::debug!(target: "vkcl::kernel", "argument {}: the image's format cannot be {} by kernels on this device", arg.name, if arg.access == CL_KERNEL_ARG_ACCESS_READ_ONLY { "read" } else { "written" });
+        return err(CL_INVALID_ARG_VALUE);
+    }
+    Ok(())
 }
 
 #[unsafe(no_mangle)]
@@ -166,6 +211,11 @@ pub unsafe extern "C" fn clSetKernelArg(
         let k = Handle::<Kernel>::from_raw(kernel)?;
         let kind = k.arg_kind(arg_index as usize)?.clone();
         let v = decode_arg(&k, &kind, arg_size, arg_value)?;
+        if let ArgValue::Image(w) = &v {
+            let arg = &k.info.args[arg_index as usize];
+            let image = w.upgrade().ok_or(ClError(CL_INVALID_MEM_OBJECT))?;
+            check_image_arg(arg, &image)?;
+        }
         k.set_arg(arg_index as usize, v)
     })
 }
@@ -552,7 +602,7 @@ fn enqueue_ndrange(
         push[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
     };
     use crate::compiler::spirv::interface::{
-        ARG_BLOCK, ENQUEUED_LOCAL_SIZE, GLOBAL_OFFSET, GLOBAL_SIZE, GROUP_OFFSET, Slot, WORK_DIM,
+        ENQUEUED_LOCAL_SIZE, GLOBAL_OFFSET, GLOBAL_SIZE, GROUP_OFFSET, Slot, WORK_DIM,
     };
     for i in 0..3 {
         let at = 4 * i as u32;
@@ -575,6 +625,17 @@ fn enqueue_ndrange(
     };
     let mut locals = Vec::new();
     let mut local_bytes = 0u64;
+    // Descriptor set 0: image views and samplers by binding.
+    let types = compiled.module.bindings.clone();
+    let mut views = vec![ash::vk::ImageView::null(); types.len()];
+    let mut samplers = vec![ash::vk::Sampler::null(); types.len()];
+    // Each sampler's twin for 1D and 2D images, by the sampler's binding.
+    let mut direct = vec![ash::vk::Sampler::null(); types.len()];
+    for (binding, s) in &compiled.literal_samplers {
+        samplers[*binding as usize] = s.normal.raw;
+        direct[*binding as usize] = s.direct.raw;
+    }
+    let mut image_index = 0;
     for (slot, value) in compiled.push.args.iter().zip(k.args().iter()) {
         match (slot, value) {
             (Slot::Address { offset }, Some(ArgValue::Buffer(b))) => {
@@ -605,6 +666,72 @@ fn enqueue_ndrange(
                 local_bytes += *bytes as u64;
                 locals.push((*spec_id, bytes.div_ceil(*elem_size as usize) as u32));
             }
+            (Slot::Image { binding, info }, Some(ArgValue::Image(w))) => {
+                // An image released since it was set is gone.
+                let image = w.upgrade().ok_or(ClError(CL_INVALID_KERNEL_ARGS))?;
+                image.check_device(&q)?;
+                let class = crate::core::kernel::image_class(image.format.image_channel_data_type);
+                if compiled.classes.get(image_index) != Some(&class) {
+                    // The argument changed while the kernel was compiled.
+                    return err(CL_INVALID_KERNEL_ARGS);
+                }
+                image_index += 1;
+                let f = image.format;
+                let no_alpha = matches!(
+                    f.image_channel_order,
+                    CL_R | CL_RG | CL_RGB | CL_LUMINANCE | CL_DEPTH
+                );
+                put(
+                    args_to,
+                    *info,
+                    &((f.image_channel_order - CL_R)
+                        | if no_alpha {
+                            crate::compiler::spirv::images::NO_ALPHA
+                        } else {
+                            0
+                        })
+                    .to_ne_bytes(),
+                );
+                put(
+                    args_to,
+                    *info + 4,
+                    &(f.image_channel_data_type - CL_SNORM_INT8).to_ne_bytes(),
+                );
+                let b = *binding as usize;
+                views[b] = if types[b] == ash::vk::DescriptorType::SAMPLED_IMAGE {
+                    image.storage.sampled_view
+                } else {
+                    image.storage.storage_view
+                };
+                keep.push(Box::new(image));
+            }
+            (Slot::Sampler { binding, info }, Some(ArgValue::Sampler(w))) => {
+                let s = w.upgrade().ok_or(ClError(CL_INVALID_KERNEL_ARGS))?;
+                let at = s
+                    .context
+                    .devices
+                    .iter()
+                    .position(|dev| Arc::ptr_eq(dev, &q.device))
+                    .ok_or(ClError(CL_INVALID_KERNEL_ARGS))?;
+                samplers[*binding as usize] = s.device_samplers[at].normal.raw;
+                direct[*binding as usize] = s.device_samplers[at].direct.raw;
+                use crate::compiler::spirv::images::{
+                    SAMPLER_LINEAR, SAMPLER_NORMALIZED, SAMPLER_REPEAT,
+                };
+                let st = s.state;
+                let mut flags = 0;
+                if st.normalized {
+                    flags |= SAMPLER_NORMALIZED;
+                }
+                if st.filter == CL_FILTER_LINEAR {
+                    flags |= SAMPLER_LINEAR;
+                }
+                if st.addressing == CL_ADDRESS_REPEAT {
+                    flags |= SAMPLER_REPEAT;
+                }
+                put(args_to, *info, &flags.to_ne_bytes());
+                keep.push(Box::new(s));
+            }
             _ => return err(CL_INVALID_KERNEL_ARGS),
         }
     }
@@ -617,7 +744,7 @@ fn enqueue_ndrange(
         staging.buffer().write(0, &block);
         put(
             &mut push,
-            ARG_BLOCK,
+            compiled.push.arg_block,
             &staging.buffer().address.to_ne_bytes(),
         );
         keep.push(Box::new(staging));
@@ -690,6 +817,28 @@ fn enqueue_ndrange(
         put(&mut push, SCRATCH_BYTES, &(total as u32).to_ne_bytes());
         keep.push(Box::new(buffer));
     }
+    for &(twin, of) in &compiled.images.direct_samplers {
+        samplers[twin as usize] = direct[of as usize];
+    }
+    // Images and samplers: pushed into the command buffer where the device
+    // can, else a descriptor set of the command's own.
+    let pushed = (!types.is_empty() && compiled.module.pushes_descriptors())
+        .then(|| (compiled.clone(), views.clone(), samplers.clone()));
+    if pushed.is_some() {
+        // Its literal samplers, until the command completes.
+        keep.push(Box::new(compiled.clone()));
+    }
+    let set = if types.is_empty() || pushed.is_some() {
+        None
+    } else {
+        let set = compiled.module.descriptor_set()?;
+        set.write(&types, &views, &samplers);
+        let raw = set.raw;
+        keep.push(Box::new(set));
+        // Its literal samplers.
+        keep.push(Box::new(compiled.clone()));
+        Some(raw)
+    };
     let max_groups = d.info.props.limits.max_compute_work_group_count;
     let mut dispatches = Vec::new();
     for region in Region::split(g3, l3) {
@@ -706,7 +855,12 @@ fn enqueue_ndrange(
     let work = Work {
         record: Some(Box::new(move |r| {
             for (pipeline, push, groups) in &dispatches {
-                r.dispatch(pipeline, push, *groups);
+                if let Some((compiled, views, samplers)) = &pushed {
+                    compiled
+                        .module
+                        .push_descriptors(r.cb, pipeline.layout(), views, samplers);
+                }
+                r.dispatch(pipeline, push, *groups, set);
             }
             Ok(())
         })),

@@ -8,21 +8,24 @@ use std::sync::Arc;
 use ash::vk;
 use opencl_sys::*;
 
+use crate::api::image::image_target;
 use crate::api::util::*;
 use crate::core::context::Context;
 use crate::core::error::{ClError, ClResult, err};
+use crate::core::image::{Image, work as image_work};
 use crate::core::memory::{Buffer, HostPtr, MemDestructor, Rect, work};
 use crate::core::object::{Callback, Handle};
 use crate::core::queue::{Ordering, Queue, Work};
 
-const ACCESS_FLAGS: cl_mem_flags = CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY;
-const HOST_ACCESS_FLAGS: cl_mem_flags =
+pub(crate) const ACCESS_FLAGS: cl_mem_flags =
+    CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY;
+pub(crate) const HOST_ACCESS_FLAGS: cl_mem_flags =
     CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS;
-const HOST_PTR_FLAGS: cl_mem_flags =
+pub(crate) const HOST_PTR_FLAGS: cl_mem_flags =
     CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR;
 
 /// Checks a flag set for a new memory object.
-fn check_mem_flags(flags: cl_mem_flags) -> ClResult<()> {
+pub(crate) fn check_mem_flags(flags: cl_mem_flags) -> ClResult<()> {
     let known = ACCESS_FLAGS | HOST_ACCESS_FLAGS | HOST_PTR_FLAGS;
     let at_most_one = |group: cl_mem_flags| (flags & group).count_ones() <= 1;
     if flags & !known != 0
@@ -194,17 +197,41 @@ pub unsafe extern "C" fn clCreateSubBuffer(
     unsafe { api_create("clCreateSubBuffer", errcode_ret, create) }
 }
 
+/// A `cl_mem` of either kind.
+pub(crate) enum Mem {
+    Buffer(Arc<Handle<Buffer>>),
+    Image(Arc<Handle<Image>>),
+}
+
+impl Mem {
+    pub(crate) fn from_raw(raw: cl_mem) -> ClResult<Mem> {
+        match Handle::<Buffer>::from_raw(raw) {
+            Ok(b) => Ok(Mem::Buffer(b)),
+            Err(_) => Handle::<Image>::from_raw(raw).map(Mem::Image),
+        }
+    }
+
+    fn context(&self) -> &Arc<Handle<Context>> {
+        match self {
+            Mem::Buffer(b) => &b.context,
+            Mem::Image(i) => &i.context,
+        }
+    }
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clRetainMemObject(memobj: cl_mem) -> cl_int {
-    api_call("clRetainMemObject", || {
-        Handle::<Buffer>::from_raw(memobj)?.retain()
+    api_call("clRetainMemObject", || match Mem::from_raw(memobj)? {
+        Mem::Buffer(b) => b.retain(),
+        Mem::Image(i) => i.retain(),
     })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clReleaseMemObject(memobj: cl_mem) -> cl_int {
-    api_call("clReleaseMemObject", || {
-        Handle::release(Handle::<Buffer>::from_raw(memobj)?)
+    api_call("clReleaseMemObject", || match Mem::from_raw(memobj)? {
+        Mem::Buffer(b) => Handle::release(b),
+        Mem::Image(i) => Handle::release(i),
     })
 }
 
@@ -232,6 +259,23 @@ fn mem_info(b: &Arc<Handle<Buffer>>, param: cl_mem_info) -> Info {
     }
 }
 
+fn image_mem_info(i: &Arc<Handle<Image>>, param: cl_mem_info) -> Info {
+    match param {
+        CL_MEM_TYPE => info(i.desc.image_type),
+        CL_MEM_FLAGS => info(i.flags),
+        CL_MEM_SIZE => info(i.size()),
+        CL_MEM_HOST_PTR => info(i.host_ptr.map_or(std::ptr::null_mut(), |p| p.get())),
+        CL_MEM_MAP_COUNT => info(i.maps().len() as cl_uint),
+        CL_MEM_REFERENCE_COUNT => info(i.api_ref_count()),
+        CL_MEM_CONTEXT => info(Handle::as_raw::<c_void>(&i.context)),
+        CL_MEM_ASSOCIATED_MEMOBJECT => info(std::ptr::null_mut::<c_void>()),
+        CL_MEM_OFFSET => info(0usize),
+        CL_MEM_USES_SVM_POINTER => info(false),
+        CL_MEM_PROPERTIES => info(i.properties.clone()),
+        _ => invalid_param(param),
+    }
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clGetMemObjectInfo(
     memobj: cl_mem,
@@ -241,16 +285,12 @@ pub unsafe extern "C" fn clGetMemObjectInfo(
     param_value_size_ret: *mut usize,
 ) -> cl_int {
     api_call("clGetMemObjectInfo", || {
-        let b = Handle::<Buffer>::from_raw(memobj)?;
+        let answer = match Mem::from_raw(memobj)? {
+            Mem::Buffer(b) => mem_info(&b, param_name),
+            Mem::Image(i) => image_mem_info(&i, param_name),
+        };
         // SAFETY: the application passes buffers of the sizes it states.
-        unsafe {
-            write_info(
-                mem_info(&b, param_name),
-                param_value_size,
-                param_value,
-                param_value_size_ret,
-            )
-        }
+        unsafe { write_info(answer, param_value_size, param_value, param_value_size_ret) }
     })
 }
 
@@ -261,9 +301,13 @@ pub unsafe extern "C" fn clSetMemObjectDestructorCallback(
     user_data: *mut c_void,
 ) -> cl_int {
     api_call("clSetMemObjectDestructorCallback", || {
-        let b = Handle::<Buffer>::from_raw(memobj)?;
+        let m = Mem::from_raw(memobj)?;
         let func = pfn_notify.ok_or(ClError(CL_INVALID_VALUE))?;
-        b.add_destructor(Callback { func, user_data });
+        let cb = Callback { func, user_data };
+        match m {
+            Mem::Buffer(b) => b.add_destructor(cb),
+            Mem::Image(i) => i.add_destructor(cb),
+        }
         Ok(())
     })
 }
@@ -841,13 +885,24 @@ pub unsafe extern "C" fn clEnqueueUnmapMemObject(
     event: *mut cl_event,
 ) -> cl_int {
     api_call("clEnqueueUnmapMemObject", || {
+        let ptr = HostPtr(mapped_ptr as usize);
+        if let Mem::Image(_) = Mem::from_raw(memobj)? {
+            let (t, i) = image_target(
+                command_queue,
+                &[memobj],
+                num_events_in_wait_list,
+                event_wait_list,
+            )?;
+            let w = image_work::unmap(&i[0], ptr)?;
+            return t.run(CL_COMMAND_UNMAP_MEM_OBJECT, false, event, w);
+        }
         let (t, b) = target(
             command_queue,
             &[memobj],
             num_events_in_wait_list,
             event_wait_list,
         )?;
-        let w = work::unmap(&b[0], HostPtr(mapped_ptr as usize))?;
+        let w = work::unmap(&b[0], ptr)?;
         t.run(CL_COMMAND_UNMAP_MEM_OBJECT, false, event, w)
     })
 }
@@ -871,18 +926,22 @@ pub unsafe extern "C" fn clEnqueueMigrateMemObjects(
         }
         // SAFETY: the application passes `num_mem_objects` handles.
         let mems = unsafe { slice_in(mem_objects, num_mem_objects as usize)? };
-        let (t, b) = target(
-            command_queue,
-            mems,
-            num_events_in_wait_list,
-            event_wait_list,
-        )?;
-        // Every buffer lives on its one device already: ordering only.
+        let queue = Handle::<Queue>::from_raw(command_queue)?;
+        let mut keep: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
+        for &m in mems {
+            let m = Mem::from_raw(m)?;
+            if !Arc::ptr_eq(m.context(), &queue.context) {
+                return err(CL_INVALID_CONTEXT);
+            }
+            match m {
+                Mem::Buffer(b) => keep.push(Box::new(b)),
+                Mem::Image(i) => keep.push(Box::new(i)),
+            }
+        }
+        let (t, _) = target(command_queue, &[], num_events_in_wait_list, event_wait_list)?;
+        // Every memory object lives on its one device already: ordering only.
         let mut w = Work::none();
-        w.keep = b
-            .into_iter()
-            .map(|x| Box::new(x) as Box<dyn std::any::Any + Send + Sync>)
-            .collect();
+        w.keep = keep;
         t.run(CL_COMMAND_MIGRATE_MEM_OBJECTS, false, event, w)
     })
 }

@@ -8,6 +8,7 @@ use ash::vk;
 use opencl_sys::*;
 
 use crate::core::error::{ClError, ClResult};
+use crate::core::format::{self, FormatEntry};
 use crate::core::object::{ClObject, Handle};
 use crate::core::queue::Queue;
 use crate::core::worker::Worker;
@@ -31,6 +32,15 @@ pub struct Device {
     /// Whether buffer device addresses are the host addresses of their
     /// mappings (see `Device::coarse_svm`), found on first need.
     pub(crate) svm_identity: OnceLock<bool>,
+}
+
+/// The largest images a device takes.
+#[derive(Clone, Copy, Debug)]
+pub struct ImageLimits {
+    pub width_1d: usize,
+    pub side_2d: usize,
+    pub side_3d: usize,
+    pub layers: usize,
 }
 
 impl ClObject for Device {
@@ -189,6 +199,9 @@ impl Device {
         if self.has_fp64() {
             ext.push(("cl_khr_fp64", make_version(1, 0, 0)));
         }
+        if self.image_support() {
+            ext.push(("cl_khr_3d_image_writes", make_version(1, 0, 0)));
+        }
         ext
     }
 
@@ -224,6 +237,12 @@ impl Device {
             "__opencl_c_atomic_order_acq_rel",
             "__opencl_c_atomic_scope_device",
         ];
+        if self.image_support() {
+            features.extend(["__opencl_c_images", "__opencl_c_3d_image_writes"]);
+        }
+        if self.read_write_images() {
+            features.push("__opencl_c_read_write_images");
+        }
         if self.has_fp64() {
             features.push("__opencl_c_fp64");
         }
@@ -301,6 +320,94 @@ impl Device {
     /// Nanoseconds per timestamp tick, rounded up as `size_t` needs.
     pub fn timer_resolution_ns(&self) -> usize {
         self.info.props.limits.timestamp_period.ceil().max(1.0) as usize
+    }
+
+    /// What the device can do with a Vulkan format in optimal tiling.
+    pub fn format_features(&self, format: vk::Format) -> vk::FormatFeatureFlags {
+        // SAFETY: a physical device of this instance.
+        unsafe {
+            self.instance
+                .raw
+                .get_physical_device_format_properties(self.info.handle, format)
+        }
+        .optimal_tiling_features
+    }
+
+    /// The image formats offered for images of `flags`: those whose
+    /// Vulkan format allows transfers and the kernel access the flags ask
+    /// for (sampling to read, storage to write).
+    pub fn image_formats(&self, flags: cl_mem_flags) -> Vec<FormatEntry> {
+        let reads = flags & (CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY) != CL_MEM_WRITE_ONLY
+            || flags & CL_MEM_KERNEL_READ_AND_WRITE != 0;
+        let writes = flags & CL_MEM_READ_ONLY == 0 || flags & CL_MEM_KERNEL_READ_AND_WRITE != 0;
+        format::table()
+            .into_iter()
+            .filter(|e| {
+                let have = self.format_features(e.vk);
+                let mut need =
+                    vk::FormatFeatureFlags::TRANSFER_SRC | vk::FormatFeatureFlags::TRANSFER_DST;
+                if reads {
+                    need |= vk::FormatFeatureFlags::SAMPLED_IMAGE;
+                }
+                if writes {
+                    need |= vk::FormatFeatureFlags::STORAGE_IMAGE;
+                }
+                have.contains(need) && !(writes && e.swizzled)
+            })
+            .collect()
+    }
+
+    /// Whether kernels can use images: read-only images are sampled
+    /// images, written ones storage images written without a declared
+    /// format (OpenCL kernels never say which format an image has).
+    pub fn image_support(&self) -> bool {
+        self.info.features.shader_storage_image_write_without_format != 0
+    }
+
+    /// Whether kernels can also read the images they write
+    /// (`read_write` images): storage reads without a declared format.
+    pub fn read_write_images(&self) -> bool {
+        self.image_support() && self.info.features.shader_storage_image_read_without_format != 0
+    }
+
+    /// How many (read, write or read-write, sampler) arguments a kernel may
+    /// take: each needs a descriptor (two per sampler), and its info words
+    /// (two per image, one per sampler) travel in push constants after
+    /// vkcl's own header, which all image and sampler arguments share.
+    pub fn image_arg_limits(&self) -> (u32, u32, u32) {
+        if !self.image_support() {
+            return (0, 0, 0);
+        }
+        let l = &self.info.props.limits;
+        let header = crate::compiler::spirv::interface::HEADER;
+        let words = l.max_push_constants_size.saturating_sub(header) / 4;
+        (
+            l.max_per_stage_descriptor_sampled_images.min(words / 2),
+            l.max_per_stage_descriptor_storage_images.min(words / 2),
+            // Each sampler has a twin for 1D and 2D images.
+            (l.max_per_stage_descriptor_samplers / 2).min(words),
+        )
+    }
+
+    /// CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS.
+    pub fn read_write_image_args(&self) -> u32 {
+        if self.read_write_images() {
+            self.image_arg_limits().1
+        } else {
+            0
+        }
+    }
+
+    /// The largest image of each shape: (1D width, 2D side, 3D side,
+    /// array layers), from Vulkan's limits.
+    pub fn image_limits(&self) -> ImageLimits {
+        let l = &self.info.props.limits;
+        ImageLimits {
+            width_1d: l.max_image_dimension1_d as usize,
+            side_2d: l.max_image_dimension2_d as usize,
+            side_3d: l.max_image_dimension3_d as usize,
+            layers: l.max_image_array_layers as usize,
+        }
     }
 
     pub fn host_unified_memory(&self) -> bool {

@@ -6,13 +6,16 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use opencl_sys::*;
 
 use crate::compiler::spirv::finish::DeviceCaps;
+use crate::compiler::spirv::images::{Binding, ImageClass, ImageInterface};
 use crate::compiler::spirv::interface::PushLayout;
 use crate::compiler::spirv::reflect::{ArgKind, KernelInfo};
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
+use crate::core::image::Image;
 use crate::core::memory::Buffer;
 use crate::core::object::{ClObject, Handle};
 use crate::core::program::{Origin, Program, new_segment};
+use crate::core::sampler::{Sampler, SamplerPair, SamplerState};
 use crate::vk::device::LogicalDevice;
 use crate::vk::memory::DeviceBuffer;
 use crate::vk::pipeline::{ComputePipeline, KernelModule};
@@ -31,6 +34,9 @@ pub enum ArgValue {
     /// (clSetKernelArgSVMPointer) or a buffer's device address
     /// (clSetKernelArgDevicePointerEXT).
     Address(u64),
+    /// An image; like buffers, not kept alive by the argument.
+    Image(Weak<Handle<Image>>),
+    Sampler(Weak<Handle<Sampler>>),
 }
 
 pub struct Kernel {
@@ -42,9 +48,13 @@ pub struct Kernel {
     /// size: OpenCL C 2.0+ or SPIR-V, without -cl-uniform-work-group-size.
     pub non_uniform_groups: bool,
     args: Mutex<Vec<Option<ArgValue>>>,
-    /// The Vulkan form of the kernel per device (or why there is none).
-    compiled: Mutex<HashMap<usize, Result<Arc<Compiled>, String>>>,
+    /// The Vulkan form of the kernel per device and classes of the image
+    /// arguments (or why there is none).
+    compiled: Mutex<HashMap<CompiledKey, Result<Arc<Compiled>, String>>>,
 }
+
+/// A Vulkan device (by address) and the classes of the image arguments.
+type CompiledKey = (usize, Vec<ImageClass>);
 
 /// A work-group size and the `__local` argument sizes (SpecId, length).
 type PipelineKey = ([u32; 3], Vec<(u32, u32)>);
@@ -61,6 +71,12 @@ pub struct Compiled {
     /// The kernel's module data segment and the program's it refers to,
     /// kept alive by every command that uses them.
     pub data: Option<Arc<Segments>>,
+    /// The descriptors of its images and samplers.
+    pub images: ImageInterface,
+    /// The samplers declared in the source, by binding.
+    pub literal_samplers: Vec<(u32, SamplerPair)>,
+    /// The image classes it was rewritten for, in image argument order.
+    pub classes: Vec<ImageClass>,
     pipelines: Mutex<HashMap<PipelineKey, Arc<ComputePipeline>>>,
 }
 
@@ -85,6 +101,15 @@ impl Compiled {
         let made = Arc::new(self.module.pipeline(key.0, &key.1)?);
         p.insert(key, made.clone());
         Ok(made)
+    }
+}
+
+/// The numeric class an image of `data_type` reads as in kernels.
+pub fn image_class(data_type: cl_channel_type) -> ImageClass {
+    match data_type {
+        CL_SIGNED_INT8 | CL_SIGNED_INT16 | CL_SIGNED_INT32 => ImageClass::Int,
+        CL_UNSIGNED_INT8 | CL_UNSIGNED_INT16 | CL_UNSIGNED_INT32 => ImageClass::Uint,
+        _ => ImageClass::Float,
     }
 }
 
@@ -202,18 +227,38 @@ impl Kernel {
         Ok(())
     }
 
-    /// The kernel rewritten for `device`, compiled once per device.
+    /// The numeric class of each image argument's format (floats where
+    /// none is set yet).
+    pub fn image_classes(&self) -> Vec<ImageClass> {
+        let args = self.args();
+        self.info
+            .args
+            .iter()
+            .zip(args.iter())
+            .filter(|(a, _)| a.kind == ArgKind::Image)
+            .map(|(_, v)| match v {
+                Some(ArgValue::Image(w)) => w.upgrade().map_or(ImageClass::Float, |i| {
+                    image_class(i.format.image_channel_data_type)
+                }),
+                _ => ImageClass::Float,
+            })
+            .collect()
+    }
+
+    /// The kernel rewritten for `device` and the image formats of the
+    /// arguments set now, compiled once per device and classes.
     pub fn compiled(
         &self,
         device: &Device,
         vk: &Arc<LogicalDevice>,
     ) -> Result<Arc<Compiled>, String> {
-        let key = Arc::as_ptr(vk) as usize;
+        let classes = self.image_classes();
+        let key = (Arc::as_ptr(vk) as usize, classes.clone());
         let mut c = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = c.get(&key) {
             return r.clone();
         }
-        let r = self.compile(device, vk);
+        let r = self.compile(device, vk, classes);
         if let Err(e) = &r {
             log::warn!(target: "vkcl::kernel", "kernel {} cannot run on {}: {e}", self.info.name, device.name());
         }
@@ -221,7 +266,12 @@ impl Kernel {
         r
     }
 
-    fn compile(&self, device: &Device, vk: &Arc<LogicalDevice>) -> Result<Arc<Compiled>, String> {
+    fn compile(
+        &self,
+        device: &Device,
+        vk: &Arc<LogicalDevice>,
+        classes: Vec<ImageClass>,
+    ) -> Result<Arc<Compiled>, String> {
         let i = self
             .program
             .device_index(device)
@@ -231,11 +281,12 @@ impl Kernel {
             .spirv
             .ok_or("the program has no executable for this device")?;
         let options = crate::compiler::spirv::Options::from_build_options(&build.options);
-        let rewritten = crate::compiler::spirv::rewrite_with(
+        let rewritten = crate::compiler::spirv::rewrite_for_images(
             &spirv,
             &self.info,
             &device_caps(device),
             options,
+            &classes,
         )?;
         if let Some(dir) = std::env::var_os("VKCL_DUMP_DIR") {
             // For debugging the rewriter: the Vulkan module of each kernel.
@@ -270,14 +321,54 @@ impl Kernel {
                 }))
             }
         };
-        let module = KernelModule::new(vk, &rewritten.words, rewritten.push.size)
+        let f = &device.info.features;
+        for c in &rewritten.images.caps {
+            use rspirv::spirv::Capability;
+            let (has, what) = match c {
+                Capability::StorageImageReadWithoutFormat => (
+                    f.shader_storage_image_read_without_format != 0,
+                    "reads of write-only or read-write images (shaderStorageImageReadWithoutFormat)",
+                ),
+                Capability::StorageImageWriteWithoutFormat => (
+                    f.shader_storage_image_write_without_format != 0,
+                    "image writes (shaderStorageImageWriteWithoutFormat)",
+                ),
+                _ => (true, ""),
+            };
+            if !has {
+                return Err(format!("the device lacks {what}"));
+            }
+        }
+        let types = rewritten
+            .images
+            .bindings
+            .iter()
+            .map(|b| match b {
+                Binding::SampledImage => ash::vk::DescriptorType::SAMPLED_IMAGE,
+                Binding::StorageImage => ash::vk::DescriptorType::STORAGE_IMAGE,
+                Binding::Sampler => ash::vk::DescriptorType::SAMPLER,
+            })
+            .collect();
+        let module = KernelModule::new(vk, &rewritten.words, rewritten.push.size, types)
             .map_err(|e| format!("vkCreateShaderModule failed: {e}"))?;
+        let mut literal_samplers = Vec::new();
+        for l in &rewritten.images.literal_samplers {
+            let state = SamplerState::new(l.normalized, l.addressing, l.filter).map_err(|_| {
+                "a literal sampler with an invalid combination of modes".to_string()
+            })?;
+            let s =
+                SamplerPair::new(vk, &state).map_err(|e| format!("vkCreateSampler failed: {e}"))?;
+            literal_samplers.push((l.binding, s));
+        }
         Ok(Arc::new(Compiled {
             module,
             push: rewritten.push,
             printf: rewritten.printf,
             scratch: rewritten.scratch,
             data,
+            images: rewritten.images,
+            literal_samplers,
+            classes,
             pipelines: Mutex::new(HashMap::new()),
         }))
     }

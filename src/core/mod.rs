@@ -5,6 +5,10 @@ pub mod context;
 pub mod device;
 pub mod error;
 pub mod event;
+// OpenCL spells some channel orders in lower case (CL_sRGBA, CL_Rx).
+#[allow(non_upper_case_globals)]
+pub mod format;
+pub mod image;
 pub mod kernel;
 pub mod memory;
 pub mod object;
@@ -12,6 +16,7 @@ pub mod platform;
 pub mod printf;
 pub mod program;
 pub mod queue;
+pub mod sampler;
 pub mod svm;
 pub mod worker;
 

@@ -113,7 +113,7 @@ pub fn device_macros(d: &Device) -> DeviceMacros {
     );
     DeviceMacros {
         features,
-        image_support: false,
+        image_support: d.image_support(),
     }
 }
 

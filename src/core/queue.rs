@@ -105,6 +105,26 @@ impl Recorder<'_> {
         unsafe { self.device.cmd_copy_buffer(self.cb, src, dst, regions) };
     }
 
+    /// Copies one region from a buffer into an image (kept in `GENERAL`).
+    pub fn copy_buffer_to_image(
+        &self,
+        src: vk::Buffer,
+        dst: vk::Image,
+        region: vk::BufferImageCopy,
+    ) {
+        crate::vk::image::record_copy_to_image(self.device, self.cb, src, dst, region);
+    }
+
+    /// Copies one region from an image (kept in `GENERAL`) into a buffer.
+    pub fn copy_image_to_buffer(
+        &self,
+        src: vk::Image,
+        dst: vk::Buffer,
+        region: vk::BufferImageCopy,
+    ) {
+        crate::vk::image::record_copy_from_image(self.device, self.cb, src, dst, region);
+    }
+
     pub fn fill_buffer(&self, dst: vk::Buffer, offset: u64, size: u64, data: u32) {
         // SAFETY: as for copy_buffer; offset and size are multiples of 4.
         unsafe {
@@ -119,12 +139,24 @@ impl Recorder<'_> {
         pipeline: &crate::vk::pipeline::ComputePipeline,
         push: &[u8],
         groups: [u32; 3],
+        set: Option<vk::DescriptorSet>,
     ) {
-        // SAFETY: recording state; the pipeline is kept alive by the
-        // command; the push constants fit the pipeline layout's range.
+        // SAFETY: recording state; the pipeline and descriptor set are
+        // kept alive by the command; the push constants fit the pipeline
+        // layout's range.
         unsafe {
             self.device
                 .cmd_bind_pipeline(self.cb, vk::PipelineBindPoint::COMPUTE, pipeline.raw);
+            if let Some(set) = set {
+                self.device.cmd_bind_descriptor_sets(
+                    self.cb,
+                    vk::PipelineBindPoint::COMPUTE,
+                    pipeline.layout(),
+                    0,
+                    &[set],
+                    &[],
+                );
+            }
             self.device.cmd_push_constants(
                 self.cb,
                 pipeline.layout(),

@@ -35,6 +35,9 @@ pub struct LogicalDevice {
     /// Importing application memory (VK_EXT_external_memory_host), where
     /// the device can.
     pub host_import: Option<HostImport>,
+    /// VK_KHR_push_descriptor, where the device has it: image and sampler
+    /// descriptors are recorded into the command buffer, without a pool.
+    pub push_descriptor: Option<ash::khr::push_descriptor::Device>,
     /// How long a timeline wait polls before it blocks: never on CPU
     /// devices, whose own threads need the cores a poll would take.
     timeline_spin: std::time::Duration,
@@ -78,6 +81,12 @@ impl LogicalDevice {
             .shader_int64(true)
             .shader_int16(have.shader_int16 != 0)
             .shader_float64(have.shader_float64 != 0)
+            .shader_storage_image_read_without_format(
+                have.shader_storage_image_read_without_format != 0,
+            )
+            .shader_storage_image_write_without_format(
+                have.shader_storage_image_write_without_format != 0,
+            )
             .robust_buffer_access(false);
         let h11 = &info.features11;
         let mut f11 = vk::PhysicalDeviceVulkan11Features::default()
@@ -154,6 +163,11 @@ impl LogicalDevice {
         if can_place {
             extensions.extend(placed_names.iter().map(|n| n.as_ptr()));
         }
+        let push_ext = ash::khr::push_descriptor::NAME;
+        let has_push = info.has_extension(push_ext);
+        if has_push {
+            extensions.push(push_ext.as_ptr());
+        }
         let mut create = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_features(&features)
@@ -205,6 +219,8 @@ impl LogicalDevice {
             ext: ash::khr::map_memory2::Device::new(instance, &raw),
             alignment: placed_props.min_placed_memory_map_alignment.max(4096),
         });
+        let push_descriptor =
+            has_push.then(|| ash::khr::push_descriptor::Device::new(instance, &raw));
         log::info!(target: "vkcl::vk", "created Vulkan device for {}", info.name());
         Ok(LogicalDevice {
             raw,
@@ -219,6 +235,7 @@ impl LogicalDevice {
             one_shot_pool: Mutex::new(one_shot_pool),
             timestamp_offset: std::sync::OnceLock::new(),
             host_import,
+            push_descriptor,
             timeline_spin: if info.props.device_type == vk::PhysicalDeviceType::CPU {
                 std::time::Duration::ZERO
             } else {

@@ -263,6 +263,18 @@ pub const FEATURES: &[Feature] = &[
         present: |d| d.features12.shader_shared_int64_atomics != 0,
     },
     Feature {
+        vulkan: "shaderStorageImageWriteWithoutFormat",
+        opencl: "images in kernels (CL_DEVICE_IMAGE_SUPPORT)",
+        required: false,
+        present: |d| d.features.shader_storage_image_write_without_format != 0,
+    },
+    Feature {
+        vulkan: "shaderStorageImageReadWithoutFormat",
+        opencl: "read_write images (__opencl_c_read_write_images)",
+        required: false,
+        present: |d| d.features.shader_storage_image_read_without_format != 0,
+    },
+    Feature {
         vulkan: "vulkanMemoryModel",
         opencl: "OpenCL memory orders and scopes",
         required: false,

@@ -1,7 +1,9 @@
 //! Compute pipelines for rewritten kernels: one shader module per kernel
 //! and device, one pipeline per work-group size (the size is given by
-//! specialization constants 0, 1, 2), no descriptor sets: arguments travel
-//! in push constants. Every pipeline is made through the device's
+//! specialization constants 0, 1, 2). Arguments travel in push constants;
+//! only images and samplers are descriptors, of set 0, pushed into the
+//! command buffer where the device can (VK_KHR_push_descriptor), else in a
+//! set of the command's own. Every pipeline is made through the device's
 //! persistent `VkPipelineCache`, kept on disk beside the program cache.
 
 use std::sync::{Arc, Mutex};
@@ -101,6 +103,10 @@ pub struct KernelModule {
     device: Arc<LogicalDevice>,
     module: vk::ShaderModule,
     pub push_size: u32,
+    /// Set 0: the kernel's images and samplers (null when it has none).
+    pub set_layout: vk::DescriptorSetLayout,
+    /// The descriptor type of each binding of set 0.
+    pub bindings: Vec<vk::DescriptorType>,
 }
 
 impl KernelModule {
@@ -108,15 +114,103 @@ impl KernelModule {
         device: &Arc<LogicalDevice>,
         words: &[u32],
         push_size: u32,
+        bindings: Vec<vk::DescriptorType>,
     ) -> Result<Self, vk::Result> {
         let info = vk::ShaderModuleCreateInfo::default().code(words);
         // SAFETY: the words are a validated SPIR-V module.
         let module = unsafe { device.raw.create_shader_module(&info, None)? };
-        Ok(KernelModule {
+        let mut this = KernelModule {
             device: device.clone(),
             module,
             push_size,
-        })
+            set_layout: vk::DescriptorSetLayout::null(),
+            bindings,
+        };
+        if !this.bindings.is_empty() {
+            let b: Vec<vk::DescriptorSetLayoutBinding> = this
+                .bindings
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| {
+                    vk::DescriptorSetLayoutBinding::default()
+                        .binding(i as u32)
+                        .descriptor_type(t)
+                        .descriptor_count(1)
+                        .stage_flags(vk::ShaderStageFlags::COMPUTE)
+                })
+                .collect();
+            let mut info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&b);
+            if this.pushes_descriptors() {
+                info = info.flags(vk::DescriptorSetLayoutCreateFlags::PUSH_DESCRIPTOR_KHR);
+            }
+            // SAFETY: valid device and create info.
+            this.set_layout = unsafe { device.raw.create_descriptor_set_layout(&info, None)? };
+        }
+        Ok(this)
+    }
+
+    /// Whether dispatches push their descriptors (VK_KHR_push_descriptor,
+    /// within Vulkan's guaranteed 32 per set) rather than allocate a set.
+    pub fn pushes_descriptors(&self) -> bool {
+        self.device.push_descriptor.is_some() && self.bindings.len() <= 32
+    }
+
+    /// Records this module's descriptors into `cb` (push descriptors):
+    /// each binding's image view or sampler, in binding order.
+    pub fn push_descriptors(
+        &self,
+        cb: vk::CommandBuffer,
+        layout: vk::PipelineLayout,
+        views: &[vk::ImageView],
+        samplers: &[vk::Sampler],
+    ) {
+        let Some(push) = self.device.push_descriptor.as_ref() else {
+            return;
+        };
+        let infos = image_infos(views, samplers);
+        let writes = writes(vk::DescriptorSet::null(), &self.bindings, &infos);
+        // SAFETY: recording state; the layout's set 0 was made for push
+        // descriptors; the views and samplers outlive the command.
+        unsafe {
+            push.cmd_push_descriptor_set(cb, vk::PipelineBindPoint::COMPUTE, layout, 0, &writes)
+        };
+    }
+
+    /// A descriptor set of this module's layout, in a pool of its own.
+    pub fn descriptor_set(&self) -> Result<DescriptorSet, vk::Result> {
+        let mut sizes: Vec<vk::DescriptorPoolSize> = Vec::new();
+        for &t in &self.bindings {
+            match sizes.iter_mut().find(|s| s.ty == t) {
+                Some(s) => s.descriptor_count += 1,
+                None => sizes.push(vk::DescriptorPoolSize {
+                    ty: t,
+                    descriptor_count: 1,
+                }),
+            }
+        }
+        let info = vk::DescriptorPoolCreateInfo::default()
+            .max_sets(1)
+            .pool_sizes(&sizes);
+        let d = &self.device.raw;
+        // SAFETY: valid device and create info.
+        let pool = unsafe { d.create_descriptor_pool(&info, None)? };
+        let layouts = [self.set_layout];
+        let alloc = vk::DescriptorSetAllocateInfo::default()
+            .descriptor_pool(pool)
+            .set_layouts(&layouts);
+        // SAFETY: the pool has room for exactly this set.
+        match unsafe { d.allocate_descriptor_sets(&alloc) } {
+            Ok(sets) => Ok(DescriptorSet {
+                device: self.device.clone(),
+                pool,
+                raw: sets[0],
+            }),
+            Err(e) => {
+                // SAFETY: the pool is unused.
+                unsafe { d.destroy_descriptor_pool(pool, None) };
+                Err(e)
+            }
+        }
     }
 
     /// A pipeline for work-groups of `local` items, with further
@@ -131,7 +225,15 @@ impl KernelModule {
             .stage_flags(vk::ShaderStageFlags::COMPUTE)
             .offset(0)
             .size(self.push_size)];
-        let layout_info = vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&ranges);
+        let set_layouts = [self.set_layout];
+        let used_sets = if self.bindings.is_empty() {
+            &set_layouts[..0]
+        } else {
+            &set_layouts[..]
+        };
+        let layout_info = vk::PipelineLayoutCreateInfo::default()
+            .push_constant_ranges(&ranges)
+            .set_layouts(used_sets);
         // SAFETY: valid device and create info.
         let layout = unsafe { d.create_pipeline_layout(&layout_info, None)? };
         let values: Vec<(u32, u32)> = (0..3)
@@ -180,10 +282,90 @@ impl KernelModule {
 
 impl Drop for KernelModule {
     fn drop(&mut self) {
-        // SAFETY: pipelines made from the module do not need it any more.
-        unsafe { self.device.raw.destroy_shader_module(self.module, None) };
+        // SAFETY: pipelines made from the module do not need it or its
+        // set layout any more; a null layout is ignored.
+        unsafe {
+            self.device.raw.destroy_shader_module(self.module, None);
+            self.device
+                .raw
+                .destroy_descriptor_set_layout(self.set_layout, None);
+        }
     }
 }
+
+/// One descriptor set in a pool of its own, for one command: destroyed
+/// (with its pool) when the command that keeps it completes.
+pub struct DescriptorSet {
+    device: Arc<LogicalDevice>,
+    pool: vk::DescriptorPool,
+    pub raw: vk::DescriptorSet,
+}
+
+impl DescriptorSet {
+    /// Points every binding at its image view or sampler (in binding
+    /// order), images in the GENERAL layout.
+    pub fn write(
+        &self,
+        types: &[vk::DescriptorType],
+        views: &[vk::ImageView],
+        samplers: &[vk::Sampler],
+    ) {
+        let infos = image_infos(views, samplers);
+        let writes = writes(self.raw, types, &infos);
+        // SAFETY: the set is not in use yet; views and samplers are live.
+        unsafe { self.device.raw.update_descriptor_sets(&writes, &[]) };
+    }
+}
+
+/// One image descriptor per binding, images in the GENERAL layout.
+fn image_infos(
+    views: &[vk::ImageView],
+    samplers: &[vk::Sampler],
+) -> Vec<[vk::DescriptorImageInfo; 1]> {
+    views
+        .iter()
+        .zip(samplers)
+        .map(|(&image_view, &sampler)| {
+            [vk::DescriptorImageInfo {
+                sampler,
+                image_view,
+                image_layout: vk::ImageLayout::GENERAL,
+            }]
+        })
+        .collect()
+}
+
+/// The writes of every binding of set `set` (null for push descriptors).
+fn writes<'a>(
+    set: vk::DescriptorSet,
+    types: &[vk::DescriptorType],
+    infos: &'a [[vk::DescriptorImageInfo; 1]],
+) -> Vec<vk::WriteDescriptorSet<'a>> {
+    types
+        .iter()
+        .zip(infos)
+        .enumerate()
+        .map(|(i, (&t, info))| {
+            vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(i as u32)
+                .descriptor_type(t)
+                .image_info(info)
+        })
+        .collect()
+}
+
+impl Drop for DescriptorSet {
+    fn drop(&mut self) {
+        // SAFETY: the command using the set has completed.
+        unsafe { self.device.raw.destroy_descriptor_pool(self.pool, None) };
+    }
+}
+
+// SAFETY: plain Vulkan handles; the set is written once before use.
+unsafe impl Send for DescriptorSet {}
+// SAFETY: as above.
+unsafe impl Sync for DescriptorSet {}
 
 impl ComputePipeline {
     pub fn layout(&self) -> vk::PipelineLayout {

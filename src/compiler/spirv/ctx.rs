@@ -13,6 +13,9 @@ pub struct Ctx {
     /// Whether `__local` data was relocated into device memory (see the
     /// relocate pass): barriers then order device memory too.
     pub relocated_local: bool,
+    /// Capabilities the kernel's image operations need (see the images
+    /// pass); the finish pass declares them.
+    pub image_caps: Vec<rspirv::spirv::Capability>,
 }
 
 impl Ctx {
@@ -21,6 +24,7 @@ impl Ctx {
             module,
             printf_buffer: None,
             relocated_local: false,
+            image_caps: Vec::new(),
         }
     }
 

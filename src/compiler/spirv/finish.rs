@@ -66,8 +66,9 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
             ) => {
                 return Err(format!("{:?} is not supported yet", t.class.opcode));
             }
-            (Op::TypeImage | Op::TypeSampler | Op::TypeSampledImage, _) => {
-                return Err("images and samplers are not supported yet".into());
+            // Left by the images pass in their Vulkan form only.
+            (Op::TypeImage, _) if t.operands.len() > 7 => {
+                return Err("an OpenCL image type is left after the images pass".into());
             }
             _ => {}
         }
@@ -124,6 +125,11 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
             Capability::Int64Atomics,
             "64-bit atomics (shaderBufferInt64Atomics)",
         )?;
+    }
+    for c in &ctx.image_caps {
+        if !need.contains(c) {
+            need.push(*c);
+        }
     }
     ctx.module.capabilities = need
         .into_iter()
@@ -186,6 +192,12 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
     )];
     // Private variables of constant data keep their initialisers; nothing
     // else of the Kernel model may remain.
+    // Image and sampler descriptors are UniformConstant variables.
+    let descriptor = |ptr: Option<Word>| {
+        ptr.and_then(|p| ctx.pointer_parts(p))
+            .and_then(|(_, t)| ctx.global(t))
+            .is_some_and(|t| matches!(t.class.opcode, Op::TypeImage | Op::TypeSampler))
+    };
     for v in &ctx.module.types_global_values {
         if v.class.opcode == Op::Variable {
             match v.operands.first() {
@@ -195,6 +207,8 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
                     | StorageClass::Workgroup
                     | StorageClass::Private,
                 )) => {}
+                Some(Operand::StorageClass(StorageClass::UniformConstant))
+                    if descriptor(v.result_type) => {}
                 other => {
                     return Err(format!(
                         "a module variable in storage class {other:?} is not supported yet"

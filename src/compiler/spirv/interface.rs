@@ -45,6 +45,14 @@ pub enum Slot {
     /// A `__local` buffer: its size (in elements of `elem_size` bytes)
     /// is specialization constant `spec_id`.
     Local { spec_id: u32, elem_size: u32 },
+    /// An image: its view at `binding` of descriptor set 0, and at
+    /// `info` two words, its channel order and channel data type (less
+    /// CLK_R and CLK_SNORM_INT8, as the SPIR-V queries return them; the
+    /// order word has `images::NO_ALPHA` set for orders without alpha).
+    Image { binding: u32, info: u32 },
+    /// A sampler at `binding`, and at `info` a word of its modes
+    /// (`images::SAMPLER_NORMALIZED`, `SAMPLER_LINEAR`, `SAMPLER_REPEAT`).
+    Sampler { binding: u32, info: u32 },
 }
 
 /// SpecIds of `__local` argument sizes start after the work-group size.
@@ -58,9 +66,11 @@ pub struct PushLayout {
     /// When the arguments do not fit in push constants (or need memory
     /// to be rebuilt: structs, wide vectors), they all travel in an
     /// argument block of this many bytes, whose device address is the
-    /// push-constant member at `ARG_BLOCK`; the slots' offsets are then
+    /// push-constant member at `arg_block`; the slots' offsets are then
     /// offsets in the block.
     pub block: Option<u32>,
+    /// Where the argument block's address goes (right after the header).
+    pub arg_block: u32,
 }
 
 /// How a parameter is read from the argument block.
@@ -94,13 +104,12 @@ pub const SCRATCH: u32 = 64;
 pub const SCRATCH_PRIVATE_BYTES: u32 = 72;
 /// Bytes of the whole scratch buffer.
 pub const SCRATCH_BYTES: u32 = 76;
-/// The device address (two words) of the kernel's data segment, for
-/// kernels that use program-scope variables or module-scope constant
-/// data (see the module_data pass).
-pub const MODULE_DATA: u32 = 80;
-const HEADER: u32 = 88;
-/// The argument block's device address, when there is one.
-pub const ARG_BLOCK: u32 = HEADER;
+/// Bytes of the header every kernel has.
+pub const HEADER: u32 = 80;
+/// The device address (two words) of the kernel's data segment: the
+/// header grows by it for kernels that use program-scope variables or
+/// module-scope constant data (see the module_data pass).
+pub const MODULE_DATA: u32 = HEADER;
 
 /// Loads the push-constant header word at byte `offset`, widened to 64
 /// bits.
@@ -135,6 +144,19 @@ pub struct Block {
     pub work_dim: u32,
     pub group_offset: u32,
     pub enqueued_local_size: u32,
+    /// Image and sampler parameters, for the images pass.
+    pub images: Vec<ImageParam>,
+}
+
+/// An image or sampler parameter: defined by an `OpUndef` of its OpenCL
+/// type until the images pass loads it from its descriptor.
+#[derive(Clone, Copy, Debug)]
+pub struct ImageParam {
+    pub id: Word,
+    pub binding: u32,
+    /// Member index of its first info word in the push-constant block.
+    pub info_member: u32,
+    pub sampler: bool,
 }
 
 fn ctx_pointer_parts(
@@ -155,10 +177,12 @@ pub fn run(
     fid: Word,
     args: &[KernelArg],
     max_push: u32,
+    module_data: bool,
 ) -> Result<(PushLayout, Block), String> {
     let u32t = ctx.uint(32);
     let u64t = ctx.uint(64);
-    let mut members: Vec<(Word, u32)> = (0..HEADER / 4).map(|i| (u32t, i * 4)).collect();
+    let header = if module_data { MODULE_DATA + 8 } else { HEADER };
+    let mut members: Vec<(Word, u32)> = (0..header / 4).map(|i| (u32t, i * 4)).collect();
     let func_index = ctx
         .module
         .functions
@@ -175,13 +199,16 @@ pub fn run(
         .iter()
         .filter_map(|i| i.result_id.map(|r| (r, i)))
         .collect();
-    let mut offset = HEADER;
+    let mut offset = header;
     let mut slots = Vec::new();
     // (param id, param type, member index, how to load)
     let mut loads: Vec<(Word, Word, u32, Conv)> = Vec::new();
     // (param id, param type, element type, SpecId) of __local arguments.
     let mut locals: Vec<(Word, Word, Word, u32)> = Vec::new();
     let mut in_memory = false;
+    let mut images: Vec<ImageParam> = Vec::new();
+    // (param id, param type) of images and samplers.
+    let mut undefs: Vec<(Word, Word)> = Vec::new();
     for (p, a) in params.iter().zip(args) {
         let pid = p.result_id.ok_or("parameter without id")?;
         let pty = p.result_type.ok_or("parameter without type")?;
@@ -270,10 +297,33 @@ pub fn run(
                 locals.push((pid, pty, pointee, spec_id));
             }
             ArgKind::Image | ArgKind::Sampler => {
-                return Err(format!(
-                    "image and sampler argument {} is not supported yet",
-                    a.name
-                ));
+                let sampler = a.kind == ArgKind::Sampler;
+                let binding = images.len() as u32;
+                offset = offset.next_multiple_of(4);
+                images.push(ImageParam {
+                    id: pid,
+                    binding,
+                    info_member: members.len() as u32,
+                    sampler,
+                });
+                if sampler {
+                    slots.push(Slot::Sampler {
+                        binding,
+                        info: offset,
+                    });
+                } else {
+                    slots.push(Slot::Image {
+                        binding,
+                        info: offset,
+                    });
+                }
+                undefs.push((pid, pty));
+                members.push((u32t, offset));
+                offset += 4;
+                if !sampler {
+                    members.push((u32t, offset));
+                    offset += 4;
+                }
             }
         }
     }
@@ -284,13 +334,13 @@ pub fn run(
     let mut block_size = None;
     if in_memory || size > limit {
         (members, slots, loads, locals) = (
-            (0..HEADER / 4).map(|i| (u32t, i * 4)).collect(),
+            (0..header / 4).map(|i| (u32t, i * 4)).collect(),
             Vec::new(),
             Vec::new(),
             Vec::new(),
         );
-        members.push((u64t, ARG_BLOCK));
-        size = HEADER + 8;
+        members.push((u64t, header));
+        size = header + 8;
         let mut at = 0u32;
         for (p, a) in params.iter().zip(args) {
             let pid = p.result_id.ok_or("parameter without id")?;
@@ -333,7 +383,7 @@ pub fn run(
                 }
                 ArgKind::Image | ArgKind::Sampler => {
                     return Err(format!(
-                        "image and sampler argument {} is not supported yet",
+                        "image and sampler argument {} beside arguments that need an argument block is not supported yet",
                         a.name
                     ));
                 }
@@ -368,6 +418,9 @@ pub fn run(
     ));
     // Loads at the start of the kernel, defining the old parameter ids.
     let mut code = Vec::new();
+    for (pid, pty) in undefs {
+        code.push(Instruction::new(Op::Undef, Some(pty), Some(pid), vec![]));
+    }
     if let Some(printf) = ctx.printf_buffer {
         // The printf buffer's address, from its two words.
         let pc_u32 = ctx.pointer(StorageClass::PushConstant, u32t);
@@ -668,6 +721,7 @@ pub fn run(
             size,
             args: slots,
             block: block_size,
+            arg_block: header,
         },
         Block {
             var,
@@ -676,6 +730,7 @@ pub fn run(
             work_dim: 6,
             group_offset: 7,
             enqueued_local_size: 10,
+            images,
         },
     ))
 }
@@ -771,6 +826,6 @@ mod tests {
                 Slot::Bytes { offset: 8, size: 4 }
             ]
         );
-        assert_eq!(r.push.size, ARG_BLOCK + 8);
+        assert_eq!(r.push.size, r.push.arg_block + 8);
     }
 }

@@ -14,6 +14,7 @@ pub mod exact;
 pub mod extinst;
 pub mod finish;
 pub mod half;
+pub mod images;
 pub mod inline;
 pub mod interface;
 pub mod libclc;
@@ -48,6 +49,8 @@ pub struct Rewritten {
     /// The kernel's module data segment, when it uses program-scope
     /// variables or module-scope constant data.
     pub data: Option<module_data::ModuleData>,
+    /// The descriptors of the kernel's images and samplers.
+    pub images: images::ImageInterface,
 }
 
 /// Choices the program's build options make for the rewrite.
@@ -86,9 +89,23 @@ pub fn rewrite_with(
     caps: &DeviceCaps,
     options: Options,
 ) -> Result<Rewritten, String> {
+    rewrite_for_images(words, kernel, caps, options, &[])
+}
+
+/// [`rewrite_with`] for a kernel whose image arguments read as `classes`
+/// (in argument order; missing ones as floats).
+pub fn rewrite_for_images(
+    words: &[u32],
+    kernel: &KernelInfo,
+    caps: &DeviceCaps,
+    options: Options,
+    classes: &[images::ImageClass],
+) -> Result<Rewritten, String> {
     let module = reflect::load(words)?;
     let packed = reflect::packed_structs(&module);
-    reflect::with_packed_structs(packed, || rewrite_module(module, kernel, caps, options))
+    reflect::with_packed_structs(packed, || {
+        rewrite_module(module, kernel, caps, options, classes)
+    })
 }
 
 fn rewrite_module(
@@ -96,6 +113,7 @@ fn rewrite_module(
     kernel: &KernelInfo,
     caps: &DeviceCaps,
     options: Options,
+    classes: &[images::ImageClass],
 ) -> Result<Rewritten, String> {
     let started = std::time::Instant::now();
     let mut last = started;
@@ -122,7 +140,14 @@ fn rewrite_module(
     lap("built-ins");
     vectors::run(&mut ctx)?;
     lap("vectors");
-    let (push, block) = interface::run(&mut ctx, fid, &kernel.args, caps.max_push_constants)?;
+    let with_data = module_data::uses_module_data(&ctx.module);
+    let (push, block) = interface::run(
+        &mut ctx,
+        fid,
+        &kernel.args,
+        caps.max_push_constants,
+        with_data,
+    )?;
     let data = module_data::run(&mut ctx, fid, &block, &program)?;
     let scratch = relocate::run(&mut ctx, fid, &block)?;
     lap("relocate");
@@ -133,6 +158,7 @@ fn rewrite_module(
     structure::run(&mut ctx)?;
     slots::run(&mut ctx)?;
     lap("structure");
+    let images = images::run(&mut ctx, fid, &block, classes)?;
     sync::run(&mut ctx)?;
     finish::run(&mut ctx, fid, caps)?;
     lap("finish");
@@ -146,5 +172,6 @@ fn rewrite_module(
         printf,
         scratch,
         data,
+        images,
     })
 }

@@ -113,6 +113,13 @@ pub fn global_variable_bytes(words: &[u32]) -> u64 {
     })
 }
 
+/// Whether the module (one kernel's, after inlining and linking the
+/// built-ins) has data for the segments: its push constants then carry
+/// the kernel segment's address at `interface::MODULE_DATA`.
+pub fn uses_module_data(module: &Module) -> bool {
+    !data_variables(module).is_empty()
+}
+
 /// Rewrites the kernel `fid` (see the module documentation); returns its
 /// segment when it uses module data.
 pub fn run(
@@ -421,9 +428,11 @@ fn globals(module: &Module) -> Globals<'_> {
         .collect()
 }
 
-/// The module-scope `CrossWorkgroup` and `UniformConstant` variables, in
-/// declaration order.
+/// The module-scope `CrossWorkgroup` and `UniformConstant` variables of
+/// data, in declaration order (literal samplers and other opaque objects
+/// are the images pass's).
 fn data_variables(module: &Module) -> Vec<Word> {
+    let g = globals(module);
     module
         .types_global_values
         .iter()
@@ -437,6 +446,25 @@ fn data_variables(module: &Module) -> Vec<Word> {
                 )
         })
         .filter_map(|i| i.result_id)
+        .filter(|&v| {
+            let opaque = pointee(&g, v)
+                .ok()
+                .and_then(|t| g.get(&t))
+                .is_some_and(|t| {
+                    matches!(
+                        t.class.opcode,
+                        Op::TypeSampler
+                            | Op::TypeImage
+                            | Op::TypeSampledImage
+                            | Op::TypeEvent
+                            | Op::TypeDeviceEvent
+                            | Op::TypeQueue
+                            | Op::TypePipe
+                            | Op::TypeReserveId
+                    )
+                });
+            !opaque
+        })
         .collect()
 }
 

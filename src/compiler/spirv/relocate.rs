@@ -1460,6 +1460,7 @@ mod tests {
             work_dim: 6,
             group_offset: 7,
             enqueued_local_size: 10,
+            images: Vec::new(),
         }
     }
 

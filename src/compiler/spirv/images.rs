@@ -1,0 +1,1360 @@
+//! Images and samplers: OpenCL's image SPIR-V becomes Vulkan's.
+//!
+//! Takes a kernel whose image and sampler parameters the interface pass
+//! left as `OpUndef`s of their OpenCL types, after the addressing and
+//! structure passes. Guarantees a module whose images are descriptors of
+//! set 0 (the parameters in order at bindings 0, 1, …, then one sampler per
+//! literal sampler, then each sampler's twin) and whose image instructions
+//! are valid for Vulkan:
+//!
+//! * read-only images are sampled images (`Sampled = 1`): reads with a
+//!   sampler stay `OpImageSampleExplicitLod`, reads without one become
+//!   `OpImageFetch`; write-only and read-write images are storage images
+//!   (`Sampled = 2`) read and written without a format;
+//! * the sampled type (float, signed or unsigned integer) is the one of the
+//!   image bound at enqueue, which the caller passes: OpenCL SPIR-V does not
+//!   say whether `read_imagei` or `read_imageui` was called;
+//! * 1D and 2D images are sampled with the sampler's twin, a Vulkan sampler
+//!   that takes unnormalized coordinates exactly where the OpenCL sampler
+//!   does (Vulkan allows that only for those images); arrays and 3D images
+//!   are sampled at coordinates normalized by the image size in the kernel
+//!   (texel centres for nearest sampling, so that whole numbers do not round
+//!   down), from the sampler's modes, which sampler arguments pass in a
+//!   push-constant word;
+//! * REPEAT wraps coordinates as OpenCL computes it; orders without alpha
+//!   read alpha 1, CLK_ADDRESS_CLAMP's border included;
+//! * coordinates lose the components the image does not have (the fourth
+//!   of 3D and 2D array coordinates);
+//! * channel order and data type queries read push-constant words, since
+//!   Vulkan cannot query an image's format.
+
+use std::collections::{HashMap, HashSet};
+
+use opencl_sys::{
+    CL_ADDRESS_CLAMP, CL_ADDRESS_CLAMP_TO_EDGE, CL_ADDRESS_MIRRORED_REPEAT, CL_ADDRESS_NONE,
+    CL_ADDRESS_REPEAT, CL_FILTER_LINEAR, CL_FILTER_NEAREST, cl_addressing_mode, cl_filter_mode,
+};
+use rspirv::dr::{Instruction, Operand};
+use rspirv::spirv::{
+    AccessQualifier, Capability, Decoration, Dim, ImageFormat, ImageOperands, Op,
+    SamplerAddressingMode, SamplerFilterMode, StorageClass, Word,
+};
+
+use crate::compiler::spirv::ctx::{Ctx, ids_used};
+use crate::compiler::spirv::interface::Block;
+
+/// Set in an image's channel order word when the order has no alpha
+/// channel (its low bits are the order less CLK_R).
+pub const NO_ALPHA: u32 = 0x1_0000;
+
+/// The numeric type an image's texels read as, from its format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ImageClass {
+    /// Normalized, half and float formats.
+    #[default]
+    Float,
+    Int,
+    Uint,
+}
+
+/// What each descriptor binding of set 0 holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binding {
+    SampledImage,
+    StorageImage,
+    Sampler,
+}
+
+/// A sampler declared in the kernel source, with the binding it is at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LiteralSampler {
+    pub binding: u32,
+    pub normalized: bool,
+    pub addressing: cl_addressing_mode,
+    pub filter: cl_filter_mode,
+}
+
+/// The descriptors a kernel uses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ImageInterface {
+    pub bindings: Vec<Binding>,
+    pub literal_samplers: Vec<LiteralSampler>,
+    /// Capabilities that need device features.
+    pub caps: Vec<Capability>,
+    /// (binding, binding of the sampler it stands for): the samplers that
+    /// 1D and 2D images are sampled with, which take unnormalized
+    /// coordinates where the OpenCL sampler does.
+    pub direct_samplers: Vec<(u32, u32)>,
+}
+
+#[derive(Clone, Copy)]
+struct Img {
+    ty: Word,
+    scalar: Word,
+    sampled: bool,
+    /// Coordinate components: the dimensions, plus one for arrays.
+    coords: u32,
+    /// A 1D or 2D image, not an array: sampled with the sampler's twin,
+    /// at unnormalized coordinates where the OpenCL sampler takes them.
+    direct: bool,
+    info_member: u32,
+}
+
+/// What the kernel knows of a sampler: its modes, or the push-constant
+/// member holding them as [`SAMPLER_NORMALIZED`] and friends.
+#[derive(Clone, Copy)]
+enum SamplerInfo {
+    Const {
+        normalized: bool,
+        linear: bool,
+        repeat: bool,
+    },
+    Member(u32),
+}
+
+/// Bits of a sampler argument's info word.
+pub const SAMPLER_NORMALIZED: u32 = 1;
+pub const SAMPLER_LINEAR: u32 = 2;
+pub const SAMPLER_REPEAT: u32 = 4;
+
+/// A condition known when compiling, or computed by the kernel.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cond {
+    Static(bool),
+    Dynamic(Word),
+}
+
+fn lit(i: &Instruction, n: usize) -> Option<u32> {
+    match i.operands.get(n) {
+        Some(Operand::LiteralBit32(v)) => Some(*v),
+        _ => None,
+    }
+}
+
+fn id(i: &Instruction, n: usize) -> Result<Word, String> {
+    match i.operands.get(n) {
+        Some(Operand::IdRef(v)) => Ok(*v),
+        _ => Err(format!("{:?}: operand {n} is not an id", i.class.opcode)),
+    }
+}
+
+/// Emits an instruction and returns its result id.
+fn emit(ctx: &mut Ctx, out: &mut Vec<Instruction>, op: Op, ty: Word, ops: Vec<Operand>) -> Word {
+    let r = ctx.fresh();
+    out.push(Instruction::new(op, Some(ty), Some(r), ops));
+    r
+}
+
+/// A type's (component type, component count): scalars count one.
+fn shape(ctx: &Ctx, ty: Word) -> Result<(Word, u32), String> {
+    let t = ctx.global(ty).ok_or("unknown type")?;
+    Ok(match t.class.opcode {
+        Op::TypeVector => (id(t, 0)?, lit(t, 1).ok_or("bad vector")?),
+        _ => (ty, 1),
+    })
+}
+
+fn vec_or_scalar(ctx: &mut Ctx, comp: Word, n: u32) -> Word {
+    if n == 1 { comp } else { ctx.vector(comp, n) }
+}
+
+/// The first `k` components of `value` (of type `ty`), with their type.
+fn take(
+    ctx: &mut Ctx,
+    out: &mut Vec<Instruction>,
+    value: Word,
+    ty: Word,
+    k: u32,
+) -> Result<(Word, Word), String> {
+    let (comp, n) = shape(ctx, ty)?;
+    if n < k {
+        return Err(format!(
+            "a coordinate of {n} components for an image that needs {k}"
+        ));
+    }
+    if n == k {
+        return Ok((value, ty));
+    }
+    if k == 1 {
+        let r = emit(
+            ctx,
+            out,
+            Op::CompositeExtract,
+            comp,
+            vec![Operand::IdRef(value), Operand::LiteralBit32(0)],
+        );
+        return Ok((r, comp));
+    }
+    let vty = ctx.vector(comp, k);
+    let mut ops = vec![Operand::IdRef(value), Operand::IdRef(value)];
+    ops.extend((0..k).map(Operand::LiteralBit32));
+    Ok((emit(ctx, out, Op::VectorShuffle, vty, ops), vty))
+}
+
+fn float_const(ctx: &mut Ctx, v: f32) -> Word {
+    let f32t = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]);
+    if let Some(found) = ctx.module.types_global_values.iter().find(|i| {
+        i.class.opcode == Op::Constant
+            && i.result_type == Some(f32t)
+            && i.operands == [Operand::LiteralBit32(v.to_bits())]
+    }) {
+        return found.result_id.expect("constants have ids");
+    }
+    let r = ctx.fresh();
+    ctx.module.types_global_values.push(Instruction::new(
+        Op::Constant,
+        Some(f32t),
+        Some(r),
+        vec![Operand::LiteralBit32(v.to_bits())],
+    ));
+    r
+}
+
+/// A float vector (or scalar) constant: `spatial` in the first `k - 1`
+/// components, `last` in the last one where the image is arrayed.
+fn coord_const(ctx: &mut Ctx, k: u32, arrayed: bool, spatial: f32, last: f32) -> Word {
+    let f32t = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]);
+    let parts: Vec<Word> = (0..k)
+        .map(|i| {
+            let v = if arrayed && i == k - 1 { last } else { spatial };
+            float_const(ctx, v)
+        })
+        .collect();
+    if k == 1 {
+        return parts[0];
+    }
+    let vty = ctx.vector(f32t, k);
+    let r = ctx.fresh();
+    ctx.module.types_global_values.push(Instruction::new(
+        Op::ConstantComposite,
+        Some(vty),
+        Some(r),
+        parts.into_iter().map(Operand::IdRef).collect(),
+    ));
+    r
+}
+
+pub fn run(
+    ctx: &mut Ctx,
+    fid: Word,
+    block: &Block,
+    classes: &[ImageClass],
+) -> Result<ImageInterface, String> {
+    let func = ctx
+        .module
+        .functions
+        .iter()
+        .position(|f| f.def.as_ref().and_then(|d| d.result_id) == Some(fid))
+        .ok_or("kernel function missing")?;
+    let has_cl_images = ctx.module.types_global_values.iter().any(|i| {
+        matches!(
+            i.class.opcode,
+            Op::TypeImage | Op::TypeSampler | Op::ConstantSampler
+        )
+    });
+    if block.images.is_empty() && !has_cl_images {
+        return Ok(ImageInterface::default());
+    }
+    let mut caps: HashSet<Capability> = HashSet::new();
+    let mut bindings = Vec::new();
+    let mut images: HashMap<Word, Img> = HashMap::new();
+    let mut samplers: HashMap<Word, SamplerInfo> = HashMap::new();
+    // Parameter definitions: (id, Vulkan type, variable).
+    let mut loads: Vec<(Word, Word, Word)> = Vec::new();
+    let undefs: HashMap<Word, Word> = ctx.module.functions[func].blocks[0]
+        .instructions
+        .iter()
+        .filter(|i| i.class.opcode == Op::Undef)
+        .filter_map(|i| Some((i.result_id?, i.result_type?)))
+        .collect();
+    let descriptor = |ctx: &mut Ctx, ty: Word, binding: u32| -> Word {
+        let ptr = ctx.pointer(StorageClass::UniformConstant, ty);
+        let var = ctx.fresh();
+        ctx.module.types_global_values.push(Instruction::new(
+            Op::Variable,
+            Some(ptr),
+            Some(var),
+            vec![Operand::StorageClass(StorageClass::UniformConstant)],
+        ));
+        ctx.decorate(
+            var,
+            Decoration::DescriptorSet,
+            vec![Operand::LiteralBit32(0)],
+        );
+        ctx.decorate(
+            var,
+            Decoration::Binding,
+            vec![Operand::LiteralBit32(binding)],
+        );
+        var
+    };
+    let mut class_iter = classes.iter().copied();
+    for p in &block.images {
+        if p.sampler {
+            let ty = ctx.ty(Op::TypeSampler, vec![]);
+            let var = descriptor(ctx, ty, p.binding);
+            loads.push((p.id, ty, var));
+            samplers.insert(p.id, SamplerInfo::Member(p.info_member));
+            bindings.push(Binding::Sampler);
+            continue;
+        }
+        let class = class_iter.next().unwrap_or_default();
+        let cl_ty = *undefs
+            .get(&p.id)
+            .ok_or("image parameter without its placeholder")?;
+        let t = ctx.global(cl_ty).ok_or("unknown image type")?.clone();
+        if t.class.opcode != Op::TypeImage {
+            return Err("an image argument whose type is not an image".into());
+        }
+        let dim = match t.operands.get(1) {
+            Some(Operand::Dim(d)) => *d,
+            _ => return Err("bad image type".into()),
+        };
+        let arrayed = lit(&t, 3) == Some(1);
+        let access = match t.operands.get(7) {
+            Some(Operand::AccessQualifier(a)) => *a,
+            _ => AccessQualifier::ReadOnly,
+        };
+        let dims = match dim {
+            Dim::Dim1D => 1,
+            Dim::Dim2D => 2,
+            Dim::Dim3D => 3,
+            Dim::DimBuffer => return Err("1D image buffer arguments are not supported yet".into()),
+            d => return Err(format!("images of dimension {d:?} are not supported")),
+        };
+        if lit(&t, 2) == Some(1) || lit(&t, 4) == Some(1) {
+            return Err("depth and multi-sampled images are not supported".into());
+        }
+        let sampled = access == AccessQualifier::ReadOnly;
+        let scalar = match class {
+            ImageClass::Float => ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]),
+            ImageClass::Int => ctx.ty(
+                Op::TypeInt,
+                vec![Operand::LiteralBit32(32), Operand::LiteralBit32(1)],
+            ),
+            ImageClass::Uint => ctx.uint(32),
+        };
+        let ty = ctx.ty(
+            Op::TypeImage,
+            vec![
+                Operand::IdRef(scalar),
+                Operand::Dim(dim),
+                Operand::LiteralBit32(0),
+                Operand::LiteralBit32(arrayed as u32),
+                Operand::LiteralBit32(0),
+                Operand::LiteralBit32(if sampled { 1 } else { 2 }),
+                Operand::ImageFormat(ImageFormat::Unknown),
+            ],
+        );
+        if dim == Dim::Dim1D {
+            caps.insert(if sampled {
+                Capability::Sampled1D
+            } else {
+                Capability::Image1D
+            });
+        }
+        let var = descriptor(ctx, ty, p.binding);
+        loads.push((p.id, ty, var));
+        images.insert(
+            p.id,
+            Img {
+                ty,
+                scalar,
+                sampled,
+                coords: dims + arrayed as u32,
+                direct: !arrayed && dims < 3,
+                info_member: p.info_member,
+            },
+        );
+        bindings.push(if sampled {
+            Binding::SampledImage
+        } else {
+            Binding::StorageImage
+        });
+    }
+    // Literal samplers become descriptors after the parameters.
+    let mut literal_samplers = Vec::new();
+    let constants: Vec<Instruction> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::ConstantSampler)
+        .cloned()
+        .collect();
+    ctx.module
+        .types_global_values
+        .retain(|i| i.class.opcode != Op::ConstantSampler);
+    for c in constants {
+        let r = c.result_id.ok_or("sampler constant without id")?;
+        let addressing = match c.operands.first() {
+            Some(Operand::SamplerAddressingMode(m)) => match *m {
+                SamplerAddressingMode::None => CL_ADDRESS_NONE,
+                SamplerAddressingMode::ClampToEdge => CL_ADDRESS_CLAMP_TO_EDGE,
+                SamplerAddressingMode::Clamp => CL_ADDRESS_CLAMP,
+                SamplerAddressingMode::Repeat => CL_ADDRESS_REPEAT,
+                SamplerAddressingMode::RepeatMirrored => CL_ADDRESS_MIRRORED_REPEAT,
+            },
+            _ => return Err("bad sampler constant".into()),
+        };
+        let normalized = lit(&c, 1) == Some(1);
+        let filter = match c.operands.get(2) {
+            Some(Operand::SamplerFilterMode(SamplerFilterMode::Linear)) => CL_FILTER_LINEAR,
+            _ => CL_FILTER_NEAREST,
+        };
+        let binding = bindings.len() as u32;
+        bindings.push(Binding::Sampler);
+        literal_samplers.push(LiteralSampler {
+            binding,
+            normalized,
+            addressing,
+            filter,
+        });
+        let ty = c.result_type.ok_or("sampler constant without type")?;
+        let var = descriptor(ctx, ty, binding);
+        loads.push((r, ty, var));
+        samplers.insert(
+            r,
+            SamplerInfo::Const {
+                normalized,
+                linear: filter == CL_FILTER_LINEAR,
+                repeat: addressing == CL_ADDRESS_REPEAT,
+            },
+        );
+    }
+
+    // Each sampler has a twin for 1D and 2D images: Vulkan's samplers
+    // take unnormalized coordinates only for those, and they avoid the
+    // rounding of dividing by the size.
+    let mut direct: HashMap<Word, Word> = HashMap::new();
+    let mut direct_samplers = Vec::new();
+    let sampler_bindings: Vec<(Word, u32)> = loads
+        .iter()
+        .filter(|(r, _, _)| samplers.contains_key(r))
+        .map(|&(r, _, var)| {
+            let b = ctx
+                .decoration_literal(var, Decoration::Binding)
+                .expect("descriptors have bindings");
+            (r, b)
+        })
+        .collect();
+    for (r, b) in sampler_bindings {
+        let ty = ctx.ty(Op::TypeSampler, vec![]);
+        let binding = bindings.len() as u32;
+        bindings.push(Binding::Sampler);
+        direct_samplers.push((binding, b));
+        let var = descriptor(ctx, ty, binding);
+        let twin = ctx.fresh();
+        loads.push((twin, ty, var));
+        direct.insert(r, twin);
+    }
+
+    // The loads replace the placeholders, or come after the variables.
+    let entry = &mut ctx.module.functions[func].blocks[0].instructions;
+    let placeholders: HashSet<Word> = loads.iter().map(|l| l.0).collect();
+    entry.retain(|i| {
+        !(i.class.opcode == Op::Undef && i.result_id.is_some_and(|r| placeholders.contains(&r)))
+    });
+    let at = entry
+        .iter()
+        .take_while(|i| i.class.opcode == Op::Variable)
+        .count();
+    let load_code: Vec<Instruction> = loads
+        .iter()
+        .map(|&(r, ty, var)| {
+            Instruction::new(Op::Load, Some(ty), Some(r), vec![Operand::IdRef(var)])
+        })
+        .collect();
+    entry.splice(at..at, load_code);
+
+    // The image instructions.
+    let u32t = ctx.uint(32);
+    let f32t = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]);
+    let boolt = ctx.ty(Op::TypeBool, vec![]);
+    let zero = ctx.const_u32(0);
+    let fzero = float_const(ctx, 0.0);
+    let fone = float_const(ctx, 1.0);
+    let mut sampled_images: HashMap<Word, (Word, Word)> = HashMap::new();
+    let local_types: HashMap<Word, Word> = ctx.module.functions[func]
+        .blocks
+        .iter()
+        .flat_map(|b| b.instructions.iter())
+        .filter_map(|i| Some((i.result_id?, i.result_type?)))
+        .collect();
+    let type_of = |ctx: &Ctx, v: Word| -> Result<Word, String> {
+        local_types
+            .get(&v)
+            .copied()
+            .or_else(|| ctx.type_of(v))
+            .ok_or_else(|| "an image operand of unknown type".to_string())
+    };
+    let blocks = std::mem::take(&mut ctx.module.functions[func].blocks);
+    let mut new_blocks = Vec::with_capacity(blocks.len());
+    for mut b in blocks {
+        let mut out = Vec::with_capacity(b.instructions.len());
+        for i in b.instructions.drain(..) {
+            let image_of = |v: Word| -> Option<Img> {
+                images
+                    .get(&v)
+                    .or_else(|| sampled_images.get(&v).and_then(|(img, _)| images.get(img)))
+                    .copied()
+            };
+            let uses_image =
+                ids_used(&i).any(|u| image_of(u).is_some() || samplers.contains_key(&u));
+            if !uses_image {
+                out.push(i);
+                continue;
+            }
+            let rt = i.result_type;
+            let rid = i.result_id;
+            // Gives the result as the instruction's own type: a bitcast
+            // where the image's texel type differs.
+            let texel_result = |ctx: &mut Ctx,
+                                out: &mut Vec<Instruction>,
+                                img: &Img,
+                                op: Op,
+                                ops: Vec<Operand>|
+             -> Result<(), String> {
+                let want = rt.ok_or("image read without a type")?;
+                let (comp, n) = shape(ctx, want)?;
+                let width = ctx.global(comp).and_then(|t| lit(t, 0));
+                if n != 4 || width != Some(32) {
+                    return Err("image reads of half or narrow texels are not supported yet".into());
+                }
+                let have = ctx.vector(img.scalar, 4);
+                if have == want {
+                    out.push(Instruction::new(op, Some(want), rid, ops));
+                } else {
+                    let tmp = emit(ctx, out, op, have, ops);
+                    out.push(Instruction::new(
+                        Op::Bitcast,
+                        Some(want),
+                        rid,
+                        vec![Operand::IdRef(tmp)],
+                    ));
+                }
+                Ok(())
+            };
+            match i.class.opcode {
+                Op::SampledImage => {
+                    let (img_id, smp) = (id(&i, 0)?, id(&i, 1)?);
+                    let img = images
+                        .get(&img_id)
+                        .ok_or("OpSampledImage of an unknown image")?;
+                    if !img.sampled {
+                        return Err("a sampler used with a write-only or read-write image".into());
+                    }
+                    let sty = ctx.ty(Op::TypeSampledImage, vec![Operand::IdRef(img.ty)]);
+                    let r = rid.ok_or("OpSampledImage without id")?;
+                    sampled_images.insert(r, (img_id, smp));
+                    let with = if img.direct {
+                        *direct.get(&smp).ok_or("sampling with an unknown sampler")?
+                    } else {
+                        smp
+                    };
+                    out.push(Instruction::new(
+                        Op::SampledImage,
+                        Some(sty),
+                        Some(r),
+                        vec![Operand::IdRef(img_id), Operand::IdRef(with)],
+                    ));
+                }
+                Op::ImageSampleExplicitLod => {
+                    let si = id(&i, 0)?;
+                    let (img_id, smp) = *sampled_images
+                        .get(&si)
+                        .ok_or("sampling without OpSampledImage")?;
+                    let img = images[&img_id];
+                    let norm = *samplers
+                        .get(&smp)
+                        .ok_or("sampling with an unknown sampler")?;
+                    let c0 = id(&i, 1)?;
+                    let (coord, cty) = take(ctx, &mut out, c0, type_of(ctx, c0)?, img.coords)?;
+                    let k = img.coords;
+                    let arrayed = k > match ctx.global(img.ty).and_then(|t| t.operands.get(1)) {
+                        Some(Operand::Dim(Dim::Dim1D)) => 1,
+                        Some(Operand::Dim(Dim::Dim2D)) => 2,
+                        _ => 3,
+                    };
+                    let (comp, _) = shape(ctx, cty)?;
+                    let is_int = ctx
+                        .global(comp)
+                        .is_some_and(|t| t.class.opcode == Op::TypeInt);
+                    let fvec = vec_or_scalar(ctx, f32t, k);
+                    let uvec = vec_or_scalar(ctx, u32t, k);
+                    // The image size as floats, 1 for the array index.
+                    let size = emit(
+                        ctx,
+                        &mut out,
+                        Op::ImageQuerySizeLod,
+                        uvec,
+                        vec![Operand::IdRef(img_id), Operand::IdRef(zero)],
+                    );
+                    let mut fsize = emit(
+                        ctx,
+                        &mut out,
+                        Op::ConvertUToF,
+                        fvec,
+                        vec![Operand::IdRef(size)],
+                    );
+                    caps.insert(Capability::ImageQuery);
+                    if arrayed {
+                        fsize = emit(
+                            ctx,
+                            &mut out,
+                            Op::CompositeInsert,
+                            fvec,
+                            vec![
+                                Operand::IdRef(fone),
+                                Operand::IdRef(fsize),
+                                Operand::LiteralBit32(k - 1),
+                            ],
+                        );
+                    }
+                    let new_coord = if img.direct {
+                        // The twin sampler takes the coordinates as the
+                        // OpenCL sampler does.
+                        if is_int {
+                            let f = emit(
+                                ctx,
+                                &mut out,
+                                Op::ConvertSToF,
+                                fvec,
+                                vec![Operand::IdRef(coord)],
+                            );
+                            let half = coord_const(ctx, k, false, 0.5, 0.5);
+                            emit(
+                                ctx,
+                                &mut out,
+                                Op::FAdd,
+                                fvec,
+                                vec![Operand::IdRef(f), Operand::IdRef(half)],
+                            )
+                        } else {
+                            float_coord(
+                                ctx, &mut out, coord, fsize, k, false, norm, block.var, true,
+                            )?
+                        }
+                    } else if is_int {
+                        // Integer coordinates name texels: their centres.
+                        let f = emit(
+                            ctx,
+                            &mut out,
+                            Op::ConvertSToF,
+                            fvec,
+                            vec![Operand::IdRef(coord)],
+                        );
+                        let half = coord_const(ctx, k, arrayed, 0.5, 0.0);
+                        let c = emit(
+                            ctx,
+                            &mut out,
+                            Op::FAdd,
+                            fvec,
+                            vec![Operand::IdRef(f), Operand::IdRef(half)],
+                        );
+                        emit(
+                            ctx,
+                            &mut out,
+                            Op::FDiv,
+                            fvec,
+                            vec![Operand::IdRef(c), Operand::IdRef(fsize)],
+                        )
+                    } else {
+                        float_coord(
+                            ctx, &mut out, coord, fsize, k, arrayed, norm, block.var, false,
+                        )?
+                    };
+                    let ops = vec![
+                        Operand::IdRef(si),
+                        Operand::IdRef(new_coord),
+                        Operand::ImageOperands(ImageOperands::LOD),
+                        Operand::IdRef(fzero),
+                    ];
+                    // Orders without alpha read alpha 1, the border colour
+                    // of CLK_ADDRESS_CLAMP included (Vulkan's has alpha 0):
+                    // the image's info word says which orders those are.
+                    let have = ctx.vector(img.scalar, 4);
+                    let sample = emit(ctx, &mut out, Op::ImageSampleExplicitLod, have, ops);
+                    let word = load_member(ctx, &mut out, block.var, img.info_member, u32t);
+                    let bit = ctx.const_u32(NO_ALPHA);
+                    let masked = emit(
+                        ctx,
+                        &mut out,
+                        Op::BitwiseAnd,
+                        u32t,
+                        vec![Operand::IdRef(word), Operand::IdRef(bit)],
+                    );
+                    let no_alpha = emit(
+                        ctx,
+                        &mut out,
+                        Op::INotEqual,
+                        boolt,
+                        vec![Operand::IdRef(masked), Operand::IdRef(zero)],
+                    );
+                    let one = if img.scalar == f32t {
+                        fone
+                    } else {
+                        ctx.const_int(img.scalar, 1)
+                    };
+                    let alpha = emit(
+                        ctx,
+                        &mut out,
+                        Op::CompositeExtract,
+                        img.scalar,
+                        vec![Operand::IdRef(sample), Operand::LiteralBit32(3)],
+                    );
+                    let alpha = emit(
+                        ctx,
+                        &mut out,
+                        Op::Select,
+                        img.scalar,
+                        vec![
+                            Operand::IdRef(no_alpha),
+                            Operand::IdRef(one),
+                            Operand::IdRef(alpha),
+                        ],
+                    );
+                    let fixed = emit(
+                        ctx,
+                        &mut out,
+                        Op::CompositeInsert,
+                        have,
+                        vec![
+                            Operand::IdRef(alpha),
+                            Operand::IdRef(sample),
+                            Operand::LiteralBit32(3),
+                        ],
+                    );
+                    let ops = vec![Operand::IdRef(fixed)];
+                    texel_result(ctx, &mut out, &img, Op::CopyObject, ops)?;
+                }
+                Op::ImageRead => {
+                    let img_id = id(&i, 0)?;
+                    let img = *images.get(&img_id).ok_or("a read of an unknown image")?;
+                    let c0 = id(&i, 1)?;
+                    let (coord, _) = take(ctx, &mut out, c0, type_of(ctx, c0)?, img.coords)?;
+                    if img.sampled {
+                        let ops = vec![
+                            Operand::IdRef(img_id),
+                            Operand::IdRef(coord),
+                            Operand::ImageOperands(ImageOperands::LOD),
+                            Operand::IdRef(zero),
+                        ];
+                        texel_result(ctx, &mut out, &img, Op::ImageFetch, ops)?;
+                    } else {
+                        caps.insert(Capability::StorageImageReadWithoutFormat);
+                        let ops = vec![Operand::IdRef(img_id), Operand::IdRef(coord)];
+                        texel_result(ctx, &mut out, &img, Op::ImageRead, ops)?;
+                    }
+                }
+                Op::ImageWrite => {
+                    let img_id = id(&i, 0)?;
+                    let img = *images.get(&img_id).ok_or("a write to an unknown image")?;
+                    if img.sampled {
+                        return Err("a write to a read-only image".into());
+                    }
+                    let c0 = id(&i, 1)?;
+                    let (coord, _) = take(ctx, &mut out, c0, type_of(ctx, c0)?, img.coords)?;
+                    let mut texel = id(&i, 2)?;
+                    let tty = type_of(ctx, texel)?;
+                    let (comp, n) = shape(ctx, tty)?;
+                    if n != 4 || ctx.global(comp).and_then(|t| lit(t, 0)) != Some(32) {
+                        return Err(
+                            "image writes of half or narrow texels are not supported yet".into(),
+                        );
+                    }
+                    let have = ctx.vector(img.scalar, 4);
+                    if have != tty {
+                        texel = emit(
+                            ctx,
+                            &mut out,
+                            Op::Bitcast,
+                            have,
+                            vec![Operand::IdRef(texel)],
+                        );
+                    }
+                    caps.insert(Capability::StorageImageWriteWithoutFormat);
+                    out.push(Instruction::new(
+                        Op::ImageWrite,
+                        None,
+                        None,
+                        vec![
+                            Operand::IdRef(img_id),
+                            Operand::IdRef(coord),
+                            Operand::IdRef(texel),
+                        ],
+                    ));
+                }
+                Op::ImageQuerySizeLod | Op::ImageQuerySize => {
+                    let img_id = id(&i, 0)?;
+                    let img = *images.get(&img_id).ok_or("a query of an unknown image")?;
+                    let want = rt.ok_or("query without type")?;
+                    let (comp, n) = shape(ctx, want)?;
+                    let ty32 = vec_or_scalar(ctx, u32t, n);
+                    let ops = if img.sampled {
+                        vec![Operand::IdRef(img_id), Operand::IdRef(zero)]
+                    } else {
+                        vec![Operand::IdRef(img_id)]
+                    };
+                    let op = if img.sampled {
+                        Op::ImageQuerySizeLod
+                    } else {
+                        Op::ImageQuerySize
+                    };
+                    caps.insert(Capability::ImageQuery);
+                    if ctx.global(comp).and_then(|t| lit(t, 0)) == Some(64) {
+                        let q = emit(ctx, &mut out, op, ty32, ops);
+                        out.push(Instruction::new(
+                            Op::UConvert,
+                            Some(want),
+                            rid,
+                            vec![Operand::IdRef(q)],
+                        ));
+                    } else {
+                        out.push(Instruction::new(op, Some(ty32), rid, ops));
+                        if ty32 != want {
+                            return Err("an image size query of an unexpected type".into());
+                        }
+                    }
+                }
+                Op::ImageQueryOrder | Op::ImageQueryFormat => {
+                    let img = *images
+                        .get(&id(&i, 0)?)
+                        .ok_or("a query of an unknown image")?;
+                    let format = i.class.opcode == Op::ImageQueryFormat;
+                    let member = img.info_member + format as u32;
+                    let mut v = load_member(ctx, &mut out, block.var, member, u32t);
+                    if !format {
+                        let mask = ctx.const_u32(NO_ALPHA - 1);
+                        v = emit(
+                            ctx,
+                            &mut out,
+                            Op::BitwiseAnd,
+                            u32t,
+                            vec![Operand::IdRef(v), Operand::IdRef(mask)],
+                        );
+                    }
+                    out.push(Instruction::new(
+                        Op::CopyObject,
+                        rt,
+                        rid,
+                        vec![Operand::IdRef(v)],
+                    ));
+                }
+                op => {
+                    return Err(format!(
+                        "{op:?} on an image or sampler is not supported yet"
+                    ));
+                }
+            }
+        }
+        b.instructions = out;
+        new_blocks.push(b);
+    }
+    ctx.module.functions[func].blocks = new_blocks;
+
+    // The OpenCL image types, and what refers to them, go.
+    let mut gone: HashSet<Word> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::TypeImage && i.operands.len() > 7)
+        .filter_map(|i| i.result_id)
+        .collect();
+    loop {
+        let more: Vec<Word> = ctx
+            .module
+            .types_global_values
+            .iter()
+            .filter(|i| i.result_id.is_some_and(|r| !gone.contains(&r)))
+            .filter(|i| ids_used(i).any(|u| gone.contains(&u)))
+            .filter_map(|i| i.result_id)
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        gone.extend(more);
+    }
+    let used_in_code = ctx.module.functions.iter().any(|f| {
+        f.blocks
+            .iter()
+            .flat_map(|b| b.instructions.iter())
+            .any(|i| {
+                i.result_type.is_some_and(|t| gone.contains(&t))
+                    || ids_used(i).any(|u| gone.contains(&u))
+            })
+    });
+    if used_in_code {
+        return Err("an OpenCL image value is used in a way vkcl cannot rewrite yet".into());
+    }
+    ctx.module
+        .types_global_values
+        .retain(|i| !i.result_id.is_some_and(|r| gone.contains(&r)));
+    ctx.module
+        .debug_names
+        .retain(|i| !matches!(i.operands.first(), Some(Operand::IdRef(t)) if gone.contains(t)));
+    ctx.module
+        .annotations
+        .retain(|i| !matches!(i.operands.first(), Some(Operand::IdRef(t)) if gone.contains(t)));
+    let mut caps: Vec<Capability> = caps.into_iter().collect();
+    caps.sort_by_key(|c| *c as u32);
+    ctx.image_caps = caps.clone();
+    Ok(ImageInterface {
+        bindings,
+        literal_samplers,
+        caps,
+        direct_samplers,
+    })
+}
+
+/// Loads push-constant member `member` (a u32) of the block `var`.
+fn load_member(
+    ctx: &mut Ctx,
+    out: &mut Vec<Instruction>,
+    var: Word,
+    member: u32,
+    u32t: Word,
+) -> Word {
+    let ptr = ctx.pointer(StorageClass::PushConstant, u32t);
+    let index = ctx.const_u32(member);
+    let chain = emit(
+        ctx,
+        out,
+        Op::AccessChain,
+        ptr,
+        vec![Operand::IdRef(var), Operand::IdRef(index)],
+    );
+    emit(ctx, out, Op::Load, u32t, vec![Operand::IdRef(chain)])
+}
+
+/// A float coordinate as Vulkan's normalized samplers take it: texel
+/// centres for unnormalized nearest sampling (so that exact integers do not
+/// round down when divided by the size and multiplied back), divided by
+/// the size when unnormalized, and for REPEAT wrapped into [0, 1) the way
+/// OpenCL computes it (a fraction that rounds to 1 wraps to 0). The array
+/// index, the last component of arrays, is left alone. `direct`: the
+/// sampler is the twin that takes unnormalized coordinates itself.
+#[allow(clippy::too_many_arguments)]
+fn float_coord(
+    ctx: &mut Ctx,
+    out: &mut Vec<Instruction>,
+    coord: Word,
+    fsize: Word,
+    k: u32,
+    arrayed: bool,
+    info: SamplerInfo,
+    block_var: Word,
+    direct: bool,
+) -> Result<Word, String> {
+    let u32t = ctx.uint(32);
+    let f32t = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]);
+    let boolt = ctx.ty(Op::TypeBool, vec![]);
+    let fvec = vec_or_scalar(ctx, f32t, k);
+    let bvec = vec_or_scalar(ctx, boolt, k);
+    let zero = ctx.const_u32(0);
+    let (mut nearest_unnorm, mut unnorm, repeat) = match info {
+        SamplerInfo::Const {
+            normalized,
+            linear,
+            repeat,
+        } => (
+            Cond::Static(!normalized && !linear),
+            Cond::Static(!normalized),
+            Cond::Static(repeat),
+        ),
+        SamplerInfo::Member(m) => {
+            let flags = load_member(ctx, out, block_var, m, u32t);
+            let mut bit = |ctx: &mut Ctx, mask: u32, set: bool| {
+                let mask = ctx.const_u32(mask);
+                let and = emit(
+                    ctx,
+                    out,
+                    Op::BitwiseAnd,
+                    u32t,
+                    vec![Operand::IdRef(flags), Operand::IdRef(mask)],
+                );
+                let op = if set { Op::INotEqual } else { Op::IEqual };
+                emit(
+                    ctx,
+                    out,
+                    op,
+                    boolt,
+                    vec![Operand::IdRef(and), Operand::IdRef(zero)],
+                )
+            };
+            let unnorm = bit(ctx, SAMPLER_NORMALIZED, false);
+            let nearest = bit(ctx, SAMPLER_LINEAR, false);
+            let repeat = bit(ctx, SAMPLER_REPEAT, true);
+            let both = emit(
+                ctx,
+                out,
+                Op::LogicalAnd,
+                boolt,
+                vec![Operand::IdRef(unnorm), Operand::IdRef(nearest)],
+            );
+            (
+                Cond::Dynamic(both),
+                Cond::Dynamic(unnorm),
+                Cond::Dynamic(repeat),
+            )
+        }
+    };
+    if direct {
+        // The sampler itself takes unnormalized coordinates.
+        (nearest_unnorm, unnorm) = (Cond::Static(false), Cond::Static(false));
+    }
+    // `a` where `cond` holds, else `b`.
+    let choose =
+        |ctx: &mut Ctx, out: &mut Vec<Instruction>, cond: Cond, a: Word, b: Word| match cond {
+            Cond::Static(true) => a,
+            Cond::Static(false) => b,
+            Cond::Dynamic(c) => {
+                let c = if k == 1 {
+                    c
+                } else {
+                    emit(
+                        ctx,
+                        out,
+                        Op::CompositeConstruct,
+                        bvec,
+                        (0..k).map(|_| Operand::IdRef(c)).collect(),
+                    )
+                };
+                emit(
+                    ctx,
+                    out,
+                    Op::Select,
+                    fvec,
+                    vec![Operand::IdRef(c), Operand::IdRef(a), Operand::IdRef(b)],
+                )
+            }
+        };
+    // `v` with the array index of `orig`.
+    let keep_layer = |ctx: &mut Ctx, out: &mut Vec<Instruction>, v: Word, orig: Word| {
+        if !arrayed {
+            return v;
+        }
+        let layer = emit(
+            ctx,
+            out,
+            Op::CompositeExtract,
+            f32t,
+            vec![Operand::IdRef(orig), Operand::LiteralBit32(k - 1)],
+        );
+        emit(
+            ctx,
+            out,
+            Op::CompositeInsert,
+            fvec,
+            vec![
+                Operand::IdRef(layer),
+                Operand::IdRef(v),
+                Operand::LiteralBit32(k - 1),
+            ],
+        )
+    };
+    let glsl = ctx.ext_import_or_add("GLSL.std.450");
+    let floor = |ctx: &mut Ctx, out: &mut Vec<Instruction>, v: Word| {
+        // GLSL.std.450 Floor.
+        emit(
+            ctx,
+            out,
+            Op::ExtInst,
+            fvec,
+            vec![
+                Operand::IdRef(glsl),
+                Operand::LiteralExtInstInteger(8),
+                Operand::IdRef(v),
+            ],
+        )
+    };
+    let mut c = coord;
+    if nearest_unnorm != Cond::Static(false) {
+        let f = floor(ctx, out, c);
+        let half = coord_const(ctx, k, arrayed, 0.5, 0.0);
+        let centre = emit(
+            ctx,
+            out,
+            Op::FAdd,
+            fvec,
+            vec![Operand::IdRef(f), Operand::IdRef(half)],
+        );
+        let centre = keep_layer(ctx, out, centre, c);
+        c = choose(ctx, out, nearest_unnorm, centre, c);
+    }
+    if unnorm != Cond::Static(false) {
+        let d = emit(
+            ctx,
+            out,
+            Op::FDiv,
+            fvec,
+            vec![Operand::IdRef(c), Operand::IdRef(fsize)],
+        );
+        c = choose(ctx, out, unnorm, d, c);
+    }
+    if repeat != Cond::Static(false) {
+        let f = floor(ctx, out, c);
+        let frac = emit(
+            ctx,
+            out,
+            Op::FSub,
+            fvec,
+            vec![Operand::IdRef(c), Operand::IdRef(f)],
+        );
+        let ones = coord_const(ctx, k, false, 1.0, 1.0);
+        let zeros = coord_const(ctx, k, false, 0.0, 0.0);
+        let wraps = emit(
+            ctx,
+            out,
+            Op::FOrdGreaterThanEqual,
+            bvec,
+            vec![Operand::IdRef(frac), Operand::IdRef(ones)],
+        );
+        let frac = emit(
+            ctx,
+            out,
+            Op::Select,
+            fvec,
+            vec![
+                Operand::IdRef(wraps),
+                Operand::IdRef(zeros),
+                Operand::IdRef(frac),
+            ],
+        );
+        let frac = keep_layer(ctx, out, frac, c);
+        c = choose(ctx, out, repeat, frac, c);
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compiler::spirv::ctx::assemble;
+    use crate::compiler::spirv::finish::DeviceCaps;
+    use crate::compiler::spirv::interface::Slot;
+    use crate::compiler::spirv::reflect::{ArgKind, KernelArg, KernelInfo};
+    use rspirv::binary::Assemble;
+
+    /// A kernel as llvm-spirv writes one: `k(read_only image2d_t src,
+    /// write_only image2d_t dst, sampler_t s, global uint *out)` sampling
+    /// with its sampler and a literal one, at integer coordinates, reading
+    /// without a sampler, writing, and querying the size and order.
+    fn kernel(body: &str) -> Vec<u32> {
+        let text = format!(
+            "
+            OpCapability Addresses
+            OpCapability Kernel
+            OpCapability Int64
+            OpCapability ImageBasic
+            OpCapability LiteralSampler
+            OpMemoryModel Physical64 OpenCL
+            OpEntryPoint Kernel %k \"k\"
+            %uint = OpTypeInt 32 0
+            %float = OpTypeFloat 32
+            %void = OpTypeVoid
+            %v2uint = OpTypeVector %uint 2
+            %v2float = OpTypeVector %float 2
+            %v4float = OpTypeVector %float 4
+            %v4uint = OpTypeVector %uint 4
+            %ro = OpTypeImage %void 2D 0 0 0 0 Unknown ReadOnly
+            %wo = OpTypeImage %void 2D 0 0 0 0 Unknown WriteOnly
+            %smp = OpTypeSampler
+            %si = OpTypeSampledImage %ro
+            %gptr = OpTypePointer CrossWorkgroup %uint
+            %fty = OpTypeFunction %void %ro %wo %smp %gptr
+            %uint_0 = OpConstant %uint 0
+            %uint_1 = OpConstant %uint 1
+            %uint_4272 = OpConstant %uint 4272
+            %float_0 = OpConstant %float 0
+            %float_1 = OpConstant %float 1.5
+            %coord = OpConstantComposite %v2uint %uint_1 %uint_0
+            %fcoord = OpConstantComposite %v2float %float_1 %float_1
+            %lit = OpConstantSampler %smp Clamp 0 Nearest
+            %k = OpFunction %void None %fty
+            %src = OpFunctionParameter %ro
+            %dst = OpFunctionParameter %wo
+            %s = OpFunctionParameter %smp
+            %out = OpFunctionParameter %gptr
+            %entry = OpLabel
+            {body}
+            OpReturn
+            OpFunctionEnd
+            "
+        );
+        assemble(&text).module.assemble()
+    }
+
+    fn info() -> KernelInfo {
+        let arg = |name: &str, kind, access| KernelArg {
+            name: name.into(),
+            kind,
+            address: 0,
+            access,
+            type_name: String::new(),
+            type_qual: 0,
+        };
+        use opencl_sys::{CL_KERNEL_ARG_ACCESS_READ_ONLY, CL_KERNEL_ARG_ACCESS_WRITE_ONLY};
+        KernelInfo {
+            name: "k".into(),
+            args: vec![
+                arg("src", ArgKind::Image, CL_KERNEL_ARG_ACCESS_READ_ONLY),
+                arg("dst", ArgKind::Image, CL_KERNEL_ARG_ACCESS_WRITE_ONLY),
+                arg("s", ArgKind::Sampler, 0),
+                arg("out", ArgKind::Buffer, 0),
+            ],
+            reqd_work_group_size: None,
+            work_group_size_hint: None,
+            vec_type_hint: None,
+            local_bytes: 0,
+        }
+    }
+
+    const BODY: &str = "
+        %a = OpSampledImage %si %src %s
+        %r1 = OpImageSampleExplicitLod %v4float %a %fcoord Lod %float_0
+        %b = OpSampledImage %si %src %lit
+        %r2 = OpImageSampleExplicitLod %v4uint %b %coord Lod %float_0
+        %r3 = OpImageRead %v4float %src %coord
+        OpImageWrite %dst %coord %r1
+        OpImageWrite %dst %coord %r2
+        OpImageWrite %dst %coord %r3
+        %q = OpImageQuerySizeLod %v2uint %src %uint_0
+        %w = OpCompositeExtract %uint %q 0
+        %o = OpImageQueryOrder %uint %src
+        %o2 = OpIAdd %uint %o %uint_4272
+        %sum = OpIAdd %uint %w %o2
+        OpStore %out %sum Aligned 4
+    ";
+
+    #[test]
+    fn images_and_samplers_become_descriptors() {
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            ..Default::default()
+        };
+        for classes in [
+            [ImageClass::Float, ImageClass::Float],
+            [ImageClass::Int, ImageClass::Uint],
+        ] {
+            // The rewrite validates the module it returns.
+            let r = crate::compiler::spirv::rewrite_for_images(
+                &kernel(BODY),
+                &info(),
+                &caps,
+                Default::default(),
+                &classes,
+            )
+            .unwrap();
+            // The parameters, the literal sampler, then the samplers'
+            // twins for 1D and 2D images.
+            assert_eq!(
+                r.images.bindings,
+                vec![
+                    Binding::SampledImage,
+                    Binding::StorageImage,
+                    Binding::Sampler,
+                    Binding::Sampler,
+                    Binding::Sampler,
+                    Binding::Sampler
+                ]
+            );
+            assert_eq!(r.images.direct_samplers, vec![(4, 2), (5, 3)]);
+            assert_eq!(
+                r.images.literal_samplers,
+                vec![LiteralSampler {
+                    binding: 3,
+                    normalized: false,
+                    addressing: CL_ADDRESS_CLAMP,
+                    filter: CL_FILTER_NEAREST,
+                }]
+            );
+            assert!(
+                r.images
+                    .caps
+                    .contains(&Capability::StorageImageWriteWithoutFormat)
+            );
+            assert!(
+                !r.images
+                    .caps
+                    .contains(&Capability::StorageImageReadWithoutFormat)
+            );
+            assert!(matches!(r.push.args[0], Slot::Image { binding: 0, .. }));
+            assert!(matches!(r.push.args[1], Slot::Image { binding: 1, .. }));
+            assert!(matches!(r.push.args[2], Slot::Sampler { binding: 2, .. }));
+        }
+    }
+
+    #[test]
+    fn read_write_images_read_storage_images() {
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            ..Default::default()
+        };
+        // dst as a read_write image: read, then written back.
+        let words = {
+            let src = "
+            OpCapability Addresses
+            OpCapability Kernel
+            OpCapability Int64
+            OpCapability ImageBasic
+            OpCapability ImageReadWrite
+            OpMemoryModel Physical64 OpenCL
+            OpEntryPoint Kernel %k \"k\"
+            %uint = OpTypeInt 32 0
+            %void = OpTypeVoid
+            %v4uint = OpTypeVector %uint 4
+            %rw = OpTypeImage %void 3D 0 0 0 0 Unknown ReadWrite
+            %fty = OpTypeFunction %void %rw
+            %uint_0 = OpConstant %uint 0
+            %coord = OpConstantComposite %v4uint %uint_0 %uint_0 %uint_0 %uint_0
+            %k = OpFunction %void None %fty
+            %img = OpFunctionParameter %rw
+            %entry = OpLabel
+            %r = OpImageRead %v4uint %img %coord
+            OpImageWrite %img %coord %r
+            OpReturn
+            OpFunctionEnd
+            ";
+            assemble(src).module.assemble()
+        };
+        let mut info = info();
+        info.args.truncate(1);
+        info.args[0].access = opencl_sys::CL_KERNEL_ARG_ACCESS_READ_WRITE;
+        let r = crate::compiler::spirv::rewrite_for_images(
+            &words,
+            &info,
+            &caps,
+            Default::default(),
+            &[ImageClass::Int],
+        )
+        .unwrap();
+        assert_eq!(r.images.bindings, vec![Binding::StorageImage]);
+        assert!(
+            r.images
+                .caps
+                .contains(&Capability::StorageImageReadWithoutFormat)
+        );
+    }
+
+    #[test]
+    fn writes_to_read_only_images_are_refused() {
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            ..Default::default()
+        };
+        let body = "
+            %r = OpImageRead %v4float %src %coord
+            OpImageWrite %src %coord %r
+        ";
+        let e = crate::compiler::spirv::rewrite_for_images(
+            &kernel(body),
+            &info(),
+            &caps,
+            Default::default(),
+            &[],
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("read-only"), "{e}");
+    }
+}

@@ -1,0 +1,699 @@
+//! Images: a `VkImage` (see `vk::image`) with the OpenCL description it was
+//! made from, and the transfers between images, buffers and the host.
+//!
+//! Every transfer to or from the host goes through a staging buffer that
+//! holds the region tightly packed, in OpenCL's element order (x, then y or
+//! the 1D array index, then z or the 2D array index), which is also the
+//! order Vulkan's buffer-image copies use. Image-to-image copies go through
+//! a device buffer the same way, which works for every pair of image types.
+
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ash::vk;
+use opencl_sys::*;
+
+use crate::core::context::Context;
+use crate::core::error::{ClError, ClResult, err};
+use crate::core::format::FormatEntry;
+use crate::core::memory::{Buffer, HostPtr, MemDestructor, Staging};
+use crate::core::object::{Callback, ClObject, Handle};
+use crate::core::queue::{Queue, RecordFn, Work};
+use crate::vk::image::{DeviceImage, ImageShape};
+use crate::vk::memory::BufferUse;
+
+/// An image's shape as OpenCL describes it. Sizes that do not apply to the
+/// image type are zero, as clGetImageInfo reports them.
+#[derive(Clone, Copy, Debug)]
+pub struct ImageDesc {
+    pub image_type: cl_mem_object_type,
+    pub width: usize,
+    pub height: usize,
+    pub depth: usize,
+    pub array_size: usize,
+    /// The pitches clGetImageInfo reports: those of the application's
+    /// memory when it passed a host pointer, else the packed ones.
+    pub row_pitch: usize,
+    pub slice_pitch: usize,
+}
+
+impl ImageDesc {
+    /// The size in elements along OpenCL's three region coordinates.
+    pub fn dims(&self) -> [usize; 3] {
+        match self.image_type {
+            CL_MEM_OBJECT_IMAGE1D | CL_MEM_OBJECT_IMAGE1D_BUFFER => [self.width, 1, 1],
+            CL_MEM_OBJECT_IMAGE1D_ARRAY => [self.width, self.array_size, 1],
+            CL_MEM_OBJECT_IMAGE2D => [self.width, self.height, 1],
+            CL_MEM_OBJECT_IMAGE2D_ARRAY => [self.width, self.height, self.array_size],
+            _ => [self.width, self.height, self.depth],
+        }
+    }
+
+    /// The Vulkan image for this description.
+    pub fn shape(&self) -> ImageShape {
+        let [w, h, d] = self.dims().map(|v| v as u32);
+        let (image_type, extent, layers) = match self.image_type {
+            CL_MEM_OBJECT_IMAGE1D_ARRAY => (vk::ImageType::TYPE_1D, [w, 1, 1], h),
+            CL_MEM_OBJECT_IMAGE2D_ARRAY => (vk::ImageType::TYPE_2D, [w, h, 1], d),
+            CL_MEM_OBJECT_IMAGE3D => (vk::ImageType::TYPE_3D, [w, h, d], 1),
+            CL_MEM_OBJECT_IMAGE2D => (vk::ImageType::TYPE_2D, [w, h, 1], 1),
+            _ => (vk::ImageType::TYPE_1D, [w, 1, 1], 1),
+        };
+        ImageShape {
+            image_type,
+            extent: vk::Extent3D {
+                width: extent[0],
+                height: extent[1],
+                depth: extent[2],
+            },
+            layers,
+            arrayed: matches!(
+                self.image_type,
+                CL_MEM_OBJECT_IMAGE1D_ARRAY | CL_MEM_OBJECT_IMAGE2D_ARRAY
+            ),
+        }
+    }
+
+    /// Whether OpenCL's second coordinate is an array index (1D arrays),
+    /// whose host layout steps by the slice pitch.
+    pub fn rows_are_slices(&self) -> bool {
+        self.image_type == CL_MEM_OBJECT_IMAGE1D_ARRAY
+    }
+}
+
+/// The layout of image data in host memory: the byte strides of OpenCL's
+/// second and third region coordinates.
+#[derive(Clone, Copy, Debug)]
+pub struct HostLayout {
+    pub y_stride: usize,
+    pub z_stride: usize,
+}
+
+impl HostLayout {
+    /// Host strides from an application's pitches for `region` (zero: packed),
+    /// checked as clEnqueueRead/WriteImage and image creation check them.
+    pub fn new(
+        desc: &ImageDesc,
+        elem: usize,
+        region: [usize; 3],
+        row_pitch: usize,
+        slice_pitch: usize,
+    ) -> ClResult<HostLayout> {
+        let row = region[0] * elem;
+        let row_pitch = if row_pitch == 0 { row } else { row_pitch };
+        if row_pitch < row {
+            return err(CL_INVALID_VALUE);
+        }
+        if desc.rows_are_slices() {
+            let slice_pitch = if slice_pitch == 0 {
+                row_pitch
+            } else {
+                slice_pitch
+            };
+            if slice_pitch < row_pitch {
+                return err(CL_INVALID_VALUE);
+            }
+            return Ok(HostLayout {
+                y_stride: slice_pitch,
+                z_stride: slice_pitch * region[1],
+            });
+        }
+        let slice = row_pitch * region[1];
+        let slice_pitch = if slice_pitch == 0 { slice } else { slice_pitch };
+        let has_slices = matches!(
+            desc.image_type,
+            CL_MEM_OBJECT_IMAGE3D | CL_MEM_OBJECT_IMAGE2D_ARRAY
+        );
+        if has_slices && slice_pitch < slice {
+            return err(CL_INVALID_VALUE);
+        }
+        Ok(HostLayout {
+            y_stride: row_pitch,
+            z_stride: slice_pitch,
+        })
+    }
+
+    /// Byte offset of element row (y, z) relative to the region's origin.
+    fn row(&self, y: usize, z: usize) -> usize {
+        y * self.y_stride + z * self.z_stride
+    }
+
+    /// Bytes the application's memory must hold for `region`.
+    pub fn span(&self, region: [usize; 3], elem: usize) -> usize {
+        self.row(region[1] - 1, region[2] - 1) + region[0] * elem
+    }
+}
+
+/// One outstanding clEnqueueMapImage.
+pub struct ImageMapping {
+    pub ptr: HostPtr,
+    pub origin: [usize; 3],
+    pub region: [usize; 3],
+    pub flags: cl_map_flags,
+    pub staging: Arc<Staging>,
+    /// Where the mapping lies in the application's memory
+    /// (CL_MEM_USE_HOST_PTR), else the staging buffer's packed layout.
+    pub layout: HostLayout,
+}
+
+impl ImageMapping {
+    pub fn writes(&self) -> bool {
+        self.flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0
+    }
+}
+
+pub struct Image {
+    pub context: Arc<Handle<Context>>,
+    pub flags: cl_mem_flags,
+    pub format: cl_image_format,
+    pub entry: FormatEntry,
+    pub element_size: usize,
+    pub desc: ImageDesc,
+    /// The application's memory for CL_MEM_USE_HOST_PTR.
+    pub host_ptr: Option<HostPtr>,
+    pub storage: Arc<DeviceImage>,
+    pub properties: Vec<cl_mem_properties>,
+    maps: Mutex<Vec<ImageMapping>>,
+    destructors: Mutex<Vec<Callback<MemDestructor>>>,
+}
+
+impl ClObject for Image {
+    const INVALID: i32 = CL_INVALID_MEM_OBJECT;
+
+    fn on_destroy(&self, handle: *mut c_void) {
+        let callbacks =
+            std::mem::take(&mut *self.destructors.lock().unwrap_or_else(|e| e.into_inner()));
+        for cb in callbacks.into_iter().rev() {
+            // SAFETY: the application registered this callback for this
+            // object's destruction; the handle is only passed back.
+            unsafe { (cb.func)(handle as cl_mem, cb.user_data) };
+        }
+    }
+}
+
+impl Image {
+    /// A new image; with COPY/USE_HOST_PTR, `host` holds its initial data
+    /// and says how it is laid out.
+    pub fn new(
+        context: Arc<Handle<Context>>,
+        flags: cl_mem_flags,
+        format: cl_image_format,
+        entry: FormatEntry,
+        desc: ImageDesc,
+        host: Option<(HostPtr, HostLayout)>,
+        properties: Vec<cl_mem_properties>,
+    ) -> ClResult<Arc<Handle<Image>>> {
+        let device = &context.devices[0];
+        let vk_dev = device.logical()?;
+        let features = device.format_features(entry.vk);
+        let mut usage = vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
+        if features.contains(vk::FormatFeatureFlags::SAMPLED_IMAGE) {
+            usage |= vk::ImageUsageFlags::SAMPLED;
+        }
+        if features.contains(vk::FormatFeatureFlags::STORAGE_IMAGE) && !entry.swizzled {
+            usage |= vk::ImageUsageFlags::STORAGE;
+        }
+        let swizzle = crate::core::format::swizzle(entry.order);
+        let storage =
+            DeviceImage::new(&vk_dev, entry.vk, desc.shape(), usage, swizzle).map_err(|e| {
+                if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
+                    ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+                } else {
+                    ClError::from(e)
+                }
+            })?;
+        let element_size =
+            crate::core::format::element_size(&format).expect("checked by the caller");
+        let image = Image {
+            context,
+            flags,
+            format,
+            entry,
+            element_size,
+            desc,
+            host_ptr: host
+                .map(|h| h.0)
+                .filter(|_| flags & CL_MEM_USE_HOST_PTR != 0),
+            storage: Arc::new(storage),
+            properties,
+            maps: Mutex::new(Vec::new()),
+            destructors: Mutex::new(Vec::new()),
+        };
+        if let Some((src, layout)) = host {
+            let region = desc.dims();
+            let staging = Staging::new(&vk_dev, image.packed_size(region), BufferUse::Upload)?;
+            pack(src, layout, staging.ptr(), region, element_size);
+            let copy = image.buffer_copy(0, [0; 3], region);
+            let (buf, img) = (staging.buffer().raw, image.storage.raw);
+            vk_dev.one_shot(|cb| {
+                crate::vk::image::record_copy_to_image(&vk_dev.raw, cb, buf, img, copy)
+            })?;
+        }
+        Ok(Handle::new(image))
+    }
+
+    /// The layout of the image's data as clGetImageInfo reports it: the
+    /// application's memory for CL_MEM_USE_HOST_PTR.
+    pub fn own_layout(&self) -> HostLayout {
+        let d = &self.desc;
+        if d.rows_are_slices() {
+            HostLayout {
+                y_stride: d.slice_pitch,
+                z_stride: 0,
+            }
+        } else {
+            HostLayout {
+                y_stride: d.row_pitch,
+                z_stride: d.slice_pitch,
+            }
+        }
+    }
+
+    /// Bytes of `region` packed.
+    pub fn packed_size(&self, region: [usize; 3]) -> usize {
+        region.iter().product::<usize>() * self.element_size
+    }
+
+    /// The whole image's size in bytes, for CL_MEM_SIZE.
+    pub fn size(&self) -> usize {
+        self.packed_size(self.desc.dims())
+    }
+
+    /// Checks a region of this image: non-zero, inside the image, and
+    /// with the coordinates the image type does not have at 0 (origin) and
+    /// 1 (region).
+    pub fn check_region(&self, origin: [usize; 3], region: [usize; 3]) -> ClResult<()> {
+        let dims = self.desc.dims();
+        for i in 0..3 {
+            let end = origin[i].checked_add(region[i]);
+            if region[i] == 0 || end.is_none_or(|e| e > dims[i]) {
+                return err(CL_INVALID_VALUE);
+            }
+        }
+        Ok(())
+    }
+
+    /// The Vulkan copy between a packed buffer region at `offset` and the
+    /// image region at `origin`.
+    pub fn buffer_copy(
+        &self,
+        offset: u64,
+        origin: [usize; 3],
+        region: [usize; 3],
+    ) -> vk::BufferImageCopy {
+        let (o, r) = (origin.map(|v| v as u32), region.map(|v| v as u32));
+        let ((off, ext), (layer, layers)) = match self.desc.image_type {
+            CL_MEM_OBJECT_IMAGE1D_ARRAY => (([o[0], 0, 0], [r[0], 1, 1]), (o[1], r[1])),
+            CL_MEM_OBJECT_IMAGE2D_ARRAY => (([o[0], o[1], 0], [r[0], r[1], 1]), (o[2], r[2])),
+            _ => ((o, r), (0, 1)),
+        };
+        vk::BufferImageCopy {
+            buffer_offset: offset,
+            buffer_row_length: 0,
+            buffer_image_height: 0,
+            image_subresource: vk::ImageSubresourceLayers {
+                aspect_mask: vk::ImageAspectFlags::COLOR,
+                mip_level: 0,
+                base_array_layer: layer,
+                layer_count: layers,
+            },
+            image_offset: vk::Offset3D {
+                x: off[0] as i32,
+                y: off[1] as i32,
+                z: off[2] as i32,
+            },
+            image_extent: vk::Extent3D {
+                width: ext[0],
+                height: ext[1],
+                depth: ext[2],
+            },
+        }
+    }
+
+    pub fn add_destructor(&self, cb: Callback<MemDestructor>) {
+        self.destructors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(cb);
+    }
+
+    pub fn maps(&self) -> MutexGuard<'_, Vec<ImageMapping>> {
+        self.maps.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The device that holds the image must be the queue's.
+    pub fn check_device(&self, queue: &Queue) -> ClResult<()> {
+        if Arc::ptr_eq(self.storage.device(), &queue.vk) {
+            Ok(())
+        } else {
+            log::warn!(
+                target: "vkcl::memory",
+                "an image is used on a second device of its context; moving images between devices is not supported yet"
+            );
+            err(CL_OUT_OF_RESOURCES)
+        }
+    }
+}
+
+/// Copies `region` from host memory laid out as `layout` into packed `dst`.
+fn pack(src: HostPtr, layout: HostLayout, dst: *mut u8, region: [usize; 3], elem: usize) {
+    let len = region[0] * elem;
+    let mut at = 0;
+    for z in 0..region[2] {
+        for y in 0..region[1] {
+            // SAFETY: the application's memory covers the region with its
+            // pitches; `dst` holds the packed region.
+            unsafe {
+                std::ptr::copy_nonoverlapping(src.get().add(layout.row(y, z)), dst.add(at), len)
+            };
+            at += len;
+        }
+    }
+}
+
+/// Copies packed `src` out into host memory laid out as `layout`.
+fn unpack(src: *const u8, layout: HostLayout, dst: HostPtr, region: [usize; 3], elem: usize) {
+    let len = region[0] * elem;
+    let mut at = 0;
+    for z in 0..region[2] {
+        for y in 0..region[1] {
+            // SAFETY: as in `pack`, the other way round.
+            unsafe {
+                std::ptr::copy_nonoverlapping(src.add(at), dst.get().add(layout.row(y, z)), len)
+            };
+            at += len;
+        }
+    }
+}
+
+/// Work builders for the image commands.
+pub mod work {
+    use super::*;
+
+    fn keep<T: Send + Sync + 'static>(v: T) -> Box<dyn std::any::Any + Send + Sync> {
+        Box::new(v)
+    }
+
+    fn to_image(buf: vk::Buffer, img: vk::Image, copy: vk::BufferImageCopy) -> RecordFn {
+        Box::new(move |r| {
+            r.copy_buffer_to_image(buf, img, copy);
+            Ok(())
+        })
+    }
+
+    fn from_image(img: vk::Image, buf: vk::Buffer, copy: vk::BufferImageCopy) -> RecordFn {
+        Box::new(move |r| {
+            r.copy_image_to_buffer(img, buf, copy);
+            Ok(())
+        })
+    }
+
+    /// clEnqueueWriteImage: the data is packed into staging now.
+    pub fn write(
+        queue: &Queue,
+        image: &Arc<Handle<Image>>,
+        origin: [usize; 3],
+        region: [usize; 3],
+        layout: HostLayout,
+        ptr: HostPtr,
+    ) -> ClResult<Work> {
+        let staging = Staging::new(&queue.vk, image.packed_size(region), BufferUse::Upload)?;
+        pack(ptr, layout, staging.ptr(), region, image.element_size);
+        let copy = image.buffer_copy(0, origin, region);
+        Ok(Work {
+            record: Some(to_image(staging.buffer().raw, image.storage.raw, copy)),
+            complete: None,
+            keep: vec![keep(staging), keep(image.clone())],
+            host_access: false,
+        })
+    }
+
+    /// clEnqueueReadImage: the worker unpacks staging into the
+    /// application's memory once the copy is done.
+    pub fn read(
+        queue: &Queue,
+        image: &Arc<Handle<Image>>,
+        origin: [usize; 3],
+        region: [usize; 3],
+        layout: HostLayout,
+        ptr: HostPtr,
+    ) -> ClResult<Work> {
+        let staging = Staging::new(&queue.vk, image.packed_size(region), BufferUse::Readback)?;
+        let copy = image.buffer_copy(0, origin, region);
+        let out = staging.clone();
+        let elem = image.element_size;
+        Ok(Work {
+            record: Some(from_image(image.storage.raw, staging.buffer().raw, copy)),
+            complete: Some(Box::new(move || {
+                unpack(out.ptr(), layout, ptr, region, elem);
+                Ok(())
+            })),
+            keep: vec![keep(staging), keep(image.clone())],
+            host_access: false,
+        })
+    }
+
+    /// clEnqueueCopyImage, through a device buffer.
+    pub fn copy(
+        queue: &Queue,
+        src: &Arc<Handle<Image>>,
+        dst: &Arc<Handle<Image>>,
+        src_origin: [usize; 3],
+        dst_origin: [usize; 3],
+        region: [usize; 3],
+    ) -> ClResult<Work> {
+        let temp = Staging::new(&queue.vk, src.packed_size(region), BufferUse::Device)?;
+        let out = src.buffer_copy(0, src_origin, region);
+        let back = dst.buffer_copy(0, dst_origin, region);
+        let (s, d, t) = (src.storage.raw, dst.storage.raw, temp.buffer().raw);
+        Ok(Work {
+            record: Some(Box::new(move |r| {
+                r.copy_image_to_buffer(s, t, out);
+                r.full_barrier();
+                r.copy_buffer_to_image(t, d, back);
+                Ok(())
+            })),
+            complete: None,
+            keep: vec![keep(temp), keep(src.clone()), keep(dst.clone())],
+            host_access: false,
+        })
+    }
+
+    /// clEnqueueCopyBufferToImage. Vulkan needs the buffer offset to be a
+    /// multiple of the element size; other offsets go through a device
+    /// buffer first.
+    pub fn from_buffer(
+        queue: &Queue,
+        buf: &Arc<Handle<Buffer>>,
+        offset: usize,
+        image: &Arc<Handle<Image>>,
+        origin: [usize; 3],
+        region: [usize; 3],
+    ) -> ClResult<Work> {
+        let at = buf.offset + offset;
+        let size = image.packed_size(region);
+        let (b, img) = (buf.storage.raw, image.storage.raw);
+        if at % image.element_size == 0 {
+            let copy = image.buffer_copy(at as u64, origin, region);
+            return Ok(Work {
+                record: Some(to_image(b, img, copy)),
+                complete: None,
+                keep: vec![keep(buf.clone()), keep(image.clone())],
+                host_access: false,
+            });
+        }
+        let temp = Staging::new(&queue.vk, size, BufferUse::Device)?;
+        let t = temp.buffer().raw;
+        let copy = image.buffer_copy(0, origin, region);
+        let bytes = vk::BufferCopy {
+            src_offset: at as u64,
+            dst_offset: 0,
+            size: size as u64,
+        };
+        Ok(Work {
+            record: Some(Box::new(move |r| {
+                r.copy_buffer(b, t, &[bytes]);
+                r.full_barrier();
+                r.copy_buffer_to_image(t, img, copy);
+                Ok(())
+            })),
+            complete: None,
+            keep: vec![keep(temp), keep(buf.clone()), keep(image.clone())],
+            host_access: false,
+        })
+    }
+
+    /// clEnqueueCopyImageToBuffer, with the same care for offsets.
+    pub fn to_buffer(
+        queue: &Queue,
+        image: &Arc<Handle<Image>>,
+        origin: [usize; 3],
+        region: [usize; 3],
+        buf: &Arc<Handle<Buffer>>,
+        offset: usize,
+    ) -> ClResult<Work> {
+        let at = buf.offset + offset;
+        let size = image.packed_size(region);
+        let (b, img) = (buf.storage.raw, image.storage.raw);
+        if at % image.element_size == 0 {
+            let copy = image.buffer_copy(at as u64, origin, region);
+            return Ok(Work {
+                record: Some(from_image(img, b, copy)),
+                complete: None,
+                keep: vec![keep(buf.clone()), keep(image.clone())],
+                host_access: false,
+            });
+        }
+        let temp = Staging::new(&queue.vk, size, BufferUse::Device)?;
+        let t = temp.buffer().raw;
+        let copy = image.buffer_copy(0, origin, region);
+        let bytes = vk::BufferCopy {
+            src_offset: 0,
+            dst_offset: at as u64,
+            size: size as u64,
+        };
+        Ok(Work {
+            record: Some(Box::new(move |r| {
+                r.copy_image_to_buffer(img, t, copy);
+                r.full_barrier();
+                r.copy_buffer(t, b, &[bytes]);
+                Ok(())
+            })),
+            complete: None,
+            keep: vec![keep(temp), keep(buf.clone()), keep(image.clone())],
+            host_access: false,
+        })
+    }
+
+    /// clEnqueueFillImage: the colour, converted on the host, repeated
+    /// over the region in staging and copied in.
+    pub fn fill(
+        queue: &Queue,
+        image: &Arc<Handle<Image>>,
+        color: &[u8; 16],
+        origin: [usize; 3],
+        region: [usize; 3],
+    ) -> ClResult<Work> {
+        let pattern = crate::core::format::fill_bytes(&image.entry, color);
+        let size = image.packed_size(region);
+        let staging = Staging::new(&queue.vk, size, BufferUse::Upload)?;
+        let bytes: Vec<u8> = pattern.iter().copied().cycle().take(size).collect();
+        staging.buffer().write(0, &bytes);
+        let copy = image.buffer_copy(0, origin, region);
+        Ok(Work {
+            record: Some(to_image(staging.buffer().raw, image.storage.raw, copy)),
+            complete: None,
+            keep: vec![keep(staging), keep(image.clone())],
+            host_access: false,
+        })
+    }
+
+    /// clEnqueueMapImage: registers the mapping and returns its pointer
+    /// and pitches (row, slice) with the work that fills it.
+    pub fn map(
+        queue: &Queue,
+        image: &Arc<Handle<Image>>,
+        flags: cl_map_flags,
+        origin: [usize; 3],
+        region: [usize; 3],
+    ) -> ClResult<(HostPtr, [usize; 2], Work)> {
+        let mut maps = image.maps();
+        let writes = flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0;
+        let overlaps = |m: &ImageMapping| {
+            (0..3).all(|i| {
+                origin[i] < m.origin[i] + m.region[i] && m.origin[i] < origin[i] + region[i]
+            })
+        };
+        if maps.iter().any(|m| overlaps(m) && (writes || m.writes())) {
+            return err(CL_INVALID_OPERATION);
+        }
+        let elem = image.element_size;
+        let staging = Staging::new(&queue.vk, image.packed_size(region), BufferUse::Readback)?;
+        let (ptr, layout) = match image.host_ptr {
+            Some(h) => {
+                let layout = image.own_layout();
+                let at = origin[0] * elem + layout.row(origin[1], origin[2]);
+                (HostPtr(h.0 + at), layout)
+            }
+            None => {
+                let row = region[0] * elem;
+                let layout = HostLayout {
+                    y_stride: row,
+                    z_stride: row * region[1],
+                };
+                (HostPtr(staging.ptr() as usize), layout)
+            }
+        };
+        let pitches = if image.desc.rows_are_slices() {
+            [layout.y_stride, layout.y_stride]
+        } else {
+            [layout.y_stride, layout.z_stride]
+        };
+        maps.push(ImageMapping {
+            ptr,
+            origin,
+            region,
+            flags,
+            staging: staging.clone(),
+            layout,
+        });
+        drop(maps);
+        if flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 {
+            return Ok((ptr, pitches, Work::none()));
+        }
+        let copy = image.buffer_copy(0, origin, region);
+        let to_host = image.host_ptr.is_some();
+        let out = staging.clone();
+        Ok((
+            ptr,
+            pitches,
+            Work {
+                record: Some(from_image(image.storage.raw, staging.buffer().raw, copy)),
+                complete: Some(Box::new(move || {
+                    if to_host {
+                        unpack(out.ptr(), layout, ptr, region, elem);
+                    }
+                    Ok(())
+                })),
+                keep: vec![keep(staging), keep(image.clone())],
+                host_access: false,
+            },
+        ))
+    }
+
+    /// clEnqueueUnmapMemObject on an image: writes mapped data back when
+    /// the mapping was for writing.
+    pub fn unmap(image: &Arc<Handle<Image>>, ptr: HostPtr) -> ClResult<Work> {
+        let mapping = {
+            let mut maps = image.maps();
+            let i = maps
+                .iter()
+                .position(|m| m.ptr == ptr)
+                .ok_or(ClError(CL_INVALID_VALUE))?;
+            maps.remove(i)
+        };
+        if !mapping.writes() {
+            return Ok(Work {
+                keep: vec![keep(image.clone())],
+                ..Work::none()
+            });
+        }
+        let staging = mapping.staging.clone();
+        if image.host_ptr.is_some() {
+            pack(
+                ptr,
+                mapping.layout,
+                staging.ptr(),
+                mapping.region,
+                image.element_size,
+            );
+        }
+        let copy = image.buffer_copy(0, mapping.origin, mapping.region);
+        Ok(Work {
+            record: Some(to_image(staging.buffer().raw, image.storage.raw, copy)),
+            complete: None,
+            keep: vec![keep(staging), keep(image.clone())],
+            host_access: false,
+        })
+    }
+}

@@ -1,0 +1,267 @@
+//! Images in device memory: a `VkImage` with optimal tiling, kept in the
+//! `GENERAL` layout for its whole life so that transfers and kernels can
+//! use it without per-command layout transitions (global memory barriers
+//! then order every access, as they do for buffers).
+
+use std::sync::Arc;
+
+use ash::vk;
+use gpu_allocator::MemoryLocation;
+use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
+
+use crate::vk::device::LogicalDevice;
+
+/// The shape of an image in Vulkan terms.
+#[derive(Clone, Copy, Debug)]
+pub struct ImageShape {
+    pub image_type: vk::ImageType,
+    pub extent: vk::Extent3D,
+    pub layers: u32,
+    /// An OpenCL image array (even of one layer): its views are arrays.
+    pub arrayed: bool,
+}
+
+/// A `VkImage` with its memory. Destroyed on drop.
+pub struct DeviceImage {
+    device: Arc<LogicalDevice>,
+    pub raw: vk::Image,
+    allocation: Option<Allocation>,
+    pub format: vk::Format,
+    pub shape: ImageShape,
+    pub usage: vk::ImageUsageFlags,
+    /// The view kernels sample through (with the swizzle of the format's
+    /// channel order), where the image has SAMPLED usage.
+    pub sampled_view: vk::ImageView,
+    /// The view kernels read and write through, where the image has
+    /// STORAGE usage.
+    pub storage_view: vk::ImageView,
+}
+
+// SAFETY: plain Vulkan handles and an allocation that is never mapped;
+// commands own the image while they use it.
+unsafe impl Send for DeviceImage {}
+// SAFETY: as above.
+unsafe impl Sync for DeviceImage {}
+
+impl DeviceImage {
+    /// A new image in the `GENERAL` layout, its contents undefined.
+    pub fn new(
+        device: &Arc<LogicalDevice>,
+        format: vk::Format,
+        shape: ImageShape,
+        usage: vk::ImageUsageFlags,
+        swizzle: vk::ComponentMapping,
+    ) -> Result<Self, vk::Result> {
+        let info = vk::ImageCreateInfo::default()
+            .image_type(shape.image_type)
+            .format(format)
+            .extent(shape.extent)
+            .mip_levels(1)
+            .array_layers(shape.layers)
+            .samples(vk::SampleCountFlags::TYPE_1)
+            .tiling(vk::ImageTiling::OPTIMAL)
+            .usage(usage)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .initial_layout(vk::ImageLayout::UNDEFINED);
+        let d = &device.raw;
+        // SAFETY: valid device and create info (the caller checked the
+        // format's features and the limits).
+        let raw = unsafe { d.create_image(&info, None)? };
+        // SAFETY: `raw` was just created on this device.
+        let req = unsafe { d.get_image_memory_requirements(raw) };
+        let location = if device.unified_memory {
+            MemoryLocation::CpuToGpu
+        } else {
+            MemoryLocation::GpuOnly
+        };
+        let allocation = device
+            .allocator()
+            .allocate(&AllocationCreateDesc {
+                name: "vkcl image",
+                requirements: req,
+                location,
+                linear: false,
+                allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+            })
+            .map_err(|e| {
+                log::warn!(target: "vkcl::memory", "allocation of an image of {} bytes failed: {e}", req.size);
+                // SAFETY: the image is unused.
+                unsafe { d.destroy_image(raw, None) };
+                vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
+            })?;
+        let mut this = DeviceImage {
+            device: device.clone(),
+            raw,
+            allocation: Some(allocation),
+            format,
+            shape,
+            usage,
+            sampled_view: vk::ImageView::null(),
+            storage_view: vk::ImageView::null(),
+        };
+        let a = this.allocation.as_ref().expect("set above");
+        // SAFETY: memory from this device, offset aligned as required.
+        unsafe { d.bind_image_memory(raw, a.memory(), a.offset())? };
+        let view_type = match (shape.image_type, shape.arrayed) {
+            (vk::ImageType::TYPE_1D, true) => vk::ImageViewType::TYPE_1D_ARRAY,
+            (vk::ImageType::TYPE_1D, false) => vk::ImageViewType::TYPE_1D,
+            (vk::ImageType::TYPE_2D, true) => vk::ImageViewType::TYPE_2D_ARRAY,
+            (vk::ImageType::TYPE_2D, false) => vk::ImageViewType::TYPE_2D,
+            _ => vk::ImageViewType::TYPE_3D,
+        };
+        let range = this.range();
+        let view = |components: vk::ComponentMapping| {
+            let info = vk::ImageViewCreateInfo::default()
+                .image(raw)
+                .view_type(view_type)
+                .format(format)
+                .components(components)
+                .subresource_range(range);
+            // SAFETY: a view of this live image, within its subresources.
+            unsafe { d.create_image_view(&info, None) }
+        };
+        if usage.contains(vk::ImageUsageFlags::SAMPLED) {
+            this.sampled_view = view(swizzle)?;
+        }
+        if usage.contains(vk::ImageUsageFlags::STORAGE) {
+            this.storage_view = view(vk::ComponentMapping::default())?;
+        }
+        device.one_shot(|cb| {
+            let barrier = vk::ImageMemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::empty())
+                .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE)
+                .old_layout(vk::ImageLayout::UNDEFINED)
+                .new_layout(vk::ImageLayout::GENERAL)
+                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                .image(raw)
+                .subresource_range(this.range());
+            // SAFETY: recording state; the image lives through the wait.
+            unsafe {
+                d.cmd_pipeline_barrier(
+                    cb,
+                    vk::PipelineStageFlags::TOP_OF_PIPE,
+                    vk::PipelineStageFlags::ALL_COMMANDS,
+                    vk::DependencyFlags::empty(),
+                    &[],
+                    &[],
+                    &[barrier],
+                )
+            };
+        })?;
+        Ok(this)
+    }
+
+    /// Every layer of the one mip level.
+    pub fn range(&self) -> vk::ImageSubresourceRange {
+        vk::ImageSubresourceRange {
+            aspect_mask: vk::ImageAspectFlags::COLOR,
+            base_mip_level: 0,
+            level_count: 1,
+            base_array_layer: 0,
+            layer_count: self.shape.layers,
+        }
+    }
+
+    pub fn device(&self) -> &Arc<LogicalDevice> {
+        &self.device
+    }
+}
+
+impl Drop for DeviceImage {
+    fn drop(&mut self) {
+        // SAFETY: commands keep their images alive until they complete;
+        // null views are ignored.
+        unsafe {
+            self.device.raw.destroy_image_view(self.sampled_view, None);
+            self.device.raw.destroy_image_view(self.storage_view, None);
+            self.device.raw.destroy_image(self.raw, None);
+        }
+        if let Some(a) = self.allocation.take() {
+            if let Err(e) = self.device.allocator().free(a) {
+                log::warn!(target: "vkcl::memory", "freeing image memory failed: {e}");
+            }
+        }
+    }
+}
+
+/// A layout change of the layers a copy touches, ordered after all earlier
+/// work and before all later work.
+fn transition(
+    device: &ash::Device,
+    cb: vk::CommandBuffer,
+    image: vk::Image,
+    layers: vk::ImageSubresourceLayers,
+    from: vk::ImageLayout,
+    to: vk::ImageLayout,
+) {
+    let range = vk::ImageSubresourceRange {
+        aspect_mask: layers.aspect_mask,
+        base_mip_level: layers.mip_level,
+        level_count: 1,
+        base_array_layer: layers.base_array_layer,
+        layer_count: layers.layer_count,
+    };
+    let barrier = vk::ImageMemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
+        .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE)
+        .old_layout(from)
+        .new_layout(to)
+        .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .image(image)
+        .subresource_range(range);
+    // SAFETY: recording state; the caller keeps the image alive.
+    unsafe {
+        device.cmd_pipeline_barrier(
+            cb,
+            vk::PipelineStageFlags::ALL_COMMANDS,
+            vk::PipelineStageFlags::ALL_COMMANDS,
+            vk::DependencyFlags::empty(),
+            &[],
+            &[],
+            &[barrier],
+        )
+    };
+}
+
+/// Records a buffer-to-image copy of one region, moving the layers it
+/// touches to `TRANSFER_DST_OPTIMAL` for the copy and back to `GENERAL`.
+pub fn record_copy_to_image(
+    device: &ash::Device,
+    cb: vk::CommandBuffer,
+    src: vk::Buffer,
+    dst: vk::Image,
+    region: vk::BufferImageCopy,
+) {
+    let layers = region.image_subresource;
+    let (general, optimal) = (
+        vk::ImageLayout::GENERAL,
+        vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+    );
+    transition(device, cb, dst, layers, general, optimal);
+    // SAFETY: recording state; the region lies inside both objects, which
+    // the caller keeps alive.
+    unsafe { device.cmd_copy_buffer_to_image(cb, src, dst, optimal, &[region]) };
+    transition(device, cb, dst, layers, optimal, general);
+}
+
+/// Records an image-to-buffer copy of one region, the layers it touches in
+/// `TRANSFER_SRC_OPTIMAL` for the copy.
+pub fn record_copy_from_image(
+    device: &ash::Device,
+    cb: vk::CommandBuffer,
+    src: vk::Image,
+    dst: vk::Buffer,
+    region: vk::BufferImageCopy,
+) {
+    let layers = region.image_subresource;
+    let (general, optimal) = (
+        vk::ImageLayout::GENERAL,
+        vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+    );
+    transition(device, cb, src, layers, general, optimal);
+    // SAFETY: as for record_copy_to_image.
+    unsafe { device.cmd_copy_image_to_buffer(cb, src, optimal, dst, &[region]) };
+    transition(device, cb, src, layers, optimal, general);
+}

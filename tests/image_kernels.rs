@@ -1,0 +1,738 @@
+//! Images and samplers in kernels (tests/kernels/images.cl): every image
+//! type read and written, sampler addressing and filter modes, integer and
+//! float formats, and the image queries, checked against host references.
+
+mod common;
+
+use std::ffi::c_void;
+use std::ptr::{null, null_mut};
+
+use common::*;
+use opencl_sys::*;
+
+both_ways!(
+    device_reports_images,
+    fetch_and_write_float_int_uint,
+    samplers_address_and_filter,
+    unnormalized_integral_coordinates,
+    orders_without_alpha_and_swizzled_orders,
+    literal_sampler_with_integer_coordinates,
+    three_d_and_array_images,
+    read_write_images,
+    image_queries,
+    argument_errors,
+);
+
+const SRC: &str = include_str!("kernels/images.cl");
+
+const RW_SRC: &str = "kernel void read_write_2d(read_write image2d_t img) {
+    int2 p = (int2)(get_global_id(0), get_global_id(1));
+    write_imageui(img, p, read_imageui(img, p) + (uint4)(p.x, p.y, 1, 0));
+}";
+
+const fn fmt(order: cl_channel_order, ty: cl_channel_type) -> cl_image_format {
+    cl_image_format {
+        image_channel_order: order,
+        image_channel_data_type: ty,
+    }
+}
+
+fn desc(ty: cl_mem_object_type, w: usize, h: usize, d: usize, a: usize) -> cl_image_desc {
+    let mut desc: cl_image_desc = unsafe { std::mem::zeroed() };
+    desc.image_type = ty;
+    desc.image_width = w;
+    desc.image_height = h;
+    desc.image_depth = d;
+    desc.image_array_size = a;
+    desc
+}
+
+fn floats(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+}
+
+fn to_floats(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+struct Images<'a> {
+    s: Setup<'a>,
+    made: Vec<cl_mem>,
+    samplers: Vec<cl_sampler>,
+}
+
+impl<'a> Images<'a> {
+    fn new(cl: &'a Cl) -> Self {
+        Images {
+            s: Setup::new(cl),
+            made: Vec::new(),
+            samplers: Vec::new(),
+        }
+    }
+
+    fn image(
+        &mut self,
+        flags: cl_mem_flags,
+        f: cl_image_format,
+        d: cl_image_desc,
+        data: Option<&[u8]>,
+    ) -> cl_mem {
+        let cl = self.s.cl;
+        let mut e = 1;
+        let (flags, host) = match data {
+            Some(b) => (flags | CL_MEM_COPY_HOST_PTR, b.as_ptr() as *mut c_void),
+            None => (flags, null_mut()),
+        };
+        let m = unsafe { cl.clCreateImage.unwrap()(self.s.c, flags, &f, &d, host, &mut e) };
+        assert_eq!(e, CL_SUCCESS, "{}: clCreateImage", cl.how);
+        self.made.push(m);
+        m
+    }
+
+    fn sampler(
+        &mut self,
+        normalized: bool,
+        addressing: cl_addressing_mode,
+        filter: cl_filter_mode,
+    ) -> cl_sampler {
+        let mut e = 1;
+        let s = unsafe {
+            self.s.cl.clCreateSampler.unwrap()(
+                self.s.c,
+                normalized as cl_bool,
+                addressing,
+                filter,
+                &mut e,
+            )
+        };
+        assert_eq!(e, CL_SUCCESS);
+        self.samplers.push(s);
+        s
+    }
+
+    fn read(&self, m: cl_mem, dims: [usize; 3], bytes: usize) -> Vec<u8> {
+        let mut out = vec![0u8; bytes];
+        let o = [0usize; 3];
+        let r = unsafe {
+            self.s.cl.clEnqueueReadImage.unwrap()(
+                self.s.q,
+                m,
+                CL_TRUE,
+                o.as_ptr(),
+                dims.as_ptr(),
+                0,
+                0,
+                out.as_mut_ptr().cast(),
+                0,
+                null(),
+                null_mut(),
+            )
+        };
+        assert_eq!(r, CL_SUCCESS);
+        out
+    }
+}
+
+impl Drop for Images<'_> {
+    fn drop(&mut self) {
+        unsafe {
+            for &m in &self.made {
+                self.s.cl.clReleaseMemObject.unwrap()(m);
+            }
+            for &s in &self.samplers {
+                self.s.cl.clReleaseSampler.unwrap()(s);
+            }
+        }
+    }
+}
+
+fn device_reports_images(cl: &Cl) {
+    let d = cl.device();
+    let support = u32_of(&cl.device_bytes(d, CL_DEVICE_IMAGE_SUPPORT).unwrap());
+    assert_eq!(support, CL_TRUE, "{}", cl.how);
+    let w = usize_of(&cl.device_bytes(d, CL_DEVICE_IMAGE2D_MAX_WIDTH).unwrap());
+    assert!(w >= 4096);
+    let reads = u32_of(&cl.device_bytes(d, CL_DEVICE_MAX_READ_IMAGE_ARGS).unwrap());
+    assert!(reads >= 6);
+    let features = cl.device_bytes(d, CL_DEVICE_OPENCL_C_FEATURES).unwrap();
+    let text = String::from_utf8_lossy(&features);
+    assert!(text.contains("__opencl_c_images"));
+}
+
+fn fetch_and_write_float_int_uint(cl: &Cl) {
+    let mut t = Images::new(cl);
+    let (w, h) = (13, 7);
+    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let n = w * h * 4;
+    // Floats.
+    let data: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 3.0).collect();
+    let src = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(CL_RGBA, CL_FLOAT),
+        d2,
+        Some(&floats(&data)),
+    );
+    let dst = t.image(CL_MEM_WRITE_ONLY, fmt(CL_RGBA, CL_FLOAT), d2, None);
+    let k = t.s.kernel(SRC, "fetch_2d", "");
+    t.s.arg(k, 0, &src);
+    t.s.arg(k, 1, &dst);
+    t.s.run(k, &[w, h], None, None);
+    let got = to_floats(&t.read(dst, [w, h, 1], n * 4));
+    let want: Vec<f32> = data.iter().map(|v| v * 2.0).collect();
+    assert_eq!(got, want, "{}: fetch_2d", cl.how);
+    // Normalized 8-bit: read as floats, written back converted.
+    let bytes: Vec<u8> = (0..n).map(|i| (i * 7 % 128) as u8).collect();
+    let src8 = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(CL_RGBA, CL_UNORM_INT8),
+        d2,
+        Some(&bytes),
+    );
+    let dst8 = t.image(CL_MEM_WRITE_ONLY, fmt(CL_RGBA, CL_UNORM_INT8), d2, None);
+    t.s.arg(k, 0, &src8);
+    t.s.arg(k, 1, &dst8);
+    t.s.run(k, &[w, h], None, None);
+    let got = t.read(dst8, [w, h, 1], n);
+    let want: Vec<u8> = bytes
+        .iter()
+        .map(|&b| (b as u32 * 2).min(255) as u8)
+        .collect();
+    assert_eq!(got, want, "{}: fetch_2d on UNORM_INT8", cl.how);
+    // Signed 16-bit integers.
+    let ints: Vec<i16> = (0..n).map(|i| i as i16 * 37 - 1500).collect();
+    let srci = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(CL_RGBA, CL_SIGNED_INT16),
+        d2,
+        Some(&bytes_of(&ints)),
+    );
+    let dsti = t.image(CL_MEM_WRITE_ONLY, fmt(CL_RGBA, CL_SIGNED_INT16), d2, None);
+    let k = t.s.kernel(SRC, "fetch_2d_int", "");
+    t.s.arg(k, 0, &srci);
+    t.s.arg(k, 1, &dsti);
+    t.s.run(k, &[w, h], None, None);
+    let got = t.read(dsti, [w, h, 1], n * 2);
+    let want: Vec<i16> = ints
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v - (i % 4 + 1) as i16)
+        .collect();
+    assert_eq!(got, bytes_of(&want), "{}: fetch_2d_int", cl.how);
+    // Unsigned 8-bit integers, BGRA: the kernel sees RGBA order.
+    let srcu = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(CL_BGRA, CL_UNSIGNED_INT8),
+        d2,
+        Some(&bytes),
+    );
+    let dstu = t.image(CL_MEM_WRITE_ONLY, fmt(CL_RGBA, CL_UNSIGNED_INT8), d2, None);
+    let k = t.s.kernel(SRC, "fetch_2d_uint", "");
+    t.s.arg(k, 0, &srcu);
+    t.s.arg(k, 1, &dstu);
+    t.s.run(k, &[w, h], None, None);
+    let got = t.read(dstu, [w, h, 1], n);
+    let mut want = Vec::with_capacity(n);
+    for px in bytes.chunks_exact(4) {
+        let rgba = [px[2], px[1], px[0], px[3]];
+        want.extend(rgba.iter().enumerate().map(|(c, &v)| v + c as u8 + 1));
+    }
+    assert_eq!(got, want, "{}: fetch_2d_uint from BGRA", cl.how);
+}
+
+/// The texel a nearest sampler picks for normalized coordinate `u` over
+/// `n` texels, per the OpenCL specification's addressing rules.
+fn nearest(u: f32, n: usize, addressing: cl_addressing_mode) -> Option<usize> {
+    let n_f = n as f32;
+    match addressing {
+        CL_ADDRESS_REPEAT => {
+            let s = (u - u.floor()) * n_f;
+            let i = s.floor() as usize;
+            Some(if i > n - 1 { 0 } else { i })
+        }
+        CL_ADDRESS_MIRRORED_REPEAT => {
+            let s = 2.0 * (0.5 * u).round_ties_even();
+            let s = (u - s).abs() * n_f;
+            Some((s.floor() as usize).min(n - 1))
+        }
+        CL_ADDRESS_CLAMP => {
+            let i = (u * n_f).floor();
+            (i >= 0.0 && i < n_f).then_some(i as usize)
+        }
+        _ => Some(((u * n_f).floor().max(0.0) as usize).min(n - 1)),
+    }
+}
+
+fn samplers_address_and_filter(cl: &Cl) {
+    let mut t = Images::new(cl);
+    let (w, h) = (8, 4);
+    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let data: Vec<f32> = (0..w * h * 4).map(|i| (i * 3 % 17) as f32).collect();
+    let src = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(CL_RGBA, CL_FLOAT),
+        d2,
+        Some(&floats(&data)),
+    );
+    let dst = t.image(CL_MEM_WRITE_ONLY, fmt(CL_RGBA, CL_FLOAT), d2, None);
+    let k = t.s.kernel(SRC, "sample_2d", "");
+    let texel = |x: usize, y: usize| &data[(y * w + x) * 4..(y * w + x) * 4 + 4];
+    // Nearest, with each addressing mode, normalized or not, shifted so
+    // that some samples fall outside the image.
+    for (normalized, addressing) in [
+        (false, CL_ADDRESS_CLAMP_TO_EDGE),
+        (false, CL_ADDRESS_CLAMP),
+        (true, CL_ADDRESS_CLAMP_TO_EDGE),
+        (true, CL_ADDRESS_CLAMP),
+        (true, CL_ADDRESS_REPEAT),
+        (true, CL_ADDRESS_MIRRORED_REPEAT),
+    ] {
+        let smp = t.sampler(normalized, addressing, CL_FILTER_NEAREST);
+        let (sx, sy) = if normalized {
+            (1.0 / w as f32, 1.0 / h as f32)
+        } else {
+            (1.0, 1.0)
+        };
+        let shift = -3.0f32;
+        t.s.arg(k, 0, &src);
+        t.s.arg(k, 1, &smp);
+        t.s.arg(k, 2, &dst);
+        t.s.arg(k, 3, &sx);
+        t.s.arg(k, 4, &sy);
+        t.s.arg(k, 5, &shift);
+        t.s.run(k, &[w, h], None, None);
+        let got = to_floats(&t.read(dst, [w, h, 1], w * h * 16));
+        for y in 0..h {
+            for x in 0..w {
+                let u = (x as f32 + 0.5 + shift) / w as f32;
+                let v = (y as f32 + 0.5) / h as f32;
+                let want: Vec<f32> = match (nearest(u, w, addressing), nearest(v, h, addressing)) {
+                    (Some(i), Some(j)) => texel(i, j).to_vec(),
+                    _ => vec![0.0; 4],
+                };
+                let at = (y * w + x) * 4;
+                assert_eq!(
+                    got[at..at + 4],
+                    want[..],
+                    "{}: normalized {normalized}, addressing {addressing:x}, ({x}, {y})",
+                    cl.how
+                );
+            }
+        }
+    }
+    // Linear: halfway between texel centres is their average.
+    let smp = t.sampler(false, CL_ADDRESS_CLAMP_TO_EDGE, CL_FILTER_LINEAR);
+    let (one, half) = (1.0f32, 0.5f32);
+    t.s.arg(k, 1, &smp);
+    t.s.arg(k, 3, &one);
+    t.s.arg(k, 4, &one);
+    t.s.arg(k, 5, &half);
+    t.s.run(k, &[w, h], None, None);
+    let got = to_floats(&t.read(dst, [w, h, 1], w * h * 16));
+    for y in 0..h {
+        for x in 0..w {
+            let right = (x + 1).min(w - 1);
+            for c in 0..4 {
+                let want = (texel(x, y)[c] + texel(right, y)[c]) / 2.0;
+                let g = got[(y * w + x) * 4 + c];
+                assert!(
+                    (g - want).abs() <= 0.02 * want.abs().max(1.0),
+                    "{}: linear ({x}, {y}) {c}: {g} vs {want}",
+                    cl.how
+                );
+            }
+        }
+    }
+}
+
+fn literal_sampler_with_integer_coordinates(cl: &Cl) {
+    let mut t = Images::new(cl);
+    let (w, h) = (6, 3);
+    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let bytes: Vec<u8> = (0..w * h * 4).map(|i| (i * 5 + 1) as u8).collect();
+    let src = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(CL_RGBA, CL_UNORM_INT8),
+        d2,
+        Some(&bytes),
+    );
+    let dst = t.image(CL_MEM_WRITE_ONLY, fmt(CL_RGBA, CL_FLOAT), d2, None);
+    let k = t.s.kernel(SRC, "sample_int_coords", "");
+    t.s.arg(k, 0, &src);
+    t.s.arg(k, 1, &dst);
+    t.s.run(k, &[w, h], None, None);
+    let got = to_floats(&t.read(dst, [w, h, 1], w * h * 16));
+    for y in 0..h {
+        for x in 0..w {
+            for c in 0..4 {
+                let want = if x == 0 {
+                    0.0
+                } else {
+                    bytes[(y * w + x - 1) * 4 + c] as f32 / 255.0
+                };
+                let g = got[(y * w + x) * 4 + c];
+                assert!(
+                    (g - want).abs() < 1e-6,
+                    "{}: ({x}, {y}) {c}: {g} vs {want}",
+                    cl.how
+                );
+            }
+        }
+    }
+}
+
+fn three_d_and_array_images(cl: &Cl) {
+    let mut t = Images::new(cl);
+    // 3D.
+    let (w, h, d) = (5, 4, 3);
+    let n = w * h * d;
+    let data: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let f = fmt(CL_R, CL_FLOAT);
+    let src = t.image(
+        CL_MEM_READ_ONLY,
+        f,
+        desc(CL_MEM_OBJECT_IMAGE3D, w, h, d, 0),
+        Some(&floats(&data)),
+    );
+    let dst = t.image(
+        CL_MEM_WRITE_ONLY,
+        f,
+        desc(CL_MEM_OBJECT_IMAGE3D, w, h, d, 0),
+        None,
+    );
+    let k = t.s.kernel(SRC, "fetch_3d", "");
+    t.s.arg(k, 0, &src);
+    t.s.arg(k, 1, &dst);
+    t.s.run(k, &[w, h, d], None, None);
+    let got = to_floats(&t.read(dst, [w, h, d], n * 4));
+    assert_eq!(
+        got,
+        data.iter().map(|v| v + 1.0).collect::<Vec<_>>(),
+        "{}: 3D",
+        cl.how
+    );
+    // 2D array, through a sampler.
+    let la = 3;
+    let f = fmt(CL_RG, CL_FLOAT);
+    let data: Vec<f32> = (0..w * h * la * 2).map(|i| i as f32 * 0.5).collect();
+    let src = t.image(
+        CL_MEM_READ_ONLY,
+        f,
+        desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, w, h, 0, la),
+        Some(&floats(&data)),
+    );
+    let dst = t.image(
+        CL_MEM_WRITE_ONLY,
+        f,
+        desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, w, h, 0, la),
+        None,
+    );
+    let smp = t.sampler(false, CL_ADDRESS_CLAMP_TO_EDGE, CL_FILTER_NEAREST);
+    let k = t.s.kernel(SRC, "sample_2d_array", "");
+    t.s.arg(k, 0, &src);
+    t.s.arg(k, 1, &smp);
+    t.s.arg(k, 2, &dst);
+    t.s.run(k, &[w, h, la], None, None);
+    let got = to_floats(&t.read(dst, [w, h, la], w * h * la * 8));
+    assert_eq!(got, data, "{}: 2D array", cl.how);
+    // 1D, unsigned.
+    let n1 = 50;
+    let words: Vec<u32> = (0..n1 * 4).map(|i| i as u32 * 11).collect();
+    let f = fmt(CL_RGBA, CL_UNSIGNED_INT32);
+    let src = t.image(
+        CL_MEM_READ_ONLY,
+        f,
+        desc(CL_MEM_OBJECT_IMAGE1D, n1, 0, 0, 0),
+        Some(&bytes_of(&words)),
+    );
+    let dst = t.image(
+        CL_MEM_WRITE_ONLY,
+        f,
+        desc(CL_MEM_OBJECT_IMAGE1D, n1, 0, 0, 0),
+        None,
+    );
+    let k = t.s.kernel(SRC, "fetch_1d", "");
+    t.s.arg(k, 0, &src);
+    t.s.arg(k, 1, &dst);
+    t.s.run(k, &[n1], None, None);
+    let got = t.read(dst, [n1, 1, 1], n1 * 16);
+    let want: Vec<u32> = words.iter().map(|v| v * 3).collect();
+    assert_eq!(got, bytes_of(&want), "{}: 1D", cl.how);
+    // 1D array, half floats.
+    let (n1, layers) = (9, 4);
+    let halves: Vec<u16> = (0..n1 * layers * 4)
+        .map(|i| 0x3c00 + (i as u16) * 8)
+        .collect();
+    let f = fmt(CL_RGBA, CL_HALF_FLOAT);
+    let src = t.image(
+        CL_MEM_READ_ONLY,
+        f,
+        desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, n1, 0, 0, layers),
+        Some(&bytes_of(&halves)),
+    );
+    let dst = t.image(
+        CL_MEM_WRITE_ONLY,
+        f,
+        desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, n1, 0, 0, layers),
+        None,
+    );
+    let k = t.s.kernel(SRC, "fetch_1d_array", "");
+    t.s.arg(k, 0, &src);
+    t.s.arg(k, 1, &dst);
+    t.s.run(k, &[n1, layers], None, None);
+    let got = t.read(dst, [n1, layers, 1], n1 * layers * 8);
+    let want: Vec<u16> = halves.iter().map(|h| h ^ 0x8000).collect();
+    assert_eq!(got, bytes_of(&want), "{}: 1D array", cl.how);
+}
+
+fn read_write_images(cl: &Cl) {
+    let d = cl.device();
+    if u32_of(
+        &cl.device_bytes(d, CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS)
+            .unwrap(),
+    ) == 0
+    {
+        // The device cannot read storage images without a format.
+        return;
+    }
+    let mut t = Images::new(cl);
+    let (w, h) = (7, 5);
+    let data: Vec<u16> = (0..w * h * 4).map(|i| i as u16 * 3).collect();
+    let f = fmt(CL_RGBA, CL_UNSIGNED_INT16);
+    let img = t.image(
+        CL_MEM_READ_WRITE,
+        f,
+        desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0),
+        Some(&bytes_of(&data)),
+    );
+    let k = t.s.kernel(RW_SRC, "read_write_2d", "");
+    t.s.arg(k, 0, &img);
+    t.s.run(k, &[w, h], None, None);
+    let got = t.read(img, [w, h, 1], w * h * 8);
+    let mut want = data.clone();
+    for y in 0..h {
+        for x in 0..w {
+            let at = (y * w + x) * 4;
+            want[at] += x as u16;
+            want[at + 1] += y as u16;
+            want[at + 2] += 1;
+        }
+    }
+    assert_eq!(got, bytes_of(&want), "{}: read_write", cl.how);
+}
+
+fn image_queries(cl: &Cl) {
+    let mut t = Images::new(cl);
+    let a = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(CL_BGRA, CL_UNORM_INT8),
+        desc(CL_MEM_OBJECT_IMAGE2D, 21, 9, 0, 0),
+        None,
+    );
+    let b = t.image(
+        CL_MEM_WRITE_ONLY,
+        fmt(CL_R, CL_SIGNED_INT32),
+        desc(CL_MEM_OBJECT_IMAGE3D, 6, 5, 4, 0),
+        None,
+    );
+    let c = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(CL_RGBA, CL_FLOAT),
+        desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, 3, 2, 0, 7),
+        None,
+    );
+    let d = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(CL_R, CL_UNORM_INT16),
+        desc(CL_MEM_OBJECT_IMAGE1D, 33, 0, 0, 0),
+        None,
+    );
+    let e = t.image(
+        CL_MEM_WRITE_ONLY,
+        fmt(CL_RG, CL_HALF_FLOAT),
+        desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, 17, 0, 0, 5),
+        None,
+    );
+    let out = t.s.zeroed(64);
+    let k = t.s.kernel(SRC, "queries", "");
+    for (i, m) in [a, b, c, d, e, out].iter().enumerate() {
+        t.s.arg(k, i as u32, m);
+    }
+    t.s.run(k, &[1], None, None);
+    let got = t.s.words(out, 16);
+    let want = [
+        21,
+        9,
+        CL_BGRA,
+        CL_UNORM_INT8,
+        6,
+        5,
+        4,
+        CL_SIGNED_INT32,
+        3,
+        2,
+        7,
+        33,
+        17,
+        5,
+        21 * 1000 + 9,
+        6 * 10000 + 5 * 100 + 4,
+    ];
+    assert_eq!(got, want, "{}: queries", cl.how);
+}
+
+fn argument_errors(cl: &Cl) {
+    let mut t = Images::new(cl);
+    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, 4, 4, 0, 0);
+    let img3 = t.image(
+        0,
+        fmt(CL_RGBA, CL_FLOAT),
+        desc(CL_MEM_OBJECT_IMAGE3D, 4, 4, 4, 0),
+        None,
+    );
+    let lum = t.image(CL_MEM_READ_ONLY, fmt(CL_LUMINANCE, CL_FLOAT), d2, None);
+    let buf = t.s.buffer(64);
+    let k = t.s.kernel(SRC, "fetch_2d", "");
+    let set = |i: u32, m: &cl_mem| unsafe {
+        cl.clSetKernelArg.unwrap()(
+            k,
+            i,
+            std::mem::size_of::<cl_mem>(),
+            (m as *const cl_mem).cast(),
+        )
+    };
+    // A 3D image for a 2D parameter, a buffer for an image.
+    assert_eq!(set(0, &img3), CL_INVALID_ARG_VALUE);
+    assert_eq!(set(0, &buf), CL_INVALID_MEM_OBJECT);
+    // Luminance can be read, not written.
+    assert_eq!(set(0, &lum), CL_SUCCESS);
+    assert_eq!(set(1, &lum), CL_INVALID_ARG_VALUE);
+    let r = unsafe { cl.clSetKernelArg.unwrap()(k, 0, 4, (&img3 as *const cl_mem).cast()) };
+    assert_eq!(r, CL_INVALID_ARG_SIZE);
+    // A sampler argument takes samplers only.
+    let ks = t.s.kernel(SRC, "sample_2d", "");
+    let r = unsafe {
+        cl.clSetKernelArg.unwrap()(
+            ks,
+            1,
+            std::mem::size_of::<cl_mem>(),
+            (&buf as *const cl_mem).cast(),
+        )
+    };
+    assert_eq!(r, CL_INVALID_SAMPLER);
+}
+
+fn orders_without_alpha_and_swizzled_orders(cl: &Cl) {
+    let mut t = Images::new(cl);
+    let (w, h) = (4, 2);
+    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let dst = t.image(CL_MEM_WRITE_ONLY, fmt(CL_RGBA, CL_FLOAT), d2, None);
+    let k = t.s.kernel(SRC, "sample_2d", "");
+    let clamp = t.sampler(false, CL_ADDRESS_CLAMP, CL_FILTER_NEAREST);
+    let values: Vec<f32> = (0..w * h).map(|i| i as f32 + 0.25).collect();
+    let unorm: Vec<u8> = (0..w * h).map(|i| (i * 30) as u8).collect();
+    type Expect = fn(f32) -> [f32; 4];
+    let cases: Vec<(cl_image_format, Vec<u8>, Expect)> = vec![
+        (fmt(CL_R, CL_FLOAT), floats(&values), |v| [v, 0.0, 0.0, 1.0]),
+        (fmt(CL_LUMINANCE, CL_FLOAT), floats(&values), |v| {
+            [v, v, v, 1.0]
+        }),
+        (fmt(CL_INTENSITY, CL_FLOAT), floats(&values), |v| {
+            [v, v, v, v]
+        }),
+        (fmt(CL_A, CL_UNORM_INT8), unorm.clone(), |v| {
+            [0.0, 0.0, 0.0, v]
+        }),
+    ];
+    for (f, data, expect) in cases {
+        let src = t.image(CL_MEM_READ_ONLY, f, d2, Some(&data));
+        let (one, shift) = (1.0f32, -1.0f32);
+        t.s.arg(k, 0, &src);
+        t.s.arg(k, 1, &clamp);
+        t.s.arg(k, 2, &dst);
+        t.s.arg(k, 3, &one);
+        t.s.arg(k, 4, &one);
+        t.s.arg(k, 5, &shift);
+        t.s.run(k, &[w, h], None, None);
+        let got = to_floats(&t.read(dst, [w, h, 1], w * h * 16));
+        for y in 0..h {
+            for x in 0..w {
+                let want = if x == 0 {
+                    // The border: transparent black, or opaque black for
+                    // orders without alpha.
+                    let opaque = matches!(f.image_channel_order, CL_R | CL_LUMINANCE);
+                    [0.0, 0.0, 0.0, if opaque { 1.0 } else { 0.0 }]
+                } else {
+                    let i = y * w + x - 1;
+                    let v = if f.image_channel_data_type == CL_FLOAT {
+                        values[i]
+                    } else {
+                        unorm[i] as f32 / 255.0
+                    };
+                    expect(v)
+                };
+                let at = (y * w + x) * 4;
+                for c in 0..4 {
+                    assert!(
+                        (got[at + c] - want[c]).abs() < 1e-6,
+                        "{}: order {:x} ({x}, {y}): {:?} vs {want:?}",
+                        cl.how,
+                        f.image_channel_order,
+                        &got[at..at + 4]
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Unnormalized coordinates that are whole numbers name the texel they
+/// start, however the size divides them.
+fn unnormalized_integral_coordinates(cl: &Cl) {
+    let mut t = Images::new(cl);
+    let (w, h) = (329, 2);
+    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let data: Vec<f32> = (0..w * h).map(|i| i as f32).collect();
+    let src = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(CL_R, CL_FLOAT),
+        d2,
+        Some(&floats(&data)),
+    );
+    let dst = t.image(CL_MEM_WRITE_ONLY, fmt(CL_R, CL_FLOAT), d2, None);
+    let k = t.s.kernel(SRC, "sample_2d", "");
+    for addressing in [CL_ADDRESS_CLAMP_TO_EDGE, CL_ADDRESS_CLAMP, CL_ADDRESS_NONE] {
+        let smp = t.sampler(false, addressing, CL_FILTER_NEAREST);
+        let (one, shift) = (1.0f32, -0.5f32);
+        t.s.arg(k, 0, &src);
+        t.s.arg(k, 1, &smp);
+        t.s.arg(k, 2, &dst);
+        t.s.arg(k, 3, &one);
+        t.s.arg(k, 4, &one);
+        t.s.arg(k, 5, &shift);
+        t.s.run(k, &[w, h], None, None);
+        let got = to_floats(&t.read(dst, [w, h, 1], w * h * 4));
+        assert_eq!(got, data, "{}: addressing {addressing:x}", cl.how);
+    }
+    // Linear filtering at texel centres weighs only that texel, even
+    // between values far apart.
+    let wild: Vec<f32> = (0..w * h)
+        .map(|i| if i % 2 == 0 { 3.0e13 } else { -7.0 })
+        .collect();
+    let src = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(CL_R, CL_FLOAT),
+        d2,
+        Some(&floats(&wild)),
+    );
+    let smp = t.sampler(false, CL_ADDRESS_CLAMP_TO_EDGE, CL_FILTER_LINEAR);
+    let (one, centre) = (1.0f32, 0.0f32);
+    t.s.arg(k, 0, &src);
+    t.s.arg(k, 1, &smp);
+    t.s.arg(k, 5, &centre);
+    t.s.arg(k, 3, &one);
+    t.s.run(k, &[w, h], None, None);
+    let got = to_floats(&t.read(dst, [w, h, 1], w * h * 4));
+    assert_eq!(got, wild, "{}: linear at texel centres", cl.how);
+}
