@@ -506,7 +506,7 @@ fn read_write_images(cl: &Cl) {
         desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0),
         Some(&bytes_of(&data)),
     );
-    let k = t.s.kernel(RW_SRC, "read_write_2d", "");
+    let k = t.s.kernel(RW_SRC, "read_write_2d", "-cl-std=CL3.0");
     t.s.arg(k, 0, &img);
     t.s.run(k, &[w, h], None, None);
     let got = t.read(img, [w, h, 1], w * h * 8);
