@@ -1373,6 +1373,20 @@ fn copy_rect_overlap(cl: &Cl) {
         }
     }
     assert!(fx.contents(t) == want, "{}", cl.how);
+    // Two-row slices: a box from row 1 of slice 0 runs into slice 1, where
+    // the destination box starts. The boxes do not overlap by the
+    // specification's rule (they are in different slices), yet the second
+    // source row is the first destination row: the copy reads every
+    // source byte before it writes.
+    let u = fx.buffer(CL_MEM_READ_WRITE, 256);
+    let mut want = pattern(256);
+    let (from, to) = (at([0, 1, 0], 16, 32), at([0, 0, 1], 16, 32));
+    let got = fx.now().copy_rect(u, u, [8, 2, 1], from, to);
+    ok(cl, got, "a copy between slices whose rows interleave");
+    let before = want.clone();
+    want[32..40].copy_from_slice(&before[16..24]);
+    want[48..56].copy_from_slice(&before[32..40]);
+    assert!(fx.contents(u) == want, "{}", cl.how);
     fx.done();
 }
 

@@ -401,7 +401,8 @@ impl FrontEnd {
         let spv = dir.join("program.spv");
         // clang, then llvm-spirv; optimised code llvm-spirv cannot
         // translate (the freeze that clang's div/rem pairing adds, odd
-        // integer widths) is built again unoptimised: the driver's compiler
+        // integer widths, the vectoriser's llvm.vector.reduce.*) is built
+        // again unoptimised: the driver's compiler
         // optimises what it receives anyway.
         let translate = |optimise: bool| -> Result<String, String> {
             let mut clang = Command::new(&self.clang);
@@ -458,7 +459,8 @@ impl FrontEnd {
             Err(log)
                 if optimise
                     && (log.contains("Can't translate llvm instruction")
-                        || log.contains("InvalidBitWidth")) =>
+                        || log.contains("InvalidBitWidth")
+                        || log.contains("Unexpected llvm intrinsic")) =>
             {
                 log::debug!(target: "vkcl::compiler", "llvm-spirv cannot translate the optimised program; building it unoptimised: {}", log.trim());
                 translate(false).map_err(fail)?

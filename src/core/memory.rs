@@ -521,6 +521,47 @@ pub mod work {
         }
     }
 
+    /// Like [`copy`], through a temporary buffer: for rectangles of one
+    /// buffer whose rows interleave with the other's (the specification
+    /// does not call that an overlap, Vulkan forbids the direct copy).
+    pub fn copy_through_temporary(
+        queue: &Queue,
+        src: &Arc<Handle<Buffer>>,
+        dst: &Arc<Handle<Buffer>>,
+        regions: Vec<vk::BufferCopy>,
+    ) -> ClResult<Work> {
+        let total: u64 = regions.iter().map(|r| r.size).sum();
+        let temp = Staging::new(&queue.vk, total.max(1) as usize, BufferUse::Device)?;
+        let (s, d, t) = (src.storage.raw, dst.storage.raw, temp.buffer().raw);
+        let (so, dof) = (src.offset as u64, dst.offset as u64);
+        let mut at = 0u64;
+        let (mut into, mut out) = (Vec::new(), Vec::new());
+        for r in &regions {
+            into.push(vk::BufferCopy {
+                src_offset: r.src_offset + so,
+                dst_offset: at,
+                size: r.size,
+            });
+            out.push(vk::BufferCopy {
+                src_offset: at,
+                dst_offset: r.dst_offset + dof,
+                size: r.size,
+            });
+            at += r.size;
+        }
+        Ok(Work {
+            record: Some(Box::new(move |r| {
+                r.copy_buffer(s, t, &into);
+                r.full_barrier();
+                r.copy_buffer(t, d, &out);
+                Ok(())
+            })),
+            complete: None,
+            keep: vec![keep(temp), keep(src.clone()), keep(dst.clone())],
+            host_access: false,
+        })
+    }
+
     pub fn fill(
         queue: &Queue,
         buf: &Arc<Handle<Buffer>>,
