@@ -214,7 +214,7 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_PREFERRED_PLATFORM_ATOMIC_ALIGNMENT
         | CL_DEVICE_PREFERRED_GLOBAL_ATOMIC_ALIGNMENT
         | CL_DEVICE_PREFERRED_LOCAL_ATOMIC_ALIGNMENT => info(0u32),
-        CL_DEVICE_MAX_NUM_SUB_GROUPS => info(0u32),
+        CL_DEVICE_MAX_NUM_SUB_GROUPS => info(d.max_num_sub_groups()),
         CL_DEVICE_SUB_GROUP_INDEPENDENT_FORWARD_PROGRESS => info(false),
         CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES => info(d.atomic_capabilities()),
         CL_DEVICE_ATOMIC_FENCE_CAPABILITIES => info(d.atomic_capabilities()),

@@ -175,6 +175,9 @@ impl Device {
             ext.push(("cl_khr_int64_base_atomics", make_version(1, 0, 0)));
             ext.push(("cl_khr_int64_extended_atomics", make_version(1, 0, 0)));
         }
+        if self.has_subgroups() {
+            ext.push(("cl_khr_subgroups", make_version(1, 0, 0)));
+        }
         if self.info.pci.is_some() {
             ext.push(("cl_khr_pci_bus_info", make_version(1, 0, 0)));
         }
@@ -197,12 +200,25 @@ impl Device {
         // sequential consistency is not offered, as Vulkan has no total
         // order over all sequentially consistent operations. Generic
         // pointers are typed by the rewrite, or relocated into device memory.
-        vec![
+        let mut f = vec![
             "__opencl_c_int64",
             "__opencl_c_generic_address_space",
             "__opencl_c_atomic_order_acq_rel",
             "__opencl_c_atomic_scope_device",
-        ]
+        ];
+        if self.has_subgroups() {
+            f.push("__opencl_c_subgroups");
+        }
+        f
+    }
+
+    /// The most sub-groups a work-group may have (0 without sub-groups).
+    pub fn max_num_sub_groups(&self) -> u32 {
+        if !self.has_subgroups() {
+            return 0;
+        }
+        let s = self.subgroup_size() as usize;
+        self.max_work_group_size().div_ceil(s) as u32
     }
 
     /// `CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES`, matching the features above.
@@ -247,7 +263,13 @@ impl Device {
     }
 
     pub fn max_work_group_size(&self) -> usize {
-        self.info.props.limits.max_compute_work_group_invocations as usize
+        let l = &self.info.props.limits;
+        let mut max = l.max_compute_work_group_invocations as usize;
+        // Kernels with sub-groups run as 1-D Vulkan work-groups.
+        if self.has_subgroups() {
+            max = max.min(l.max_compute_work_group_size[0] as usize);
+        }
+        max
     }
 
     pub fn max_work_item_sizes(&self) -> [usize; 3] {
@@ -271,6 +293,26 @@ impl Device {
 
     pub fn subgroup_size(&self) -> u32 {
         self.info.props11.subgroup_size.max(1)
+    }
+
+    /// The sub-group operations (VkSubgroupFeatureFlags) compute shaders
+    /// have, 0 when the compute stage has none.
+    pub fn subgroup_operations(&self) -> u32 {
+        let p = &self.info.props11;
+        if p.subgroup_supported_stages
+            .contains(ash::vk::ShaderStageFlags::COMPUTE)
+        {
+            p.subgroup_supported_operations.as_raw()
+        } else {
+            0
+        }
+    }
+
+    /// Whether kernels may use sub-groups: the built-ins, votes, broadcast
+    /// and arithmetic (what cl_khr_subgroups needs).
+    pub fn has_subgroups(&self) -> bool {
+        let need = 0x1 | 0x2 | 0x4 | 0x8;
+        self.subgroup_operations() & need == need
     }
 
     /// Nanoseconds per timestamp tick, rounded up as `size_t` needs.

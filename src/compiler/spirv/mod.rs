@@ -13,6 +13,7 @@ pub mod ctx;
 pub mod exact;
 pub mod extinst;
 pub mod finish;
+pub mod groups;
 pub mod half;
 pub mod inline;
 pub mod interface;
@@ -118,7 +119,8 @@ fn rewrite_module(
     let (push, block) = interface::run(&mut ctx, fid, &kernel.args, caps.max_push_constants)?;
     let scratch = relocate::run(&mut ctx, fid, &block)?;
     lap("relocate");
-    builtins::run(&mut ctx, &block)?;
+    let flat = groups::run(&mut ctx, &block)?;
+    builtins::run(&mut ctx, &block, flat)?;
     lap("interface");
     addressing::run(&mut ctx)?;
     lap("addressing");

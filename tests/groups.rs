@@ -1,0 +1,251 @@
+//! Sub-groups: the work-item functions of sub-groups and the sub-group
+//! collectives (reduce, scans, broadcast, all, any) on int, uint, long,
+//! ulong and float, checked per sub-group against a host reference on
+//! 1-, 2- and 3-D NDRanges, with work-group sizes that are not powers of
+//! two or multiples of the sub-group size, and with partial work-groups.
+
+mod common;
+
+use common::*;
+
+both_ways!(sub_group_builtins, sub_group_collectives);
+
+const SOURCE: &str = include_str!("kernels/groups.cl");
+
+/// NDRanges to try: (global, local).
+const SHAPES: &[(&[usize], &[usize])] = &[
+    (&[64], &[16]),
+    (&[50], &[12]),
+    (&[37], &[10]),
+    (&[13, 7], &[5, 3]),
+    (&[9, 6, 5], &[3, 2, 4]),
+    (&[4, 4, 4], &[4, 4, 4]),
+];
+
+/// One work-item's place: (work-group number, local linear id, local
+/// linear size of its group, enqueued local linear size).
+fn places(global: &[usize], local: &[usize]) -> Vec<(usize, usize, usize, usize)> {
+    let dim = |v: &[usize], k: usize| v.get(k).copied().unwrap_or(1);
+    let (g, l) = (
+        [dim(global, 0), dim(global, 1), dim(global, 2)],
+        [dim(local, 0), dim(local, 1), dim(local, 2)],
+    );
+    let groups = [0, 1, 2].map(|k| g[k].div_ceil(l[k]));
+    let mut out = Vec::new();
+    for z in 0..g[2] {
+        for y in 0..g[1] {
+            for x in 0..g[0] {
+                let p = [x, y, z];
+                let grp = [0, 1, 2].map(|k| p[k] / l[k]);
+                let size = [0, 1, 2].map(|k| l[k].min(g[k] - grp[k] * l[k]));
+                let lid = [0, 1, 2].map(|k| p[k] % l[k]);
+                let linear = lid[0] + size[0] * (lid[1] + size[1] * lid[2]);
+                let group = grp[0] + groups[0] * (grp[1] + groups[1] * grp[2]);
+                out.push((group, linear, size.iter().product(), l.iter().product()));
+            }
+        }
+    }
+    out
+}
+
+fn sub_group_width(cl: &Cl) -> usize {
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "sg_info", "-cl-std=CL3.0");
+    let out = s.zeroed(6 * 4);
+    s.arg(k, 0, &out);
+    s.run(k, &[1], Some(&[1]), None);
+    s.words(out, 6)[1] as usize
+}
+
+fn sub_group_builtins(cl: &Cl) {
+    let w = sub_group_width(cl);
+    assert!(w >= 1);
+    for &(global, local) in SHAPES {
+        let mut s = Setup::new(cl);
+        let k = s.kernel(SOURCE, "sg_info", "-cl-std=CL3.0");
+        let n: usize = global.iter().product();
+        let out = s.zeroed(n * 6 * 4);
+        s.arg(k, 0, &out);
+        s.run(k, global, Some(local), None);
+        let got = s.words(out, n * 6);
+        for (i, &(_, lid, size, enq)) in places(global, local).iter().enumerate() {
+            let sg = lid / w;
+            let want = [
+                w.min(size - sg * w),
+                w,
+                size.div_ceil(w),
+                enq.div_ceil(w),
+                sg,
+                lid % w,
+            ];
+            let have: Vec<usize> = got[i * 6..i * 6 + 6].iter().map(|&v| v as usize).collect();
+            assert_eq!(have, want, "{global:?}/{local:?} work-item {i}");
+        }
+    }
+}
+
+/// An element type: its name, size, whether signed, whether float.
+#[derive(Clone, Copy)]
+struct Ty {
+    name: &'static str,
+    bytes: usize,
+    signed: bool,
+    float: bool,
+}
+
+impl Ty {
+    fn decode(self, b: &[u8]) -> f64 {
+        match (self.float, self.bytes, self.signed) {
+            (true, _, _) => f32::from_le_bytes(b.try_into().unwrap()) as f64,
+            (false, 4, true) => i32::from_le_bytes(b.try_into().unwrap()) as f64,
+            (false, 4, false) => u32::from_le_bytes(b.try_into().unwrap()) as f64,
+            (false, 8, true) => i64::from_le_bytes(b.try_into().unwrap()) as f64,
+            _ => u64::from_le_bytes(b.try_into().unwrap()) as f64,
+        }
+    }
+    fn encode(self, v: f64) -> Vec<u8> {
+        match (self.float, self.bytes, self.signed) {
+            (true, _, _) => (v as f32).to_le_bytes().to_vec(),
+            (false, 4, true) => (v as i32).to_le_bytes().to_vec(),
+            (false, 4, false) => (v as u32).to_le_bytes().to_vec(),
+            (false, 8, true) => (v as i64).to_le_bytes().to_vec(),
+            _ => (v as u64).to_le_bytes().to_vec(),
+        }
+    }
+    /// The identities of min and max, as the exclusive scans give them.
+    fn min_identity(self) -> f64 {
+        match (self.float, self.bytes, self.signed) {
+            (true, _, _) => f64::INFINITY,
+            (false, 4, true) => i32::MAX as f64,
+            (false, 4, false) => u32::MAX as f64,
+            (false, 8, true) => i64::MAX as f64,
+            _ => u64::MAX as f64,
+        }
+    }
+    fn max_identity(self) -> f64 {
+        match (self.float, self.bytes, self.signed) {
+            (true, _, _) => f64::NEG_INFINITY,
+            (false, 4, true) => i32::MIN as f64,
+            (false, 8, true) => i64::MIN as f64,
+            _ => 0.0,
+        }
+    }
+}
+
+const TYPES: &[Ty] = &[
+    Ty {
+        name: "int",
+        bytes: 4,
+        signed: true,
+        float: false,
+    },
+    Ty {
+        name: "uint",
+        bytes: 4,
+        signed: false,
+        float: false,
+    },
+    Ty {
+        name: "long",
+        bytes: 8,
+        signed: true,
+        float: false,
+    },
+    Ty {
+        name: "ulong",
+        bytes: 8,
+        signed: false,
+        float: false,
+    },
+    Ty {
+        name: "float",
+        bytes: 4,
+        signed: true,
+        float: true,
+    },
+];
+
+fn sub_group_collectives(cl: &Cl) {
+    let w = sub_group_width(cl);
+    for &t in TYPES {
+        let options = format!("-cl-std=CL3.0 -DT={}", t.name);
+        for &(global, local) in SHAPES {
+            let mut s = Setup::new(cl);
+            let k = s.kernel(SOURCE, "sg_ops", &options);
+            let n: usize = global.iter().product();
+            // Small values, exact in every type; negative ones for the
+            // signed types, and some work-items above the vote thresholds.
+            let input: Vec<f64> = (0..n)
+                .map(|i| {
+                    let v = ((i * 7 + 3) % 11) as f64;
+                    if t.signed { v - 4.0 } else { v }
+                })
+                .collect();
+            let bytes: Vec<u8> = input.iter().flat_map(|&v| t.encode(v)).collect();
+            let inb = s.buffer_from(&bytes);
+            let out = s.zeroed(n * 11 * t.bytes);
+            let votes = s.zeroed(n * 2 * 4);
+            s.arg(k, 0, &inb);
+            s.arg(k, 1, &out);
+            s.arg(k, 2, &votes);
+            s.run(k, global, Some(local), None);
+            let got = s.cl.read(s.q, out, 0, n * 11 * t.bytes);
+            let got_votes = s.words(votes, n * 2);
+            let place = places(global, local);
+            // Members of each sub-group in lane order.
+            let mut members: std::collections::BTreeMap<(usize, usize), Vec<(usize, usize)>> =
+                Default::default();
+            for (i, &(grp, lid, _, _)) in place.iter().enumerate() {
+                members
+                    .entry((grp, lid / w))
+                    .or_default()
+                    .push((lid % w, i));
+            }
+            for m in members.values_mut() {
+                m.sort();
+                let xs: Vec<f64> = m.iter().map(|&(_, i)| input[i]).collect();
+                for (lane, &(_, i)) in m.iter().enumerate() {
+                    let before = &xs[..lane];
+                    let upto = &xs[..=lane];
+                    let sum = |v: &[f64]| v.iter().sum::<f64>();
+                    let min = |v: &[f64]| v.iter().copied().fold(t.min_identity(), f64::min);
+                    let max = |v: &[f64]| v.iter().copied().fold(t.max_identity(), f64::max);
+                    let want = [
+                        sum(&xs),
+                        min(&xs),
+                        max(&xs),
+                        sum(upto),
+                        min(upto),
+                        max(upto),
+                        sum(before),
+                        min(before),
+                        max(before),
+                        xs[0],
+                        xs[xs.len() - 1],
+                    ];
+                    for (r, &wv) in want.iter().enumerate() {
+                        let at = (i * 11 + r) * t.bytes;
+                        let have = t.decode(&got[at..at + t.bytes]);
+                        // Compare through the type's encoding (wrapping
+                        // sums of unsigned values, the identities).
+                        let wv = t.decode(&t.encode(wv));
+                        assert_eq!(
+                            have, wv,
+                            "{} {global:?}/{local:?} work-item {i} result {r}",
+                            t.name
+                        );
+                    }
+                    let all = xs.iter().all(|&v| v > 0.0) as u32;
+                    let any = xs.iter().any(|&v| v > 2.0) as u32;
+                    assert_eq!((got_votes[i * 2] != 0) as u32, all, "{} all at {i}", t.name);
+                    assert_eq!(
+                        (got_votes[i * 2 + 1] != 0) as u32,
+                        any,
+                        "{} any at {i}",
+                        t.name
+                    );
+                }
+            }
+        }
+    }
+}
