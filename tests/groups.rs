@@ -7,8 +7,9 @@
 mod common;
 
 use common::*;
+use opencl_sys::*;
 
-both_ways!(sub_group_builtins, sub_group_collectives);
+both_ways!(sub_group_builtins, sub_group_collectives, sub_group_queries);
 
 const SOURCE: &str = include_str!("kernels/groups.cl");
 
@@ -20,6 +21,7 @@ const SHAPES: &[(&[usize], &[usize])] = &[
     (&[13, 7], &[5, 3]),
     (&[9, 6, 5], &[3, 2, 4]),
     (&[4, 4, 4], &[4, 4, 4]),
+    (&[10, 3], &[3, 1]),
 ];
 
 /// One work-item's place: (work-group number, local linear id, local
@@ -48,13 +50,103 @@ fn places(global: &[usize], local: &[usize]) -> Vec<(usize, usize, usize, usize)
     out
 }
 
+/// clGetKernelSubGroupInfo with a size_t array input, as bytes.
+fn sub_group_query(
+    cl: &Cl,
+    k: cl_kernel,
+    param: cl_kernel_sub_group_info,
+    input: &[usize],
+) -> Result<Vec<u8>, cl_int> {
+    let d = cl.device();
+    query(|size, value, size_ret| unsafe {
+        cl.clGetKernelSubGroupInfo.unwrap()(
+            k,
+            d,
+            param,
+            std::mem::size_of_val(input),
+            input.as_ptr().cast(),
+            size,
+            value,
+            size_ret,
+        )
+    })
+}
+
+/// The device's sub-group width, as the kernel query gives it for a large
+/// work-group.
 fn sub_group_width(cl: &Cl) -> usize {
     let mut s = Setup::new(cl);
     let k = s.kernel(SOURCE, "sg_info", "-cl-std=CL3.0");
-    let out = s.zeroed(6 * 4);
-    s.arg(k, 0, &out);
-    s.run(k, &[1], Some(&[1]), None);
-    s.words(out, 6)[1] as usize
+    let b = sub_group_query(cl, k, CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE, &[256]).unwrap();
+    usize_of(&b)
+}
+
+fn sub_group_queries(cl: &Cl) {
+    let w = sub_group_width(cl);
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "sg_info", "-cl-std=CL3.0");
+    let get = |param, input: &[usize]| usize_of(&sub_group_query(cl, k, param, input).unwrap());
+    assert_eq!(
+        get(CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE, &[3]),
+        w.min(3)
+    );
+    assert_eq!(
+        get(CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE, &[5, 3]),
+        w.min(15)
+    );
+    assert_eq!(
+        get(CL_KERNEL_SUB_GROUP_COUNT_FOR_NDRANGE, &[5, 3, 2]),
+        30usize.div_ceil(w)
+    );
+    assert_eq!(
+        get(CL_KERNEL_SUB_GROUP_COUNT_FOR_NDRANGE, &[64]),
+        64usize.div_ceil(w)
+    );
+    assert_eq!(get(CL_KERNEL_COMPILE_NUM_SUB_GROUPS, &[]), 0);
+    let max_wg = usize_of(
+        &cl.device_bytes(cl.device(), CL_DEVICE_MAX_WORK_GROUP_SIZE)
+            .unwrap(),
+    );
+    assert_eq!(get(CL_KERNEL_MAX_NUM_SUB_GROUPS, &[]), max_wg.div_ceil(w));
+    let dev_max = u32_of(
+        &cl.device_bytes(cl.device(), CL_DEVICE_MAX_NUM_SUB_GROUPS)
+            .unwrap(),
+    );
+    assert_eq!(dev_max as usize, max_wg.div_ceil(w));
+    // A local size for 2 sub-groups, in 3 dimensions.
+    let d = cl.device();
+    let mut local = [7usize; 3];
+    let count = 2usize;
+    let r = unsafe {
+        cl.clGetKernelSubGroupInfo.unwrap()(
+            k,
+            d,
+            CL_KERNEL_LOCAL_SIZE_FOR_SUB_GROUP_COUNT,
+            std::mem::size_of::<usize>(),
+            (&count as *const usize).cast(),
+            std::mem::size_of_val(&local),
+            local.as_mut_ptr().cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(r, CL_SUCCESS);
+    assert_eq!(local, [2 * w, 1, 1]);
+    // Bad input: no local size, four dimensions, an unknown query.
+    assert_eq!(
+        sub_group_query(cl, k, CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE, &[]),
+        Err(CL_INVALID_VALUE)
+    );
+    assert_eq!(
+        sub_group_query(cl, k, CL_KERNEL_SUB_GROUP_COUNT_FOR_NDRANGE, &[1, 1, 1, 1]),
+        Err(CL_INVALID_VALUE)
+    );
+    assert_eq!(sub_group_query(cl, k, 0x1234, &[1]), Err(CL_INVALID_VALUE));
+    // The extension's entry point answers the same.
+    let name = std::ffi::CString::new("clGetKernelSubGroupInfoKHR").unwrap();
+    let f = unsafe {
+        cl.clGetExtensionFunctionAddressForPlatform.unwrap()(cl.platform(), name.as_ptr())
+    };
+    assert!(!f.is_null());
 }
 
 fn sub_group_builtins(cl: &Cl) {
@@ -72,7 +164,7 @@ fn sub_group_builtins(cl: &Cl) {
             let sg = lid / w;
             let want = [
                 w.min(size - sg * w),
-                w,
+                w.min(enq),
                 size.div_ceil(w),
                 enq.div_ceil(w),
                 sg,

@@ -124,6 +124,7 @@ pub unsafe extern "C" fn clUnloadPlatformCompiler(platform: cl_platform_id) -> c
 fn extension_function(name: &[u8]) -> *mut c_void {
     match name {
         b"clIcdGetPlatformIDsKHR" => clIcdGetPlatformIDsKHR as *mut c_void,
+        b"clGetKernelSubGroupInfoKHR" => crate::api::ext::clGetKernelSubGroupInfoKHR as *mut c_void,
         _ => std::ptr::null_mut(),
     }
 }

@@ -1,5 +1,5 @@
 //! Pass 10: sub-groups. OpenCL's sub-group built-in variables become
-//! Vulkan's (SubgroupId and SubgroupLocalInvocationId are the same variables; the maximum size is Vulkan's SubgroupSize), with the
+//! Vulkan's (SubgroupId and SubgroupLocalInvocationId are the same variables; the maximum size is Vulkan's SubgroupSize, or the enqueued work-group's size when that is smaller), with the
 //! ones Vulkan lacks computed: the size of this sub-group (the last one of
 //! a work-group may be smaller), the number of sub-groups (computed too, as
 //! some drivers round it down when the last sub-group is partial) and the
@@ -288,7 +288,6 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<bool, String> {
                 let mut code = Vec::new();
                 let w = op(ctx, &mut code, Op::Load, u32t, &[width]);
                 let value = match kind {
-                    BuiltIn::SubgroupMaxSize => w,
                     BuiltIn::NumSubgroups => {
                         // Computed, not read: some drivers round Vulkan's
                         // NumSubgroups down when the last one is partial.
@@ -320,7 +319,14 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<bool, String> {
                             .collect();
                         let t = op(ctx, &mut code, Op::IMul, u32t, &[c[0], c[1]]);
                         let l = op(ctx, &mut code, Op::IMul, u32t, &[t, c[2]]);
-                        ceil_div(ctx, &mut code, l, w)
+                        if kind == BuiltIn::SubgroupMaxSize {
+                            // No larger than the enqueued work-group.
+                            let bool_t = ctx.ty(Op::TypeBool, vec![]);
+                            let less = op(ctx, &mut code, Op::ULessThan, bool_t, &[l, w]);
+                            op(ctx, &mut code, Op::Select, u32t, &[less, l, w])
+                        } else {
+                            ceil_div(ctx, &mut code, l, w)
+                        }
                     }
                 };
                 code.push(Instruction::new(
