@@ -177,6 +177,8 @@ impl Device {
         }
         if self.has_subgroups() {
             ext.push(("cl_khr_subgroups", make_version(1, 0, 0)));
+            // The cl_khr_subgroup_* extensions wait for the front end to
+            // emit SPIR-V 1.3, where OpGroupNonUniform* appear.
         }
         if self.info.pci.is_some() {
             ext.push(("cl_khr_pci_bus_info", make_version(1, 0, 0)));

@@ -31,3 +31,4 @@ kernel void sg_ops(global const T *in, global T *out, global int *votes) {
     sub_group_barrier(CLK_LOCAL_MEM_FENCE);
 }
 #endif
+
