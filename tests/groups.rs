@@ -9,7 +9,12 @@ mod common;
 use common::*;
 use opencl_sys::*;
 
-both_ways!(sub_group_builtins, sub_group_collectives, sub_group_queries);
+both_ways!(
+    sub_group_builtins,
+    sub_group_collectives,
+    sub_group_queries,
+    work_group_collectives
+);
 
 const SOURCE: &str = include_str!("kernels/groups.cl");
 
@@ -329,6 +334,112 @@ fn sub_group_collectives(cl: &Cl) {
                     }
                     let all = xs.iter().all(|&v| v > 0.0) as u32;
                     let any = xs.iter().any(|&v| v > 2.0) as u32;
+                    assert_eq!((got_votes[i * 2] != 0) as u32, all, "{} all at {i}", t.name);
+                    assert_eq!(
+                        (got_votes[i * 2 + 1] != 0) as u32,
+                        any,
+                        "{} any at {i}",
+                        t.name
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The work-group collectives, per work-group against a host reference.
+fn work_group_collectives(cl: &Cl) {
+    for &t in TYPES {
+        let options = format!("-cl-std=CL3.0 -DT={}", t.name);
+        let shapes: &[(&[usize], &[usize])] = &[
+            (&[64], &[16]),
+            (&[50], &[12]),
+            (&[300], &[100]),
+            (&[13, 7], &[5, 3]),
+            (&[9, 6, 5], &[3, 2, 4]),
+            (&[16, 8, 8], &[16, 8, 8]),
+            (&[10, 3], &[3, 1]),
+        ];
+        for &(global, local) in shapes {
+            let mut s = Setup::new(cl);
+            let k = s.kernel(SOURCE, "wg_ops", &options);
+            let n: usize = global.iter().product();
+            let input: Vec<f64> = (0..n)
+                .map(|i| {
+                    let v = ((i * 7 + 3) % 11) as f64;
+                    if t.signed { v - 4.0 } else { v }
+                })
+                .collect();
+            let bytes: Vec<u8> = input.iter().flat_map(|&v| t.encode(v)).collect();
+            let inb = s.buffer_from(&bytes);
+            let out = s.zeroed(n * 12 * t.bytes);
+            let votes = s.zeroed(n * 2 * 4);
+            s.arg(k, 0, &inb);
+            s.arg(k, 1, &out);
+            s.arg(k, 2, &votes);
+            s.run(k, global, Some(local), None);
+            let got = s.cl.read(s.q, out, 0, n * 12 * t.bytes);
+            let got_votes = s.words(votes, n * 2);
+            // Members of each work-group by local linear id.
+            let mut members: std::collections::BTreeMap<usize, Vec<(usize, usize)>> =
+                Default::default();
+            for (i, &(grp, lid, _, _)) in places(global, local).iter().enumerate() {
+                members.entry(grp).or_default().push((lid, i));
+            }
+            let dim = |v: &[usize], k: usize| v.get(k).copied().unwrap_or(1);
+            for m in members.values_mut() {
+                m.sort();
+                let xs: Vec<f64> = m.iter().map(|&(_, i)| input[i]).collect();
+                // This group's size, from its first and last work-items.
+                let size = m.len();
+                // The broadcast sources: the last along each dimension of
+                // this (possibly partial) group.
+                let first = m[0].1;
+                let gpos = |i: usize| {
+                    let gx = dim(global, 0);
+                    let gy = dim(global, 1);
+                    [i % gx, (i / gx) % gy, i / (gx * gy)]
+                };
+                let p0 = gpos(first);
+                let sizes = [0, 1, 2].map(|k| dim(local, k).min(dim(global, k) - p0[k]));
+                let src = |x: usize, y: usize, z: usize| xs[x + sizes[0] * (y + sizes[1] * z)];
+                let b = [
+                    src(sizes[0] - 1, 0, 0),
+                    src(0, sizes[1] - 1, 0),
+                    src(0, 0, sizes[2] - 1),
+                ];
+                for (lane, &(_, i)) in m.iter().enumerate() {
+                    let before = &xs[..lane];
+                    let upto = &xs[..=lane];
+                    let sum = |v: &[f64]| v.iter().sum::<f64>();
+                    let min = |v: &[f64]| v.iter().copied().fold(t.min_identity(), f64::min);
+                    let max = |v: &[f64]| v.iter().copied().fold(t.max_identity(), f64::max);
+                    let want = [
+                        sum(&xs),
+                        min(&xs),
+                        max(&xs),
+                        sum(upto),
+                        min(upto),
+                        max(upto),
+                        sum(before),
+                        min(before),
+                        max(before),
+                        b[0],
+                        b[1],
+                        b[2],
+                    ];
+                    for (r, &wv) in want.iter().enumerate() {
+                        let at = (i * 12 + r) * t.bytes;
+                        let have = t.decode(&got[at..at + t.bytes]);
+                        let wv = t.decode(&t.encode(wv));
+                        assert_eq!(
+                            have, wv,
+                            "{} {global:?}/{local:?} work-item {i} (local {lane} of {size}) result {r}",
+                            t.name
+                        );
+                    }
+                    let all = xs.iter().all(|&v| v > 0.0) as u32;
+                    let any = xs.iter().any(|&v| v > 5.0) as u32;
                     assert_eq!((got_votes[i * 2] != 0) as u32, all, "{} all at {i}", t.name);
                     assert_eq!(
                         (got_votes[i * 2 + 1] != 0) as u32,

@@ -210,6 +210,8 @@ impl Device {
         ];
         if self.has_subgroups() {
             f.push("__opencl_c_subgroups");
+            // Lowered to sub-group steps (see the rewriter's groups pass).
+            f.push("__opencl_c_work_group_collective_functions");
         }
         f
     }

@@ -32,3 +32,26 @@ kernel void sg_ops(global const T *in, global T *out, global int *votes) {
 }
 #endif
 
+#ifdef T
+// Work-group collectives; two calls of each kind, so the shared scratch is
+// reused.
+kernel void wg_ops(global const T *in, global T *out, global int *votes) {
+    size_t g = get_global_linear_id();
+    T x = in[g];
+    global T *o = out + g * 12;
+    o[0] = work_group_reduce_add(x);
+    o[1] = work_group_reduce_min(x);
+    o[2] = work_group_reduce_max(x);
+    o[3] = work_group_scan_inclusive_add(x);
+    o[4] = work_group_scan_inclusive_min(x);
+    o[5] = work_group_scan_inclusive_max(x);
+    o[6] = work_group_scan_exclusive_add(x);
+    o[7] = work_group_scan_exclusive_min(x);
+    o[8] = work_group_scan_exclusive_max(x);
+    o[9] = work_group_broadcast(x, get_local_size(0) - 1);
+    o[10] = work_group_broadcast(x, 0, get_local_size(1) - 1);
+    o[11] = work_group_broadcast(x, 0, 0, get_local_size(2) - 1);
+    votes[g * 2 + 0] = work_group_all(x > (T)0);
+    votes[g * 2 + 1] = work_group_any(x > (T)5);
+}
+#endif

@@ -31,6 +31,10 @@ pub struct DeviceCaps {
     /// shaderSubgroupExtendedTypes: sub-group arithmetic on 64-bit and
     /// 16-bit types.
     pub subgroup_extended_types: bool,
+    /// The sub-group width (VkPhysicalDeviceSubgroupProperties::subgroupSize).
+    pub subgroup_size: u32,
+    /// The largest work-group the device runs.
+    pub max_work_group_size: u32,
     /// VkPhysicalDeviceLimits::maxPushConstantsSize; 0 means Vulkan's
     /// guaranteed minimum (128).
     pub max_push_constants: u32,

@@ -119,7 +119,14 @@ fn rewrite_module(
     let (push, block) = interface::run(&mut ctx, fid, &kernel.args, caps.max_push_constants)?;
     let scratch = relocate::run(&mut ctx, fid, &block)?;
     lap("relocate");
-    let flat = groups::run(&mut ctx, &block)?;
+    // Work-group collectives need sub-group arithmetic and the device's
+    // sub-group width.
+    let levels =
+        (caps.subgroup_size > 0 && caps.subgroup_ops & 0x4 != 0).then_some(groups::Levels {
+            subgroup_size: caps.subgroup_size,
+            max_work_group_size: caps.max_work_group_size,
+        });
+    let flat = groups::run(&mut ctx, &block, levels)?;
     builtins::run(&mut ctx, &block, flat)?;
     lap("interface");
     addressing::run(&mut ctx)?;
