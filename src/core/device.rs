@@ -175,11 +175,11 @@ impl Device {
             ext.push(("cl_khr_int64_base_atomics", make_version(1, 0, 0)));
             ext.push(("cl_khr_int64_extended_atomics", make_version(1, 0, 0)));
         }
-        if self.has_subgroups() {
-            ext.push(("cl_khr_subgroups", make_version(1, 0, 0)));
-            // The cl_khr_subgroup_* extensions wait for the front end to
-            // emit SPIR-V 1.3, where OpGroupNonUniform* appear.
-        }
+        // Sub-groups are offered as the OpenCL 3.0 feature only: the
+        // cl_khr_subgroups extension requires independent forward progress,
+        // which Vulkan does not promise. The cl_khr_subgroup_* extensions
+        // wait for the front end to emit SPIR-V 1.3, where
+        // OpGroupNonUniform* appear.
         if self.info.pci.is_some() {
             ext.push(("cl_khr_pci_bus_info", make_version(1, 0, 0)));
         }
@@ -313,7 +313,7 @@ impl Device {
     }
 
     /// Whether kernels may use sub-groups: the built-ins, votes, broadcast
-    /// and arithmetic (what cl_khr_subgroups needs).
+    /// and arithmetic (what `__opencl_c_subgroups` needs).
     pub fn has_subgroups(&self) -> bool {
         let need = 0x1 | 0x2 | 0x4 | 0x8;
         self.subgroup_operations() & need == need
