@@ -245,12 +245,12 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_PREFERRED_PLATFORM_ATOMIC_ALIGNMENT
         | CL_DEVICE_PREFERRED_GLOBAL_ATOMIC_ALIGNMENT
         | CL_DEVICE_PREFERRED_LOCAL_ATOMIC_ALIGNMENT => info(0u32),
-        CL_DEVICE_MAX_NUM_SUB_GROUPS => info(0u32),
+        CL_DEVICE_MAX_NUM_SUB_GROUPS => info(d.max_num_sub_groups()),
         CL_DEVICE_SUB_GROUP_INDEPENDENT_FORWARD_PROGRESS => info(false),
         CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES => info(d.atomic_capabilities()),
         CL_DEVICE_ATOMIC_FENCE_CAPABILITIES => info(d.atomic_capabilities()),
         CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT => info(true),
-        CL_DEVICE_WORK_GROUP_COLLECTIVE_FUNCTIONS_SUPPORT => info(false),
+        CL_DEVICE_WORK_GROUP_COLLECTIVE_FUNCTIONS_SUPPORT => info(d.has_subgroups()),
         CL_DEVICE_GENERIC_ADDRESS_SPACE_SUPPORT => info(true),
         CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => info(d.subgroup_size() as usize),
         CL_DEVICE_LATEST_CONFORMANCE_VERSION_PASSED => info("v0000-01-01-00"),

@@ -373,14 +373,24 @@ pub(crate) unsafe extern "C" fn clCreateEventFromEGLSyncKHR(
 }
 
 pub(crate) unsafe extern "C" fn clGetKernelSubGroupInfoKHR(
-    _in_kernel: cl_kernel,
-    _in_device: cl_device_id,
-    _param_name: cl_kernel_sub_group_info,
-    _input_value_size: usize,
-    _input_value: *const c_void,
-    _param_value_size: usize,
-    _param_value: *mut c_void,
-    _param_value_size_ret: *mut usize,
+    in_kernel: cl_kernel,
+    in_device: cl_device_id,
+    param_name: cl_kernel_sub_group_info,
+    input_value_size: usize,
+    input_value: *const c_void,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
 ) -> cl_int {
-    unsupported("clGetKernelSubGroupInfoKHR")
+    crate::api::kernel::get_kernel_sub_group_info(
+        "clGetKernelSubGroupInfoKHR",
+        in_kernel,
+        in_device,
+        param_name,
+        input_value_size,
+        input_value,
+        param_value_size,
+        param_value,
+        param_value_size_ret,
+    )
 }

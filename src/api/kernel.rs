@@ -953,18 +953,119 @@ pub unsafe extern "C" fn clEnqueueNativeKernel(
     unsupported("clEnqueueNativeKernel")
 }
 
+/// The answer to a clGetKernelSubGroupInfo query. Sub-groups are laid out
+/// along the local linear id, `subgroup_size` work-items each (the kernel
+/// runs as a 1-D Vulkan work-group), so the answers follow from the local
+/// size alone.
+fn sub_group_info(
+    k: &Kernel,
+    d: &Device,
+    param: cl_kernel_sub_group_info,
+    input: &[u8],
+    output_size: usize,
+) -> Info {
+    if !d.has_subgroups() {
+        return err(CL_INVALID_OPERATION);
+    }
+    let width = d.subgroup_size() as usize;
+    let word = std::mem::size_of::<usize>();
+    let max_wg = match k.info.reqd_work_group_size {
+        Some([x, y, z]) => (x * y * z) as usize,
+        None => d.max_work_group_size(),
+    };
+    // A local size of 1 to 3 dimensions, as an array of size_t.
+    let local = || -> ClResult<usize> {
+        if input.is_empty() || input.len() % word != 0 || input.len() / word > 3 {
+            return err(CL_INVALID_VALUE);
+        }
+        Ok(input
+            .chunks_exact(word)
+            .map(|c| usize::from_ne_bytes(c.try_into().unwrap_or_default()))
+            .product())
+    };
+    match param {
+        CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE => info(width.min(local()?)),
+        CL_KERNEL_SUB_GROUP_COUNT_FOR_NDRANGE => info(local()?.div_ceil(width)),
+        CL_KERNEL_LOCAL_SIZE_FOR_SUB_GROUP_COUNT => {
+            if input.len() != word {
+                return err(CL_INVALID_VALUE);
+            }
+            let count = usize::from_ne_bytes(input.try_into().unwrap_or_default());
+            let dims = output_size / word;
+            if !(1..=3).contains(&dims) && output_size != 0 {
+                return err(CL_INVALID_VALUE);
+            }
+            let mut size = vec![0usize; dims.clamp(1, 3)];
+            let x = count.saturating_mul(width);
+            if count > 0 && x <= max_wg && x <= d.max_work_item_sizes()[0] {
+                size[0] = x;
+                for s in size.iter_mut().skip(1) {
+                    *s = 1;
+                }
+            }
+            Ok(size.iter().flat_map(|v| v.to_ne_bytes()).collect())
+        }
+        CL_KERNEL_MAX_NUM_SUB_GROUPS => info(max_wg.div_ceil(width)),
+        // vkcl has no attribute that fixes the number of sub-groups.
+        CL_KERNEL_COMPILE_NUM_SUB_GROUPS => info(0usize),
+        _ => invalid_param(param),
+    }
+}
+
+/// clGetKernelSubGroupInfo and its cl_khr_subgroups form.
+// The C entry point's parameters, passed through.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn get_kernel_sub_group_info(
+    name: &'static str,
+    kernel: cl_kernel,
+    device: cl_device_id,
+    param_name: cl_kernel_sub_group_info,
+    input_value_size: usize,
+    input_value: *const c_void,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> cl_int {
+    api_call(name, || {
+        let k = Handle::<Kernel>::from_raw(kernel)?;
+        let d = kernel_device(&k, device)?;
+        let input: &[u8] = if input_value.is_null() || input_value_size == 0 {
+            if input_value_size != 0 {
+                return err(CL_INVALID_VALUE);
+            }
+            &[]
+        } else {
+            // SAFETY: the application passes an input of the size it states.
+            unsafe { std::slice::from_raw_parts(input_value.cast::<u8>(), input_value_size) }
+        };
+        let answer = sub_group_info(&k, &d, param_name, input, param_value_size);
+        // SAFETY: the application passes buffers of the sizes it states.
+        unsafe { write_info(answer, param_value_size, param_value, param_value_size_ret) }
+    })
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clGetKernelSubGroupInfo(
-    _kernel: cl_kernel,
-    _device: cl_device_id,
-    _param_name: cl_kernel_sub_group_info,
-    _input_value_size: usize,
-    _input_value: *const c_void,
-    _param_value_size: usize,
-    _param_value: *mut c_void,
-    _param_value_size_ret: *mut usize,
+    kernel: cl_kernel,
+    device: cl_device_id,
+    param_name: cl_kernel_sub_group_info,
+    input_value_size: usize,
+    input_value: *const c_void,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
 ) -> cl_int {
-    unsupported("clGetKernelSubGroupInfo")
+    get_kernel_sub_group_info(
+        "clGetKernelSubGroupInfo",
+        kernel,
+        device,
+        param_name,
+        input_value_size,
+        input_value,
+        param_value_size,
+        param_value,
+        param_value_size_ret,
+    )
 }
 
 #[unsafe(no_mangle)]

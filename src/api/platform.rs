@@ -127,6 +127,7 @@ fn extension_function(name: &[u8]) -> *mut c_void {
         b"clSetKernelArgDevicePointerEXT" => {
             crate::api::kernel::clSetKernelArgDevicePointerEXT as *mut c_void
         }
+        b"clGetKernelSubGroupInfoKHR" => crate::api::ext::clGetKernelSubGroupInfoKHR as *mut c_void,
         _ => std::ptr::null_mut(),
     }
 }

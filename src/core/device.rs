@@ -193,6 +193,11 @@ impl Device {
             ext.push(("cl_khr_int64_base_atomics", make_version(1, 0, 0)));
             ext.push(("cl_khr_int64_extended_atomics", make_version(1, 0, 0)));
         }
+        // Sub-groups are offered as the OpenCL 3.0 feature only: the
+        // cl_khr_subgroups extension requires independent forward progress,
+        // which Vulkan does not promise. The cl_khr_subgroup_* extensions
+        // wait for the front end to emit SPIR-V 1.3, where
+        // OpGroupNonUniform* appear.
         if self.info.pci.is_some() {
             ext.push(("cl_khr_pci_bus_info", make_version(1, 0, 0)));
         }
@@ -246,7 +251,21 @@ impl Device {
         if self.has_fp64() {
             features.push("__opencl_c_fp64");
         }
+        if self.has_subgroups() {
+            features.push("__opencl_c_subgroups");
+            // Lowered to sub-group steps (see the rewriter's groups pass).
+            features.push("__opencl_c_work_group_collective_functions");
+        }
         features
+    }
+
+    /// The most sub-groups a work-group may have (0 without sub-groups).
+    pub fn max_num_sub_groups(&self) -> u32 {
+        if !self.has_subgroups() {
+            return 0;
+        }
+        let s = self.subgroup_size() as usize;
+        self.max_work_group_size().div_ceil(s) as u32
     }
 
     /// `CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES`, matching the features above.
@@ -291,7 +310,13 @@ impl Device {
     }
 
     pub fn max_work_group_size(&self) -> usize {
-        self.info.props.limits.max_compute_work_group_invocations as usize
+        let l = &self.info.props.limits;
+        let mut max = l.max_compute_work_group_invocations as usize;
+        // Kernels with sub-groups run as 1-D Vulkan work-groups.
+        if self.has_subgroups() {
+            max = max.min(l.max_compute_work_group_size[0] as usize);
+        }
+        max
     }
 
     pub fn max_work_item_sizes(&self) -> [usize; 3] {
@@ -315,6 +340,26 @@ impl Device {
 
     pub fn subgroup_size(&self) -> u32 {
         self.info.props11.subgroup_size.max(1)
+    }
+
+    /// The sub-group operations (VkSubgroupFeatureFlags) compute shaders
+    /// have, 0 when the compute stage has none.
+    pub fn subgroup_operations(&self) -> u32 {
+        let p = &self.info.props11;
+        if p.subgroup_supported_stages
+            .contains(ash::vk::ShaderStageFlags::COMPUTE)
+        {
+            p.subgroup_supported_operations.as_raw()
+        } else {
+            0
+        }
+    }
+
+    /// Whether kernels may use sub-groups: the built-ins, votes, broadcast
+    /// and arithmetic (what `__opencl_c_subgroups` needs).
+    pub fn has_subgroups(&self) -> bool {
+        let need = 0x1 | 0x2 | 0x4 | 0x8;
+        self.subgroup_operations() & need == need
     }
 
     /// Nanoseconds per timestamp tick, rounded up as `size_t` needs.

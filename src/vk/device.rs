@@ -106,6 +106,7 @@ impl LogicalDevice {
             .storage_push_constant8(h12.storage_push_constant8 != 0)
             .shader_int8(h12.shader_int8 != 0)
             .shader_float16(h12.shader_float16 != 0)
+            .shader_subgroup_extended_types(h12.shader_subgroup_extended_types != 0)
             .shader_buffer_int64_atomics(h12.shader_buffer_int64_atomics != 0)
             .shader_shared_int64_atomics(h12.shader_shared_int64_atomics != 0)
             .vulkan_memory_model(h12.vulkan_memory_model != 0)

@@ -139,6 +139,7 @@ cl_api! {
     clGetKernelInfo: clGetKernelInfo_t,
     clGetKernelArgInfo: clGetKernelArgInfo_t,
     clGetKernelWorkGroupInfo: clGetKernelWorkGroupInfo_t,
+    clGetKernelSubGroupInfo: clGetKernelSubGroupInfo_t,
     clEnqueueNDRangeKernel: clEnqueueNDRangeKernel_t,
     clGetHostTimer: clGetHostTimer_t,
     clCreatePipe: clCreatePipe_t,

@@ -41,20 +41,19 @@ fn builtin_of(ctx: &Ctx, var: Word) -> Option<BuiltIn> {
 pub fn workgroup_size(ctx: &mut Ctx) -> Word {
     let u32t = ctx.uint(32);
     let v3 = ctx.vector(u32t, 3);
-    // The vector made here, not OpenCL's variable of the same built-in.
-    let ours = ctx.module.annotations.iter().find_map(|a| {
-        (a.operands.get(1..3)
-            == Some(&[
-                Operand::Decoration(Decoration::BuiltIn),
-                Operand::BuiltIn(BuiltIn::WorkgroupSize),
-            ]))
-        .then(|| id_at(a, 0))
-        .flatten()
-        .filter(|&t| {
-            ctx.global(t)
-                .is_some_and(|g| g.class.opcode == Op::SpecConstantComposite)
+    // The vector made here (its first component is SpecId 0), not OpenCL's
+    // variable of the same built-in.
+    let ours = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|g| g.class.opcode == Op::SpecConstantComposite)
+        .find(|g| {
+            id_at(g, 0).is_some_and(|c| {
+                ctx.decoration_literal(c, Decoration::SpecId) == Some(LOCAL_SIZE_SPEC_IDS[0])
+            })
         })
-    });
+        .and_then(|g| g.result_id);
     if let Some(id) = ours {
         return id;
     }
@@ -83,6 +82,58 @@ pub fn workgroup_size(ctx: &mut Ctx) -> Word {
         vec![Operand::BuiltIn(BuiltIn::WorkgroupSize)],
     );
     id
+}
+
+/// Runs the kernel as 1-D Vulkan work-groups of the OpenCL work-group's
+/// linear size: Vulkan's WorkgroupSize becomes (x * y * z, 1, 1) while
+/// [`workgroup_size`] stays OpenCL's, and local ids are computed from the
+/// local linear index. Sub-groups then follow the local linear id, as
+/// drivers lay out sub-groups along x.
+pub fn flatten_workgroup(ctx: &mut Ctx) {
+    let ours = workgroup_size(ctx);
+    ctx.module.annotations.retain(|a| {
+        !(id_at(a, 0) == Some(ours)
+            && a.operands.get(1) == Some(&Operand::Decoration(Decoration::BuiltIn)))
+    });
+    let u32t = ctx.uint(32);
+    let v3 = ctx.vector(u32t, 3);
+    let comps: Vec<Word> = ctx
+        .global(ours)
+        .map(|g| (0..3).filter_map(|k| id_at(g, k)).collect())
+        .unwrap_or_default();
+    let spec_mul = |ctx: &mut Ctx, a: Word, b: Word| {
+        let r = ctx.fresh();
+        ctx.module.types_global_values.push(Instruction::new(
+            Op::SpecConstantOp,
+            Some(u32t),
+            Some(r),
+            vec![
+                Operand::LiteralSpecConstantOpInteger(Op::IMul),
+                Operand::IdRef(a),
+                Operand::IdRef(b),
+            ],
+        ));
+        r
+    };
+    let xy = spec_mul(ctx, comps[0], comps[1]);
+    let xyz = spec_mul(ctx, xy, comps[2]);
+    let one = ctx.const_u32(1);
+    let flat = ctx.fresh();
+    ctx.module.types_global_values.push(Instruction::new(
+        Op::SpecConstantComposite,
+        Some(v3),
+        Some(flat),
+        vec![
+            Operand::IdRef(xyz),
+            Operand::IdRef(one),
+            Operand::IdRef(one),
+        ],
+    ));
+    ctx.decorate(
+        flat,
+        Decoration::BuiltIn,
+        vec![Operand::BuiltIn(BuiltIn::WorkgroupSize)],
+    );
 }
 
 /// A new 32-bit Vulkan built-in input variable.
@@ -136,7 +187,7 @@ fn extract(ctx: &mut Ctx, code: &mut Vec<Instruction>, ty: Word, v: Word, k: u32
     r
 }
 
-pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
+pub fn run(ctx: &mut Ctx, block: &Block, flat: bool) -> Result<(), String> {
     // OpenCL built-in variables and what they are.
     let vars: Vec<(Word, BuiltIn)> = ctx
         .module
@@ -173,6 +224,11 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
             | BuiltIn::GlobalSize
             | BuiltIn::GlobalOffset
             | BuiltIn::WorkDim => &[],
+            // Vulkan's own, kept by the sub-group pass.
+            BuiltIn::SubgroupSize
+            | BuiltIn::SubgroupId
+            | BuiltIn::SubgroupLocalInvocationId
+            | BuiltIn::NumSubgroups => continue,
             other => {
                 return Err(format!(
                     "the work-item built-in {other:?} is not supported yet"
@@ -180,6 +236,12 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
             }
         };
         for &n in needs {
+            // Flat work-groups compute the local id from the index.
+            let n = if flat && n == BuiltIn::LocalInvocationId {
+                BuiltIn::LocalInvocationIndex
+            } else {
+                n
+            };
             vk_vars
                 .entry(n)
                 .or_insert_with(|| vulkan_input(ctx, n, n != BuiltIn::LocalInvocationIndex));
@@ -209,6 +271,35 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
         ));
         v
     };
+    // The id within the work-group.
+    let local_id =
+        |ctx: &mut Ctx, code: &mut Vec<Instruction>, vk: &HashMap<BuiltIn, Word>, flat: bool| {
+            if !flat {
+                return unop(ctx, code, Op::Load, v3, vk[&BuiltIn::LocalInvocationId]);
+            }
+            let i = unop(
+                ctx,
+                code,
+                Op::Load,
+                u32t,
+                vk[&BuiltIn::LocalInvocationIndex],
+            );
+            let size = workgroup_size(ctx);
+            let sx = extract(ctx, code, u32t, size, 0);
+            let sy = extract(ctx, code, u32t, size, 1);
+            let x = binop(ctx, code, Op::UMod, u32t, i, sx);
+            let t = binop(ctx, code, Op::UDiv, u32t, i, sx);
+            let y = binop(ctx, code, Op::UMod, u32t, t, sy);
+            let z = binop(ctx, code, Op::UDiv, u32t, t, sy);
+            let v = ctx.fresh();
+            code.push(Instruction::new(
+                Op::CompositeConstruct,
+                Some(v3),
+                Some(v),
+                vec![Operand::IdRef(x), Operand::IdRef(y), Operand::IdRef(z)],
+            ));
+            v
+        };
     // The group id across the whole NDRange.
     let group_id = |ctx: &mut Ctx, code: &mut Vec<Instruction>, vk: &HashMap<BuiltIn, Word>| {
         let w = unop(ctx, code, Op::Load, v3, vk[&BuiltIn::WorkgroupId]);
@@ -222,7 +313,7 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
         let g = group_id(ctx, code, vk);
         let e = vec3_from_push(ctx, code, block.enqueued_local_size);
         let base = binop(ctx, code, Op::IMul, v3, g, e);
-        let l = unop(ctx, code, Op::Load, v3, vk[&BuiltIn::LocalInvocationId]);
+        let l = local_id(ctx, code, vk, flat);
         binop(ctx, code, Op::IAdd, v3, base, l)
     };
     // Values loaded from OpenCL built-in variables, by what they hold.
@@ -302,6 +393,7 @@ pub fn run(ctx: &mut Ctx, block: &Block) -> Result<(), String> {
                     BuiltIn::LocalInvocationIndex => {
                         (unop(ctx, &mut code, Op::Load, u32t, vk_vars[&kind]), u32t)
                     }
+                    BuiltIn::LocalInvocationId => (local_id(ctx, &mut code, &vk_vars, flat), v3),
                     _ => (unop(ctx, &mut code, Op::Load, v3, vk_vars[&kind]), v3),
                 };
                 // Widen to the OpenCL type (size_t vectors, or uint).

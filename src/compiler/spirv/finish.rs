@@ -25,9 +25,93 @@ pub struct DeviceCaps {
     pub storage8: bool,
     pub storage16: bool,
     pub int64_atomics: bool,
+    /// VkPhysicalDeviceSubgroupProperties::supportedOperations, when the
+    /// compute stage has sub-group operations (else 0).
+    pub subgroup_ops: u32,
+    /// shaderSubgroupExtendedTypes: sub-group arithmetic on 64-bit and
+    /// 16-bit types.
+    pub subgroup_extended_types: bool,
+    /// The sub-group width (VkPhysicalDeviceSubgroupProperties::subgroupSize).
+    pub subgroup_size: u32,
+    /// The largest work-group the device runs.
+    pub max_work_group_size: u32,
     /// VkPhysicalDeviceLimits::maxPushConstantsSize; 0 means Vulkan's
     /// guaranteed minimum (128).
     pub max_push_constants: u32,
+}
+
+/// The GroupNonUniform* capabilities of the sub-group built-ins and
+/// operations in use, refused when the device lacks them.
+fn subgroup_capabilities(
+    ctx: &Ctx,
+    caps: &DeviceCaps,
+    need: &mut Vec<Capability>,
+) -> Result<(), String> {
+    use crate::compiler::spirv::groups::{capability_of, feature_bit};
+    use rspirv::spirv::BuiltIn;
+    let mut wanted: Vec<Capability> = Vec::new();
+    let mut extended = false;
+    if ctx.module.annotations.iter().any(|a| {
+        matches!(
+            a.operands.get(2),
+            Some(Operand::BuiltIn(
+                BuiltIn::SubgroupSize
+                    | BuiltIn::SubgroupId
+                    | BuiltIn::SubgroupLocalInvocationId
+                    | BuiltIn::NumSubgroups
+            ))
+        )
+    }) {
+        wanted.push(Capability::GroupNonUniform);
+    }
+    let widths: std::collections::HashMap<Word, u32> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|t| matches!(t.class.opcode, Op::TypeInt | Op::TypeFloat))
+        .filter_map(|t| match t.operands.first() {
+            Some(Operand::LiteralBit32(w)) => Some((t.result_id?, *w)),
+            _ => None,
+        })
+        .collect();
+    for i in ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| &f.blocks)
+        .flat_map(|b| &b.instructions)
+    {
+        if let Some(c) = capability_of(i.class.opcode) {
+            if !wanted.contains(&Capability::GroupNonUniform) {
+                wanted.push(Capability::GroupNonUniform);
+            }
+            if !wanted.contains(&c) {
+                wanted.push(c);
+            }
+            if c == Capability::GroupNonUniformArithmetic
+                && i.result_type
+                    .and_then(|t| widths.get(&t))
+                    .is_some_and(|&w| w != 32)
+            {
+                extended = true;
+            }
+        }
+    }
+    for c in wanted {
+        if caps.subgroup_ops & feature_bit(c) == 0 {
+            return Err(format!(
+                "the device lacks sub-group operations ({c:?}) in compute shaders"
+            ));
+        }
+        need.push(c);
+    }
+    if extended && !caps.subgroup_extended_types {
+        return Err(
+            "the device lacks sub-group arithmetic on 64- and 16-bit types (shaderSubgroupExtendedTypes)"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
@@ -131,6 +215,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
             need.push(*c);
         }
     }
+    subgroup_capabilities(ctx, caps, &mut need)?;
     ctx.module.capabilities = need
         .into_iter()
         .map(|c| Instruction::new(Op::Capability, None, None, vec![Operand::Capability(c)]))

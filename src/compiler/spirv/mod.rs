@@ -13,6 +13,7 @@ pub mod ctx;
 pub mod exact;
 pub mod extinst;
 pub mod finish;
+pub mod groups;
 pub mod half;
 pub mod images;
 pub mod inline;
@@ -151,7 +152,15 @@ fn rewrite_module(
     let data = module_data::run(&mut ctx, fid, &block, &program)?;
     let scratch = relocate::run(&mut ctx, fid, &block)?;
     lap("relocate");
-    builtins::run(&mut ctx, &block)?;
+    // Work-group collectives need sub-group arithmetic and the device's
+    // sub-group width.
+    let levels =
+        (caps.subgroup_size > 0 && caps.subgroup_ops & 0x4 != 0).then_some(groups::Levels {
+            subgroup_size: caps.subgroup_size,
+            max_work_group_size: caps.max_work_group_size,
+        });
+    let flat = groups::run(&mut ctx, &block, levels)?;
+    builtins::run(&mut ctx, &block, flat)?;
     lap("interface");
     addressing::run(&mut ctx)?;
     lap("addressing");
