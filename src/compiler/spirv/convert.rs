@@ -284,29 +284,39 @@ fn round_narrowed_float(e: &mut Emit, x: Word, sty: Word, rty: Word, mode: FPRou
     let r = e.op(Op::FConvert, rty, &[x]);
     let back = e.op(Op::FConvert, sty, &[r]);
     let bits = e.op(Op::Bitcast, it, &[r]);
+    let above = e.op(Op::FOrdGreaterThan, bt, &[back, x]);
+    let below = e.op(Op::FOrdLessThan, bt, &[back, x]);
+    let chosen = step_for_mode(e, bits, it, bt, mode, above, below);
+    e.op(Op::Bitcast, rty, &[chosen])
+}
+
+/// The bits of a correctly rounded float, moved one step toward rounding
+/// mode `mode`'s direction where it lies on the wrong side of the exact
+/// value (`above` or `below` it). Away from zero adds one to the bits,
+/// toward zero takes one away.
+fn step_for_mode(
+    e: &mut Emit,
+    bits: Word,
+    it: Word,
+    bt: Word,
+    mode: FPRoundingMode,
+    above: Word,
+    below: Word,
+) -> Word {
     let one = e.konst(it, 1);
     let (up, down) = (
         e.op(Op::IAdd, it, &[bits, one]),
         e.op(Op::ISub, it, &[bits, one]),
     );
     let negative = e.is_negative(bits, it);
-    let step_needed = match mode {
-        FPRoundingMode::RTZ => {
-            // Rounded away from zero: |back| > |x|.
-            let pos_over = e.op(Op::FOrdGreaterThan, bt, &[back, x]);
-            let neg_over = e.op(Op::FOrdLessThan, bt, &[back, x]);
-            e.select(bt, negative, neg_over, pos_over)
-        }
-        FPRoundingMode::RTP => e.op(Op::FOrdLessThan, bt, &[back, x]),
-        _ => e.op(Op::FOrdGreaterThan, bt, &[back, x]),
+    let (step_needed, stepped) = match mode {
+        // Rounded away from zero: above a positive value, below a negative.
+        FPRoundingMode::RTZ => (e.select(bt, negative, below, above), down),
+        // Upward: away from zero for positive values, toward for negative.
+        FPRoundingMode::RTP => (below, e.select(it, negative, down, up)),
+        _ => (above, e.select(it, negative, up, down)),
     };
-    let stepped = match mode {
-        FPRoundingMode::RTZ => down,
-        FPRoundingMode::RTP => e.select(it, negative, down, up),
-        _ => e.select(it, negative, up, down),
-    };
-    let chosen = e.select(it, step_needed, stepped, bits);
-    e.op(Op::Bitcast, rty, &[chosen])
+    e.select(it, step_needed, stepped, bits)
 }
 
 /// Moves the correctly rounded conversion `r` of integer `x` one step
@@ -333,31 +343,9 @@ fn round_int_to_float(
     // 64 bits for 32-bit sources).
     let exact = e.op(if signed { Op::SConvert } else { Op::UConvert }, i64t, &[x]);
     let back = e.op(Op::ConvertFToS, i64t, &[r]);
-    let (less, greater) = (Op::SLessThan, Op::SGreaterThan);
     let bits = e.op(Op::Bitcast, it, &[r]);
-    let one = e.konst(it, 1);
-    let (up, down) = (
-        e.op(Op::IAdd, it, &[bits, one]),
-        e.op(Op::ISub, it, &[bits, one]),
-    );
-    // Away from zero adds one to the bits; toward zero takes one away.
-    let negative = e.is_negative(bits, it);
-    let step_needed = match mode {
-        FPRoundingMode::RTZ => {
-            // Rounded away from zero: |back| > |exact|.
-            let pos_over = e.op(greater, bt, &[back, exact]);
-            let neg_over = e.op(less, bt, &[back, exact]);
-            e.select(bt, negative, neg_over, pos_over)
-        }
-        FPRoundingMode::RTP => e.op(less, bt, &[back, exact]),
-        _ => e.op(greater, bt, &[back, exact]),
-    };
-    let stepped = match mode {
-        FPRoundingMode::RTZ => down,
-        // Upward: away from zero for positive values, toward for negative.
-        FPRoundingMode::RTP => e.select(it, negative, down, up),
-        _ => e.select(it, negative, up, down),
-    };
-    let chosen = e.select(it, step_needed, stepped, bits);
+    let above = e.op(Op::SGreaterThan, bt, &[back, exact]);
+    let below = e.op(Op::SLessThan, bt, &[back, exact]);
+    let chosen = step_for_mode(e, bits, it, bt, mode, above, below);
     Ok(e.op(Op::Bitcast, rty, &[chosen]))
 }

@@ -228,6 +228,21 @@ impl Ctx {
 
     /// Orders types, constants and variables so that each comes after
     /// what it refers to (keeping the order otherwise).
+    /// Removes the module-scope definitions of `gone`, with their names,
+    /// their decorations and their places in the entry points' interfaces.
+    pub fn forget_globals(&mut self, gone: &std::collections::HashSet<Word>) {
+        let named = |i: &Instruction| id_at(i, 0).is_some_and(|t| gone.contains(&t));
+        let m = &mut self.module;
+        m.types_global_values
+            .retain(|i| i.result_id.is_none_or(|r| !gone.contains(&r)));
+        m.annotations.retain(|a| !named(a));
+        m.debug_names.retain(|a| !named(a));
+        for e in &mut m.entry_points {
+            e.operands
+                .retain(|o| !matches!(o, Operand::IdRef(x) if gone.contains(x)));
+        }
+    }
+
     pub fn sort_globals(&mut self) {
         let items = std::mem::take(&mut self.module.types_global_values);
         let index: std::collections::HashMap<Word, usize> = items
@@ -336,6 +351,27 @@ impl Prologue {
         ));
         id
     }
+}
+
+/// Puts `code` at the start of the kernel function `fid`, after its
+/// variables.
+pub fn insert_at_kernel_start(
+    functions: &mut [rspirv::dr::Function],
+    fid: Word,
+    code: Vec<Instruction>,
+) -> Result<(), String> {
+    let kernel = functions
+        .iter_mut()
+        .find(|f| f.def.as_ref().and_then(|d| d.result_id) == Some(fid))
+        .ok_or("kernel function missing")?;
+    let entry = kernel.blocks.first_mut().ok_or("kernel without code")?;
+    let at = entry
+        .instructions
+        .iter()
+        .position(|i| i.class.opcode != Op::Variable)
+        .unwrap_or(entry.instructions.len());
+    entry.instructions.splice(at..at, code);
+    Ok(())
 }
 
 pub fn id_at(i: &Instruction, n: usize) -> Option<Word> {

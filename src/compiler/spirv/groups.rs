@@ -743,19 +743,7 @@ pub fn run(ctx: &mut Ctx, block: &Block, caps: Option<Levels>) -> Result<bool, S
         .copied()
         .filter(|&v| Some(v) != width)
         .collect();
-    ctx.module
-        .types_global_values
-        .retain(|i| !i.result_id.is_some_and(|r| gone.contains(&r)));
-    ctx.module
-        .annotations
-        .retain(|a| !id_at(a, 0).is_some_and(|t| gone.contains(&t)));
-    ctx.module
-        .debug_names
-        .retain(|a| !id_at(a, 0).is_some_and(|t| gone.contains(&t)));
-    for ep in &mut ctx.module.entry_points {
-        ep.operands
-            .retain(|o| !matches!(o, Operand::IdRef(t) if gone.contains(t)));
-    }
+    ctx.forget_globals(&gone.into_iter().collect());
     if uses_subgroups {
         flatten_workgroup(ctx);
     }

@@ -30,7 +30,7 @@ use std::collections::{HashMap, HashSet};
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{Decoration, MemoryAccess, Op, StorageClass, Word};
 
-use crate::compiler::spirv::ctx::{Ctx, Prologue, id_at, ids_used};
+use crate::compiler::spirv::ctx::{Ctx, Prologue, id_at, ids_used, insert_at_kernel_start};
 use crate::compiler::spirv::interface::{Block, MODULE_DATA, header_address};
 use crate::compiler::spirv::reflect::{self, is_packed, layout};
 
@@ -268,16 +268,7 @@ pub fn run(
             }
         }
     }
-    ctx.module
-        .types_global_values
-        .retain(|i| i.result_id.is_none_or(|r| !gone.contains(&r)));
-    let mentions_gone = |i: &Instruction| id_at(i, 0).is_some_and(|t| gone.contains(&t));
-    ctx.module.annotations.retain(|a| !mentions_gone(a));
-    ctx.module.debug_names.retain(|a| !mentions_gone(a));
-    for e in &mut ctx.module.entry_points {
-        e.operands
-            .retain(|o| !matches!(o, Operand::IdRef(x) if gone.contains(x)));
-    }
+    ctx.forget_globals(&gone);
     for f in &mut ctx.module.functions {
         for i in f.all_inst_iter_mut() {
             for o in &mut i.operands {
@@ -295,19 +286,7 @@ pub fn run(
         }
     }
     clamp_table_indexes(ctx, &constant_tables)?;
-    let kernel = ctx
-        .module
-        .functions
-        .iter_mut()
-        .find(|f| f.def.as_ref().and_then(|d| d.result_id) == Some(fid))
-        .ok_or("kernel function missing")?;
-    let entry = kernel.blocks.first_mut().ok_or("kernel without code")?;
-    let at = entry
-        .instructions
-        .iter()
-        .position(|i| i.class.opcode != Op::Variable)
-        .unwrap_or(entry.instructions.len());
-    entry.instructions.splice(at..at, p.code);
+    insert_at_kernel_start(&mut ctx.module.functions, fid, p.code)?;
     Ok(Some(data))
 }
 

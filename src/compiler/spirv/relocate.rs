@@ -42,7 +42,7 @@ use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{BuiltIn, Decoration, MemoryAccess, Op, StorageClass, Word};
 
 use crate::compiler::spirv::ctx::Prologue;
-use crate::compiler::spirv::ctx::{Ctx, id_at, ids_used};
+use crate::compiler::spirv::ctx::{Ctx, id_at, ids_used, insert_at_kernel_start};
 use crate::compiler::spirv::interface::{
     Block, SCRATCH, SCRATCH_BYTES, SCRATCH_PRIVATE_BYTES, header_address, header_word,
 };
@@ -1198,32 +1198,11 @@ fn rewrite(
             }
         }
     }
-    // The prologue goes after the kernel's variables.
-    let kernel = functions
-        .iter_mut()
-        .find(|f| f.def.as_ref().and_then(|d| d.result_id) == Some(fid))
-        .ok_or("kernel function missing")?;
-    let entry = kernel.blocks.first_mut().ok_or("kernel without code")?;
-    let at = entry
-        .instructions
-        .iter()
-        .position(|i| i.class.opcode != Op::Variable)
-        .unwrap_or(entry.instructions.len());
-    entry.instructions.splice(at..at, p.code);
+    insert_at_kernel_start(&mut functions, fid, p.code)?;
     ctx.module.functions = functions;
 
     // Relocated local variables leave the module scope.
-    let gone: HashSet<Word> = relocated.clone();
-    ctx.module
-        .types_global_values
-        .retain(|g| !g.result_id.is_some_and(|r| gone.contains(&r)));
-    ctx.module
-        .annotations
-        .retain(|d| !id_at(d, 0).is_some_and(|t| gone.contains(&t)));
-    for ep in &mut ctx.module.entry_points {
-        ep.operands
-            .retain(|o| !matches!(o, Operand::IdRef(t) if gone.contains(t)));
-    }
+    ctx.forget_globals(relocated);
     generic_types_in_memory_become_global(ctx);
     drop_generic_types(ctx)?;
     Ok(scratch)
