@@ -21,12 +21,6 @@ both_ways!(
 
 const SOURCE: &str = include_str!("kernels/data.cl");
 
-fn f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
-
 fn u64s(b: &[u8]) -> Vec<u64> {
     b.chunks_exact(8)
         .map(|c| u64::from_le_bytes(c.try_into().unwrap()))

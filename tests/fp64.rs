@@ -34,18 +34,6 @@ fn has_fp64(cl: &Cl) -> bool {
     ext.split(' ').any(|e| e == "cl_khr_fp64")
 }
 
-fn f64s(b: &[u8]) -> Vec<f64> {
-    b.chunks_exact(8)
-        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
-
-fn f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
-
 /// The spacing of f64 values at the magnitude of `r`.
 fn ulp(r: f64) -> f64 {
     let a = r.abs();

@@ -26,18 +26,6 @@ both_ways!(
 const SOURCE: &str = include_str!("kernels/globals.cl");
 const OPTIONS: &str = "-cl-std=CL3.0";
 
-fn i64s(b: &[u8]) -> Vec<i64> {
-    b.chunks_exact(8)
-        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
-
-fn i32s(b: &[u8]) -> Vec<i32> {
-    b.chunks_exact(4)
-        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
-
 /// Another kernel of the program `k` belongs to (released by the caller).
 fn sibling(cl: &Cl, k: cl_kernel, name: &str) -> cl_kernel {
     let mut p: cl_program = null_mut();

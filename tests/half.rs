@@ -23,12 +23,6 @@ fn half_value(h: u16) -> f64 {
     }
 }
 
-fn f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
-
 fn u16s(b: &[u8]) -> Vec<u16> {
     b.chunks_exact(2)
         .map(|c| u16::from_le_bytes(c.try_into().unwrap()))

@@ -18,12 +18,6 @@ both_ways!(
 
 const SOURCE: &str = include_str!("kernels/math.cl");
 
-fn f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
-
 /// The spacing of f32 values at the magnitude of `r`.
 fn ulp(r: f64) -> f64 {
     let a = r.abs();

@@ -42,18 +42,6 @@ both_ways!(
 const SOURCE: &str = include_str!("kernels/pointers.cl");
 const OPTIONS: &str = "-cl-std=CL3.0";
 
-fn f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
-
-fn i32s(b: &[u8]) -> Vec<i32> {
-    b.chunks_exact(4)
-        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
-
 fn float_reinterpreted_as_bytes(cl: &Cl) {
     let n = 64usize;
     let input: Vec<f32> = (0..n).map(|k| k as f32 * 1.375 - 20.5).collect();

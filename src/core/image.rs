@@ -16,7 +16,7 @@ use opencl_sys::*;
 use crate::core::context::Context;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::format::FormatEntry;
-use crate::core::memory::{Buffer, HostPtr, MemDestructor, Staging};
+use crate::core::memory::{Buffer, HostPtr, MemDestructor, MemDestructors, Staging};
 use crate::core::object::{Callback, ClObject, Handle};
 use crate::core::queue::{Queue, RecordFn, Work};
 use crate::vk::image::{DeviceImage, ImageShape};
@@ -174,20 +174,14 @@ pub struct Image {
     pub storage: Arc<DeviceImage>,
     pub properties: Vec<cl_mem_properties>,
     maps: Mutex<Vec<ImageMapping>>,
-    destructors: Mutex<Vec<Callback<MemDestructor>>>,
+    destructors: MemDestructors,
 }
 
 impl ClObject for Image {
     const INVALID: i32 = CL_INVALID_MEM_OBJECT;
 
     fn on_destroy(&self, handle: *mut c_void) {
-        let callbacks =
-            std::mem::take(&mut *self.destructors.lock().unwrap_or_else(|e| e.into_inner()));
-        for cb in callbacks.into_iter().rev() {
-            // SAFETY: the application registered this callback for this
-            // object's destruction; the handle is only passed back.
-            unsafe { (cb.func)(handle as cl_mem, cb.user_data) };
-        }
+        self.destructors.run(handle);
     }
 }
 
@@ -237,7 +231,7 @@ impl Image {
             storage: Arc::new(storage),
             properties,
             maps: Mutex::new(Vec::new()),
-            destructors: Mutex::new(Vec::new()),
+            destructors: MemDestructors::default(),
         };
         if let Some((src, layout)) = host {
             let region = desc.dims();
@@ -331,10 +325,7 @@ impl Image {
     }
 
     pub fn add_destructor(&self, cb: Callback<MemDestructor>) {
-        self.destructors
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(cb);
+        self.destructors.add(cb);
     }
 
     pub fn maps(&self) -> MutexGuard<'_, Vec<ImageMapping>> {

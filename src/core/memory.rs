@@ -22,6 +22,27 @@ use crate::vk::memory::{BufferUse, DeviceBuffer, HostBuffer};
 
 pub type MemDestructor = unsafe extern "C" fn(cl_mem, *mut c_void);
 
+/// The destructor callbacks of a memory object (buffer or image).
+#[derive(Default)]
+pub struct MemDestructors(Mutex<Vec<Callback<MemDestructor>>>);
+
+impl MemDestructors {
+    pub fn add(&self, cb: Callback<MemDestructor>) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(cb);
+    }
+
+    /// Calls each once, most recently registered first, as the
+    /// specification requires.
+    pub fn run(&self, handle: *mut c_void) {
+        let callbacks = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        for cb in callbacks.into_iter().rev() {
+            // SAFETY: the application registered this callback for this
+            // object's destruction; the handle is only passed back.
+            unsafe { (cb.func)(handle as cl_mem, cb.user_data) };
+        }
+    }
+}
+
 /// An address in application memory, carried across threads. The
 /// application guarantees it stays valid until the command using it
 /// completes, as the specification requires.
@@ -105,20 +126,14 @@ pub struct Buffer {
     pub storage: Arc<DeviceBuffer>,
     pub properties: Vec<cl_mem_properties>,
     maps: Mutex<Vec<Mapping>>,
-    destructors: Mutex<Vec<Callback<MemDestructor>>>,
+    destructors: MemDestructors,
 }
 
 impl ClObject for Buffer {
     const INVALID: i32 = CL_INVALID_MEM_OBJECT;
 
     fn on_destroy(&self, handle: *mut c_void) {
-        let callbacks =
-            std::mem::take(&mut *self.destructors.lock().unwrap_or_else(|e| e.into_inner()));
-        for cb in callbacks.into_iter().rev() {
-            // SAFETY: the application registered this callback for this
-            // object's destruction; the handle is only passed back.
-            unsafe { (cb.func)(handle as cl_mem, cb.user_data) };
-        }
+        self.destructors.run(handle);
     }
 }
 
@@ -162,7 +177,7 @@ impl Buffer {
             storage,
             properties,
             maps: Mutex::new(Vec::new()),
-            destructors: Mutex::new(Vec::new()),
+            destructors: MemDestructors::default(),
         }))
     }
 
@@ -229,7 +244,7 @@ impl Buffer {
             storage: parent.storage.clone(),
             properties: Vec::new(),
             maps: Mutex::new(Vec::new()),
-            destructors: Mutex::new(Vec::new()),
+            destructors: MemDestructors::default(),
         })
     }
 
@@ -242,10 +257,7 @@ impl Buffer {
     }
 
     pub fn add_destructor(&self, cb: Callback<MemDestructor>) {
-        self.destructors
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(cb);
+        self.destructors.add(cb);
     }
 
     pub fn maps(&self) -> MutexGuard<'_, Vec<Mapping>> {

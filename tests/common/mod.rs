@@ -614,6 +614,31 @@ impl Drop for Setup<'_> {
     }
 }
 
+/// Little-endian values read back from a buffer's bytes.
+pub fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+pub fn f64s(b: &[u8]) -> Vec<f64> {
+    b.chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+pub fn i32s(b: &[u8]) -> Vec<i32> {
+    b.chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+pub fn i64s(b: &[u8]) -> Vec<i64> {
+    b.chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
 pub fn bytes_of<T: Copy>(v: &[T]) -> Vec<u8> {
     // SAFETY: plain numbers viewed as bytes.
     unsafe {

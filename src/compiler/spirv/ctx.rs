@@ -198,14 +198,7 @@ impl Ctx {
     /// The literal operand of decoration `d` on `id` (SpecId, Alignment,
     /// ...), if `id` has it.
     pub fn decoration_literal(&self, id: Word, d: rspirv::spirv::Decoration) -> Option<u32> {
-        self.module.annotations.iter().find_map(|a| {
-            (id_at(a, 0) == Some(id) && a.operands.get(1) == Some(&Operand::Decoration(d)))
-                .then(|| match a.operands.get(2) {
-                    Some(Operand::LiteralBit32(x)) => Some(*x),
-                    _ => None,
-                })
-                .flatten()
-        })
+        decoration_literal(&self.module, id, d)
     }
 
     pub fn member_decorate(
@@ -351,6 +344,18 @@ impl Prologue {
         ));
         id
     }
+}
+
+/// The literal of decoration `d` on `id` (SpecId, Alignment, ...).
+pub fn decoration_literal(module: &Module, id: Word, d: rspirv::spirv::Decoration) -> Option<u32> {
+    module.annotations.iter().find_map(|a| {
+        (id_at(a, 0) == Some(id) && a.operands.get(1) == Some(&Operand::Decoration(d)))
+            .then(|| match a.operands.get(2) {
+                Some(Operand::LiteralBit32(x)) => Some(*x),
+                _ => None,
+            })
+            .flatten()
+    })
 }
 
 /// Puts `code` at the start of the kernel function `fid`, after its

@@ -30,7 +30,9 @@ use std::collections::{HashMap, HashSet};
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{Decoration, MemoryAccess, Op, StorageClass, Word};
 
-use crate::compiler::spirv::ctx::{Ctx, Prologue, id_at, ids_used, insert_at_kernel_start};
+use crate::compiler::spirv::ctx::{
+    Ctx, Prologue, decoration_literal, id_at, ids_used, insert_at_kernel_start,
+};
 use crate::compiler::spirv::interface::{Block, MODULE_DATA, header_address};
 use crate::compiler::spirv::reflect::{self, is_packed, layout};
 
@@ -386,10 +388,13 @@ fn clamp_table_indexes(ctx: &mut Ctx, tables: &HashMap<Word, Word>) -> Result<()
 
 /// The value of an integer constant.
 fn constant_u64(ctx: &Ctx, c: Word) -> Option<u64> {
-    let i = ctx.global(c)?;
-    if i.class.opcode != Op::Constant {
-        return None;
-    }
+    ctx.global(c)
+        .filter(|i| i.class.opcode == Op::Constant)
+        .and_then(literal_bits)
+}
+
+/// The bits of an `OpConstant`'s or `OpSpecConstant`'s value.
+fn literal_bits(i: &Instruction) -> Option<u64> {
     match i.operands.first()? {
         Operand::LiteralBit32(v) => Some(u64::from(*v)),
         Operand::LiteralBit64(v) => Some(*v),
@@ -482,15 +487,7 @@ fn place(
     let mut end = start;
     for &v in vars {
         let (size, align) = pointee_layout(g, v)?;
-        let decorated = module.annotations.iter().find_map(|a| {
-            (a.class.opcode == Op::Decorate
-                && id_at(a, 0) == Some(v)
-                && a.operands.get(1) == Some(&Operand::Decoration(Decoration::Alignment)))
-            .then(|| match a.operands.get(2) {
-                Some(Operand::LiteralBit32(n)) => *n,
-                _ => 1,
-            })
-        });
+        let decorated = decoration_literal(module, v, Decoration::Alignment);
         let align = u64::from(align.max(decorated.unwrap_or(1)).max(1));
         let at = end.next_multiple_of(align);
         offsets.insert(v, at);
@@ -536,11 +533,7 @@ fn constant_value(g: &Globals, c: Word) -> Option<i64> {
         Some(Operand::LiteralBit32(w)) => *w,
         _ => return None,
     };
-    let raw = match i.operands.first()? {
-        Operand::LiteralBit32(v) => u64::from(*v),
-        Operand::LiteralBit64(v) => *v,
-        _ => return None,
-    };
+    let raw = literal_bits(i)?;
     let shift = 64 - width.min(64);
     Some(((raw << shift) as i64) >> shift)
 }
@@ -666,11 +659,7 @@ fn write_constant(
                 Some(Operand::LiteralBit32(w)) => *w as usize / 8,
                 _ => return Err("constant of unknown width".into()),
             };
-            let raw = match i.operands.first() {
-                Some(Operand::LiteralBit32(v)) => u64::from(*v),
-                Some(Operand::LiteralBit64(v)) => *v,
-                _ => return Err("constant without a value".into()),
-            };
+            let raw = literal_bits(i).ok_or("constant without a value")?;
             put(data, &raw.to_le_bytes()[..width.min(8)]);
             Ok(())
         }
