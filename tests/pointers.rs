@@ -37,6 +37,7 @@ both_ways!(
     half_conversions_through_generic_pointers,
     private_copy_of_a_constant_string,
     generic_pointer_from_an_integer_is_refused,
+    private_and_local_pointers_held_in_memory,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -683,4 +684,29 @@ fn generic_pointer_from_an_integer_is_refused(cl: &Cl) {
         s.enqueue(k, &[4], None, None),
         opencl_sys::CL_INVALID_OPERATION
     );
+}
+
+fn private_and_local_pointers_held_in_memory(cl: &Cl) {
+    let n = 32usize;
+    let data: Vec<i32> = (0..n as i32).map(|k| 7 - k).collect();
+    for options in [OPTIONS, "-cl-std=CL3.0 -cl-opt-disable"] {
+        let mut s = Setup::new(cl);
+        let k = s.kernel(SOURCE, "logical_pointers_in_memory", options);
+        let bd = s.buffer_from(&bytes_of(&data));
+        let out = s.zeroed(8 * n);
+        s.arg(k, 0, &bd);
+        s.arg(k, 1, &out);
+        s.run(k, &[n], Some(&[16]), None);
+        let got = i32s(&cl.read(s.q, out, 0, 8 * n));
+        for i in 0..n {
+            let x = i as i32;
+            let want = data[i] + 50 * x + 300 * x + 5000 * x + (3 << 20) + 3 * x;
+            assert_eq!(got[2 * i], want, "{options}: item {i}");
+            assert_eq!(
+                got[2 * i + 1],
+                if i == 0 { 5 } else { -1 },
+                "{options}: item {i}"
+            );
+        }
+    }
 }

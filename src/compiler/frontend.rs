@@ -358,7 +358,7 @@ impl FrontEnd {
         options: &Options,
         device: &DeviceMacros,
     ) -> Result<Compiled, CompileError> {
-        let mut key = cache::Key::new("opencl-c, SPIR-V 1.0");
+        let mut key = cache::Key::new("opencl-c, SPIR-V 1.0 or 1.3, convergent sub-groups");
         key.add(self.version.as_bytes());
         key.add(options.clang.join("\u{1}").as_bytes());
         key.add(options.cl_std.as_bytes());
@@ -404,7 +404,11 @@ impl FrontEnd {
         // integer widths, the vectoriser's llvm.vector.reduce.*) is built
         // again unoptimised: the driver's compiler
         // optimises what it receives anyway.
-        let translate = |optimise: bool| -> Result<String, String> {
+        let uses_subgroups = source.contains("sub_group_")
+            || headers
+                .iter()
+                .any(|(_, body)| body.windows(10).any(|w| w == b"sub_group_"));
+        let translate = |optimise: bool, spirv_version: &str| -> Result<String, String> {
             let mut clang = Command::new(&self.clang);
             clang
                 .arg("-x")
@@ -427,6 +431,19 @@ impl FrontEnd {
             if options.kernel_arg_info {
                 clang.arg("-cl-kernel-arg-info");
             }
+            if uses_subgroups {
+                // LLVM 15 merges identical calls from both arms of a branch
+                // (and calls that differ in one argument, through a
+                // select) although they are convergent: a non-uniform
+                // sub-group operation would then run with lanes from both
+                // arms.
+                clang.args([
+                    "-mllvm",
+                    "-simplifycfg-sink-common=false",
+                    "-mllvm",
+                    "-simplifycfg-hoist-common=false",
+                ]);
+            }
             clang.arg("-o").arg(&bc).arg(&src).current_dir(dir);
             let out = clang
                 .output()
@@ -439,8 +456,7 @@ impl FrontEnd {
             }
             let out = Command::new(&self.llvm_spirv)
                 .arg("--preserve-ocl-kernel-arg-type-metadata-through-string")
-                // One SPIR-V version for every object, so that they link.
-                .arg("--spirv-max-version=1.0")
+                .arg(format!("--spirv-max-version={spirv_version}"))
                 .arg(&bc)
                 .arg("-o")
                 .arg(&spv)
@@ -452,6 +468,17 @@ impl FrontEnd {
             } else {
                 Err(log)
             }
+        };
+        // SPIR-V 1.0 wherever it suffices, so that objects link with the
+        // widest range of tools; the cl_khr_subgroup_* built-ins exist only
+        // as SPIR-V 1.3's OpGroupNonUniform* instructions, which llvm-spirv
+        // refuses (by aborting) below that version.
+        let translate = |optimise: bool| match translate(optimise, "1.0") {
+            Err(log) if log.contains("isAllowedToUseVersion") => {
+                log::debug!(target: "vkcl::compiler", "the program needs SPIR-V 1.3");
+                translate(optimise, "1.3")
+            }
+            other => other,
         };
         let optimise = !options.opt_disable;
         let log = match translate(optimise) {

@@ -193,11 +193,15 @@ impl Device {
             ext.push(("cl_khr_int64_base_atomics", make_version(1, 0, 0)));
             ext.push(("cl_khr_int64_extended_atomics", make_version(1, 0, 0)));
         }
-        // Sub-groups are offered as the OpenCL 3.0 feature only: the
+        // Sub-groups are offered as the OpenCL 3.0 feature: the
         // cl_khr_subgroups extension requires independent forward progress,
         // which Vulkan does not promise. The cl_khr_subgroup_* extensions
-        // wait for the front end to emit SPIR-V 1.3, where
-        // OpGroupNonUniform* appear.
+        // follow the device's sub-group operations.
+        ext.extend(
+            self.subgroup_extensions()
+                .iter()
+                .map(|&n| (n, make_version(1, 0, 0))),
+        );
         if self.info.pci.is_some() {
             ext.push(("cl_khr_pci_bus_info", make_version(1, 0, 0)));
         }
@@ -345,14 +349,7 @@ impl Device {
     /// The sub-group operations (VkSubgroupFeatureFlags) compute shaders
     /// have, 0 when the compute stage has none.
     pub fn subgroup_operations(&self) -> u32 {
-        let p = &self.info.props11;
-        if p.subgroup_supported_stages
-            .contains(ash::vk::ShaderStageFlags::COMPUTE)
-        {
-            p.subgroup_supported_operations.as_raw()
-        } else {
-            0
-        }
+        self.info.compute_subgroup_operations()
     }
 
     /// Whether kernels may use sub-groups: the built-ins, votes, broadcast
@@ -360,6 +357,37 @@ impl Device {
     pub fn has_subgroups(&self) -> bool {
         let need = 0x1 | 0x2 | 0x4 | 0x8;
         self.subgroup_operations() & need == need
+    }
+
+    /// The cl_khr_subgroup_* extensions: each one is the Vulkan sub-group
+    /// operations of the same name in compute shaders; extended types need
+    /// shaderSubgroupExtendedTypes and 8- and 16-bit integers.
+    pub fn subgroup_extensions(&self) -> Vec<&'static str> {
+        if !self.has_subgroups() {
+            return Vec::new();
+        }
+        let ops = self.subgroup_operations();
+        let mut ext = Vec::new();
+        let f = &self.info;
+        if f.features12.shader_subgroup_extended_types != 0
+            && f.features12.shader_int8 != 0
+            && f.features.shader_int16 != 0
+        {
+            ext.push("cl_khr_subgroup_extended_types");
+        }
+        for (bit, name) in [
+            (0x02, "cl_khr_subgroup_non_uniform_vote"),
+            (0x08, "cl_khr_subgroup_ballot"),
+            (0x04, "cl_khr_subgroup_non_uniform_arithmetic"),
+            (0x10, "cl_khr_subgroup_shuffle"),
+            (0x20, "cl_khr_subgroup_shuffle_relative"),
+            (0x44, "cl_khr_subgroup_clustered_reduce"),
+        ] {
+            if ops & bit == bit {
+                ext.push(name);
+            }
+        }
+        ext
     }
 
     /// Nanoseconds per timestamp tick, rounded up as `size_t` needs.

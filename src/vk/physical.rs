@@ -27,6 +27,19 @@ pub struct PhysicalInfo {
 }
 
 impl PhysicalInfo {
+    /// The sub-group operations (VkSubgroupFeatureFlags) compute shaders
+    /// have, 0 when the compute stage has none.
+    pub fn compute_subgroup_operations(&self) -> u32 {
+        let p = &self.props11;
+        if p.subgroup_supported_stages
+            .contains(vk::ShaderStageFlags::COMPUTE)
+        {
+            p.subgroup_supported_operations.as_raw()
+        } else {
+            0
+        }
+    }
+
     /// # Safety
     /// `pd` must come from `instance`.
     pub unsafe fn query(instance: &ash::Instance, pd: vk::PhysicalDevice) -> Self {
@@ -279,6 +292,30 @@ pub const FEATURES: &[Feature] = &[
         opencl: "OpenCL memory orders and scopes",
         required: false,
         present: |d| d.features12.vulkan_memory_model != 0,
+    },
+    Feature {
+        vulkan: "subgroup basic + vote + arithmetic + ballot (compute)",
+        opencl: "sub-groups and work-group collective functions",
+        required: false,
+        present: |d| d.compute_subgroup_operations() & 0xF == 0xF,
+    },
+    Feature {
+        vulkan: "subgroup shuffle, shuffle relative (compute)",
+        opencl: "cl_khr_subgroup_shuffle, cl_khr_subgroup_shuffle_relative",
+        required: false,
+        present: |d| d.compute_subgroup_operations() & 0x30 == 0x30,
+    },
+    Feature {
+        vulkan: "subgroup clustered (compute)",
+        opencl: "cl_khr_subgroup_clustered_reduce",
+        required: false,
+        present: |d| d.compute_subgroup_operations() & 0x40 != 0,
+    },
+    Feature {
+        vulkan: "shaderSubgroupExtendedTypes",
+        opencl: "cl_khr_subgroup_extended_types",
+        required: false,
+        present: |d| d.features12.shader_subgroup_extended_types != 0,
     },
     Feature {
         vulkan: "subgroupSizeControl",

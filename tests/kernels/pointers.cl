@@ -347,3 +347,47 @@ kernel void generic_from_integer(global float *buf, ulong address) {
     float *p = (float *)address;
     buf[get_global_id(0)] = *p;
 }
+
+// Private and local pointers held in memory: a private struct, a __local
+// struct, a program-scope __global struct and a union.
+typedef struct {
+    global int *g;
+    local int *l;
+    private int *p;
+} Ptrs;
+
+global Ptrs ptrs_in_global;
+
+kernel void logical_pointers_in_memory(global int *data, global int *out) {
+    size_t i = get_global_id(0);
+    size_t lid = get_local_id(0);
+    local int lval[64];
+    local Ptrs in_local;
+    int pval = (int)i * 3;
+    lval[lid] = (int)i * 5;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    Ptrs mine = {data + i, lval + lid, &pval};
+    int r = *mine.g + *mine.l * 10 + *mine.p * 100;
+    if (lid == 0) {
+        in_local.g = data;
+        in_local.l = lval;
+        in_local.p = &pval;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    r += in_local.l[lid] * 1000;
+    r += (to_local(in_local.l) != NULL) << 20 | (to_private(mine.p) != NULL) << 21;
+    union {
+        global int *g;
+        private int *p;
+    } u;
+    u.p = &pval;
+    r += *u.p;
+    int g = -1;
+    if (i == 0) {
+        ptrs_in_global.p = &pval;
+        ptrs_in_global.l = lval;
+        g = *ptrs_in_global.p + ptrs_in_global.l[1];
+    }
+    out[2 * i] = r;
+    out[2 * i + 1] = g;
+}

@@ -228,7 +228,12 @@ pub fn run(ctx: &mut Ctx, block: &Block, flat: bool) -> Result<(), String> {
             BuiltIn::SubgroupSize
             | BuiltIn::SubgroupId
             | BuiltIn::SubgroupLocalInvocationId
-            | BuiltIn::NumSubgroups => continue,
+            | BuiltIn::NumSubgroups
+            | BuiltIn::SubgroupEqMask
+            | BuiltIn::SubgroupGeMask
+            | BuiltIn::SubgroupGtMask
+            | BuiltIn::SubgroupLeMask
+            | BuiltIn::SubgroupLtMask => continue,
             other => {
                 return Err(format!(
                     "the work-item built-in {other:?} is not supported yet"

@@ -8,8 +8,8 @@ use std::collections::{HashMap, HashSet};
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{
-    AddressingModel, Capability, Decoration, ExecutionMode, ExecutionModel, MemoryModel, Op,
-    StorageClass, Word,
+    AddressingModel, Capability, Decoration, ExecutionMode, ExecutionModel, GroupOperation,
+    MemoryModel, Op, StorageClass, Word,
 };
 
 use crate::compiler::spirv::builtins::workgroup_size;
@@ -64,16 +64,46 @@ fn subgroup_capabilities(
     }) {
         wanted.push(Capability::GroupNonUniform);
     }
-    let widths: std::collections::HashMap<Word, u32> = ctx
+    if ctx.module.annotations.iter().any(|a| {
+        matches!(
+            a.operands.get(2),
+            Some(Operand::BuiltIn(
+                BuiltIn::SubgroupEqMask
+                    | BuiltIn::SubgroupGeMask
+                    | BuiltIn::SubgroupGtMask
+                    | BuiltIn::SubgroupLeMask
+                    | BuiltIn::SubgroupLtMask
+            ))
+        )
+    }) {
+        wanted.extend([
+            Capability::GroupNonUniform,
+            Capability::GroupNonUniformBallot,
+        ]);
+    }
+    // Scalar types (and vectors, by their components) outside what every
+    // device's sub-group operations take: integers other than 32-bit ones,
+    // and half.
+    let mut extended_types: HashSet<Word> = ctx
         .module
         .types_global_values
         .iter()
-        .filter(|t| matches!(t.class.opcode, Op::TypeInt | Op::TypeFloat))
-        .filter_map(|t| match t.operands.first() {
-            Some(Operand::LiteralBit32(w)) => Some((t.result_id?, *w)),
-            _ => None,
+        .filter(|t| match (t.class.opcode, t.operands.first()) {
+            (Op::TypeInt, Some(Operand::LiteralBit32(w))) => *w != 32,
+            (Op::TypeFloat, Some(Operand::LiteralBit32(w))) => *w == 16,
+            _ => false,
         })
+        .filter_map(|t| t.result_id)
         .collect();
+    let vectors: Vec<Word> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|t| t.class.opcode == Op::TypeVector)
+        .filter(|t| id_at(t, 0).is_some_and(|c| extended_types.contains(&c)))
+        .filter_map(|t| t.result_id)
+        .collect();
+    extended_types.extend(vectors);
     for i in ctx
         .module
         .functions
@@ -88,15 +118,18 @@ fn subgroup_capabilities(
             if !wanted.contains(&c) {
                 wanted.push(c);
             }
-            if c == Capability::GroupNonUniformArithmetic
-                && i.result_type
-                    .and_then(|t| widths.get(&t))
-                    .is_some_and(|&w| w != 32)
-            {
+            if i.result_type.is_some_and(|t| extended_types.contains(&t)) {
                 extended = true;
+            }
+            if i.operands.get(1) == Some(&Operand::GroupOperation(GroupOperation::ClusteredReduce))
+                && !wanted.contains(&Capability::GroupNonUniformClustered)
+            {
+                wanted.push(Capability::GroupNonUniformClustered);
             }
         }
     }
+    let mut seen = HashSet::new();
+    wanted.retain(|c| seen.insert(*c));
     for c in wanted {
         if caps.subgroup_ops & feature_bit(c) == 0 {
             return Err(format!(
@@ -107,7 +140,7 @@ fn subgroup_capabilities(
     }
     if extended && !caps.subgroup_extended_types {
         return Err(
-            "the device lacks sub-group arithmetic on 64- and 16-bit types (shaderSubgroupExtendedTypes)"
+            "the device lacks sub-group operations on 8-, 16- and 64-bit integers and half (shaderSubgroupExtendedTypes)"
                 .into(),
         );
     }

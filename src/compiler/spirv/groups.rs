@@ -501,6 +501,12 @@ fn non_uniform(o: Op) -> Option<Op> {
     })
 }
 
+/// Whether `i`, an operation `o`, is a broadcast from a lane that is not a
+/// constant.
+fn runtime_lane(ctx: &Ctx, o: Op, i: &Instruction) -> bool {
+    o == Op::GroupNonUniformBroadcast && id_at(i, 2).is_some_and(|l| ctx.global(l).is_none())
+}
+
 /// The capability a non-uniform group operation needs.
 pub fn capability_of(o: Op) -> Option<Capability> {
     Some(match o {
@@ -559,7 +565,15 @@ pub fn feature_bit(c: Capability) -> u32 {
 /// Returns whether the kernel uses sub-groups: then it runs as 1-D Vulkan
 /// work-groups (see [`flatten_workgroup`]), so that its sub-groups follow
 /// the local linear id.
-pub fn run(ctx: &mut Ctx, block: &Block, caps: Option<Levels>) -> Result<bool, String> {
+///
+/// `shuffles`: the device has sub-group shuffles, which carry broadcasts
+/// whose lane is not a constant (see below).
+pub fn run(
+    ctx: &mut Ctx,
+    block: &Block,
+    caps: Option<Levels>,
+    shuffles: bool,
+) -> Result<bool, String> {
     let uses_subgroups = ctx.module.annotations.iter().any(|a| {
         matches!(
             a.operands.get(2),
@@ -570,6 +584,11 @@ pub fn run(ctx: &mut Ctx, block: &Block, caps: Option<Levels>) -> Result<bool, S
                     | BuiltIn::NumEnqueuedSubgroups
                     | BuiltIn::SubgroupId
                     | BuiltIn::SubgroupLocalInvocationId
+                    | BuiltIn::SubgroupEqMask
+                    | BuiltIn::SubgroupGeMask
+                    | BuiltIn::SubgroupGtMask
+                    | BuiltIn::SubgroupLeMask
+                    | BuiltIn::SubgroupLtMask
             ))
         )
     }) || ctx
@@ -660,8 +679,28 @@ pub fn run(ctx: &mut Ctx, block: &Block, caps: Option<Levels>) -> Result<bool, S
                     if scope != Some(SUBGROUP) {
                         return Err(format!("{o:?} with scope {scope:?} is not supported yet"));
                     }
+                    // A broadcast from a lane chosen at run time becomes a
+                    // shuffle, which gives the same value when the lane is
+                    // uniform, as OpenCL requires; and the front end's
+                    // optimiser merges broadcasts from two branches into one
+                    // call on a selected lane, which only a shuffle answers
+                    // per invocation.
+                    let nu = if shuffles && runtime_lane(ctx, nu, &i) {
+                        Op::GroupNonUniformShuffle
+                    } else {
+                        nu
+                    };
                     out.push(Instruction::new(
                         nu,
+                        i.result_type,
+                        i.result_id,
+                        i.operands.clone(),
+                    ));
+                    continue;
+                }
+                if shuffles && runtime_lane(ctx, o, &i) {
+                    out.push(Instruction::new(
+                        Op::GroupNonUniformShuffle,
                         i.result_type,
                         i.result_id,
                         i.operands.clone(),
@@ -786,7 +825,7 @@ mod tests {
             enqueued_local_size: 10,
             images: Vec::new(),
         };
-        run(&mut ctx, &block, None).unwrap();
+        run(&mut ctx, &block, None, false).unwrap();
         let ops: Vec<Op> = ctx.module.functions[0].blocks[0]
             .instructions
             .iter()
@@ -827,7 +866,7 @@ mod tests {
             enqueued_local_size: 10,
             images: Vec::new(),
         };
-        let e = run(&mut ctx, &block, None).unwrap_err();
+        let e = run(&mut ctx, &block, None, false).unwrap_err();
         assert!(e.contains("GroupIAdd"), "{e}");
     }
 
@@ -866,7 +905,7 @@ mod tests {
             max_work_group_size: 1024,
         };
         assert_eq!(levels.count(), 4);
-        assert!(run(&mut ctx, &block, Some(levels)).unwrap());
+        assert!(run(&mut ctx, &block, Some(levels), false).unwrap());
         let ops: Vec<Op> = ctx.module.functions[0].blocks[0]
             .instructions
             .iter()

@@ -159,7 +159,8 @@ fn rewrite_module(
             subgroup_size: caps.subgroup_size,
             max_work_group_size: caps.max_work_group_size,
         });
-    let flat = groups::run(&mut ctx, &block, levels)?;
+    let shuffles = caps.subgroup_ops & 0x10 != 0;
+    let flat = groups::run(&mut ctx, &block, levels, shuffles)?;
     builtins::run(&mut ctx, &block, flat)?;
     lap("interface");
     addressing::run(&mut ctx)?;

@@ -319,10 +319,26 @@ fn analyse(ctx: &Ctx) -> Result<Analysis, String> {
                 Op::Load if id_at(i, 0).is_some_and(|p| a.slots.contains_key(&p)) => {
                     a.slots[&id_at(i, 0).expect("a slot")].clone()
                 }
-                Op::Load | Op::CompositeExtract if sc == StorageClass::Generic => {
-                    // A generic pointer from memory: one stored there by
-                    // this kernel, or a global one.
-                    let mut o = a.stored.clone();
+                Op::Load | Op::CompositeExtract
+                    if matches!(
+                        sc,
+                        StorageClass::Generic | StorageClass::Function | StorageClass::Workgroup
+                    ) =>
+                {
+                    // A pointer from memory: one stored there by this
+                    // kernel (which relocated its object), or a global
+                    // one; a device address either way.
+                    let mut o: Vec<Origin> = a
+                        .stored
+                        .iter()
+                        .copied()
+                        .filter(|x| match x {
+                            Origin::Var(v) => {
+                                sc == StorageClass::Generic || a.vars.get(v) == Some(&sc)
+                            }
+                            _ => sc == StorageClass::Generic,
+                        })
+                        .collect();
                     union(&mut o, &[Origin::Class(StorageClass::CrossWorkgroup)]);
                     o
                 }
@@ -741,6 +757,17 @@ fn rewrite(
     let relocated_local = order.iter().any(|v| a.vars[v] == StorageClass::Workgroup);
     ctx.relocated_local |= relocated_local;
 
+    // What slots held before memory types change.
+    let slot_contents: HashMap<Word, (StorageClass, Word)> = a
+        .slots
+        .keys()
+        .filter_map(|&slot| {
+            let (_, content) = a.value_pointer(slot)?;
+            Some((slot, a.pointer_parts(content)?))
+        })
+        .collect();
+    let in_memory = logical_pointers_in_memory_become_global(ctx, a);
+
     // New result types: generic pointers take their class, pointers into
     // relocated objects become global ones.
     let mut retyped: HashMap<Word, Word> = HashMap::new();
@@ -755,6 +782,7 @@ fn rewrite(
         };
         let class = final_class(a, relocated, r, sc)?;
         if class != sc {
+            let pointee = in_memory.get(&pointee).copied().unwrap_or(pointee);
             let nt = ctx.pointer(class, pointee);
             if !a.types.contains_key(&nt)
                 && let Some(g) = ctx.global(nt)
@@ -767,14 +795,15 @@ fn rewrite(
     }
     // Variables holding pointers hold what they now are.
     for (slot, o) in a.slots.clone() {
-        let Some((_, content)) = a.value_pointer(slot) else {
-            continue;
-        };
-        let Some((csc, cpointee)) = a.pointer_parts(content) else {
+        let Some(&(csc, cpointee)) = slot_contents.get(&slot) else {
             continue;
         };
         let class = final_class_of(a, relocated, &o, csc)?;
-        if class == csc {
+        let content_changed = a
+            .value_pointer(slot)
+            .and_then(|(_, c)| a.pointer_parts(c))
+            .is_some_and(|(now, _)| now != csc);
+        if class == csc && !content_changed {
             continue;
         }
         if relocated.contains(&slot) {
@@ -1273,6 +1302,137 @@ fn class_test(
     };
     *out = p.code;
     Ok(Test::When(c))
+}
+
+/// Private and local pointers held in memory other than pointer slots (a
+/// struct member, an array element, a `__local` or `__global` variable)
+/// are device addresses: storing one relocated its object, and loading
+/// one gives a global pointer. Their types become global pointer types
+/// wherever a type names them as a member, an element or a pointee;
+/// slots are typed again from what they hold. Returns the replaced types.
+fn logical_pointers_in_memory_become_global(
+    ctx: &mut Ctx,
+    a: &mut Analysis,
+) -> HashMap<Word, Word> {
+    let logical = |a: &Analysis, t: Word| {
+        a.pointer_parts(t)
+            .is_some_and(|(sc, _)| matches!(sc, StorageClass::Function | StorageClass::Workgroup))
+    };
+    let slot_types: HashSet<Word> = a
+        .slots
+        .keys()
+        .filter_map(|s| a.value_type.get(s).copied())
+        .collect();
+    let mut held: HashSet<Word> = HashSet::new();
+    for t in a.types.values() {
+        match t.class.opcode {
+            Op::TypeStruct | Op::TypeArray | Op::TypeRuntimeArray => {
+                let members = if t.class.opcode == Op::TypeStruct {
+                    t.operands.len()
+                } else {
+                    1
+                };
+                for k in 0..members {
+                    if let Some(m) = id_at(t, k)
+                        && logical(a, m)
+                    {
+                        held.insert(m);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // Pointees of the pointers values have, other than slot variables.
+    for (v, ty) in &a.value_type {
+        if a.slots.contains_key(v) && slot_types.contains(ty) {
+            continue;
+        }
+        if let Some((_, pointee)) = a.pointer_parts(*ty)
+            && logical(a, pointee)
+        {
+            held.insert(pointee);
+        }
+    }
+    if held.is_empty() {
+        return HashMap::new();
+    }
+    let mut held: Vec<Word> = held.into_iter().collect();
+    held.sort_unstable();
+    let map: HashMap<Word, Word> = held
+        .iter()
+        .filter_map(|&p| {
+            let (_, pointee) = a.pointer_parts(p)?;
+            Some((p, ctx.pointer(StorageClass::CrossWorkgroup, pointee)))
+        })
+        .collect();
+    for t in &mut ctx.module.types_global_values {
+        if !matches!(
+            t.class.opcode,
+            Op::TypeStruct | Op::TypeArray | Op::TypeRuntimeArray | Op::TypePointer
+        ) {
+            continue;
+        }
+        for o in &mut t.operands {
+            if let Operand::IdRef(x) = o
+                && let Some(&g) = map.get(x)
+            {
+                *x = g;
+            }
+        }
+    }
+    // Constant aggregates (a variable's initialiser) hold null or
+    // undefined pointers of the replaced types: those of the new ones.
+    let nulls: HashMap<Word, Word> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|c| matches!(c.class.opcode, Op::ConstantNull | Op::Undef))
+        .filter_map(|c| Some((c.result_id?, c.class.opcode, *map.get(&c.result_type?)?)))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|(c, op, g)| {
+            if op == Op::ConstantNull {
+                return (c, ctx.const_null(g));
+            }
+            let u = ctx.fresh();
+            ctx.module.types_global_values.push(Instruction::new(
+                Op::Undef,
+                Some(g),
+                Some(u),
+                vec![],
+            ));
+            (c, u)
+        })
+        .collect();
+    for c in &mut ctx.module.types_global_values {
+        if matches!(
+            c.class.opcode,
+            Op::ConstantComposite | Op::SpecConstantComposite
+        ) {
+            for o in &mut c.operands {
+                if let Operand::IdRef(x) = o
+                    && let Some(&n) = nulls.get(x)
+                {
+                    *x = n;
+                }
+            }
+        }
+    }
+    ctx.sort_globals();
+    for t in &ctx.module.types_global_values {
+        if let Some(r) = t.result_id
+            && a.types.contains_key(&r)
+        {
+            a.types.insert(r, t.clone());
+        }
+    }
+    for &g in map.values() {
+        if let Some(t) = ctx.global(g) {
+            a.types.insert(g, t.clone());
+        }
+    }
+    map
 }
 
 /// Generic pointers held in memory (arrays and structs of pointers,

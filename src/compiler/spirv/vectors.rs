@@ -86,6 +86,13 @@ fn componentwise(op: Op) -> bool {
             | VectorTimesScalar
             | BitCount
             | BitReverse
+            | GroupBroadcast
+            | GroupNonUniformBroadcast
+            | GroupNonUniformBroadcastFirst
+            | GroupNonUniformShuffle
+            | GroupNonUniformShuffleXor
+            | GroupNonUniformShuffleUp
+            | GroupNonUniformShuffleDown
     )
 }
 
