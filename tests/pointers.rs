@@ -38,6 +38,7 @@ both_ways!(
     private_copy_of_a_constant_string,
     generic_pointer_from_an_integer_is_refused,
     private_and_local_pointers_held_in_memory,
+    null_pointers_of_every_address_space,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -708,5 +709,16 @@ fn private_and_local_pointers_held_in_memory(cl: &Cl) {
                 "{options}: item {i}"
             );
         }
+    }
+}
+
+fn null_pointers_of_every_address_space(cl: &Cl) {
+    for options in [OPTIONS, "-cl-std=CL3.0 -cl-opt-disable"] {
+        let mut s = Setup::new(cl);
+        let k = s.kernel(SOURCE, "null_comparisons", options);
+        let out = s.zeroed(4 * 4);
+        s.arg(k, 0, &out);
+        s.run(k, &[4], None, None);
+        assert_eq!(s.words(out, 4), vec![0x1f; 4], "{options}");
     }
 }

@@ -1,8 +1,8 @@
 //! The cl_khr_subgroup_* extensions the device offers: ballots and masks,
 //! non-uniform votes, arithmetic and broadcasts in divergent code (the
 //! even and the odd lanes of each sub-group in different arms of a
-//! branch), shuffles, 8- and 16-bit and 8-component types, clustered
-//! reductions. Each result is checked per work-item against its
+//! branch), shuffles and rotations, 8- and 16-bit and 8-component types,
+//! clustered reductions. Each result is checked per work-item against its
 //! sub-group, with partial work-groups. Extensions the device lacks are
 //! skipped.
 
@@ -11,7 +11,14 @@ mod common;
 use common::*;
 use opencl_sys::*;
 
-both_ways!(ballot, divergent, shuffle, extended_types, clustered);
+both_ways!(
+    ballot,
+    divergent,
+    shuffle,
+    extended_types,
+    clustered,
+    rotate
+);
 
 const SOURCE: &str = include_str!("kernels/subgroup_ext.cl");
 
@@ -240,6 +247,33 @@ fn clustered(cl: &Cl) {
             let cluster = &lanes[first..(first + 4).min(lanes.len())];
             let want = cluster.iter().fold(0u32, |a, &g| a.wrapping_add(x[g]));
             assert_eq!(got[i], want, "work-item {i}");
+        }
+    }
+}
+
+fn rotate(cl: &Cl) {
+    if !has(cl, "cl_khr_subgroup_rotate") {
+        return;
+    }
+    for &(global, local) in SHAPES {
+        let x = inputs(global, 0x31);
+        let (got, w) = run_rows(cl, "sg_rotate", &bytes_of(&x), global, local, 2);
+        // Rotations count lanes modulo the maximum sub-group size; lanes
+        // beyond a partial sub-group give undefined values.
+        let max = w.min(local);
+        for (i, (lanes, lane)) in sub_groups(global, local, w).into_iter().enumerate() {
+            let from = (lane + 3) % max;
+            if from < lanes.len() {
+                assert_eq!(got[2 * i], x[lanes[from]], "rotate, work-item {i}");
+            }
+            let from = (lane & !3) | ((lane + 1) & 3);
+            if from < lanes.len() {
+                assert_eq!(
+                    got[2 * i + 1],
+                    x[lanes[from]],
+                    "clustered rotate, work-item {i}"
+                );
+            }
         }
     }
 }

@@ -401,7 +401,8 @@ impl FrontEnd {
         let spv = dir.join("program.spv");
         // clang, then llvm-spirv; optimised code llvm-spirv cannot
         // translate (the freeze that clang's div/rem pairing adds, odd
-        // integer widths, the vectoriser's llvm.vector.reduce.*) is built
+        // integer widths, the vectoriser's llvm.vector.reduce.*, a null
+        // pointer folded into a cast between named address spaces) is built
         // again unoptimised: the driver's compiler
         // optimises what it receives anyway.
         let uses_subgroups = source.contains("sub_group_")
@@ -457,6 +458,8 @@ impl FrontEnd {
             let out = Command::new(&self.llvm_spirv)
                 .arg("--preserve-ocl-kernel-arg-type-metadata-through-string")
                 .arg(format!("--spirv-max-version={spirv_version}"))
+                // sub_group_rotate; the rewriter makes it a shuffle.
+                .arg("--spirv-ext=+SPV_KHR_subgroup_rotate")
                 .arg(&bc)
                 .arg("-o")
                 .arg(&spv)
@@ -487,7 +490,8 @@ impl FrontEnd {
                 if optimise
                     && (log.contains("Can't translate llvm instruction")
                         || log.contains("InvalidBitWidth")
-                        || log.contains("Unexpected llvm intrinsic")) =>
+                        || log.contains("Unexpected llvm intrinsic")
+                        || log.contains("allowed only to generic")) =>
             {
                 log::debug!(target: "vkcl::compiler", "llvm-spirv cannot translate the optimised program; building it unoptimised: {}", log.trim());
                 translate(false).map_err(fail)?

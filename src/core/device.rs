@@ -380,6 +380,8 @@ impl Device {
             (0x08, "cl_khr_subgroup_ballot"),
             (0x04, "cl_khr_subgroup_non_uniform_arithmetic"),
             (0x10, "cl_khr_subgroup_shuffle"),
+            // Rotations are shuffles from a computed lane.
+            (0x10, "cl_khr_subgroup_rotate"),
             (0x20, "cl_khr_subgroup_shuffle_relative"),
             (0x44, "cl_khr_subgroup_clustered_reduce"),
         ] {

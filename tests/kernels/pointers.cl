@@ -391,3 +391,19 @@ kernel void logical_pointers_in_memory(global int *data, global int *out) {
     out[2 * i] = r;
     out[2 * i + 1] = g;
 }
+
+// Null pointers of every address space compared through generic ones.
+kernel void null_comparisons(global uint *out) {
+    size_t i = get_global_id(0);
+    int value = 7;
+    int *ptr = NULL;
+    local int *lptr = NULL;
+    global int *gptr = NULL;
+    private int *pptr = NULL;
+    uint r = (ptr == lptr) | (ptr == pptr) << 1 | (ptr == gptr) << 2;
+    ptr = lptr;
+    r |= ((gptr == ptr) && (lptr == ptr)) << 3;
+    pptr = &value;
+    r |= (ptr != pptr) << 4;
+    out[i] = r;
+}

@@ -75,3 +75,11 @@ kernel void sg_clustered(global const int *in, global int *out) {
     out[i] = sub_group_clustered_reduce_add(in[i], 4);
 }
 #endif
+
+#if defined(cl_khr_subgroup_rotate)
+kernel void sg_rotate(global const int *in, global int *out) {
+    size_t i = get_global_id(0);
+    out[2 * i] = sub_group_rotate(in[i], 3);
+    out[2 * i + 1] = sub_group_clustered_rotate(in[i], 1, 4);
+}
+#endif

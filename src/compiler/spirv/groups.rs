@@ -501,6 +501,81 @@ fn non_uniform(o: Op) -> Option<Op> {
     })
 }
 
+/// `sub_group_rotate` and `sub_group_clustered_rotate`
+/// (OpGroupNonUniformRotateKHR) become shuffles: from lane (id + delta)
+/// modulo the maximum sub-group size, or within the cluster (whose size
+/// is a power of two) of this lane. The OpenCL built-ins read here are
+/// lowered below like the kernel's own.
+fn lower_rotates(ctx: &mut Ctx, shuffles: bool) -> Result<(), String> {
+    let any = ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| &f.blocks)
+        .flat_map(|b| &b.instructions)
+        .any(|i| i.class.opcode == Op::GroupNonUniformRotateKHR);
+    ctx.module.extensions.retain(|e| {
+        e.operands.first() != Some(&Operand::LiteralString("SPV_KHR_subgroup_rotate".into()))
+    });
+    if !any {
+        return Ok(());
+    }
+    if !shuffles {
+        return Err("sub_group_rotate needs sub-group shuffles, which the device lacks".into());
+    }
+    let u32t = ctx.uint(32);
+    let lane_var = input(ctx, BuiltIn::SubgroupLocalInvocationId);
+    let max_var = input(ctx, BuiltIn::SubgroupMaxSize);
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    for f in &mut functions {
+        for b in &mut f.blocks {
+            let mut out = Vec::with_capacity(b.instructions.len());
+            for i in std::mem::take(&mut b.instructions) {
+                if i.class.opcode != Op::GroupNonUniformRotateKHR {
+                    out.push(i);
+                    continue;
+                }
+                let (scope, value, delta) = match (i.operands.first(), id_at(&i, 1), id_at(&i, 2)) {
+                    (Some(s), Some(v), Some(d)) => (s.clone(), v, d),
+                    _ => return Err("malformed sub-group rotate".into()),
+                };
+                let lane = op(ctx, &mut out, Op::Load, u32t, &[lane_var]);
+                let to = op(ctx, &mut out, Op::IAdd, u32t, &[lane, delta]);
+                let from = match id_at(&i, 3) {
+                    None => {
+                        let max = op(ctx, &mut out, Op::Load, u32t, &[max_var]);
+                        op(ctx, &mut out, Op::UMod, u32t, &[to, max])
+                    }
+                    Some(cluster) => {
+                        let size = ctx
+                            .global(cluster)
+                            .and_then(|c| match c.operands.first() {
+                                Some(Operand::LiteralBit32(v)) => Some(*v),
+                                _ => None,
+                            })
+                            .filter(|v| v.is_power_of_two())
+                            .ok_or("a cluster size that is not a constant power of two")?;
+                        let low = ctx.const_u32(size - 1);
+                        let high = ctx.const_u32(!(size - 1));
+                        let base = op(ctx, &mut out, Op::BitwiseAnd, u32t, &[lane, high]);
+                        let within = op(ctx, &mut out, Op::BitwiseAnd, u32t, &[to, low]);
+                        op(ctx, &mut out, Op::BitwiseOr, u32t, &[base, within])
+                    }
+                };
+                out.push(Instruction::new(
+                    Op::GroupNonUniformShuffle,
+                    i.result_type,
+                    i.result_id,
+                    vec![scope, Operand::IdRef(value), Operand::IdRef(from)],
+                ));
+            }
+            b.instructions = out;
+        }
+    }
+    ctx.module.functions = functions;
+    Ok(())
+}
+
 /// Whether `i`, an operation `o`, is a broadcast from a lane that is not a
 /// constant.
 fn runtime_lane(ctx: &Ctx, o: Op, i: &Instruction) -> bool {
@@ -574,6 +649,7 @@ pub fn run(
     caps: Option<Levels>,
     shuffles: bool,
 ) -> Result<bool, String> {
+    lower_rotates(ctx, shuffles)?;
     let uses_subgroups = ctx.module.annotations.iter().any(|a| {
         matches!(
             a.operands.get(2),

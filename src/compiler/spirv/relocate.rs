@@ -982,6 +982,15 @@ fn rewrite(
                         .and_then(|t| a.value_type.get(&t))
                         .and_then(|&t| a.pointer_parts(t))
                         .map(|x| x.1),
+                    // A null cast to a pointer that became a device
+                    // address: a null device address.
+                    Op::PtrCastToGeneric | Op::GenericCastToPtr | Op::CopyObject | Op::Bitcast
+                        if i.result_type
+                            .and_then(|t| a.pointer_parts(t))
+                            .is_some_and(|(sc, _)| sc == StorageClass::CrossWorkgroup) =>
+                    {
+                        i.result_type
+                    }
                     _ => None,
                 };
                 let as_address = matches!(
@@ -994,8 +1003,11 @@ fn rewrite(
                         continue;
                     };
                     match expected.and_then(|e| Some((e, a.pointer_parts(e)?))) {
-                        Some((_, (StorageClass::CrossWorkgroup, ep))) => {
+                        Some((e, (StorageClass::CrossWorkgroup, ep))) => {
                             *x = null_of(ctx, &mut p, ep);
+                            if i.class.opcode != Op::Store {
+                                a.value_type.insert(*x, e);
+                            }
                         }
                         Some((e, _)) if e != ty => *x = ctx.const_null(e),
                         Some(_) => {}
@@ -1004,6 +1016,36 @@ fn rewrite(
                         }
                         None => {}
                     }
+                }
+                // A pointer that can only be null (unoptimised code keeps
+                // nulls in slots) casts to a null of the new type, and is
+                // address 0.
+                let null_only = |v: Word| {
+                    a.value_pointer(v).is_some()
+                        && a.origins_of(v).iter().all(|o| *o == Origin::Null)
+                };
+                match i.class.opcode {
+                    Op::PtrCastToGeneric | Op::GenericCastToPtr | Op::CopyObject
+                        if id_at(&i, 0).is_some_and(null_only)
+                            && i.result_type.and_then(|t| a.pointer_parts(t)).is_some() =>
+                    {
+                        let rt = i.result_type.ok_or("cast without type")?;
+                        let (sc, pointee) = a.pointer_parts(rt).ok_or("cast to a non-pointer")?;
+                        let null = if sc == StorageClass::CrossWorkgroup {
+                            null_of(ctx, &mut p, pointee)
+                        } else {
+                            ctx.const_null(rt)
+                        };
+                        subst.insert(i.result_id.ok_or("cast without result")?, null);
+                        continue;
+                    }
+                    Op::ConvertPtrToU if id_at(&i, 0).is_some_and(null_only) => {
+                        let rt = i.result_type.ok_or("conversion without type")?;
+                        let zero = ctx.const_int(rt, 0);
+                        subst.insert(i.result_id.ok_or("conversion without result")?, zero);
+                        continue;
+                    }
+                    _ => {}
                 }
                 let ty_of = |v: Word| a.value_type.get(&v).copied();
                 match i.class.opcode {

@@ -93,6 +93,7 @@ fn componentwise(op: Op) -> bool {
             | GroupNonUniformShuffleXor
             | GroupNonUniformShuffleUp
             | GroupNonUniformShuffleDown
+            | GroupNonUniformRotateKHR
     )
 }
 
