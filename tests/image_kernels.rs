@@ -21,6 +21,7 @@ both_ways!(
     read_write_images,
     image_queries,
     argument_errors,
+    every_image_argument_beside_an_argument_block,
 );
 
 const SRC: &str = include_str!("kernels/images.cl");
@@ -735,4 +736,60 @@ fn unnormalized_integral_coordinates(cl: &Cl) {
     t.s.run(k, &[w, h], None, None);
     let got = to_floats(&t.read(dst, [w, h, 1], w * h * 4));
     assert_eq!(got, wild, "{}: linear at texel centres", cl.how);
+}
+
+/// All but one of the read images the device reports, a written image, a
+/// sampler and a struct too large for push constants (so an argument
+/// block) in one kernel.
+fn every_image_argument_beside_an_argument_block(cl: &Cl) {
+    let d = cl.device();
+    let max_reads = u32_of(&cl.device_bytes(d, CL_DEVICE_MAX_READ_IMAGE_ARGS).unwrap()) as usize;
+    assert!(
+        max_reads >= 128,
+        "{}: {max_reads} read image arguments",
+        cl.how
+    );
+    // The written image takes one of the shader stage's resources, which
+    // may be no more than the read images' limit.
+    let reads = max_reads - 1;
+    let writes = u32_of(&cl.device_bytes(d, CL_DEVICE_MAX_WRITE_IMAGE_ARGS).unwrap());
+    assert!(writes >= 64, "{}: {writes} write image arguments", cl.how);
+    let samplers = u32_of(&cl.device_bytes(d, CL_DEVICE_MAX_SAMPLERS).unwrap());
+    assert!(samplers >= 16, "{}: {samplers} samplers", cl.how);
+    let mut src = String::from(
+        "typedef struct { uint v[16]; } Big;\nkernel void many(global uint *out, Big big, sampler_t s, write_only image2d_t w",
+    );
+    for k in 0..reads {
+        src.push_str(&format!(", read_only image2d_t i{k}"));
+    }
+    src.push_str(") {\n    uint sum = 0;\n");
+    for k in 0..reads {
+        src.push_str(&format!(
+            "    sum += read_imageui(i{k}, s, (int2)(0, 0)).x * {};\n",
+            k + 1
+        ));
+    }
+    src.push_str("    out[0] = sum;\n    out[1] = big.v[0] + big.v[15];\n    write_imageui(w, (int2)(0, 0), (uint4)(sum, 0, 0, 1));\n}\n");
+    let mut t = Images::new(cl);
+    let k = t.s.kernel(&src, "many", "");
+    let r8 = fmt(CL_R, CL_UNSIGNED_INT8);
+    let r32 = fmt(CL_R, CL_UNSIGNED_INT32);
+    let one = desc(CL_MEM_OBJECT_IMAGE2D, 1, 1, 1, 0);
+    let out = t.s.zeroed(8);
+    t.s.arg(k, 0, &out);
+    let big: Vec<u32> = (0..16).map(|v| v * 3 + 1).collect();
+    t.s.arg_bytes(k, 1, &bytes_of(&big));
+    let sampler = t.sampler(false, CL_ADDRESS_CLAMP_TO_EDGE, CL_FILTER_NEAREST);
+    t.s.arg(k, 2, &sampler);
+    let w = t.image(CL_MEM_WRITE_ONLY, r32, one, None);
+    t.s.arg(k, 3, &w);
+    for n in 0..reads {
+        let img = t.image(CL_MEM_READ_ONLY, r8, one, Some(&[(n % 7) as u8]));
+        t.s.arg(k, 4 + n as u32, &img);
+    }
+    t.s.run(k, &[1], None, None);
+    let want: u32 = (0..reads).map(|n| (n % 7) as u32 * (n as u32 + 1)).sum();
+    assert_eq!(t.s.words(out, 2), vec![want, 1 + 46], "{}", cl.how);
+    let got = t.read(w, [1, 1, 1], 4);
+    assert_eq!(u32_of(&got), want, "{}", cl.how);
 }

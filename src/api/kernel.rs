@@ -681,22 +681,14 @@ fn enqueue_ndrange(
                     f.image_channel_order,
                     CL_R | CL_RG | CL_RGB | CL_LUMINANCE | CL_DEPTH
                 );
-                put(
-                    args_to,
-                    *info,
-                    &((f.image_channel_order - CL_R)
-                        | if no_alpha {
-                            crate::compiler::spirv::images::NO_ALPHA
-                        } else {
-                            0
-                        })
-                    .to_ne_bytes(),
-                );
-                put(
-                    args_to,
-                    *info + 4,
-                    &(f.image_channel_data_type - CL_SNORM_INT8).to_ne_bytes(),
-                );
+                let order = (f.image_channel_order - CL_R)
+                    | if no_alpha {
+                        crate::compiler::spirv::images::NO_ALPHA
+                    } else {
+                        0
+                    };
+                locals.push((*info, order));
+                locals.push((*info + 1, f.image_channel_data_type - CL_SNORM_INT8));
                 let b = *binding as usize;
                 views[b] = if types[b] == ash::vk::DescriptorType::SAMPLED_IMAGE {
                     image.storage.sampled_view
@@ -729,7 +721,7 @@ fn enqueue_ndrange(
                 if st.addressing == CL_ADDRESS_REPEAT {
                     flags |= SAMPLER_REPEAT;
                 }
-                put(args_to, *info, &flags.to_ne_bytes());
+                locals.push((*info, flags));
                 keep.push(Box::new(s));
             }
             _ => return err(CL_INVALID_KERNEL_ARGS),

@@ -358,7 +358,8 @@ impl FrontEnd {
         options: &Options,
         device: &DeviceMacros,
     ) -> Result<Compiled, CompileError> {
-        let mut key = cache::Key::new("opencl-c, SPIR-V 1.0 or 1.3, convergent sub-groups");
+        let mut key =
+            cache::Key::new("opencl-c, SPIR-V 1.0 or 1.3, convergent sub-groups, not vectorised");
         key.add(self.version.as_bytes());
         key.add(options.clang.join("\u{1}").as_bytes());
         key.add(options.cl_std.as_bytes());
@@ -401,8 +402,9 @@ impl FrontEnd {
         let spv = dir.join("program.spv");
         // clang, then llvm-spirv; optimised code llvm-spirv cannot
         // translate (the freeze that clang's div/rem pairing adds, odd
-        // integer widths, the vectoriser's llvm.vector.reduce.*, a null
-        // pointer folded into a cast between named address spaces) is built
+        // integer widths, the vectoriser's llvm.vector.reduce.* and its
+        // vectors wider than 16, a null pointer folded into a cast between
+        // named address spaces) is built
         // again unoptimised: the driver's compiler
         // optimises what it receives anyway.
         let uses_subgroups = source.contains("sub_group_")
@@ -417,6 +419,10 @@ impl FrontEnd {
                 .arg(format!("-cl-std={}", options.cl_std))
                 .args(["-target", "spir64-unknown-unknown", "-emit-llvm", "-c"])
                 .arg(if optimise { "-O2" } else { "-O0" })
+                // LLVM's vectorisers make vectors SPIR-V cannot hold (more
+                // than 16 components) and Vulkan's drivers split again:
+                // the driver's compiler vectorises for its own hardware.
+                .args(["-fno-vectorize", "-fno-slp-vectorize"])
                 .arg("-Xclang")
                 .arg(format!("-cl-ext={}", device.cl_ext()))
                 .arg("-include")
@@ -491,7 +497,8 @@ impl FrontEnd {
                     && (log.contains("Can't translate llvm instruction")
                         || log.contains("InvalidBitWidth")
                         || log.contains("Unexpected llvm intrinsic")
-                        || log.contains("allowed only to generic")) =>
+                        || log.contains("allowed only to generic")
+                        || log.contains("Unsupported vector type")) =>
             {
                 log::debug!(target: "vkcl::compiler", "llvm-spirv cannot translate the optimised program; building it unoptimised: {}", log.trim());
                 translate(false).map_err(fail)?

@@ -446,21 +446,27 @@ impl Device {
     }
 
     /// How many (read, write or read-write, sampler) arguments a kernel may
-    /// take: each needs a descriptor (two per sampler), and its info words
-    /// (two per image, one per sampler) travel in push constants after
-    /// vkcl's own header, which all image and sampler arguments share.
+    /// take: each needs a descriptor (two per sampler: a twin for 1D and
+    /// 2D images), within what one shader stage may use; their info words
+    /// are specialization constants. The OpenCL C limits (128 read images,
+    /// 64 written, 16 samplers) cap what is offered.
     pub fn image_arg_limits(&self) -> (u32, u32, u32) {
         if !self.image_support() {
             return (0, 0, 0);
         }
         let l = &self.info.props.limits;
-        let header = crate::compiler::spirv::interface::HEADER;
-        let words = l.max_push_constants_size.saturating_sub(header) / 4;
+        // Images of both kinds share the stage's resources (buffers are
+        // device addresses, not descriptors): a kernel that takes more
+        // than that altogether cannot run.
+        let resources = l.max_per_stage_resources;
         (
-            l.max_per_stage_descriptor_sampled_images.min(words / 2),
-            l.max_per_stage_descriptor_storage_images.min(words / 2),
-            // Each sampler has a twin for 1D and 2D images.
-            (l.max_per_stage_descriptor_samplers / 2).min(words),
+            l.max_per_stage_descriptor_sampled_images
+                .min(resources)
+                .min(128),
+            l.max_per_stage_descriptor_storage_images
+                .min(resources)
+                .min(64),
+            (l.max_per_stage_descriptor_samplers / 2).min(16),
         )
     }
 

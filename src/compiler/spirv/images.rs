@@ -97,11 +97,11 @@ struct Img {
     /// A 1D or 2D image, not an array: sampled with the sampler's twin,
     /// at unnormalized coordinates where the OpenCL sampler takes them.
     direct: bool,
-    info_member: u32,
+    info_spec: u32,
 }
 
-/// What the kernel knows of a sampler: its modes, or the push-constant
-/// member holding them as [`SAMPLER_NORMALIZED`] and friends.
+/// What the kernel knows of a sampler: its modes, or the SpecId of the
+/// word holding them as [`SAMPLER_NORMALIZED`] and friends.
 #[derive(Clone, Copy)]
 enum SamplerInfo {
     Const {
@@ -109,7 +109,7 @@ enum SamplerInfo {
         linear: bool,
         repeat: bool,
     },
-    Member(u32),
+    Spec(u32),
 }
 
 /// Bits of a sampler argument's info word.
@@ -294,7 +294,7 @@ pub fn run(
             let ty = ctx.ty(Op::TypeSampler, vec![]);
             let var = descriptor(ctx, ty, p.binding);
             loads.push((p.id, ty, var));
-            samplers.insert(p.id, SamplerInfo::Member(p.info_member));
+            samplers.insert(p.id, SamplerInfo::Spec(p.info_spec));
             bindings.push(Binding::Sampler);
             continue;
         }
@@ -363,7 +363,7 @@ pub fn run(
                 sampled,
                 coords: dims + arrayed as u32,
                 direct: !arrayed && dims < 3,
-                info_member: p.info_member,
+                info_spec: p.info_spec,
             },
         );
         bindings.push(if sampled {
@@ -630,9 +630,7 @@ pub fn run(
                                 vec![Operand::IdRef(f), Operand::IdRef(half)],
                             )
                         } else {
-                            float_coord(
-                                ctx, &mut out, coord, fsize, k, false, norm, block.var, true,
-                            )?
+                            float_coord(ctx, &mut out, coord, fsize, k, false, norm, true)?
                         }
                     } else if is_int {
                         // Integer coordinates name texels: their centres.
@@ -659,9 +657,7 @@ pub fn run(
                             vec![Operand::IdRef(c), Operand::IdRef(fsize)],
                         )
                     } else {
-                        float_coord(
-                            ctx, &mut out, coord, fsize, k, arrayed, norm, block.var, false,
-                        )?
+                        float_coord(ctx, &mut out, coord, fsize, k, arrayed, norm, false)?
                     };
                     let ops = vec![
                         Operand::IdRef(si),
@@ -674,7 +670,7 @@ pub fn run(
                     // the image's info word says which orders those are.
                     let have = ctx.vector(img.scalar, 4);
                     let sample = emit(ctx, &mut out, Op::ImageSampleExplicitLod, have, ops);
-                    let word = load_member(ctx, &mut out, block.var, img.info_member, u32t);
+                    let word = info_word(ctx, img.info_spec);
                     let bit = ctx.const_u32(NO_ALPHA);
                     let masked = emit(
                         ctx,
@@ -821,8 +817,7 @@ pub fn run(
                         .get(&id(&i, 0)?)
                         .ok_or("a query of an unknown image")?;
                     let format = i.class.opcode == Op::ImageQueryFormat;
-                    let member = img.info_member + format as u32;
-                    let mut v = load_member(ctx, &mut out, block.var, member, u32t);
+                    let mut v = info_word(ctx, img.info_spec + format as u32);
                     if !format {
                         let mask = ctx.const_u32(NO_ALPHA - 1);
                         v = emit(
@@ -907,23 +902,32 @@ pub fn run(
 }
 
 /// Loads push-constant member `member` (a u32) of the block `var`.
-fn load_member(
-    ctx: &mut Ctx,
-    out: &mut Vec<Instruction>,
-    var: Word,
-    member: u32,
-    u32t: Word,
-) -> Word {
-    let ptr = ctx.pointer(StorageClass::PushConstant, u32t);
-    let index = ctx.const_u32(member);
-    let chain = emit(
-        ctx,
-        out,
-        Op::AccessChain,
-        ptr,
-        vec![Operand::IdRef(var), Operand::IdRef(index)],
-    );
-    emit(ctx, out, Op::Load, u32t, vec![Operand::IdRef(chain)])
+/// The specialization constant with SpecId `spec` (an image's or a
+/// sampler's info word), made once.
+fn info_word(ctx: &mut Ctx, spec: u32) -> Word {
+    let existing = ctx.module.annotations.iter().find_map(|d| {
+        (d.class.opcode == Op::Decorate
+            && d.operands.get(1) == Some(&Operand::Decoration(Decoration::SpecId))
+            && d.operands.get(2) == Some(&Operand::LiteralBit32(spec)))
+        .then(|| match d.operands.first() {
+            Some(Operand::IdRef(id)) => Some(*id),
+            _ => None,
+        })
+        .flatten()
+    });
+    if let Some(id) = existing {
+        return id;
+    }
+    let u32t = ctx.uint(32);
+    let id = ctx.fresh();
+    ctx.module.types_global_values.push(Instruction::new(
+        Op::SpecConstant,
+        Some(u32t),
+        Some(id),
+        vec![Operand::LiteralBit32(0)],
+    ));
+    ctx.decorate(id, Decoration::SpecId, vec![Operand::LiteralBit32(spec)]);
+    id
 }
 
 /// A float coordinate as Vulkan's normalized samplers take it: texel
@@ -942,7 +946,6 @@ fn float_coord(
     k: u32,
     arrayed: bool,
     info: SamplerInfo,
-    block_var: Word,
     direct: bool,
 ) -> Result<Word, String> {
     let u32t = ctx.uint(32);
@@ -961,8 +964,8 @@ fn float_coord(
             Cond::Static(!normalized),
             Cond::Static(repeat),
         ),
-        SamplerInfo::Member(m) => {
-            let flags = load_member(ctx, out, block_var, m, u32t);
+        SamplerInfo::Spec(spec) => {
+            let flags = info_word(ctx, spec);
             let mut bit = |ctx: &mut Ctx, mask: u32, set: bool| {
                 let mask = ctx.const_u32(mask);
                 let and = emit(

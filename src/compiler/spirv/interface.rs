@@ -45,18 +45,26 @@ pub enum Slot {
     /// A `__local` buffer: its size (in elements of `elem_size` bytes)
     /// is specialization constant `spec_id`.
     Local { spec_id: u32, elem_size: u32 },
-    /// An image: its view at `binding` of descriptor set 0, and at
-    /// `info` two words, its channel order and channel data type (less
-    /// CLK_R and CLK_SNORM_INT8, as the SPIR-V queries return them; the
-    /// order word has `images::NO_ALPHA` set for orders without alpha).
+    /// An image: its view at `binding` of descriptor set 0, and as
+    /// specialization constants `info` and `info + 1`, its channel order
+    /// and channel data type (less CLK_R and CLK_SNORM_INT8, as the SPIR-V
+    /// queries return them; the order word has `images::NO_ALPHA` set for
+    /// orders without alpha).
     Image { binding: u32, info: u32 },
-    /// A sampler at `binding`, and at `info` a word of its modes
-    /// (`images::SAMPLER_NORMALIZED`, `SAMPLER_LINEAR`, `SAMPLER_REPEAT`).
+    /// A sampler at `binding`, and as specialization constant `info` a
+    /// word of its modes (`images::SAMPLER_NORMALIZED`, `SAMPLER_LINEAR`,
+    /// `SAMPLER_REPEAT`).
     Sampler { binding: u32, info: u32 },
 }
 
 /// SpecIds of `__local` argument sizes start after the work-group size.
 pub const FIRST_LOCAL_SPEC_ID: u32 = 3;
+
+/// SpecIds of image and sampler info words: two per binding from here.
+/// They take no push-constant room, so the number of image arguments is
+/// Vulkan's descriptor limit; a kernel gets one pipeline per combination
+/// of formats and sampler modes it meets.
+pub const FIRST_IMAGE_SPEC_ID: u32 = 0x9000;
 
 /// The push-constant block the host fills for a dispatch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -154,9 +162,35 @@ pub struct Block {
 pub struct ImageParam {
     pub id: Word,
     pub binding: u32,
-    /// Member index of its first info word in the push-constant block.
-    pub info_member: u32,
+    /// The SpecId of its first info word ([`Slot::Image`]).
+    pub info_spec: u32,
     pub sampler: bool,
+}
+
+/// An image or sampler argument: the next binding, and its info words as
+/// specialization constants.
+fn image_slot(
+    sampler: bool,
+    pid: Word,
+    pty: Word,
+    images: &mut Vec<ImageParam>,
+    slots: &mut Vec<Slot>,
+    undefs: &mut Vec<(Word, Word)>,
+) {
+    let binding = images.len() as u32;
+    let info = FIRST_IMAGE_SPEC_ID + 2 * binding;
+    images.push(ImageParam {
+        id: pid,
+        binding,
+        info_spec: info,
+        sampler,
+    });
+    slots.push(if sampler {
+        Slot::Sampler { binding, info }
+    } else {
+        Slot::Image { binding, info }
+    });
+    undefs.push((pid, pty));
 }
 
 fn ctx_pointer_parts(
@@ -297,33 +331,14 @@ pub fn run(
                 locals.push((pid, pty, pointee, spec_id));
             }
             ArgKind::Image | ArgKind::Sampler => {
-                let sampler = a.kind == ArgKind::Sampler;
-                let binding = images.len() as u32;
-                offset = offset.next_multiple_of(4);
-                images.push(ImageParam {
-                    id: pid,
-                    binding,
-                    info_member: members.len() as u32,
-                    sampler,
-                });
-                if sampler {
-                    slots.push(Slot::Sampler {
-                        binding,
-                        info: offset,
-                    });
-                } else {
-                    slots.push(Slot::Image {
-                        binding,
-                        info: offset,
-                    });
-                }
-                undefs.push((pid, pty));
-                members.push((u32t, offset));
-                offset += 4;
-                if !sampler {
-                    members.push((u32t, offset));
-                    offset += 4;
-                }
+                image_slot(
+                    a.kind == ArgKind::Sampler,
+                    pid,
+                    pty,
+                    &mut images,
+                    &mut slots,
+                    &mut undefs,
+                );
             }
         }
     }
@@ -382,10 +397,14 @@ pub fn run(
                     locals.push((pid, pty, pointee, spec_id));
                 }
                 ArgKind::Image | ArgKind::Sampler => {
-                    return Err(format!(
-                        "image and sampler argument {} beside arguments that need an argument block is not supported yet",
-                        a.name
-                    ));
+                    image_slot(
+                        a.kind == ArgKind::Sampler,
+                        pid,
+                        pty,
+                        &mut images,
+                        &mut slots,
+                        &mut undefs,
+                    );
                 }
             }
         }
