@@ -611,6 +611,37 @@ fn argument_errors(cl: &Cl) {
     assert_eq!(set(1, &lum), CL_INVALID_ARG_VALUE);
     let r = unsafe { cl.clSetKernelArg.unwrap()(k, 0, 4, (&img3 as *const cl_mem).cast()) };
     assert_eq!(r, CL_INVALID_ARG_SIZE);
+    // Images kernels may only read are not written, nor read those they
+    // may only write.
+    let ro = t.image(CL_MEM_READ_ONLY, fmt(CL_RGBA, CL_FLOAT), d2, None);
+    let wo = t.image(CL_MEM_WRITE_ONLY, fmt(CL_RGBA, CL_FLOAT), d2, None);
+    assert_eq!(set(0, &wo), CL_INVALID_ARG_VALUE);
+    assert_eq!(set(1, &ro), CL_INVALID_ARG_VALUE);
+    assert_eq!(set(0, &ro), CL_SUCCESS);
+    assert_eq!(set(1, &wo), CL_SUCCESS);
+    // Formats for read_write arguments only where kernels have them.
+    let d = cl.device();
+    let rw_args = u32_of(
+        &cl.device_bytes(d, CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS)
+            .unwrap(),
+    );
+    let mut n = 0;
+    let r = unsafe {
+        cl.clGetSupportedImageFormats.unwrap()(
+            t.s.c,
+            CL_MEM_KERNEL_READ_AND_WRITE,
+            CL_MEM_OBJECT_IMAGE2D,
+            0,
+            null_mut(),
+            &mut n,
+        )
+    };
+    assert_eq!(r, CL_SUCCESS);
+    assert_eq!(
+        n == 0,
+        rw_args == 0,
+        "{n} read-write formats, {rw_args} arguments"
+    );
     // A sampler argument takes samplers only.
     let ks = t.s.kernel(SRC, "sample_2d", "");
     let r = unsafe {
@@ -770,8 +801,15 @@ fn every_image_argument_beside_an_argument_block(cl: &Cl) {
         ));
     }
     src.push_str("    out[0] = sum;\n    out[1] = big.v[0] + big.v[15];\n    write_imageui(w, (int2)(0, 0), (uint4)(sum, 0, 0, 1));\n}\n");
+    // Unoptimised code keeps image and sampler arguments in variables.
+    for options in ["", "-cl-opt-disable"] {
+        many_images(cl, &src, options, reads);
+    }
+}
+
+fn many_images(cl: &Cl, src: &str, options: &str, reads: usize) {
     let mut t = Images::new(cl);
-    let k = t.s.kernel(&src, "many", "");
+    let k = t.s.kernel(src, "many", options);
     let r8 = fmt(CL_R, CL_UNSIGNED_INT8);
     let r32 = fmt(CL_R, CL_UNSIGNED_INT32);
     let one = desc(CL_MEM_OBJECT_IMAGE2D, 1, 1, 1, 0);
@@ -789,7 +827,12 @@ fn every_image_argument_beside_an_argument_block(cl: &Cl) {
     }
     t.s.run(k, &[1], None, None);
     let want: u32 = (0..reads).map(|n| (n % 7) as u32 * (n as u32 + 1)).sum();
-    assert_eq!(t.s.words(out, 2), vec![want, 1 + 46], "{}", cl.how);
+    assert_eq!(
+        t.s.words(out, 2),
+        vec![want, 1 + 46],
+        "{} {options}",
+        cl.how
+    );
     let got = t.read(w, [1, 1, 1], 4);
-    assert_eq!(u32_of(&got), want, "{}", cl.how);
+    assert_eq!(u32_of(&got), want, "{} {options}", cl.how);
 }

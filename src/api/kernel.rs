@@ -188,6 +188,16 @@ fn check_image_arg(arg: &KernelArg, image: &Image) -> ClResult<()> {
     if !arg.type_name.is_empty() && !arg.type_name.ends_with(name) {
         return err(CL_INVALID_ARG_VALUE);
     }
+    // An image kernels may only write cannot be a read_only argument, nor
+    // one they may only read a write_only argument.
+    let forbidden = match arg.access {
+        CL_KERNEL_ARG_ACCESS_READ_ONLY => CL_MEM_WRITE_ONLY,
+        CL_KERNEL_ARG_ACCESS_WRITE_ONLY => CL_MEM_READ_ONLY,
+        _ => 0,
+    };
+    if image.flags & forbidden != 0 {
+        return err(CL_INVALID_ARG_VALUE);
+    }
     let view = if arg.access == CL_KERNEL_ARG_ACCESS_READ_ONLY {
         image.storage.sampled_view
     } else {

@@ -412,6 +412,11 @@ impl Device {
     /// Vulkan format allows transfers and the kernel access the flags ask
     /// for (sampling to read, storage to write).
     pub fn image_formats(&self, flags: cl_mem_flags) -> Vec<FormatEntry> {
+        // No kernel both reads and writes an image without read-write
+        // image support.
+        if flags & CL_MEM_KERNEL_READ_AND_WRITE != 0 && !self.read_write_images() {
+            return Vec::new();
+        }
         let reads = flags & (CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY) != CL_MEM_WRITE_ONLY
             || flags & CL_MEM_KERNEL_READ_AND_WRITE != 0;
         let writes = flags & CL_MEM_READ_ONLY == 0 || flags & CL_MEM_KERNEL_READ_AND_WRITE != 0;

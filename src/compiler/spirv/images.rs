@@ -40,7 +40,7 @@ use rspirv::spirv::{
     SamplerAddressingMode, SamplerFilterMode, StorageClass, Word,
 };
 
-use crate::compiler::spirv::ctx::{Ctx, ids_used};
+use crate::compiler::spirv::ctx::{Ctx, id_at, ids_used};
 use crate::compiler::spirv::interface::Block;
 
 /// Set in an image's channel order word when the order has no alpha
@@ -255,6 +255,7 @@ pub fn run(
     if block.images.is_empty() && !has_cl_images {
         return Ok(ImageInterface::default());
     }
+    forward_image_slots(ctx);
     let mut caps: HashSet<Capability> = HashSet::new();
     let mut bindings = Vec::new();
     let mut images: HashMap<Word, Img> = HashMap::new();
@@ -902,6 +903,85 @@ pub fn run(
 }
 
 /// Loads push-constant member `member` (a u32) of the block `var`.
+/// Unoptimised code keeps image and sampler arguments in `Function`
+/// variables (stored once, loaded where used), which Vulkan's opaque
+/// types cannot live in: each load becomes the value stored.
+fn forward_image_slots(ctx: &mut Ctx) {
+    let opaque: HashSet<Word> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|t| {
+            matches!(
+                t.class.opcode,
+                Op::TypeImage | Op::TypeSampler | Op::TypeSampledImage
+            )
+        })
+        .filter_map(|t| t.result_id)
+        .collect();
+    let slot_types: HashSet<Word> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|t| {
+            ctx.pointer_parts(t.result_id.unwrap_or(0))
+                .is_some_and(|(sc, p)| sc == StorageClass::Function && opaque.contains(&p))
+        })
+        .filter_map(|t| t.result_id)
+        .collect();
+    if slot_types.is_empty() {
+        return;
+    }
+    let code = || ctx.module.functions.iter().flat_map(|f| f.all_inst_iter());
+    let slots: HashSet<Word> = code()
+        .filter(|i| {
+            i.class.opcode == Op::Variable && i.result_type.is_some_and(|t| slot_types.contains(&t))
+        })
+        .filter_map(|i| i.result_id)
+        .collect();
+    let mut stored: HashMap<Word, Vec<Word>> = HashMap::new();
+    for i in code().filter(|i| i.class.opcode == Op::Store) {
+        if let (Some(p), Some(v)) = (id_at(i, 0), id_at(i, 1))
+            && slots.contains(&p)
+        {
+            stored.entry(p).or_default().push(v);
+        }
+    }
+    // Slots written once; others stay, and are refused by name below.
+    let value: HashMap<Word, Word> = stored
+        .into_iter()
+        .filter_map(|(p, v)| (v.len() == 1).then(|| (p, v[0])))
+        .collect();
+    let mut subst: HashMap<Word, Word> = HashMap::new();
+    for i in code().filter(|i| i.class.opcode == Op::Load) {
+        if let (Some(r), Some(&v)) = (i.result_id, id_at(i, 0).and_then(|p| value.get(&p))) {
+            subst.insert(r, v);
+        }
+    }
+    for f in &mut ctx.module.functions {
+        for b in &mut f.blocks {
+            b.instructions.retain(|i| {
+                let slot = match i.class.opcode {
+                    Op::Variable => i.result_id,
+                    Op::Store => id_at(i, 0),
+                    _ => None,
+                };
+                !slot.is_some_and(|p| value.contains_key(&p))
+                    && !i.result_id.is_some_and(|r| subst.contains_key(&r))
+            });
+            for i in &mut b.instructions {
+                for o in &mut i.operands {
+                    if let Operand::IdRef(x) = o
+                        && let Some(&v) = subst.get(x)
+                    {
+                        *x = v;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The specialization constant with SpecId `spec` (an image's or a
 /// sampler's info word), made once.
 fn info_word(ctx: &mut Ctx, spec: u32) -> Word {
