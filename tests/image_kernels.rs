@@ -22,6 +22,7 @@ both_ways!(
     image_queries,
     argument_errors,
     every_image_argument_beside_an_argument_block,
+    bgra_images_written_by_kernels,
 );
 
 const SRC: &str = include_str!("kernels/images.cl");
@@ -835,4 +836,36 @@ fn many_images(cl: &Cl, src: &str, options: &str, reads: usize) {
     );
     let got = t.read(w, [1, 1, 1], 4);
     assert_eq!(u32_of(&got), want, "{} {options}", cl.how);
+}
+
+/// CL_BGRA images (a required write format) written by kernels, whether
+/// or not the device writes B8G8R8A8 storage images itself.
+fn bgra_images_written_by_kernels(cl: &Cl) {
+    let (w, h) = (5usize, 3usize);
+    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let rgba: Vec<u8> = (0..w * h * 4).map(|i| (i * 7 % 251) as u8).collect();
+    for (kernel, ty) in [
+        ("fetch_2d", CL_UNORM_INT8),
+        ("fetch_2d_uint", CL_UNSIGNED_INT8),
+    ] {
+        let mut t = Images::new(cl);
+        let k = t.s.kernel(SRC, kernel, "");
+        let src = t.image(CL_MEM_READ_ONLY, fmt(CL_RGBA, ty), d2, Some(&rgba));
+        let dst = t.image(CL_MEM_WRITE_ONLY, fmt(CL_BGRA, ty), d2, None);
+        t.s.arg(k, 0, &src);
+        t.s.arg(k, 1, &dst);
+        t.s.run(k, &[w, h], None, None);
+        let got = t.read(dst, [w, h, 1], w * h * 4);
+        // fetch_2d doubles (saturating), fetch_2d_uint adds 1, 2, 3, 4
+        // (inputs stay below 251, so nothing saturates).
+        let f = |c: u8, k: usize| match kernel {
+            "fetch_2d" => (c as u32 * 2).min(255) as u8,
+            _ => c.saturating_add(k as u8 + 1),
+        };
+        let want: Vec<u8> = rgba
+            .chunks_exact(4)
+            .flat_map(|p| [f(p[2], 2), f(p[1], 1), f(p[0], 0), f(p[3], 3)])
+            .collect();
+        assert_eq!(got, want, "{}: {kernel}", cl.how);
+    }
 }

@@ -691,16 +691,19 @@ fn enqueue_ndrange(
                     f.image_channel_order,
                     CL_R | CL_RG | CL_RGB | CL_LUMINANCE | CL_DEPTH
                 );
-                let order = (f.image_channel_order - CL_R)
-                    | if no_alpha {
-                        crate::compiler::spirv::images::NO_ALPHA
-                    } else {
-                        0
-                    };
+                use crate::compiler::spirv::images::{NO_ALPHA, SWAP_RED_BLUE};
+                let b = *binding as usize;
+                let sampled = types[b] == ash::vk::DescriptorType::SAMPLED_IMAGE;
+                let mut order = f.image_channel_order - CL_R;
+                if no_alpha {
+                    order |= NO_ALPHA;
+                }
+                if !sampled && image.storage.storage_swaps_red_blue {
+                    order |= SWAP_RED_BLUE;
+                }
                 locals.push((*info, order));
                 locals.push((*info + 1, f.image_channel_data_type - CL_SNORM_INT8));
-                let b = *binding as usize;
-                views[b] = if types[b] == ash::vk::DescriptorType::SAMPLED_IMAGE {
+                views[b] = if sampled {
                     image.storage.sampled_view
                 } else {
                     image.storage.storage_view

@@ -429,12 +429,26 @@ impl Device {
                 if reads {
                     need |= vk::FormatFeatureFlags::SAMPLED_IMAGE;
                 }
-                if writes {
-                    need |= vk::FormatFeatureFlags::STORAGE_IMAGE;
-                }
-                have.contains(need) && !(writes && e.swizzled)
+                have.contains(need)
+                    && !(writes && (e.swizzled || self.storage_format(e.vk).is_none()))
             })
             .collect()
+    }
+
+    /// The format kernels write an image of format `vk` through, and
+    /// whether that one has red and blue exchanged
+    /// ([`format::storage_stand_in`]); None where kernels cannot write it.
+    pub fn storage_format(&self, vk: vk::Format) -> Option<(vk::Format, bool)> {
+        let storage = |f| {
+            self.format_features(f)
+                .contains(vk::FormatFeatureFlags::STORAGE_IMAGE)
+        };
+        if storage(vk) {
+            return Some((vk, false));
+        }
+        format::storage_stand_in(vk)
+            .filter(|&f| storage(f))
+            .map(|f| (f, true))
     }
 
     /// Whether kernels can use images: read-only images are sampled

@@ -73,6 +73,19 @@ pub fn table() -> Vec<FormatEntry> {
 
 /// How kernels see the channels of an order stored in Vulkan's red
 /// channel (identity for every other order).
+/// A format of the same texel size whose components are `vk`'s with red
+/// and blue exchanged, for writing images whose own format kernels cannot
+/// write (B8G8R8A8 is seldom a storage format; R8G8B8A8 always is).
+pub fn storage_stand_in(vk: vk::Format) -> Option<vk::Format> {
+    Some(match vk {
+        vk::Format::B8G8R8A8_UNORM => vk::Format::R8G8B8A8_UNORM,
+        vk::Format::B8G8R8A8_SNORM => vk::Format::R8G8B8A8_SNORM,
+        vk::Format::B8G8R8A8_SINT => vk::Format::R8G8B8A8_SINT,
+        vk::Format::B8G8R8A8_UINT => vk::Format::R8G8B8A8_UINT,
+        _ => return None,
+    })
+}
+
 pub fn swizzle(order: cl_channel_order) -> vk::ComponentMapping {
     use vk::ComponentSwizzle as S;
     let (r, g, b, a) = match order {

@@ -204,18 +204,26 @@ impl Image {
         if features.contains(vk::FormatFeatureFlags::SAMPLED_IMAGE) {
             usage |= vk::ImageUsageFlags::SAMPLED;
         }
-        if features.contains(vk::FormatFeatureFlags::STORAGE_IMAGE) && !entry.swizzled {
+        let storage_format = device.storage_format(entry.vk).filter(|_| !entry.swizzled);
+        if storage_format.is_some() {
             usage |= vk::ImageUsageFlags::STORAGE;
         }
         let swizzle = crate::core::format::swizzle(entry.order);
-        let storage =
-            DeviceImage::new(&vk_dev, entry.vk, desc.shape(), usage, swizzle).map_err(|e| {
-                if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
-                    ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE)
-                } else {
-                    ClError::from(e)
-                }
-            })?;
+        let storage = DeviceImage::new(
+            &vk_dev,
+            entry.vk,
+            desc.shape(),
+            usage,
+            swizzle,
+            storage_format,
+        )
+        .map_err(|e| {
+            if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
+                ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+            } else {
+                ClError::from(e)
+            }
+        })?;
         let element_size =
             crate::core::format::element_size(&format).expect("checked by the caller");
         let image = Image {

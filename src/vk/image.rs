@@ -35,6 +35,9 @@ pub struct DeviceImage {
     /// The view kernels read and write through, where the image has
     /// STORAGE usage.
     pub storage_view: vk::ImageView,
+    /// The storage view's format has red and blue exchanged (a stand-in
+    /// for a format kernels cannot write): kernels exchange them too.
+    pub storage_swaps_red_blue: bool,
 }
 
 // SAFETY: plain Vulkan handles and an allocation that is never mapped;
@@ -51,8 +54,18 @@ impl DeviceImage {
         shape: ImageShape,
         usage: vk::ImageUsageFlags,
         swizzle: vk::ComponentMapping,
+        storage_format: Option<(vk::Format, bool)>,
     ) -> Result<Self, vk::Result> {
+        let (storage_format, storage_swaps_red_blue) = storage_format.unwrap_or((format, false));
+        // Storage through a view of another format: the image's own
+        // format need not support storage.
+        let flags = if storage_format != format {
+            vk::ImageCreateFlags::MUTABLE_FORMAT | vk::ImageCreateFlags::EXTENDED_USAGE
+        } else {
+            vk::ImageCreateFlags::empty()
+        };
         let info = vk::ImageCreateInfo::default()
+            .flags(flags)
             .image_type(shape.image_type)
             .format(format)
             .extent(shape.extent)
@@ -98,6 +111,7 @@ impl DeviceImage {
             usage,
             sampled_view: vk::ImageView::null(),
             storage_view: vk::ImageView::null(),
+            storage_swaps_red_blue,
         };
         let a = this.allocation.as_ref().expect("set above");
         // SAFETY: memory from this device, offset aligned as required.
@@ -110,8 +124,12 @@ impl DeviceImage {
             _ => vk::ImageViewType::TYPE_3D,
         };
         let range = this.range();
-        let view = |components: vk::ComponentMapping| {
+        let view = |format: vk::Format, components: vk::ComponentMapping, usage| {
+            // Each view only for what it is used for: the image's usage
+            // may include storage its own format lacks.
+            let mut view_usage = vk::ImageViewUsageCreateInfo::default().usage(usage);
             let info = vk::ImageViewCreateInfo::default()
+                .push_next(&mut view_usage)
                 .image(raw)
                 .view_type(view_type)
                 .format(format)
@@ -121,10 +139,14 @@ impl DeviceImage {
             unsafe { d.create_image_view(&info, None) }
         };
         if usage.contains(vk::ImageUsageFlags::SAMPLED) {
-            this.sampled_view = view(swizzle)?;
+            this.sampled_view = view(format, swizzle, vk::ImageUsageFlags::SAMPLED)?;
         }
         if usage.contains(vk::ImageUsageFlags::STORAGE) {
-            this.storage_view = view(vk::ComponentMapping::default())?;
+            this.storage_view = view(
+                storage_format,
+                vk::ComponentMapping::default(),
+                vk::ImageUsageFlags::STORAGE,
+            )?;
         }
         device.one_shot(|cb| {
             let barrier = vk::ImageMemoryBarrier::default()

@@ -47,6 +47,11 @@ use crate::compiler::spirv::interface::Block;
 /// channel (its low bits are the order less CLK_R).
 pub const NO_ALPHA: u32 = 0x1_0000;
 
+/// Set in an image's channel order word when kernels reach it through a
+/// storage view with red and blue exchanged: texels written and read
+/// there exchange them back.
+pub const SWAP_RED_BLUE: u32 = 0x2_0000;
+
 /// The numeric type an image's texels read as, from its format.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ImageClass {
@@ -522,17 +527,26 @@ pub fn run(
                     return Err("image reads of half or narrow texels are not supported yet".into());
                 }
                 let have = ctx.vector(img.scalar, 4);
-                if have == want {
+                if have == want && op != Op::ImageRead {
                     out.push(Instruction::new(op, Some(want), rid, ops));
-                } else {
-                    let tmp = emit(ctx, out, op, have, ops);
-                    out.push(Instruction::new(
-                        Op::Bitcast,
-                        Some(want),
-                        rid,
-                        vec![Operand::IdRef(tmp)],
-                    ));
+                    return Ok(());
                 }
+                let mut tmp = emit(ctx, out, op, have, ops);
+                if op == Op::ImageRead {
+                    // Storage reads see the storage view's order.
+                    tmp = swap_red_blue(ctx, out, img, have, tmp);
+                }
+                let cast = if have == want {
+                    Op::CopyObject
+                } else {
+                    Op::Bitcast
+                };
+                out.push(Instruction::new(
+                    cast,
+                    Some(want),
+                    rid,
+                    vec![Operand::IdRef(tmp)],
+                ));
                 Ok(())
             };
             match i.class.opcode {
@@ -769,6 +783,7 @@ pub fn run(
                             vec![Operand::IdRef(texel)],
                         );
                     }
+                    let texel = swap_red_blue(ctx, &mut out, &img, have, texel);
                     caps.insert(Capability::StorageImageWriteWithoutFormat);
                     out.push(Instruction::new(
                         Op::ImageWrite,
@@ -980,6 +995,62 @@ fn forward_image_slots(ctx: &mut Ctx) {
             }
         }
     }
+}
+
+/// `texel` (a 4-vector of type `ty`) with red and blue exchanged where
+/// the image's order word says so ([`SWAP_RED_BLUE`]): a choice between
+/// constants once the pipeline is specialized.
+fn swap_red_blue(
+    ctx: &mut Ctx,
+    out: &mut Vec<Instruction>,
+    img: &Img,
+    ty: Word,
+    texel: Word,
+) -> Word {
+    let u32t = ctx.uint(32);
+    let boolt = ctx.ty(Op::TypeBool, vec![]);
+    let word = info_word(ctx, img.info_spec);
+    let bit = ctx.const_u32(SWAP_RED_BLUE);
+    let zero = ctx.const_u32(0);
+    let set = emit(
+        ctx,
+        out,
+        Op::BitwiseAnd,
+        u32t,
+        vec![Operand::IdRef(word), Operand::IdRef(bit)],
+    );
+    let swap = emit(
+        ctx,
+        out,
+        Op::INotEqual,
+        boolt,
+        vec![Operand::IdRef(set), Operand::IdRef(zero)],
+    );
+    let swapped = emit(
+        ctx,
+        out,
+        Op::VectorShuffle,
+        ty,
+        vec![
+            Operand::IdRef(texel),
+            Operand::IdRef(texel),
+            Operand::LiteralBit32(2),
+            Operand::LiteralBit32(1),
+            Operand::LiteralBit32(0),
+            Operand::LiteralBit32(3),
+        ],
+    );
+    emit(
+        ctx,
+        out,
+        Op::Select,
+        ty,
+        vec![
+            Operand::IdRef(swap),
+            Operand::IdRef(swapped),
+            Operand::IdRef(texel),
+        ],
+    )
 }
 
 /// The specialization constant with SpecId `spec` (an image's or a
