@@ -117,6 +117,66 @@ pub fn device_macros(d: &Device) -> DeviceMacros {
     }
 }
 
+/// SPIR-V's vec_type_hint has no signedness: where the source names an
+/// unsigned type for a kernel (`vec_type_hint(uchar4)`), that is the hint
+/// CL_KERNEL_ATTRIBUTES gives.
+fn unsigned_vec_type_hints(source: &str, kernels: &mut [KernelInfo]) {
+    let hints = vec_type_hints_in(source);
+    for k in kernels {
+        if let (Some(have), Some(named)) = (&k.vec_type_hint, hints.get(&k.name))
+            && named.strip_prefix('u') == Some(have.as_str())
+        {
+            k.vec_type_hint = Some(named.clone());
+        }
+    }
+}
+
+/// Kernel name → the type its `vec_type_hint` attribute names, as written:
+/// the attribute, then the first identifier followed by `(` that is not an
+/// attribute.
+fn vec_type_hints_in(source: &str) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut rest = source;
+    while let Some(at) = rest.find("vec_type_hint") {
+        rest = &rest[at + "vec_type_hint".len()..];
+        let Some(open) = rest.trim_start().strip_prefix('(') else {
+            continue;
+        };
+        let Some(close) = open.find(')') else {
+            break;
+        };
+        let ty = open[..close].trim().to_string();
+        // The function name: an identifier directly followed by '('.
+        let mut tail = &open[close..];
+        let name = loop {
+            let Some(start) = tail.find(|c: char| ident(c)) else {
+                break None;
+            };
+            let word_len = tail[start..]
+                .find(|c: char| !ident(c))
+                .unwrap_or(tail.len() - start);
+            let word = &tail[start..start + word_len];
+            tail = &tail[start + word_len..];
+            if tail.trim_start().starts_with('(')
+                && !matches!(word, "__attribute__" | "__attribute" | "vec_type_hint")
+                && !word.starts_with("reqd_")
+                && !word.ends_with("_hint")
+            {
+                break Some(word.to_string());
+            }
+            if tail.trim_start().starts_with('{') || tail.trim_start().starts_with(';') {
+                break None;
+            }
+        };
+        if let Some(name) = name {
+            out.insert(name, ty);
+        }
+        rest = tail;
+    }
+    out
+}
+
 /// A program binary: magic, format version, binary type, whether argument
 /// names are kept, build options, the SPIR-V, and a checksum.
 const BINARY_MAGIC: &[u8; 8] = b"VKCLBIN\0";
@@ -411,7 +471,10 @@ impl Program {
             }
         };
         let module = reflect::load(&spirv).map_err(|e| failed(e, failure_code))?;
-        let kernels = reflect::kernels(&module).map_err(|e| failed(e, failure_code))?;
+        let mut kernels = reflect::kernels(&module).map_err(|e| failed(e, failure_code))?;
+        if let Origin::Source(src) = &self.origin {
+            unsigned_vec_type_hints(src, &mut kernels);
+        }
         Ok(Build {
             status: CL_BUILD_SUCCESS,
             options: options_text.to_string(),
@@ -518,5 +581,24 @@ impl Program {
     /// The number of kernel objects attached, for CL_INVALID_OPERATION checks.
     pub fn has_kernels(&self) -> bool {
         self.kernels_attached.load(Ordering::Acquire) > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vec_type_hints_are_read_from_the_source() {
+        let src = "__kernel __attribute__((vec_type_hint(uchar2))) void a(global int *p) {}\n\
+                   __attribute__((vec_type_hint(ushort4), work_group_size_hint(1, 1, 1)))\n\
+                   kernel void b(global int *p) {}\n\
+                   kernel void __attribute__((vec_type_hint(int))) c(int x) {}\n\
+                   kernel void d(int x) {}\n";
+        let h = vec_type_hints_in(src);
+        assert_eq!(h.get("a").map(String::as_str), Some("uchar2"));
+        assert_eq!(h.get("b").map(String::as_str), Some("ushort4"));
+        assert_eq!(h.get("c").map(String::as_str), Some("int"));
+        assert_eq!(h.get("d"), None);
     }
 }

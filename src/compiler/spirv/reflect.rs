@@ -568,11 +568,12 @@ pub fn layout(types: &HashMap<u32, &Instruction>, ty: u32) -> Result<(u32, u32),
     })
 }
 
-/// vec_type_hint's operand: the low 16 bits give the width, the high 16
-/// the component type (0..3: 8/16/32/64-bit int, 4: half, 5: float, 6: double).
+/// vec_type_hint's operand: the low 16 bits give the component type
+/// (0..3: 8/16/32/64-bit int, 4: half, 5: float, 6: double), the high 16
+/// the number of components (0 or 1 for a scalar).
 fn vec_type_name(hint: u32) -> String {
-    let width = hint & 0xFFFF;
-    let base = match hint >> 16 {
+    let width = hint >> 16;
+    let base = match hint & 0xFFFF {
         0 => "char",
         1 => "short",
         2 => "int",
@@ -586,5 +587,18 @@ fn vec_type_name(hint: u32) -> String {
         base.to_string()
     } else {
         format!("{base}{width}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vec_type_hint_operand_is_type_then_width() {
+        assert_eq!(vec_type_name(2), "int");
+        assert_eq!(vec_type_name(2 << 16), "char2");
+        assert_eq!(vec_type_name((4 << 16) | 5), "float4");
+        assert_eq!(vec_type_name((16 << 16) | 3), "long16");
     }
 }
