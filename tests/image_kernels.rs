@@ -23,6 +23,8 @@ both_ways!(
     argument_errors,
     every_image_argument_beside_an_argument_block,
     bgra_images_written_by_kernels,
+    one_d_image_buffers_share_the_buffer,
+    one_d_image_buffer_errors,
 );
 
 const SRC: &str = include_str!("kernels/images.cl");
@@ -30,6 +32,11 @@ const SRC: &str = include_str!("kernels/images.cl");
 const RW_SRC: &str = "kernel void read_write_2d(read_write image2d_t img) {
     int2 p = (int2)(get_global_id(0), get_global_id(1));
     write_imageui(img, p, read_imageui(img, p) + (uint4)(p.x, p.y, 1, 0));
+}";
+
+const RW_BUFFER_SRC: &str = "kernel void bump_1d_buffer(read_write image1d_buffer_t img) {
+    int i = get_global_id(0);
+    write_imageui(img, i, read_imageui(img, i) + (uint4)(1, 2, 3, 4));
 }";
 
 const fn fmt(order: cl_channel_order, ty: cl_channel_type) -> cl_image_format {
@@ -868,4 +875,319 @@ fn bgra_images_written_by_kernels(cl: &Cl) {
             .collect();
         assert_eq!(got, want, "{}: {kernel}", cl.how);
     }
+}
+
+impl Images<'_> {
+    /// A 1D image buffer of `width` texels over `buffer`.
+    fn over(
+        &mut self,
+        buffer: cl_mem,
+        flags: cl_mem_flags,
+        f: cl_image_format,
+        width: usize,
+    ) -> cl_mem {
+        let mut d = desc(CL_MEM_OBJECT_IMAGE1D_BUFFER, width, 0, 0, 0);
+        d.buffer = buffer;
+        let mut e = 1;
+        let m = unsafe {
+            self.s.cl.clCreateImage.unwrap()(self.s.c, flags, &f, &d, null_mut(), &mut e)
+        };
+        assert_eq!(
+            e, CL_SUCCESS,
+            "{}: clCreateImage of a 1D image buffer",
+            self.s.cl.how
+        );
+        self.made.push(m);
+        m
+    }
+}
+
+fn one_d_image_buffers_share_the_buffer(cl: &Cl) {
+    let mut t = Images::new(cl);
+    let formats = supported_formats(&t, CL_MEM_READ_ONLY, CL_MEM_OBJECT_IMAGE1D_BUFFER);
+    for f in [
+        fmt(CL_RGBA, CL_UNORM_INT8),
+        fmt(CL_RGBA, CL_FLOAT),
+        fmt(CL_RGBA, CL_UNSIGNED_INT32),
+    ] {
+        assert!(
+            formats.contains(&(f.image_channel_order, f.image_channel_data_type)),
+            "{}",
+            cl.how
+        );
+    }
+    let max = usize_of(
+        &cl.device_bytes(cl.device(), CL_DEVICE_IMAGE_MAX_BUFFER_SIZE)
+            .unwrap(),
+    );
+    assert!(
+        max >= 65536,
+        "{}: CL_DEVICE_IMAGE_MAX_BUFFER_SIZE {max}",
+        cl.how
+    );
+    // More texels than many devices allow in a 1D image.
+    let n = 40_000usize;
+    let bytes: Vec<u8> = (0..n * 4).map(|i| (i * 13 % 256) as u8).collect();
+    let src_buf = t.s.buffer_from(&bytes);
+    let dst_buf = t.s.zeroed(n * 4);
+    let widths = t.s.zeroed(8);
+    let src = t.over(src_buf, CL_MEM_READ_ONLY, fmt(CL_RGBA, CL_UNORM_INT8), n);
+    let dst = t.over(dst_buf, CL_MEM_WRITE_ONLY, fmt(CL_RGBA, CL_UNORM_INT8), n);
+    let k = t.s.kernel(SRC, "scale_1d_buffer", "");
+    t.s.arg(k, 0, &src);
+    t.s.arg(k, 1, &dst);
+    t.s.arg(k, 2, &widths);
+    t.s.run(k, &[n], None, None);
+    assert_eq!(
+        t.s.words(widths, 2),
+        vec![n as u32; 2],
+        "{}: get_image_width",
+        cl.how
+    );
+    // The kernel's writes are in the buffer.
+    let want: Vec<u8> = bytes
+        .iter()
+        .map(|&b| ((b as f32 / 255.0 * 0.5) * 255.0).round() as u8)
+        .collect();
+    let got = cl.read(t.s.q, dst_buf, 0, n * 4);
+    let off = got
+        .iter()
+        .zip(&want)
+        .filter(|(a, b)| a.abs_diff(**b) > 1)
+        .count();
+    assert_eq!(off, 0, "{}: scale_1d_buffer through the buffer", cl.how);
+    // And in the image, read from an origin.
+    let mut part = vec![0u8; 100 * 4];
+    let (o, r) = ([n - 100, 0, 0], [100usize, 1, 1]);
+    let e = unsafe {
+        cl.clEnqueueReadImage.unwrap()(
+            t.s.q,
+            dst,
+            CL_TRUE,
+            o.as_ptr(),
+            r.as_ptr(),
+            0,
+            0,
+            part.as_mut_ptr().cast(),
+            0,
+            null(),
+            null_mut(),
+        )
+    };
+    assert_eq!(e, CL_SUCCESS);
+    assert_eq!(
+        part,
+        got[(n - 100) * 4..],
+        "{}: clEnqueueReadImage of a 1D image buffer",
+        cl.how
+    );
+    // BGRA texels: the buffer holds blue first.
+    let bgra_buf = t.s.zeroed(n * 4);
+    let bgra = t.over(bgra_buf, CL_MEM_WRITE_ONLY, fmt(CL_BGRA, CL_UNORM_INT8), n);
+    t.s.arg(k, 1, &bgra);
+    t.s.run(k, &[n], None, None);
+    let got = cl.read(t.s.q, bgra_buf, 0, n * 4);
+    let swapped: Vec<u8> = want
+        .chunks_exact(4)
+        .flat_map(|p| [p[2], p[1], p[0], p[3]])
+        .collect();
+    let off = got
+        .iter()
+        .zip(&swapped)
+        .filter(|(a, b)| a.abs_diff(**b) > 1)
+        .count();
+    assert_eq!(off, 0, "{}: scale_1d_buffer into BGRA", cl.how);
+    // Writes through the buffer are the image's texels, and image writes
+    // the buffer's bytes.
+    cl.write(t.s.q, src_buf, 0, &[9, 8, 7, 6]);
+    let e = unsafe {
+        let px = [1u8, 2, 3, 4];
+        let (o, r) = ([1usize, 0, 0], [1usize, 1, 1]);
+        cl.clEnqueueWriteImage.unwrap()(
+            t.s.q,
+            src,
+            CL_TRUE,
+            o.as_ptr(),
+            r.as_ptr(),
+            0,
+            0,
+            px.as_ptr().cast(),
+            0,
+            null(),
+            null_mut(),
+        )
+    };
+    assert_eq!(e, CL_SUCCESS);
+    assert_eq!(
+        t.read(src, [2, 1, 1], 8),
+        vec![9, 8, 7, 6, 1, 2, 3, 4],
+        "{}",
+        cl.how
+    );
+    assert_eq!(
+        cl.read(t.s.q, src_buf, 0, 8),
+        vec![9, 8, 7, 6, 1, 2, 3, 4],
+        "{}",
+        cl.how
+    );
+    // Read-write: integers, in place, in a sub-buffer.
+    if read_write_supported(cl) {
+        let whole = t.s.buffer_from(&vec![5u8; 4096]);
+        let region = cl_buffer_region {
+            origin: 1024,
+            size: 1024,
+        };
+        let mut e = 1;
+        let sub = unsafe {
+            cl.clCreateSubBuffer.unwrap()(
+                whole,
+                CL_MEM_READ_WRITE,
+                CL_BUFFER_CREATE_TYPE_REGION,
+                (&region as *const cl_buffer_region).cast(),
+                &mut e,
+            )
+        };
+        assert_eq!(e, CL_SUCCESS);
+        t.made.push(sub);
+        let img = t.over(sub, 0, fmt(CL_RGBA, CL_UNSIGNED_INT8), 256);
+        let k = t.s.kernel(RW_BUFFER_SRC, "bump_1d_buffer", "-cl-std=CL3.0");
+        t.s.arg(k, 0, &img);
+        t.s.run(k, &[256], None, None);
+        let got = cl.read(t.s.q, whole, 0, 4096);
+        for (i, &v) in got.iter().enumerate() {
+            let want = if (1024..2048).contains(&i) {
+                5 + 1 + (i % 4) as u8
+            } else {
+                5
+            };
+            assert_eq!(v, want, "{}: byte {i} after bump_1d_buffer", cl.how);
+        }
+    }
+    // Queries name the buffer.
+    let mut named: cl_mem = null_mut();
+    unsafe {
+        cl.clGetImageInfo.unwrap()(
+            src,
+            CL_IMAGE_BUFFER,
+            8,
+            (&mut named as *mut cl_mem).cast(),
+            null_mut(),
+        );
+    }
+    assert_eq!(named, src_buf);
+    unsafe {
+        cl.clGetMemObjectInfo.unwrap()(
+            dst,
+            CL_MEM_ASSOCIATED_MEMOBJECT,
+            8,
+            (&mut named as *mut cl_mem).cast(),
+            null_mut(),
+        );
+    }
+    assert_eq!(named, dst_buf);
+}
+
+fn read_write_supported(cl: &Cl) -> bool {
+    u32_of(
+        &cl.device_bytes(cl.device(), CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS)
+            .unwrap(),
+    ) > 0
+}
+
+fn supported_formats(t: &Images, flags: cl_mem_flags, ty: cl_mem_object_type) -> Vec<(u32, u32)> {
+    let mut n = 0;
+    let cl = t.s.cl;
+    unsafe { cl.clGetSupportedImageFormats.unwrap()(t.s.c, flags, ty, 0, null_mut(), &mut n) };
+    let mut list = vec![fmt(0, 0); n as usize];
+    unsafe {
+        cl.clGetSupportedImageFormats.unwrap()(t.s.c, flags, ty, n, list.as_mut_ptr(), null_mut())
+    };
+    list.iter()
+        .map(|f| (f.image_channel_order, f.image_channel_data_type))
+        .collect()
+}
+
+fn one_d_image_buffer_errors(cl: &Cl) {
+    let mut t = Images::new(cl);
+    let f = fmt(CL_RGBA, CL_FLOAT);
+    let ro = cl.buffer(t.s.c, CL_MEM_READ_ONLY, 1024, null_mut());
+    t.made.push(ro);
+    let create = |flags: cl_mem_flags, width: usize, buffer: cl_mem, host: *mut c_void| {
+        let mut d = desc(CL_MEM_OBJECT_IMAGE1D_BUFFER, width, 0, 0, 0);
+        d.buffer = buffer;
+        let mut e = 1;
+        let m = unsafe { cl.clCreateImage.unwrap()(t.s.c, flags, &f, &d, host, &mut e) };
+        if !m.is_null() {
+            unsafe { cl.clReleaseMemObject.unwrap()(m) };
+        }
+        e
+    };
+    // 64 float texels fill the buffer; 65 do not fit.
+    assert_eq!(create(0, 64, ro, null_mut()), CL_SUCCESS, "{}", cl.how);
+    assert_eq!(
+        create(0, 65, ro, null_mut()),
+        CL_INVALID_IMAGE_SIZE,
+        "{}",
+        cl.how
+    );
+    assert_eq!(
+        create(0, 0, ro, null_mut()),
+        CL_INVALID_IMAGE_DESCRIPTOR,
+        "{}",
+        cl.how
+    );
+    assert_eq!(
+        create(0, 8, null_mut(), null_mut()),
+        CL_INVALID_IMAGE_DESCRIPTOR,
+        "{}",
+        cl.how
+    );
+    // The buffer's access cannot be widened.
+    assert_eq!(
+        create(CL_MEM_WRITE_ONLY, 8, ro, null_mut()),
+        CL_INVALID_VALUE,
+        "{}",
+        cl.how
+    );
+    assert_eq!(
+        create(CL_MEM_READ_WRITE, 8, ro, null_mut()),
+        CL_INVALID_VALUE,
+        "{}",
+        cl.how
+    );
+    assert_eq!(
+        create(CL_MEM_USE_HOST_PTR, 8, ro, null_mut()),
+        CL_INVALID_VALUE,
+        "{}",
+        cl.how
+    );
+    let mut host = [0u8; 64];
+    assert_eq!(
+        create(0, 8, ro, host.as_mut_ptr().cast()),
+        CL_INVALID_HOST_PTR,
+        "{}",
+        cl.how
+    );
+    // Flags not given are the buffer's.
+    let img = t.over(ro, 0, f, 16);
+    let mut flags: cl_mem_flags = 0;
+    unsafe {
+        cl.clGetMemObjectInfo.unwrap()(
+            img,
+            CL_MEM_FLAGS,
+            8,
+            (&mut flags as *mut cl_mem_flags).cast(),
+            null_mut(),
+        );
+    }
+    assert_eq!(
+        flags & (CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY | CL_MEM_READ_WRITE),
+        CL_MEM_READ_ONLY,
+        "{}",
+        cl.how
+    );
+    // A read-only image cannot be a write_only argument.
+    let k = t.s.kernel(SRC, "scale_1d_buffer", "");
+    let r = unsafe { cl.clSetKernelArg.unwrap()(k, 1, 8, (&img as *const cl_mem).cast()) };
+    assert_eq!(r, CL_INVALID_ARG_VALUE, "{}", cl.how);
 }

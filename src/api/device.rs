@@ -136,8 +136,8 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         } else {
             0
         }),
-        // 1D image buffers are not supported yet.
-        CL_DEVICE_IMAGE_MAX_BUFFER_SIZE => info(0usize),
+        // 1D image buffers are texel buffer views.
+        CL_DEVICE_IMAGE_MAX_BUFFER_SIZE => info(d.max_texel_elements()),
         // SPIR-V 1.0 to 1.6 for the Kernel execution model.
         CL_DEVICE_IL_VERSION => info(
             (0..=6)

@@ -57,6 +57,7 @@ fn create_image(
         }
         props.push(0);
     }
+    let given_flags = flags;
     let flags = image_flags(flags)?;
     if image_format.is_null() {
         return err(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR);
@@ -75,15 +76,17 @@ fn create_image(
     }
     let buffer = d.buffer;
     if ty == CL_MEM_OBJECT_IMAGE1D_BUFFER {
-        if buffer.is_null() {
-            return err(CL_INVALID_IMAGE_DESCRIPTOR);
-        }
-        log::warn!(target: "vkcl::api", "1D image buffers are not supported yet");
-        return err(CL_IMAGE_FORMAT_NOT_SUPPORTED);
+        return image_buffer(&c, props, given_flags, format, elem, d, host_ptr);
     }
     if !buffer.is_null() {
-        // 2D images from buffers (cl_khr_image2d_from_buffer) are not offered.
-        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+        // Only 1D image buffers and 2D images may be made from another
+        // memory object, and 2D images from buffers or other images are
+        // not offered (no cl_khr_image2d_from_buffer).
+        return err(if ty == CL_MEM_OBJECT_IMAGE2D {
+            CL_INVALID_OPERATION
+        } else {
+            CL_INVALID_IMAGE_DESCRIPTOR
+        });
     }
     let arrayed = matches!(
         ty,
@@ -194,6 +197,104 @@ fn create_image(
     });
     Ok(Handle::into_api(Image::new(
         c, flags, format, entry, desc, host, props,
+    )?))
+}
+
+/// clCreateImage of a 1D image buffer: the texels are the start of the
+/// buffer's bytes. Flags not given are the buffer's.
+fn image_buffer(
+    c: &Arc<Handle<Context>>,
+    props: Vec<cl_mem_properties>,
+    flags: cl_mem_flags,
+    format: cl_image_format,
+    elem: usize,
+    d: &cl_image_desc,
+    host_ptr: *mut c_void,
+) -> ClResult<cl_mem> {
+    let b = match crate::api::memory::Mem::from_raw(d.buffer) {
+        Ok(crate::api::memory::Mem::Buffer(b)) => b,
+        _ => return err(CL_INVALID_IMAGE_DESCRIPTOR),
+    };
+    if !Arc::ptr_eq(&b.context, c) {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    check_mem_flags(flags & !CL_MEM_KERNEL_READ_AND_WRITE)?;
+    let host_memory = CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR;
+    if flags & host_memory != 0 {
+        return err(CL_INVALID_VALUE);
+    }
+    // Access the buffer does not allow cannot be given to the image.
+    let access = flags & ACCESS_FLAGS;
+    let refused = match b.flags & ACCESS_FLAGS {
+        CL_MEM_WRITE_ONLY => CL_MEM_READ_WRITE | CL_MEM_READ_ONLY,
+        CL_MEM_READ_ONLY => CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY,
+        _ => 0,
+    };
+    let host = CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS;
+    let host_access = flags & host;
+    let host_refused = match b.flags & host {
+        CL_MEM_HOST_WRITE_ONLY => CL_MEM_HOST_READ_ONLY,
+        CL_MEM_HOST_READ_ONLY => CL_MEM_HOST_WRITE_ONLY,
+        CL_MEM_HOST_NO_ACCESS => CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_WRITE_ONLY,
+        _ => 0,
+    };
+    if access & refused != 0 || host_access & host_refused != 0 {
+        return err(CL_INVALID_VALUE);
+    }
+    let mut flags = flags;
+    if access == 0 {
+        flags |= b.flags & ACCESS_FLAGS;
+    }
+    if host_access == 0 {
+        flags |= b.flags & host;
+    }
+    flags |= b.flags & host_memory;
+    if flags & ACCESS_FLAGS == 0 {
+        flags |= CL_MEM_READ_WRITE;
+    }
+    if !host_ptr.is_null() {
+        return err(CL_INVALID_HOST_PTR);
+    }
+    if d.image_width == 0 || d.image_row_pitch != 0 || d.image_slice_pitch != 0 {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    let bytes = d.image_width.checked_mul(elem);
+    if bytes.is_none_or(|n| n > b.size)
+        || c.devices
+            .iter()
+            .any(|dev| d.image_width > dev.max_texel_elements())
+    {
+        return err(CL_INVALID_IMAGE_SIZE);
+    }
+    let entry = format::lookup(&format)
+        .filter(|e| {
+            c.devices.iter().all(|dev| {
+                dev.texel_formats(flags)
+                    .iter()
+                    .any(|s| s.vk == e.vk && s.order == e.order)
+            })
+        })
+        .ok_or(ClError(CL_IMAGE_FORMAT_NOT_SUPPORTED))?;
+    // Texel views start at aligned offsets; sub-buffers start at multiples
+    // of CL_DEVICE_MEM_BASE_ADDR_ALIGN, which is at least that alignment.
+    if c.devices
+        .iter()
+        .any(|dev| b.offset as u64 % dev.texel_offset_alignment() != 0)
+    {
+        log::warn!(target: "vkcl::api", "a 1D image buffer over memory not aligned for texel views");
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    let desc = ImageDesc {
+        image_type: CL_MEM_OBJECT_IMAGE1D_BUFFER,
+        width: d.image_width,
+        height: 0,
+        depth: 0,
+        array_size: 0,
+        row_pitch: d.image_width * elem,
+        slice_pitch: 0,
+    };
+    Ok(Handle::into_api(Image::new_texels(
+        b, flags, format, entry, desc, props,
     )?))
 }
 
@@ -326,18 +427,29 @@ pub unsafe extern "C" fn clGetSupportedImageFormats(
         if num_entries == 0 && !image_formats.is_null() {
             return err(CL_INVALID_VALUE);
         }
-        // Formats every device of the context supports; none yet for 1D
-        // image buffers.
+        // Formats every device of the context supports: texel buffer
+        // formats for 1D image buffers.
         let mut list: Vec<cl_image_format> = Vec::new();
-        if image_type != CL_MEM_OBJECT_IMAGE1D_BUFFER {
-            let per_device: Vec<_> = c.devices.iter().map(|d| d.image_formats(flags)).collect();
-            for e in per_device.first().into_iter().flatten() {
-                if per_device.iter().all(|l| l.iter().any(|x| x.vk == e.vk)) {
-                    list.push(cl_image_format {
-                        image_channel_order: e.order,
-                        image_channel_data_type: e.data_type,
-                    });
+        let per_device: Vec<_> = c
+            .devices
+            .iter()
+            .map(|d| {
+                if image_type == CL_MEM_OBJECT_IMAGE1D_BUFFER {
+                    d.texel_formats(flags)
+                } else {
+                    d.image_formats(flags)
                 }
+            })
+            .collect();
+        for e in per_device.first().into_iter().flatten() {
+            if per_device
+                .iter()
+                .all(|l| l.iter().any(|x| x.vk == e.vk && x.order == e.order))
+            {
+                list.push(cl_image_format {
+                    image_channel_order: e.order,
+                    image_channel_data_type: e.data_type,
+                });
             }
         }
         // SAFETY: null or valid for num_entries writes, per the specification.
@@ -360,7 +472,10 @@ fn image_info(i: &Image, param: cl_image_info) -> Info {
         CL_IMAGE_HEIGHT => info(d.height),
         CL_IMAGE_DEPTH => info(d.depth),
         CL_IMAGE_ARRAY_SIZE => info(d.array_size),
-        CL_IMAGE_BUFFER => info(std::ptr::null_mut::<c_void>()),
+        CL_IMAGE_BUFFER => info(
+            i.buffer()
+                .map_or(std::ptr::null_mut(), Handle::as_raw::<c_void>),
+        ),
         CL_IMAGE_NUM_MIP_LEVELS | CL_IMAGE_NUM_SAMPLES => info(0 as cl_uint),
         _ => invalid_param(param),
     }

@@ -13,7 +13,7 @@ use crate::api::util::*;
 use crate::compiler::spirv::reflect::{ArgKind, KernelArg};
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
-use crate::core::image::Image;
+use crate::core::image::{Image, KernelView};
 use crate::core::kernel::{ArgValue, Kernel};
 use crate::core::memory::{Buffer, Staging};
 use crate::core::object::Handle;
@@ -198,12 +198,10 @@ fn check_image_arg(arg: &KernelArg, image: &Image) -> ClResult<()> {
     if image.flags & forbidden != 0 {
         return err(CL_INVALID_ARG_VALUE);
     }
-    let view = if arg.access == CL_KERNEL_ARG_ACCESS_READ_ONLY {
-        image.storage.sampled_view
-    } else {
-        image.storage.storage_view
-    };
-    if view == ash::vk::ImageView::null() {
+    if image
+        .kernel_view(arg.access == CL_KERNEL_ARG_ACCESS_READ_ONLY)
+        .is_none()
+    {
         log::debug!(target: "vkcl::kernel", "argument {}: the image's format cannot be {} by kernels on this device", arg.name, if arg.access == CL_KERNEL_ARG_ACCESS_READ_ONLY { "read" } else { "written" });
         return err(CL_INVALID_ARG_VALUE);
     }
@@ -638,6 +636,7 @@ fn enqueue_ndrange(
     // Descriptor set 0: image views and samplers by binding.
     let types = compiled.module.bindings.clone();
     let mut views = vec![ash::vk::ImageView::null(); types.len()];
+    let mut texels = vec![ash::vk::BufferView::null(); types.len()];
     let mut samplers = vec![ash::vk::Sampler::null(); types.len()];
     // Each sampler's twin for 1D and 2D images, by the sampler's binding.
     let mut direct = vec![ash::vk::Sampler::null(); types.len()];
@@ -693,21 +692,26 @@ fn enqueue_ndrange(
                 );
                 use crate::compiler::spirv::images::{NO_ALPHA, SWAP_RED_BLUE};
                 let b = *binding as usize;
-                let sampled = types[b] == ash::vk::DescriptorType::SAMPLED_IMAGE;
+                use ash::vk::DescriptorType as T;
+                let sampled = matches!(types[b], T::SAMPLED_IMAGE | T::UNIFORM_TEXEL_BUFFER);
                 let mut order = f.image_channel_order - CL_R;
                 if no_alpha {
                     order |= NO_ALPHA;
                 }
-                if !sampled && image.storage.storage_swaps_red_blue {
+                if !sampled && image.storage_swaps_red_blue() {
                     order |= SWAP_RED_BLUE;
                 }
                 locals.push((*info, order));
                 locals.push((*info + 1, f.image_channel_data_type - CL_SNORM_INT8));
-                views[b] = if sampled {
-                    image.storage.sampled_view
-                } else {
-                    image.storage.storage_view
-                };
+                // The kernel's parameter type says which kind of
+                // descriptor it takes; the image must be of that kind.
+                let texel_binding =
+                    matches!(types[b], T::UNIFORM_TEXEL_BUFFER | T::STORAGE_TEXEL_BUFFER);
+                match image.kernel_view(sampled) {
+                    Some(KernelView::Image(v)) if !texel_binding => views[b] = v,
+                    Some(KernelView::Texels(v)) if texel_binding => texels[b] = v,
+                    _ => return err(CL_INVALID_KERNEL_ARGS),
+                }
                 keep.push(Box::new(image));
             }
             (Slot::Sampler { binding, info }, Some(ArgValue::Sampler(w))) => {
@@ -827,8 +831,14 @@ fn enqueue_ndrange(
     }
     // Images and samplers: pushed into the command buffer where the device
     // can, else a descriptor set of the command's own.
-    let pushed = (!types.is_empty() && compiled.module.pushes_descriptors())
-        .then(|| (compiled.clone(), views.clone(), samplers.clone()));
+    let pushed = (!types.is_empty() && compiled.module.pushes_descriptors()).then(|| {
+        (
+            compiled.clone(),
+            views.clone(),
+            texels.clone(),
+            samplers.clone(),
+        )
+    });
     if pushed.is_some() {
         // Its literal samplers, until the command completes.
         keep.push(Box::new(compiled.clone()));
@@ -837,7 +847,7 @@ fn enqueue_ndrange(
         None
     } else {
         let set = compiled.module.descriptor_set()?;
-        set.write(&types, &views, &samplers);
+        set.write(&types, &views, &texels, &samplers);
         let raw = set.raw;
         keep.push(Box::new(set));
         // Its literal samplers.
@@ -860,10 +870,14 @@ fn enqueue_ndrange(
     let work = Work {
         record: Some(Box::new(move |r| {
             for (pipeline, push, groups) in &dispatches {
-                if let Some((compiled, views, samplers)) = &pushed {
-                    compiled
-                        .module
-                        .push_descriptors(r.cb, pipeline.layout(), views, samplers);
+                if let Some((compiled, views, texels, samplers)) = &pushed {
+                    compiled.module.push_descriptors(
+                        r.cb,
+                        pipeline.layout(),
+                        views,
+                        texels,
+                        samplers,
+                    );
                 }
                 r.dispatch(pipeline, push, *groups, set);
             }

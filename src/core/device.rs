@@ -408,6 +408,72 @@ impl Device {
         .optimal_tiling_features
     }
 
+    /// The features of `format` in texel buffers.
+    pub fn buffer_features(&self, format: vk::Format) -> vk::FormatFeatureFlags {
+        // SAFETY: a physical device of this instance.
+        unsafe {
+            self.instance
+                .raw
+                .get_physical_device_format_properties(self.info.handle, format)
+        }
+        .buffer_features
+    }
+
+    /// The formats offered for 1D image buffers of `flags`: texel buffer
+    /// views of the format kernels read (uniform texel buffers) or write
+    /// (storage texel buffers, or those of a stand-in format). Channel
+    /// orders that need a swizzle are left out: buffer views have none.
+    pub fn texel_formats(&self, flags: cl_mem_flags) -> Vec<FormatEntry> {
+        if !self.image_support()
+            || (flags & CL_MEM_KERNEL_READ_AND_WRITE != 0 && !self.read_write_images())
+        {
+            return Vec::new();
+        }
+        let reads = flags & (CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY) != CL_MEM_WRITE_ONLY
+            || flags & CL_MEM_KERNEL_READ_AND_WRITE != 0;
+        let writes = flags & CL_MEM_READ_ONLY == 0 || flags & CL_MEM_KERNEL_READ_AND_WRITE != 0;
+        format::table()
+            .into_iter()
+            .filter(|e| {
+                !e.swizzled
+                    && (!reads
+                        || self
+                            .buffer_features(e.vk)
+                            .contains(vk::FormatFeatureFlags::UNIFORM_TEXEL_BUFFER))
+                    && (!writes || self.texel_storage_format(e.vk).is_some())
+            })
+            .collect()
+    }
+
+    /// The format kernels write a 1D image buffer of format `vk` through,
+    /// and whether it has red and blue exchanged; None where they cannot.
+    pub fn texel_storage_format(&self, vk: vk::Format) -> Option<(vk::Format, bool)> {
+        let storage = |f| {
+            self.buffer_features(f)
+                .contains(vk::FormatFeatureFlags::STORAGE_TEXEL_BUFFER)
+        };
+        if storage(vk) {
+            return Some((vk, false));
+        }
+        format::storage_stand_in(vk)
+            .filter(|&f| storage(f))
+            .map(|f| (f, true))
+    }
+
+    /// CL_DEVICE_IMAGE_MAX_BUFFER_SIZE: the texels a buffer view may hold.
+    pub fn max_texel_elements(&self) -> usize {
+        if self.image_support() {
+            self.info.props.limits.max_texel_buffer_elements as usize
+        } else {
+            0
+        }
+    }
+
+    /// The alignment of a texel buffer view's offset in its buffer.
+    pub fn texel_offset_alignment(&self) -> u64 {
+        self.info.props.limits.min_texel_buffer_offset_alignment
+    }
+
     /// The image formats offered for images of `flags`: those whose
     /// Vulkan format allows transfers and the kernel access the flags ask
     /// for (sampling to read, storage to write).

@@ -18,8 +18,8 @@ use crate::core::error::{ClError, ClResult, err};
 use crate::core::format::FormatEntry;
 use crate::core::memory::{Buffer, HostPtr, MemDestructor, MemDestructors, Staging};
 use crate::core::object::{Callback, ClObject, Handle};
-use crate::core::queue::{Queue, RecordFn, Work};
-use crate::vk::image::{DeviceImage, ImageShape};
+use crate::core::queue::{Queue, RecordFn, Recorder, Work};
+use crate::vk::image::{DeviceImage, ImageShape, TexelViews};
 use crate::vk::memory::BufferUse;
 
 /// An image's shape as OpenCL describes it. Sizes that do not apply to the
@@ -162,6 +162,74 @@ impl ImageMapping {
     }
 }
 
+/// Where an image's texels live.
+pub enum Backing {
+    /// A Vulkan image of its own.
+    Image(Arc<DeviceImage>),
+    /// The bytes of a buffer, packed (1D image buffers): the image and the
+    /// buffer share them, as OpenCL requires.
+    Texels {
+        buffer: Arc<Handle<Buffer>>,
+        views: Arc<TexelViews>,
+    },
+}
+
+/// A view a kernel's image descriptor points at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelView {
+    Image(vk::ImageView),
+    Texels(vk::BufferView),
+}
+
+/// One end of a copy between an image region and packed bytes of a
+/// buffer: the Vulkan image and its buffer-image copy, or the bytes of the
+/// buffer that holds the texels.
+#[derive(Clone, Copy)]
+pub enum Place {
+    Image(vk::Image, vk::BufferImageCopy),
+    Bytes(vk::Buffer, u64, u64),
+}
+
+impl Place {
+    /// Records a copy from `buf` at `offset` (packed) into this place.
+    pub fn fill_from(self, r: &Recorder<'_>, buf: vk::Buffer, offset: u64) {
+        match self {
+            Place::Image(img, mut copy) => {
+                copy.buffer_offset += offset;
+                r.copy_buffer_to_image(buf, img, copy);
+            }
+            Place::Bytes(b, at, size) => r.copy_buffer(
+                buf,
+                b,
+                &[vk::BufferCopy {
+                    src_offset: offset,
+                    dst_offset: at,
+                    size,
+                }],
+            ),
+        }
+    }
+
+    /// Records a copy of this place into `buf` at `offset` (packed).
+    pub fn copy_into(self, r: &Recorder<'_>, buf: vk::Buffer, offset: u64) {
+        match self {
+            Place::Image(img, mut copy) => {
+                copy.buffer_offset += offset;
+                r.copy_image_to_buffer(img, buf, copy);
+            }
+            Place::Bytes(b, at, size) => r.copy_buffer(
+                b,
+                buf,
+                &[vk::BufferCopy {
+                    src_offset: at,
+                    dst_offset: offset,
+                    size,
+                }],
+            ),
+        }
+    }
+}
+
 pub struct Image {
     pub context: Arc<Handle<Context>>,
     pub flags: cl_mem_flags,
@@ -171,7 +239,7 @@ pub struct Image {
     pub desc: ImageDesc,
     /// The application's memory for CL_MEM_USE_HOST_PTR.
     pub host_ptr: Option<HostPtr>,
-    pub storage: Arc<DeviceImage>,
+    pub backing: Backing,
     pub properties: Vec<cl_mem_properties>,
     maps: Mutex<Vec<ImageMapping>>,
     destructors: MemDestructors,
@@ -236,7 +304,7 @@ impl Image {
             host_ptr: host
                 .map(|h| h.0)
                 .filter(|_| flags & CL_MEM_USE_HOST_PTR != 0),
-            storage: Arc::new(storage),
+            backing: Backing::Image(Arc::new(storage)),
             properties,
             maps: Mutex::new(Vec::new()),
             destructors: MemDestructors::default(),
@@ -245,13 +313,107 @@ impl Image {
             let region = desc.dims();
             let staging = Staging::new(&vk_dev, image.packed_size(region), BufferUse::Upload)?;
             pack(src, layout, staging.ptr(), region, element_size);
-            let copy = image.buffer_copy(0, [0; 3], region);
-            let (buf, img) = (staging.buffer().raw, image.storage.raw);
+            let place = image.place([0; 3], region);
+            let buf = staging.buffer().raw;
             vk_dev.one_shot(|cb| {
-                crate::vk::image::record_copy_to_image(&vk_dev.raw, cb, buf, img, copy)
+                let r = Recorder {
+                    device: &vk_dev.raw,
+                    cb,
+                };
+                place.fill_from(&r, buf, 0);
             })?;
         }
         Ok(Handle::new(image))
+    }
+
+    /// A 1D image buffer: `desc.width` texels at the start of `buffer`,
+    /// which the caller checked fit it and are aligned for texel views.
+    pub fn new_texels(
+        buffer: Arc<Handle<Buffer>>,
+        flags: cl_mem_flags,
+        format: cl_image_format,
+        entry: FormatEntry,
+        desc: ImageDesc,
+        properties: Vec<cl_mem_properties>,
+    ) -> ClResult<Arc<Handle<Image>>> {
+        let context = buffer.context.clone();
+        let device = &context.devices[0];
+        let element_size =
+            crate::core::format::element_size(&format).expect("checked by the caller");
+        let sampled = device
+            .buffer_features(entry.vk)
+            .contains(vk::FormatFeatureFlags::UNIFORM_TEXEL_BUFFER);
+        let views = TexelViews::new(
+            buffer.storage.device(),
+            buffer.storage.raw,
+            buffer.offset as u64,
+            (desc.width * element_size) as u64,
+            entry.vk,
+            sampled,
+            device.texel_storage_format(entry.vk),
+        )
+        .map_err(ClError::from)?;
+        let image = Image {
+            context,
+            flags,
+            format,
+            entry,
+            element_size,
+            desc,
+            host_ptr: None,
+            backing: Backing::Texels {
+                buffer,
+                views: Arc::new(views),
+            },
+            properties,
+            maps: Mutex::new(Vec::new()),
+            destructors: MemDestructors::default(),
+        };
+        Ok(Handle::new(image))
+    }
+
+    /// The buffer a 1D image buffer was made from.
+    pub fn buffer(&self) -> Option<&Arc<Handle<Buffer>>> {
+        match &self.backing {
+            Backing::Texels { buffer, .. } => Some(buffer),
+            Backing::Image(_) => None,
+        }
+    }
+
+    /// What kernels reach the image through, to read it (`sampled`) or
+    /// to write it; None where its format does not allow that.
+    pub fn kernel_view(&self, sampled: bool) -> Option<KernelView> {
+        let v = match (&self.backing, sampled) {
+            (Backing::Image(i), true) => KernelView::Image(i.sampled_view),
+            (Backing::Image(i), false) => KernelView::Image(i.storage_view),
+            (Backing::Texels { views, .. }, true) => KernelView::Texels(views.sampled),
+            (Backing::Texels { views, .. }, false) => KernelView::Texels(views.storage),
+        };
+        let null = match v {
+            KernelView::Image(v) => v == vk::ImageView::null(),
+            KernelView::Texels(v) => v == vk::BufferView::null(),
+        };
+        (!null).then_some(v)
+    }
+
+    /// Whether the view kernels write through has red and blue exchanged.
+    pub fn storage_swaps_red_blue(&self) -> bool {
+        match &self.backing {
+            Backing::Image(i) => i.storage_swaps_red_blue,
+            Backing::Texels { views, .. } => views.storage_swaps_red_blue,
+        }
+    }
+
+    /// Where `region` at `origin` lies, as one end of a copy.
+    pub fn place(&self, origin: [usize; 3], region: [usize; 3]) -> Place {
+        match &self.backing {
+            Backing::Image(i) => Place::Image(i.raw, self.buffer_copy(0, origin, region)),
+            Backing::Texels { buffer, .. } => Place::Bytes(
+                buffer.storage.raw,
+                (buffer.offset + origin[0] * self.element_size) as u64,
+                self.packed_size(region) as u64,
+            ),
+        }
     }
 
     /// The layout of the image's data as clGetImageInfo reports it: the
@@ -342,7 +504,11 @@ impl Image {
 
     /// The device that holds the image must be the queue's.
     pub fn check_device(&self, queue: &Queue) -> ClResult<()> {
-        if Arc::ptr_eq(self.storage.device(), &queue.vk) {
+        let device = match &self.backing {
+            Backing::Image(i) => i.device(),
+            Backing::Texels { buffer, .. } => buffer.storage.device(),
+        };
+        if Arc::ptr_eq(device, &queue.vk) {
             Ok(())
         } else {
             log::warn!(
@@ -393,16 +559,16 @@ pub mod work {
         Box::new(v)
     }
 
-    fn to_image(buf: vk::Buffer, img: vk::Image, copy: vk::BufferImageCopy) -> RecordFn {
+    fn to_image(buf: vk::Buffer, offset: u64, place: Place) -> RecordFn {
         Box::new(move |r| {
-            r.copy_buffer_to_image(buf, img, copy);
+            place.fill_from(r, buf, offset);
             Ok(())
         })
     }
 
-    fn from_image(img: vk::Image, buf: vk::Buffer, copy: vk::BufferImageCopy) -> RecordFn {
+    fn from_image(place: Place, buf: vk::Buffer, offset: u64) -> RecordFn {
         Box::new(move |r| {
-            r.copy_image_to_buffer(img, buf, copy);
+            place.copy_into(r, buf, offset);
             Ok(())
         })
     }
@@ -418,9 +584,9 @@ pub mod work {
     ) -> ClResult<Work> {
         let staging = Staging::new(&queue.vk, image.packed_size(region), BufferUse::Upload)?;
         pack(ptr, layout, staging.ptr(), region, image.element_size);
-        let copy = image.buffer_copy(0, origin, region);
+        let place = image.place(origin, region);
         Ok(Work {
-            record: Some(to_image(staging.buffer().raw, image.storage.raw, copy)),
+            record: Some(to_image(staging.buffer().raw, 0, place)),
             complete: None,
             keep: vec![keep(staging), keep(image.clone())],
             host_access: false,
@@ -438,11 +604,11 @@ pub mod work {
         ptr: HostPtr,
     ) -> ClResult<Work> {
         let staging = Staging::new(&queue.vk, image.packed_size(region), BufferUse::Readback)?;
-        let copy = image.buffer_copy(0, origin, region);
+        let place = image.place(origin, region);
         let out = staging.clone();
         let elem = image.element_size;
         Ok(Work {
-            record: Some(from_image(image.storage.raw, staging.buffer().raw, copy)),
+            record: Some(from_image(place, staging.buffer().raw, 0)),
             complete: Some(Box::new(move || {
                 unpack(out.ptr(), layout, ptr, region, elem);
                 Ok(())
@@ -462,14 +628,13 @@ pub mod work {
         region: [usize; 3],
     ) -> ClResult<Work> {
         let temp = Staging::new(&queue.vk, src.packed_size(region), BufferUse::Device)?;
-        let out = src.buffer_copy(0, src_origin, region);
-        let back = dst.buffer_copy(0, dst_origin, region);
-        let (s, d, t) = (src.storage.raw, dst.storage.raw, temp.buffer().raw);
+        let (out, back) = (src.place(src_origin, region), dst.place(dst_origin, region));
+        let t = temp.buffer().raw;
         Ok(Work {
             record: Some(Box::new(move |r| {
-                r.copy_image_to_buffer(s, t, out);
+                out.copy_into(r, t, 0);
                 r.full_barrier();
-                r.copy_buffer_to_image(t, d, back);
+                back.fill_from(r, t, 0);
                 Ok(())
             })),
             complete: None,
@@ -491,11 +656,11 @@ pub mod work {
     ) -> ClResult<Work> {
         let at = buf.offset + offset;
         let size = image.packed_size(region);
-        let (b, img) = (buf.storage.raw, image.storage.raw);
+        let b = buf.storage.raw;
+        let place = image.place(origin, region);
         if at % image.element_size == 0 {
-            let copy = image.buffer_copy(at as u64, origin, region);
             return Ok(Work {
-                record: Some(to_image(b, img, copy)),
+                record: Some(to_image(b, at as u64, place)),
                 complete: None,
                 keep: vec![keep(buf.clone()), keep(image.clone())],
                 host_access: false,
@@ -503,7 +668,6 @@ pub mod work {
         }
         let temp = Staging::new(&queue.vk, size, BufferUse::Device)?;
         let t = temp.buffer().raw;
-        let copy = image.buffer_copy(0, origin, region);
         let bytes = vk::BufferCopy {
             src_offset: at as u64,
             dst_offset: 0,
@@ -513,7 +677,7 @@ pub mod work {
             record: Some(Box::new(move |r| {
                 r.copy_buffer(b, t, &[bytes]);
                 r.full_barrier();
-                r.copy_buffer_to_image(t, img, copy);
+                place.fill_from(r, t, 0);
                 Ok(())
             })),
             complete: None,
@@ -533,11 +697,11 @@ pub mod work {
     ) -> ClResult<Work> {
         let at = buf.offset + offset;
         let size = image.packed_size(region);
-        let (b, img) = (buf.storage.raw, image.storage.raw);
+        let b = buf.storage.raw;
+        let place = image.place(origin, region);
         if at % image.element_size == 0 {
-            let copy = image.buffer_copy(at as u64, origin, region);
             return Ok(Work {
-                record: Some(from_image(img, b, copy)),
+                record: Some(from_image(place, b, at as u64)),
                 complete: None,
                 keep: vec![keep(buf.clone()), keep(image.clone())],
                 host_access: false,
@@ -545,7 +709,6 @@ pub mod work {
         }
         let temp = Staging::new(&queue.vk, size, BufferUse::Device)?;
         let t = temp.buffer().raw;
-        let copy = image.buffer_copy(0, origin, region);
         let bytes = vk::BufferCopy {
             src_offset: 0,
             dst_offset: at as u64,
@@ -553,7 +716,7 @@ pub mod work {
         };
         Ok(Work {
             record: Some(Box::new(move |r| {
-                r.copy_image_to_buffer(img, t, copy);
+                place.copy_into(r, t, 0);
                 r.full_barrier();
                 r.copy_buffer(t, b, &[bytes]);
                 Ok(())
@@ -578,9 +741,9 @@ pub mod work {
         let staging = Staging::new(&queue.vk, size, BufferUse::Upload)?;
         let bytes: Vec<u8> = pattern.iter().copied().cycle().take(size).collect();
         staging.buffer().write(0, &bytes);
-        let copy = image.buffer_copy(0, origin, region);
+        let place = image.place(origin, region);
         Ok(Work {
-            record: Some(to_image(staging.buffer().raw, image.storage.raw, copy)),
+            record: Some(to_image(staging.buffer().raw, 0, place)),
             complete: None,
             keep: vec![keep(staging), keep(image.clone())],
             host_access: false,
@@ -640,14 +803,14 @@ pub mod work {
         if flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 {
             return Ok((ptr, pitches, Work::none()));
         }
-        let copy = image.buffer_copy(0, origin, region);
+        let place = image.place(origin, region);
         let to_host = image.host_ptr.is_some();
         let out = staging.clone();
         Ok((
             ptr,
             pitches,
             Work {
-                record: Some(from_image(image.storage.raw, staging.buffer().raw, copy)),
+                record: Some(from_image(place, staging.buffer().raw, 0)),
                 complete: Some(Box::new(move || {
                     if to_host {
                         unpack(out.ptr(), layout, ptr, region, elem);
@@ -687,9 +850,9 @@ pub mod work {
                 image.element_size,
             );
         }
-        let copy = image.buffer_copy(0, mapping.origin, mapping.region);
+        let place = image.place(mapping.origin, mapping.region);
         Ok(Work {
-            record: Some(to_image(staging.buffer().raw, image.storage.raw, copy)),
+            record: Some(to_image(staging.buffer().raw, 0, place)),
             complete: None,
             keep: vec![keep(staging), keep(image.clone())],
             host_access: false,

@@ -351,6 +351,8 @@ impl Kernel {
                 Binding::SampledImage => ash::vk::DescriptorType::SAMPLED_IMAGE,
                 Binding::StorageImage => ash::vk::DescriptorType::STORAGE_IMAGE,
                 Binding::Sampler => ash::vk::DescriptorType::SAMPLER,
+                Binding::UniformTexels => ash::vk::DescriptorType::UNIFORM_TEXEL_BUFFER,
+                Binding::StorageTexels => ash::vk::DescriptorType::STORAGE_TEXEL_BUFFER,
             })
             .collect();
         let module = KernelModule::new(vk, &rewritten.words, rewritten.push.size, types)

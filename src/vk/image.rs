@@ -287,3 +287,72 @@ pub fn record_copy_from_image(
     unsafe { device.cmd_copy_image_to_buffer(cb, src, optimal, dst, &[region]) };
     transition(device, cb, src, layers, optimal, general);
 }
+
+/// Views of a range of a buffer as texels of one format: how kernels
+/// reach the texels of a 1D image buffer, which live in the buffer itself.
+pub struct TexelViews {
+    device: Arc<LogicalDevice>,
+    /// The view kernels read through (a uniform texel buffer), where the
+    /// format allows it.
+    pub sampled: vk::BufferView,
+    /// The view kernels write (and read) through (a storage texel
+    /// buffer), where the format or its stand-in allows it.
+    pub storage: vk::BufferView,
+    /// The storage view's format has red and blue exchanged.
+    pub storage_swaps_red_blue: bool,
+}
+
+// SAFETY: plain Vulkan handles; commands keep the views while they run.
+unsafe impl Send for TexelViews {}
+// SAFETY: as above.
+unsafe impl Sync for TexelViews {}
+
+impl TexelViews {
+    /// Views of `range` bytes of `buffer` from `offset` (a multiple of the
+    /// device's texel buffer offset alignment): one to read through as
+    /// `format` if `sampled`, one to write through as `storage`'s format.
+    pub fn new(
+        device: &Arc<LogicalDevice>,
+        buffer: vk::Buffer,
+        offset: u64,
+        range: u64,
+        format: vk::Format,
+        sampled: bool,
+        storage: Option<(vk::Format, bool)>,
+    ) -> Result<Self, vk::Result> {
+        let mut this = TexelViews {
+            device: device.clone(),
+            sampled: vk::BufferView::null(),
+            storage: vk::BufferView::null(),
+            storage_swaps_red_blue: storage.is_some_and(|s| s.1),
+        };
+        let view = |format| {
+            let info = vk::BufferViewCreateInfo::default()
+                .buffer(buffer)
+                .format(format)
+                .offset(offset)
+                .range(range);
+            // SAFETY: a live buffer with texel usage; the caller checked
+            // the format's buffer features, the offset and the range.
+            unsafe { device.raw.create_buffer_view(&info, None) }
+        };
+        if sampled {
+            this.sampled = view(format)?;
+        }
+        if let Some((f, _)) = storage {
+            this.storage = view(f)?;
+        }
+        Ok(this)
+    }
+}
+
+impl Drop for TexelViews {
+    fn drop(&mut self) {
+        // SAFETY: commands keep their images' views alive until they
+        // complete; null views are ignored.
+        unsafe {
+            self.device.raw.destroy_buffer_view(self.sampled, None);
+            self.device.raw.destroy_buffer_view(self.storage, None);
+        }
+    }
+}

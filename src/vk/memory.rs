@@ -26,6 +26,12 @@ pub enum BufferUse {
     Readback,
 }
 
+/// The usage that lets texel buffer views read and write a buffer.
+const TEXELS: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
+    vk::BufferUsageFlags::UNIFORM_TEXEL_BUFFER.as_raw()
+        | vk::BufferUsageFlags::STORAGE_TEXEL_BUFFER.as_raw(),
+);
+
 /// A `VkBuffer` with its memory and device address. Destroyed on drop.
 pub struct DeviceBuffer {
     device: Arc<LogicalDevice>,
@@ -58,10 +64,14 @@ impl DeviceBuffer {
         size: u64,
         usage: BufferUse,
     ) -> Result<Self, vk::Result> {
-        let flags = vk::BufferUsageFlags::STORAGE_BUFFER
+        let mut flags = vk::BufferUsageFlags::STORAGE_BUFFER
             | vk::BufferUsageFlags::TRANSFER_SRC
             | vk::BufferUsageFlags::TRANSFER_DST
             | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS;
+        if usage == BufferUse::Device {
+            // OpenCL buffers can hold the texels of 1D image buffers.
+            flags |= TEXELS;
+        }
         let info = vk::BufferCreateInfo::default()
             .size(size.max(1))
             .usage(flags)
@@ -136,7 +146,8 @@ impl DeviceBuffer {
         let flags = vk::BufferUsageFlags::STORAGE_BUFFER
             | vk::BufferUsageFlags::TRANSFER_SRC
             | vk::BufferUsageFlags::TRANSFER_DST
-            | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS;
+            | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS
+            | TEXELS;
         let info = vk::BufferCreateInfo::default()
             .size(len)
             .usage(flags)

@@ -156,19 +156,21 @@ impl KernelModule {
     }
 
     /// Records this module's descriptors into `cb` (push descriptors):
-    /// each binding's image view or sampler, in binding order.
+    /// each binding's image view, texel buffer view or sampler, in
+    /// binding order.
     pub fn push_descriptors(
         &self,
         cb: vk::CommandBuffer,
         layout: vk::PipelineLayout,
         views: &[vk::ImageView],
+        texels: &[vk::BufferView],
         samplers: &[vk::Sampler],
     ) {
         let Some(push) = self.device.push_descriptor.as_ref() else {
             return;
         };
         let infos = image_infos(views, samplers);
-        let writes = writes(vk::DescriptorSet::null(), &self.bindings, &infos);
+        let writes = writes(vk::DescriptorSet::null(), &self.bindings, &infos, texels);
         // SAFETY: recording state; the layout's set 0 was made for push
         // descriptors; the views and samplers outlive the command.
         unsafe {
@@ -302,16 +304,17 @@ pub struct DescriptorSet {
 }
 
 impl DescriptorSet {
-    /// Points every binding at its image view or sampler (in binding
-    /// order), images in the GENERAL layout.
+    /// Points every binding at its image view, texel buffer view or
+    /// sampler (in binding order), images in the GENERAL layout.
     pub fn write(
         &self,
         types: &[vk::DescriptorType],
         views: &[vk::ImageView],
+        texels: &[vk::BufferView],
         samplers: &[vk::Sampler],
     ) {
         let infos = image_infos(views, samplers);
-        let writes = writes(self.raw, types, &infos);
+        let writes = writes(self.raw, types, &infos, texels);
         // SAFETY: the set is not in use yet; views and samplers are live.
         unsafe { self.device.raw.update_descriptor_sets(&writes, &[]) };
     }
@@ -340,17 +343,24 @@ fn writes<'a>(
     set: vk::DescriptorSet,
     types: &[vk::DescriptorType],
     infos: &'a [[vk::DescriptorImageInfo; 1]],
+    texels: &'a [vk::BufferView],
 ) -> Vec<vk::WriteDescriptorSet<'a>> {
     types
         .iter()
         .zip(infos)
         .enumerate()
         .map(|(i, (&t, info))| {
-            vk::WriteDescriptorSet::default()
+            let w = vk::WriteDescriptorSet::default()
                 .dst_set(set)
                 .dst_binding(i as u32)
-                .descriptor_type(t)
-                .image_info(info)
+                .descriptor_type(t);
+            match t {
+                vk::DescriptorType::UNIFORM_TEXEL_BUFFER
+                | vk::DescriptorType::STORAGE_TEXEL_BUFFER => {
+                    w.texel_buffer_view(&texels[i..i + 1])
+                }
+                _ => w.image_info(info),
+            }
         })
         .collect()
 }

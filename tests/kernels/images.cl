@@ -70,3 +70,14 @@ kernel void queries(read_only image2d_t a, write_only image3d_t b, read_only ima
     int4 dim3 = get_image_dim(b);
     out[15] = dim3.x * 10000 + dim3.y * 100 + dim3.z;
 }
+
+// 1D image buffers: texels that live in a buffer.
+kernel void scale_1d_buffer(read_only image1d_buffer_t src, write_only image1d_buffer_t dst,
+                            global int *width) {
+    int i = get_global_id(0);
+    write_imagef(dst, i, read_imagef(src, i) * 0.5f);
+    if (i == 0) {
+        width[0] = get_image_width(src);
+        width[1] = get_image_width(dst);
+    }
+}

@@ -10,7 +10,9 @@
 //! * read-only images are sampled images (`Sampled = 1`): reads with a
 //!   sampler stay `OpImageSampleExplicitLod`, reads without one become
 //!   `OpImageFetch`; write-only and read-write images are storage images
-//!   (`Sampled = 2`) read and written without a format;
+//!   (`Sampled = 2`) read and written without a format; 1D image
+//!   buffers are texel buffers the same way (uniform texel buffers read
+//!   with `OpImageFetch`, storage texel buffers), without levels of detail;
 //! * the sampled type (float, signed or unsigned integer) is the one of the
 //!   image bound at enqueue, which the caller passes: OpenCL SPIR-V does not
 //!   say whether `read_imagei` or `read_imageui` was called;
@@ -68,6 +70,10 @@ pub enum Binding {
     SampledImage,
     StorageImage,
     Sampler,
+    /// A read-only 1D image buffer.
+    UniformTexels,
+    /// A written 1D image buffer.
+    StorageTexels,
 }
 
 /// A sampler declared in the kernel source, with the binding it is at.
@@ -102,6 +108,8 @@ struct Img {
     /// A 1D or 2D image, not an array: sampled with the sampler's twin,
     /// at unnormalized coordinates where the OpenCL sampler takes them.
     direct: bool,
+    /// A 1D image buffer: a texel buffer, which has no level of detail.
+    texels: bool,
     info_spec: u32,
 }
 
@@ -325,7 +333,7 @@ pub fn run(
             Dim::Dim1D => 1,
             Dim::Dim2D => 2,
             Dim::Dim3D => 3,
-            Dim::DimBuffer => return Err("1D image buffer arguments are not supported yet".into()),
+            Dim::DimBuffer => 1,
             d => return Err(format!("images of dimension {d:?} are not supported")),
         };
         if lit(&t, 2) == Some(1) || lit(&t, 4) == Some(1) {
@@ -352,11 +360,13 @@ pub fn run(
                 Operand::ImageFormat(ImageFormat::Unknown),
             ],
         );
-        if dim == Dim::Dim1D {
-            caps.insert(if sampled {
-                Capability::Sampled1D
-            } else {
-                Capability::Image1D
+        let texels = dim == Dim::DimBuffer;
+        if dim == Dim::Dim1D || texels {
+            caps.insert(match (texels, sampled) {
+                (false, true) => Capability::Sampled1D,
+                (false, false) => Capability::Image1D,
+                (true, true) => Capability::SampledBuffer,
+                (true, false) => Capability::ImageBuffer,
             });
         }
         let var = descriptor(ctx, ty, p.binding);
@@ -369,13 +379,15 @@ pub fn run(
                 sampled,
                 coords: dims + arrayed as u32,
                 direct: !arrayed && dims < 3,
+                texels,
                 info_spec: p.info_spec,
             },
         );
-        bindings.push(if sampled {
-            Binding::SampledImage
-        } else {
-            Binding::StorageImage
+        bindings.push(match (texels, sampled) {
+            (false, true) => Binding::SampledImage,
+            (false, false) => Binding::StorageImage,
+            (true, true) => Binding::UniformTexels,
+            (true, false) => Binding::StorageTexels,
         });
     }
     // Literal samplers become descriptors after the parameters.
@@ -744,12 +756,11 @@ pub fn run(
                     let c0 = id(&i, 1)?;
                     let (coord, _) = take(ctx, &mut out, c0, type_of(ctx, c0)?, img.coords)?;
                     if img.sampled {
-                        let ops = vec![
-                            Operand::IdRef(img_id),
-                            Operand::IdRef(coord),
-                            Operand::ImageOperands(ImageOperands::LOD),
-                            Operand::IdRef(zero),
-                        ];
+                        let mut ops = vec![Operand::IdRef(img_id), Operand::IdRef(coord)];
+                        if !img.texels {
+                            ops.push(Operand::ImageOperands(ImageOperands::LOD));
+                            ops.push(Operand::IdRef(zero));
+                        }
                         texel_result(ctx, &mut out, &img, Op::ImageFetch, ops)?;
                     } else {
                         caps.insert(Capability::StorageImageReadWithoutFormat);
@@ -802,12 +813,15 @@ pub fn run(
                     let want = rt.ok_or("query without type")?;
                     let (comp, n) = shape(ctx, want)?;
                     let ty32 = vec_or_scalar(ctx, u32t, n);
-                    let ops = if img.sampled {
+                    // Sampled images have levels of detail; storage
+                    // images and texel buffers do not.
+                    let lod = img.sampled && !img.texels;
+                    let ops = if lod {
                         vec![Operand::IdRef(img_id), Operand::IdRef(zero)]
                     } else {
                         vec![Operand::IdRef(img_id)]
                     };
-                    let op = if img.sampled {
+                    let op = if lod {
                         Op::ImageQuerySizeLod
                     } else {
                         Op::ImageQuerySize
