@@ -25,6 +25,7 @@ both_ways!(
     bgra_images_written_by_kernels,
     one_d_image_buffers_share_the_buffer,
     one_d_image_buffer_errors,
+    two_d_images_from_buffers,
 );
 
 const SRC: &str = include_str!("kernels/images.cl");
@@ -1190,4 +1191,186 @@ fn one_d_image_buffer_errors(cl: &Cl) {
     let k = t.s.kernel(SRC, "scale_1d_buffer", "");
     let r = unsafe { cl.clSetKernelArg.unwrap()(k, 1, 8, (&img as *const cl_mem).cast()) };
     assert_eq!(r, CL_INVALID_ARG_VALUE, "{}", cl.how);
+}
+
+/// A 2D image of `w`×`h` texels whose rows are `pitch` bytes apart in `buffer`.
+fn from_rows(
+    t: &mut Images,
+    buffer: cl_mem,
+    flags: cl_mem_flags,
+    f: cl_image_format,
+    w: usize,
+    h: usize,
+    pitch: usize,
+) -> Result<cl_mem, cl_int> {
+    let mut d = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    d.image_row_pitch = pitch;
+    d.buffer = buffer;
+    let mut e = 1;
+    let m = unsafe { t.s.cl.clCreateImage.unwrap()(t.s.c, flags, &f, &d, null_mut(), &mut e) };
+    if e != CL_SUCCESS {
+        return Err(e);
+    }
+    t.made.push(m);
+    Ok(m)
+}
+
+fn two_d_images_from_buffers(cl: &Cl) {
+    let d = cl.device();
+    let ext =
+        String::from_utf8_lossy(&cl.device_bytes(d, CL_DEVICE_EXTENSIONS).unwrap()).into_owned();
+    assert!(ext.contains("cl_khr_image2d_from_buffer"), "{}", cl.how);
+    let align = u32_of(&cl.device_bytes(d, CL_DEVICE_IMAGE_PITCH_ALIGNMENT).unwrap()) as usize;
+    let base = u32_of(
+        &cl.device_bytes(d, CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT)
+            .unwrap(),
+    );
+    assert!(
+        align.is_power_of_two() && base.is_power_of_two(),
+        "{}",
+        cl.how
+    );
+    let mut t = Images::new(cl);
+    let (w, h) = (13usize, 7usize);
+    let f = fmt(CL_RGBA, CL_UNORM_INT8);
+    // Rows padded to a multiple of the alignment, with room to spare.
+    let pitch = (w + 3).next_multiple_of(align) * 4;
+    let bytes: Vec<u8> = (0..pitch * h).map(|i| (i * 7 % 128) as u8).collect();
+    let src_buf = t.s.buffer_from(&bytes);
+    let dst_buf = t.s.buffer_from(&vec![0xeeu8; pitch * h]);
+    let src = from_rows(&mut t, src_buf, CL_MEM_READ_ONLY, f, w, h, pitch).unwrap();
+    let dst = from_rows(&mut t, dst_buf, CL_MEM_WRITE_ONLY, f, w, h, pitch).unwrap();
+    let mut got_pitch = 0usize;
+    unsafe {
+        cl.clGetImageInfo.unwrap()(
+            dst,
+            CL_IMAGE_ROW_PITCH,
+            8,
+            (&mut got_pitch as *mut usize).cast(),
+            null_mut(),
+        );
+    }
+    assert_eq!(got_pitch, pitch, "{}", cl.how);
+    let k = t.s.kernel(SRC, "fetch_2d", "");
+    t.s.arg(k, 0, &src);
+    t.s.arg(k, 1, &dst);
+    t.s.run(k, &[w, h], None, None);
+    // The kernel's texels are in the buffer's rows; the padding is as it was.
+    let got = cl.read(t.s.q, dst_buf, 0, pitch * h);
+    for y in 0..h {
+        for x in 0..pitch {
+            let i = y * pitch + x;
+            let want = if x < w * 4 {
+                (bytes[i] as u32 * 2).min(255) as u8
+            } else {
+                0xee
+            };
+            assert_eq!(got[i], want, "{}: row {y}, byte {x}", cl.how);
+        }
+    }
+    // Buffer writes are seen by the next kernel and by image reads.
+    cl.write(t.s.q, src_buf, pitch * 2, &[100, 0, 50, 10]);
+    t.s.run(k, &[w, h], None, None);
+    assert_eq!(
+        cl.read(t.s.q, dst_buf, pitch * 2, 4),
+        vec![200, 0, 100, 20],
+        "{}",
+        cl.how
+    );
+    let mut px = [0u8; 8];
+    let (o, r) = ([0usize, 2, 0], [2usize, 1, 1]);
+    let e = unsafe {
+        cl.clEnqueueReadImage.unwrap()(
+            t.s.q,
+            dst,
+            CL_TRUE,
+            o.as_ptr(),
+            r.as_ptr(),
+            0,
+            0,
+            px.as_mut_ptr().cast(),
+            0,
+            null(),
+            null_mut(),
+        )
+    };
+    assert_eq!(e, CL_SUCCESS);
+    assert_eq!(px[..4], [200, 0, 100, 20], "{}", cl.how);
+    // Image writes land in the buffer's rows.
+    let (o, r) = ([w - 1, h - 1, 0], [1usize, 1, 1]);
+    let e = unsafe {
+        cl.clEnqueueWriteImage.unwrap()(
+            t.s.q,
+            dst,
+            CL_TRUE,
+            o.as_ptr(),
+            r.as_ptr(),
+            0,
+            0,
+            [1u8, 2, 3, 4].as_ptr().cast(),
+            0,
+            null(),
+            null_mut(),
+        )
+    };
+    assert_eq!(e, CL_SUCCESS);
+    assert_eq!(
+        cl.read(t.s.q, dst_buf, (h - 1) * pitch + (w - 1) * 4, 4),
+        vec![1, 2, 3, 4],
+        "{}",
+        cl.how
+    );
+    // A copy from an ordinary image, then a fill, read back through the buffer.
+    let plain = t.image(
+        CL_MEM_READ_WRITE,
+        f,
+        desc(CL_MEM_OBJECT_IMAGE2D, 2, 2, 0, 0),
+        Some(&[9u8; 16]),
+    );
+    let (so, dorig, r) = ([0usize; 3], [3usize, 4, 0], [2usize, 2, 1]);
+    let e = unsafe {
+        cl.clEnqueueCopyImage.unwrap()(
+            t.s.q,
+            plain,
+            dst,
+            so.as_ptr(),
+            dorig.as_ptr(),
+            r.as_ptr(),
+            0,
+            null(),
+            null_mut(),
+        )
+    };
+    assert_eq!(e, CL_SUCCESS);
+    assert_eq!(
+        cl.read(t.s.q, dst_buf, 5 * pitch + 3 * 4, 8),
+        vec![9u8; 8],
+        "{}",
+        cl.how
+    );
+    // Errors.
+    assert_eq!(
+        from_rows(&mut t, src_buf, 0, f, w, h, w * 4 - 4),
+        Err(CL_INVALID_IMAGE_DESCRIPTOR),
+        "{}",
+        cl.how
+    );
+    assert_eq!(
+        from_rows(&mut t, src_buf, 0, f, w, h + 1, pitch),
+        Err(CL_INVALID_IMAGE_SIZE),
+        "{}",
+        cl.how
+    );
+    assert_eq!(
+        from_rows(&mut t, plain, 0, f, 2, 2, 0),
+        Err(CL_INVALID_OPERATION),
+        "{}",
+        cl.how
+    );
+    let mut d3 = desc(CL_MEM_OBJECT_IMAGE3D, 2, 2, 2, 0);
+    d3.buffer = src_buf;
+    let mut e = 1;
+    let m = unsafe { cl.clCreateImage.unwrap()(t.s.c, 0, &f, &d3, null_mut(), &mut e) };
+    assert!(m.is_null());
+    assert_eq!(e, CL_INVALID_IMAGE_DESCRIPTOR, "{}", cl.how);
 }

@@ -117,8 +117,17 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_MAX_WRITE_IMAGE_ARGS => info(d.image_arg_limits().1),
         CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS => info(d.read_write_image_args()),
         CL_DEVICE_MAX_SAMPLERS => info(d.image_arg_limits().2),
-        // Images from buffers (cl_khr_image2d_from_buffer) are not offered.
-        CL_DEVICE_IMAGE_PITCH_ALIGNMENT | CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT => info(0u32),
+        // 2D images from buffers (cl_khr_image2d_from_buffer).
+        CL_DEVICE_IMAGE_PITCH_ALIGNMENT => info(if d.image_support() {
+            crate::core::device::IMAGE_PITCH_ALIGNMENT
+        } else {
+            0
+        }),
+        CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT => info(if d.image_support() {
+            crate::core::device::IMAGE_BASE_ADDRESS_ALIGNMENT
+        } else {
+            0
+        }),
         CL_DEVICE_IMAGE2D_MAX_WIDTH | CL_DEVICE_IMAGE2D_MAX_HEIGHT => info(if d.image_support() {
             d.image_limits().side_2d
         } else {

@@ -80,13 +80,12 @@ fn create_image(
     }
     if !buffer.is_null() {
         // Only 1D image buffers and 2D images may be made from another
-        // memory object, and 2D images from buffers or other images are
-        // not offered (no cl_khr_image2d_from_buffer).
-        return err(if ty == CL_MEM_OBJECT_IMAGE2D {
-            CL_INVALID_OPERATION
-        } else {
-            CL_INVALID_IMAGE_DESCRIPTOR
-        });
+        // memory object; 2D images from other images are not offered.
+        return match crate::api::memory::Mem::from_raw(buffer) {
+            _ if ty != CL_MEM_OBJECT_IMAGE2D => err(CL_INVALID_IMAGE_DESCRIPTOR),
+            Ok(crate::api::memory::Mem::Image(_)) => err(CL_INVALID_OPERATION),
+            _ => image_buffer(&c, props, given_flags, format, elem, d, host_ptr),
+        };
     }
     let arrayed = matches!(
         ty,
@@ -200,8 +199,9 @@ fn create_image(
     )?))
 }
 
-/// clCreateImage of a 1D image buffer: the texels are the start of the
-/// buffer's bytes. Flags not given are the buffer's.
+/// clCreateImage of a 1D image buffer (its texels the start of the
+/// buffer's bytes) or of a 2D image from a buffer (its rows `row_pitch`
+/// bytes apart in the buffer). Flags not given are the buffer's.
 fn image_buffer(
     c: &Arc<Handle<Context>>,
     props: Vec<cl_mem_properties>,
@@ -255,6 +255,9 @@ fn image_buffer(
     if !host_ptr.is_null() {
         return err(CL_INVALID_HOST_PTR);
     }
+    if d.image_type == CL_MEM_OBJECT_IMAGE2D {
+        return image_2d_from_buffer(b, props, flags, format, elem, d);
+    }
     if d.image_width == 0 || d.image_row_pitch != 0 || d.image_slice_pitch != 0 {
         return err(CL_INVALID_IMAGE_DESCRIPTOR);
     }
@@ -294,6 +297,73 @@ fn image_buffer(
         slice_pitch: 0,
     };
     Ok(Handle::into_api(Image::new_texels(
+        b, flags, format, entry, desc, props,
+    )?))
+}
+
+/// The rest of clCreateImage for a 2D image from a buffer, the flags
+/// settled: its rows, `row_pitch` bytes apart (a multiple of
+/// CL_DEVICE_IMAGE_PITCH_ALIGNMENT texels), must lie in the buffer.
+fn image_2d_from_buffer(
+    b: Arc<Handle<Buffer>>,
+    props: Vec<cl_mem_properties>,
+    flags: cl_mem_flags,
+    format: cl_image_format,
+    elem: usize,
+    d: &cl_image_desc,
+) -> ClResult<cl_mem> {
+    let (w, h) = (d.image_width, d.image_height);
+    if w == 0 || h == 0 || d.image_slice_pitch != 0 {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    let devices = &b.context.devices;
+    if devices.iter().any(|dev| {
+        let side = dev.image_limits().side_2d;
+        !dev.image_support() || w > side || h > side
+    }) {
+        return err(CL_INVALID_IMAGE_SIZE);
+    }
+    let row = w * elem;
+    let pitch = if d.image_row_pitch == 0 {
+        row
+    } else {
+        d.image_row_pitch
+    };
+    let align = elem * crate::core::device::IMAGE_PITCH_ALIGNMENT as usize;
+    if pitch < row || pitch % align != 0 {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    if pitch.checked_mul(h).is_none_or(|n| n > b.size) {
+        return err(CL_INVALID_IMAGE_SIZE);
+    }
+    // The rows start at the buffer's first byte: an address that must be
+    // a multiple of CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT texels.
+    let base = crate::core::device::IMAGE_BASE_ADDRESS_ALIGNMENT as usize * elem;
+    let host_misaligned = b
+        .host_ptr
+        .is_some_and(|p| b.flags & CL_MEM_USE_HOST_PTR != 0 && p.0 % base != 0);
+    if b.offset % base != 0 || host_misaligned {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    let entry = format::lookup(&format)
+        .filter(|e| {
+            devices.iter().all(|dev| {
+                dev.image_formats(flags)
+                    .iter()
+                    .any(|s| s.vk == e.vk && s.order == e.order)
+            })
+        })
+        .ok_or(ClError(CL_IMAGE_FORMAT_NOT_SUPPORTED))?;
+    let desc = ImageDesc {
+        image_type: CL_MEM_OBJECT_IMAGE2D,
+        width: w,
+        height: h,
+        depth: 0,
+        array_size: 0,
+        row_pitch: pitch,
+        slice_pitch: 0,
+    };
+    Ok(Handle::into_api(Image::new_rows(
         b, flags, format, entry, desc, props,
     )?))
 }

@@ -637,6 +637,9 @@ fn enqueue_ndrange(
     let types = compiled.module.bindings.clone();
     let mut views = vec![ash::vk::ImageView::null(); types.len()];
     let mut texels = vec![ash::vk::BufferView::null(); types.len()];
+    // Images whose texels live in buffer rows: (buffer, image, copy,
+    // whether the kernel may write them).
+    let mut shadows = Vec::new();
     let mut samplers = vec![ash::vk::Sampler::null(); types.len()];
     // Each sampler's twin for 1D and 2D images, by the sampler's binding.
     let mut direct = vec![ash::vk::Sampler::null(); types.len()];
@@ -711,6 +714,9 @@ fn enqueue_ndrange(
                     Some(KernelView::Image(v)) if !texel_binding => views[b] = v,
                     Some(KernelView::Texels(v)) if texel_binding => texels[b] = v,
                     _ => return err(CL_INVALID_KERNEL_ARGS),
+                }
+                if let Some((buffer, shadow, copy)) = image.shadow() {
+                    shadows.push((buffer, shadow, copy, !sampled));
                 }
                 keep.push(Box::new(image));
             }
@@ -869,6 +875,13 @@ fn enqueue_ndrange(
     }
     let work = Work {
         record: Some(Box::new(move |r| {
+            // Images from buffers: their texels in, before the kernel.
+            for &(buffer, shadow, copy, _) in &shadows {
+                r.copy_buffer_to_image(buffer, shadow, copy);
+            }
+            if !shadows.is_empty() {
+                r.full_barrier();
+            }
             for (pipeline, push, groups) in &dispatches {
                 if let Some((compiled, views, texels, samplers)) = &pushed {
                     compiled.module.push_descriptors(
@@ -880,6 +893,13 @@ fn enqueue_ndrange(
                     );
                 }
                 r.dispatch(pipeline, push, *groups, set);
+            }
+            // And back out, where the kernel may have written them.
+            if shadows.iter().any(|s| s.3) {
+                r.full_barrier();
+            }
+            for &(buffer, shadow, copy, _) in shadows.iter().filter(|s| s.3) {
+                r.copy_image_to_buffer(shadow, buffer, copy);
             }
             Ok(())
         })),

@@ -16,6 +16,16 @@ use crate::vk::device::LogicalDevice;
 use crate::vk::instance::Instance;
 use crate::vk::physical::PhysicalInfo;
 
+/// CL_DEVICE_IMAGE_PITCH_ALIGNMENT, in texels: the row pitch of a 2D image
+/// made from a buffer may be any whole number of texels, since its rows
+/// reach the image kernels use through buffer-image copies, which take
+/// any row length.
+pub const IMAGE_PITCH_ALIGNMENT: u32 = 1;
+
+/// CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT, in texels: those copies need
+/// offsets that are whole texels.
+pub const IMAGE_BASE_ADDRESS_ALIGNMENT: u32 = 1;
+
 /// CL_DEVICE_MAX_GLOBAL_VARIABLE_SIZE: the specification's minimum.
 pub const MAX_GLOBAL_VARIABLE_SIZE: usize = 64 * 1024;
 
@@ -210,6 +220,7 @@ impl Device {
         }
         if self.image_support() {
             ext.push(("cl_khr_3d_image_writes", make_version(1, 0, 0)));
+            ext.push(("cl_khr_image2d_from_buffer", make_version(1, 0, 0)));
         }
         ext
     }

@@ -172,6 +172,16 @@ pub enum Backing {
         buffer: Arc<Handle<Buffer>>,
         views: Arc<TexelViews>,
     },
+    /// The rows of a buffer, `pitch` bytes apart (2D images from
+    /// buffers). Kernels reach them through `shadow`, a Vulkan image that
+    /// each kernel using the image fills from the buffer first and, when
+    /// it may write the image, copies back after: Vulkan cannot view a
+    /// buffer as a tiled image. Transfers use the buffer directly.
+    Rows {
+        buffer: Arc<Handle<Buffer>>,
+        shadow: Arc<DeviceImage>,
+        pitch: usize,
+    },
 }
 
 /// A view a kernel's image descriptor points at.
@@ -187,7 +197,15 @@ pub enum KernelView {
 #[derive(Clone, Copy)]
 pub enum Place {
     Image(vk::Image, vk::BufferImageCopy),
-    Bytes(vk::Buffer, u64, u64),
+    /// `rows` rows of `row` bytes in a buffer, from byte `at`, `pitch`
+    /// bytes apart.
+    Bytes {
+        buffer: vk::Buffer,
+        at: u64,
+        row: u64,
+        pitch: u64,
+        rows: u64,
+    },
 }
 
 impl Place {
@@ -198,15 +216,9 @@ impl Place {
                 copy.buffer_offset += offset;
                 r.copy_buffer_to_image(buf, img, copy);
             }
-            Place::Bytes(b, at, size) => r.copy_buffer(
-                buf,
-                b,
-                &[vk::BufferCopy {
-                    src_offset: offset,
-                    dst_offset: at,
-                    size,
-                }],
-            ),
+            Place::Bytes { buffer, .. } => {
+                r.copy_buffer(buf, buffer, &self.row_copies(offset, true))
+            }
         }
     }
 
@@ -217,16 +229,47 @@ impl Place {
                 copy.buffer_offset += offset;
                 r.copy_image_to_buffer(img, buf, copy);
             }
-            Place::Bytes(b, at, size) => r.copy_buffer(
-                b,
-                buf,
-                &[vk::BufferCopy {
-                    src_offset: at,
-                    dst_offset: offset,
-                    size,
-                }],
-            ),
+            Place::Bytes { buffer, .. } => {
+                r.copy_buffer(buffer, buf, &self.row_copies(offset, false))
+            }
         }
+    }
+
+    /// The copies between packed bytes at `offset` and the rows of a
+    /// `Bytes` place (into the place if `inward`): one where the rows are
+    /// packed too, else one per row.
+    fn row_copies(self, offset: u64, inward: bool) -> Vec<vk::BufferCopy> {
+        let Place::Bytes {
+            at,
+            row,
+            pitch,
+            rows,
+            ..
+        } = self
+        else {
+            return Vec::new();
+        };
+        let runs = if pitch == row {
+            vec![(offset, at, row * rows)]
+        } else {
+            (0..rows)
+                .map(|i| (offset + i * row, at + i * pitch, row))
+                .collect()
+        };
+        runs.into_iter()
+            .map(|(packed, placed, size)| {
+                let (src_offset, dst_offset) = if inward {
+                    (packed, placed)
+                } else {
+                    (placed, packed)
+                };
+                vk::BufferCopy {
+                    src_offset,
+                    dst_offset,
+                    size,
+                }
+            })
+            .collect()
     }
 }
 
@@ -265,33 +308,8 @@ impl Image {
         host: Option<(HostPtr, HostLayout)>,
         properties: Vec<cl_mem_properties>,
     ) -> ClResult<Arc<Handle<Image>>> {
-        let device = &context.devices[0];
-        let vk_dev = device.logical()?;
-        let features = device.format_features(entry.vk);
-        let mut usage = vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
-        if features.contains(vk::FormatFeatureFlags::SAMPLED_IMAGE) {
-            usage |= vk::ImageUsageFlags::SAMPLED;
-        }
-        let storage_format = device.storage_format(entry.vk).filter(|_| !entry.swizzled);
-        if storage_format.is_some() {
-            usage |= vk::ImageUsageFlags::STORAGE;
-        }
-        let swizzle = crate::core::format::swizzle(entry.order);
-        let storage = DeviceImage::new(
-            &vk_dev,
-            entry.vk,
-            desc.shape(),
-            usage,
-            swizzle,
-            storage_format,
-        )
-        .map_err(|e| {
-            if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
-                ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE)
-            } else {
-                ClError::from(e)
-            }
-        })?;
+        let vk_dev = context.devices[0].logical()?;
+        let storage = device_image(&context, &entry, &desc)?;
         let element_size =
             crate::core::format::element_size(&format).expect("checked by the caller");
         let image = Image {
@@ -324,6 +342,57 @@ impl Image {
             })?;
         }
         Ok(Handle::new(image))
+    }
+
+    /// A 2D image whose rows are `desc.row_pitch` bytes apart in
+    /// `buffer`, which the caller checked holds them.
+    pub fn new_rows(
+        buffer: Arc<Handle<Buffer>>,
+        flags: cl_mem_flags,
+        format: cl_image_format,
+        entry: FormatEntry,
+        desc: ImageDesc,
+        properties: Vec<cl_mem_properties>,
+    ) -> ClResult<Arc<Handle<Image>>> {
+        let context = buffer.context.clone();
+        let shadow = device_image(&context, &entry, &desc)?;
+        let element_size =
+            crate::core::format::element_size(&format).expect("checked by the caller");
+        let image = Image {
+            context,
+            flags,
+            format,
+            entry,
+            element_size,
+            desc,
+            host_ptr: None,
+            backing: Backing::Rows {
+                buffer,
+                shadow: Arc::new(shadow),
+                pitch: desc.row_pitch,
+            },
+            properties,
+            maps: Mutex::new(Vec::new()),
+            destructors: MemDestructors::default(),
+        };
+        Ok(Handle::new(image))
+    }
+
+    /// For an image whose texels live in a buffer but whom kernels reach
+    /// through an image of its own (2D images from buffers): the buffer,
+    /// the image, and the copy between them.
+    pub fn shadow(&self) -> Option<(vk::Buffer, vk::Image, vk::BufferImageCopy)> {
+        let Backing::Rows {
+            buffer,
+            shadow,
+            pitch,
+        } = &self.backing
+        else {
+            return None;
+        };
+        let mut copy = self.buffer_copy(buffer.offset as u64, [0; 3], self.desc.dims());
+        copy.buffer_row_length = (pitch / self.element_size) as u32;
+        Some((buffer.storage.raw, shadow.raw, copy))
     }
 
     /// A 1D image buffer: `desc.width` texels at the start of `buffer`,
@@ -375,7 +444,7 @@ impl Image {
     /// The buffer a 1D image buffer was made from.
     pub fn buffer(&self) -> Option<&Arc<Handle<Buffer>>> {
         match &self.backing {
-            Backing::Texels { buffer, .. } => Some(buffer),
+            Backing::Texels { buffer, .. } | Backing::Rows { buffer, .. } => Some(buffer),
             Backing::Image(_) => None,
         }
     }
@@ -384,8 +453,12 @@ impl Image {
     /// to write it; None where its format does not allow that.
     pub fn kernel_view(&self, sampled: bool) -> Option<KernelView> {
         let v = match (&self.backing, sampled) {
-            (Backing::Image(i), true) => KernelView::Image(i.sampled_view),
-            (Backing::Image(i), false) => KernelView::Image(i.storage_view),
+            (Backing::Image(i) | Backing::Rows { shadow: i, .. }, true) => {
+                KernelView::Image(i.sampled_view)
+            }
+            (Backing::Image(i) | Backing::Rows { shadow: i, .. }, false) => {
+                KernelView::Image(i.storage_view)
+            }
             (Backing::Texels { views, .. }, true) => KernelView::Texels(views.sampled),
             (Backing::Texels { views, .. }, false) => KernelView::Texels(views.storage),
         };
@@ -399,7 +472,7 @@ impl Image {
     /// Whether the view kernels write through has red and blue exchanged.
     pub fn storage_swaps_red_blue(&self) -> bool {
         match &self.backing {
-            Backing::Image(i) => i.storage_swaps_red_blue,
+            Backing::Image(i) | Backing::Rows { shadow: i, .. } => i.storage_swaps_red_blue,
             Backing::Texels { views, .. } => views.storage_swaps_red_blue,
         }
     }
@@ -408,11 +481,20 @@ impl Image {
     pub fn place(&self, origin: [usize; 3], region: [usize; 3]) -> Place {
         match &self.backing {
             Backing::Image(i) => Place::Image(i.raw, self.buffer_copy(0, origin, region)),
-            Backing::Texels { buffer, .. } => Place::Bytes(
-                buffer.storage.raw,
-                (buffer.offset + origin[0] * self.element_size) as u64,
-                self.packed_size(region) as u64,
-            ),
+            Backing::Texels { buffer, .. } => Place::Bytes {
+                buffer: buffer.storage.raw,
+                at: (buffer.offset + origin[0] * self.element_size) as u64,
+                row: self.packed_size(region) as u64,
+                pitch: 0,
+                rows: 1,
+            },
+            Backing::Rows { buffer, pitch, .. } => Place::Bytes {
+                buffer: buffer.storage.raw,
+                at: (buffer.offset + origin[1] * pitch + origin[0] * self.element_size) as u64,
+                row: (region[0] * self.element_size) as u64,
+                pitch: *pitch as u64,
+                rows: region[1] as u64,
+            },
         }
     }
 
@@ -505,7 +587,7 @@ impl Image {
     /// The device that holds the image must be the queue's.
     pub fn check_device(&self, queue: &Queue) -> ClResult<()> {
         let device = match &self.backing {
-            Backing::Image(i) => i.device(),
+            Backing::Image(i) | Backing::Rows { shadow: i, .. } => i.device(),
             Backing::Texels { buffer, .. } => buffer.storage.device(),
         };
         if Arc::ptr_eq(device, &queue.vk) {
@@ -518,6 +600,38 @@ impl Image {
             err(CL_OUT_OF_RESOURCES)
         }
     }
+}
+
+/// The Vulkan image for an image of `desc` on the context's device: with
+/// sampled and storage views where the format allows them.
+fn device_image(context: &Context, entry: &FormatEntry, desc: &ImageDesc) -> ClResult<DeviceImage> {
+    let device = &context.devices[0];
+    let vk_dev = device.logical()?;
+    let features = device.format_features(entry.vk);
+    let mut usage = vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
+    if features.contains(vk::FormatFeatureFlags::SAMPLED_IMAGE) {
+        usage |= vk::ImageUsageFlags::SAMPLED;
+    }
+    let storage_format = device.storage_format(entry.vk).filter(|_| !entry.swizzled);
+    if storage_format.is_some() {
+        usage |= vk::ImageUsageFlags::STORAGE;
+    }
+    let swizzle = crate::core::format::swizzle(entry.order);
+    DeviceImage::new(
+        &vk_dev,
+        entry.vk,
+        desc.shape(),
+        usage,
+        swizzle,
+        storage_format,
+    )
+    .map_err(|e| {
+        if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
+            ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+        } else {
+            ClError::from(e)
+        }
+    })
 }
 
 /// Copies `region` from host memory laid out as `layout` into packed `dst`.
