@@ -17,7 +17,8 @@ both_ways!(
     shuffle,
     extended_types,
     clustered,
-    rotate
+    rotate,
+    required_sub_group_size
 );
 
 const SOURCE: &str = include_str!("kernels/subgroup_ext.cl");
@@ -276,4 +277,99 @@ fn rotate(cl: &Cl) {
             }
         }
     }
+}
+
+const REQUIRED: &str = "__attribute__((intel_reqd_sub_group_size(SIZE)))
+kernel void required(global uint *out) {
+    size_t i = get_global_id(0);
+    out[2 * i] = get_max_sub_group_size();
+    out[2 * i + 1] = get_sub_group_size();
+}";
+
+/// cl_intel_required_subgroup_size: each size the device offers runs
+/// kernels in sub-groups of that size; others fail to build.
+fn required_sub_group_size(cl: &Cl) {
+    let d = cl.device();
+    let sizes = cl.device_bytes(d, CL_DEVICE_SUB_GROUP_SIZES_INTEL);
+    if !has(cl, "cl_intel_required_subgroup_size") {
+        assert_eq!(sizes.err(), Some(CL_INVALID_VALUE), "{}", cl.how);
+        return;
+    }
+    let sizes: Vec<usize> = sizes.unwrap().chunks_exact(8).map(usize_of).collect();
+    assert!(
+        !sizes.is_empty() && sizes.iter().all(|s| s.is_power_of_two()),
+        "{sizes:?}"
+    );
+    for &size in &sizes {
+        let mut s = Setup::new(cl);
+        let src = REQUIRED.replace("SIZE", &size.to_string());
+        let k = s.kernel(&src, "required", "-cl-std=CL3.0");
+        let compiled = query(|n, v, r| unsafe {
+            cl.clGetKernelSubGroupInfo.unwrap()(
+                k,
+                d,
+                CL_KERNEL_COMPILE_SUB_GROUP_SIZE_INTEL,
+                0,
+                std::ptr::null(),
+                n,
+                v,
+                r,
+            )
+        })
+        .unwrap();
+        assert_eq!(usize_of(&compiled), size, "{}", cl.how);
+        assert_eq!(width(cl, k), size, "{}", cl.how);
+        let attrs = query(|n, v, r| unsafe {
+            cl.clGetKernelInfo.unwrap()(k, CL_KERNEL_ATTRIBUTES, n, v, r)
+        })
+        .unwrap();
+        assert!(
+            c_string(&attrs).contains(&format!("intel_reqd_sub_group_size({size})")),
+            "{}",
+            c_string(&attrs)
+        );
+        let most = usize_of(
+            &query(|n, v, r| unsafe {
+                cl.clGetKernelWorkGroupInfo.unwrap()(k, d, CL_KERNEL_WORK_GROUP_SIZE, n, v, r)
+            })
+            .unwrap(),
+        );
+        let local = most.min(4 * size);
+        let global = 3 * local;
+        let out = s.zeroed(global * 8);
+        s.arg(k, 0, &out);
+        s.run(k, &[global], Some(&[local]), None);
+        let got = s.words(out, global * 2);
+        for (i, pair) in got.chunks_exact(2).enumerate() {
+            assert_eq!(
+                pair, [size as u32; 2],
+                "{}: work-item {i} of a kernel that requires {size}",
+                cl.how
+            );
+        }
+        // Larger work-groups than the kernel allows are refused.
+        if most < 1024 {
+            let r = s.enqueue(k, &[2 * (most + size)], Some(&[most + size]), None);
+            assert_eq!(r, CL_INVALID_WORK_GROUP_SIZE, "{}", cl.how);
+        }
+    }
+    // A size the device does not offer fails the build.
+    let bad = sizes.iter().max().unwrap() * 2;
+    let src = std::ffi::CString::new(REQUIRED.replace("SIZE", &bad.to_string())).unwrap();
+    let s = Setup::new(cl);
+    let mut ptr = src.as_ptr();
+    let mut e = 1;
+    let p = unsafe {
+        cl.clCreateProgramWithSource.unwrap()(s.c, 1, &mut ptr, std::ptr::null(), &mut e)
+    };
+    assert_eq!(e, CL_SUCCESS);
+    let opts = std::ffi::CString::new("-cl-std=CL3.0").unwrap();
+    let r =
+        unsafe { cl.clBuildProgram.unwrap()(p, 1, &d, opts.as_ptr(), None, std::ptr::null_mut()) };
+    assert_eq!(
+        r, CL_BUILD_PROGRAM_FAILURE,
+        "{}: a kernel that requires sub-groups of {bad}",
+        cl.how
+    );
+    unsafe { cl.clReleaseProgram.unwrap()(p) };
 }

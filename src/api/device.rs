@@ -256,6 +256,13 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         | CL_DEVICE_PREFERRED_LOCAL_ATOMIC_ALIGNMENT => info(0u32),
         CL_DEVICE_MAX_NUM_SUB_GROUPS => info(d.max_num_sub_groups()),
         CL_DEVICE_SUB_GROUP_INDEPENDENT_FORWARD_PROGRESS => info(false),
+        // cl_intel_required_subgroup_size.
+        CL_DEVICE_SUB_GROUP_SIZES_INTEL if !d.required_subgroup_sizes().is_empty() => info(
+            d.required_subgroup_sizes()
+                .iter()
+                .map(|&s| s as usize)
+                .collect::<Vec<usize>>(),
+        ),
         CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES => info(d.atomic_capabilities()),
         CL_DEVICE_ATOMIC_FENCE_CAPABILITIES => info(d.atomic_capabilities()),
         CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT => info(true),

@@ -315,16 +315,33 @@ fn kernel_device(k: &Kernel, device: cl_device_id) -> ClResult<Arc<Handle<Device
     Ok(d)
 }
 
+/// The largest work-group the kernel can run in on `d`: its required
+/// size, else the device's, less where it requires a sub-group size.
+fn max_group_size(k: &Kernel, d: &Device) -> usize {
+    match (k.info.reqd_work_group_size, k.info.reqd_sub_group_size) {
+        (Some([x, y, z]), _) => (x * y * z) as usize,
+        (None, Some(s)) => d.max_work_group_size_for_subgroups(s),
+        (None, None) => d.max_work_group_size(),
+    }
+}
+
+/// The width of the kernel's sub-groups on `d`.
+fn sub_group_width(k: &Kernel, d: &Device) -> usize {
+    k.info.reqd_sub_group_size.unwrap_or(d.subgroup_size()) as usize
+}
+
 fn work_group_info(k: &Kernel, d: &Device, param: cl_kernel_work_group_info) -> Info {
     let reqd = k.info.reqd_work_group_size;
     match param {
-        CL_KERNEL_WORK_GROUP_SIZE => info(match reqd {
-            Some([x, y, z]) => (x * y * z) as usize,
-            None => d.max_work_group_size(),
-        }),
+        CL_KERNEL_WORK_GROUP_SIZE => info(max_group_size(k, d)),
+        // Kernels keep no private data in memory that the driver spills
+        // on vkcl's behalf that vkcl can know of.
+        CL_KERNEL_SPILL_MEM_SIZE_INTEL if !d.required_subgroup_sizes().is_empty() => {
+            info(0 as cl_ulong)
+        }
         CL_KERNEL_COMPILE_WORK_GROUP_SIZE => info(reqd.unwrap_or([0; 3]).map(|v| v as usize)),
         CL_KERNEL_LOCAL_MEM_SIZE => info(k.local_arg_bytes() + k.info.local_bytes),
-        CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => info(d.subgroup_size() as usize),
+        CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => info(sub_group_width(k, d)),
         // Private data lives in registers, except what the rewrite moved
         // to device memory (casts and pointer arithmetic on it).
         CL_KERNEL_PRIVATE_MEM_SIZE => info(
@@ -411,12 +428,12 @@ pub unsafe extern "C" fn clSetKernelExecInfo(
 /// dimension the largest divisor of the global size that keeps the
 /// work-group within the device's limits (and 256 items, a size that
 /// suits most GPUs and lavapipe alike).
-fn choose_local(global: [usize; 3], d: &Device, reqd: Option<[u32; 3]>) -> [usize; 3] {
+fn choose_local(global: [usize; 3], d: &Device, reqd: Option<[u32; 3]>, most: usize) -> [usize; 3] {
     if let Some(r) = reqd {
         return r.map(|v| v as usize);
     }
     let max = d.max_work_item_sizes();
-    let mut budget = d.max_work_group_size().min(256);
+    let mut budget = most.min(256);
     let mut local = [1usize; 3];
     for dim in 0..3 {
         let cap = budget.min(max[dim]).max(1);
@@ -565,7 +582,7 @@ fn enqueue_ndrange(
             return err(CL_INVALID_WORK_ITEM_SIZE);
         }
         let total: usize = local.iter().product();
-        if total > d.max_work_group_size() {
+        if total > d.max_work_group_size().min(max_group_size(&k, d)) {
             return err(CL_INVALID_WORK_GROUP_SIZE);
         }
         if let Some(r) = reqd {
@@ -586,7 +603,7 @@ fn enqueue_ndrange(
         o3[i] = offset.get(i).copied().unwrap_or(0);
     }
     let l3 = if local.is_empty() {
-        choose_local(g3, d, reqd)
+        choose_local(g3, d, reqd, max_group_size(&k, d))
     } else {
         let mut l = [1usize; 3];
         l[..dims].copy_from_slice(local);
@@ -1006,12 +1023,9 @@ fn sub_group_info(
     if !d.has_subgroups() {
         return err(CL_INVALID_OPERATION);
     }
-    let width = d.subgroup_size() as usize;
+    let width = sub_group_width(k, d);
     let word = std::mem::size_of::<usize>();
-    let max_wg = match k.info.reqd_work_group_size {
-        Some([x, y, z]) => (x * y * z) as usize,
-        None => d.max_work_group_size(),
-    };
+    let max_wg = max_group_size(k, d);
     // A local size of 1 to 3 dimensions, as an array of size_t.
     let local = || -> ClResult<usize> {
         if input.is_empty() || input.len() % word != 0 || input.len() / word > 3 {
@@ -1047,6 +1061,9 @@ fn sub_group_info(
         CL_KERNEL_MAX_NUM_SUB_GROUPS => info(max_wg.div_ceil(width)),
         // vkcl has no attribute that fixes the number of sub-groups.
         CL_KERNEL_COMPILE_NUM_SUB_GROUPS => info(0usize),
+        CL_KERNEL_COMPILE_SUB_GROUP_SIZE_INTEL if !d.required_subgroup_sizes().is_empty() => {
+            info(k.info.reqd_sub_group_size.unwrap_or(0) as usize)
+        }
         _ => invalid_param(param),
     }
 }

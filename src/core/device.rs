@@ -215,6 +215,9 @@ impl Device {
         if self.info.pci.is_some() {
             ext.push(("cl_khr_pci_bus_info", make_version(1, 0, 0)));
         }
+        if !self.required_subgroup_sizes().is_empty() {
+            ext.push(("cl_intel_required_subgroup_size", make_version(1, 0, 0)));
+        }
         if self.has_fp64() {
             ext.push(("cl_khr_fp64", make_version(1, 0, 0)));
         }
@@ -355,6 +358,31 @@ impl Device {
 
     pub fn subgroup_size(&self) -> u32 {
         self.info.props11.subgroup_size.max(1)
+    }
+
+    /// The sub-group sizes a kernel may require
+    /// (`intel_reqd_sub_group_size`, `CL_DEVICE_SUB_GROUP_SIZES_INTEL`):
+    /// every power of two Vulkan's subgroup size control offers compute
+    /// shaders; none without it.
+    pub fn required_subgroup_sizes(&self) -> Vec<u32> {
+        let p = &self.info.props13;
+        let control = self.info.features13.subgroup_size_control != 0
+            && p.required_subgroup_size_stages
+                .contains(vk::ShaderStageFlags::COMPUTE);
+        if !self.has_subgroups() || !control || p.min_subgroup_size == 0 {
+            return Vec::new();
+        }
+        (0..32)
+            .map(|i| 1u32 << i)
+            .filter(|s| (p.min_subgroup_size..=p.max_subgroup_size).contains(s))
+            .collect()
+    }
+
+    /// The largest work-group of a kernel that requires sub-groups of
+    /// `size`: Vulkan bounds the number of sub-groups of such work-groups.
+    pub fn max_work_group_size_for_subgroups(&self, size: u32) -> usize {
+        let groups = self.info.props13.max_compute_workgroup_subgroups as usize;
+        self.max_work_group_size().min(groups * size as usize)
     }
 
     /// The sub-group operations (VkSubgroupFeatureFlags) compute shaders

@@ -355,8 +355,14 @@ impl Kernel {
                 Binding::StorageTexels => ash::vk::DescriptorType::STORAGE_TEXEL_BUFFER,
             })
             .collect();
-        let module = KernelModule::new(vk, &rewritten.words, rewritten.push.size, types)
-            .map_err(|e| format!("vkCreateShaderModule failed: {e}"))?;
+        let module = KernelModule::new(
+            vk,
+            &rewritten.words,
+            rewritten.push.size,
+            types,
+            self.info.reqd_sub_group_size,
+        )
+        .map_err(|e| format!("vkCreateShaderModule failed: {e}"))?;
         let mut literal_samplers = Vec::new();
         for l in &rewritten.images.literal_samplers {
             let state = SamplerState::new(l.normalized, l.addressing, l.filter).map_err(|_| {

@@ -475,6 +475,24 @@ impl Program {
         if let Origin::Source(src) = &self.origin {
             unsigned_vec_type_hints(src, &mut kernels);
         }
+        // A required sub-group size must be one every device offers.
+        for k in &kernels {
+            let Some(size) = k.reqd_sub_group_size else {
+                continue;
+            };
+            for &t in targets {
+                let d = &self.devices[t];
+                if !d.required_subgroup_sizes().contains(&size) {
+                    let log = format!(
+                        "kernel {}: {} cannot run sub-groups of {size} work-items (intel_reqd_sub_group_size); it offers {:?}",
+                        k.name,
+                        d.name(),
+                        d.required_subgroup_sizes()
+                    );
+                    return Err(failed(log, failure_code));
+                }
+            }
+        }
         Ok(Build {
             status: CL_BUILD_SUCCESS,
             options: options_text.to_string(),

@@ -319,7 +319,7 @@ pub const FEATURES: &[Feature] = &[
     },
     Feature {
         vulkan: "subgroupSizeControl",
-        opencl: "required sub-group sizes",
+        opencl: "cl_intel_required_subgroup_size",
         required: false,
         present: |d| d.features13.subgroup_size_control != 0,
     },

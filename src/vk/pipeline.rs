@@ -107,6 +107,9 @@ pub struct KernelModule {
     pub set_layout: vk::DescriptorSetLayout,
     /// The descriptor type of each binding of set 0.
     pub bindings: Vec<vk::DescriptorType>,
+    /// The sub-group size the kernel requires, which its pipelines ask
+    /// Vulkan for (subgroup size control).
+    pub subgroup_size: Option<u32>,
 }
 
 impl KernelModule {
@@ -115,6 +118,7 @@ impl KernelModule {
         words: &[u32],
         push_size: u32,
         bindings: Vec<vk::DescriptorType>,
+        subgroup_size: Option<u32>,
     ) -> Result<Self, vk::Result> {
         let info = vk::ShaderModuleCreateInfo::default().code(words);
         // SAFETY: the words are a validated SPIR-V module.
@@ -125,6 +129,7 @@ impl KernelModule {
             push_size,
             set_layout: vk::DescriptorSetLayout::null(),
             bindings,
+            subgroup_size,
         };
         if !this.bindings.is_empty() {
             let b: Vec<vk::DescriptorSetLayoutBinding> = this
@@ -255,11 +260,16 @@ impl KernelModule {
         let spec = vk::SpecializationInfo::default()
             .map_entries(&entries)
             .data(&data);
-        let stage = vk::PipelineShaderStageCreateInfo::default()
+        let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
+            .required_subgroup_size(self.subgroup_size.unwrap_or(0));
+        let mut stage = vk::PipelineShaderStageCreateInfo::default()
             .stage(vk::ShaderStageFlags::COMPUTE)
             .module(self.module)
             .name(c"main")
             .specialization_info(&spec);
+        if self.subgroup_size.is_some() {
+            stage = stage.push_next(&mut required);
+        }
         let info = [vk::ComputePipelineCreateInfo::default()
             .stage(stage)
             .layout(layout)];

@@ -576,6 +576,7 @@ mod tests {
                 type_qual: 0,
             }],
             reqd_work_group_size: None,
+            reqd_sub_group_size: None,
             work_group_size_hint: None,
             vec_type_hint: None,
             local_bytes: 0,

@@ -1371,6 +1371,7 @@ mod tests {
                 arg("out", ArgKind::Buffer, 0),
             ],
             reqd_work_group_size: None,
+            reqd_sub_group_size: None,
             work_group_size_hint: None,
             vec_type_hint: None,
             local_bytes: 0,

@@ -799,6 +799,7 @@ mod tests {
             name: "k".into(),
             args: vec![arg("out", ArgKind::Buffer), arg("v", ArgKind::Value(4))],
             reqd_work_group_size: None,
+            reqd_sub_group_size: None,
             work_group_size_hint: None,
             vec_type_hint: None,
             local_bytes: 0,

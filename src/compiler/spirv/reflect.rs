@@ -46,6 +46,8 @@ pub struct KernelInfo {
     pub reqd_work_group_size: Option<[u32; 3]>,
     pub work_group_size_hint: Option<[u32; 3]>,
     pub vec_type_hint: Option<String>,
+    /// `intel_reqd_sub_group_size`: the sub-group size the kernel needs.
+    pub reqd_sub_group_size: Option<u32>,
     /// Bytes of `__local` variables the kernel declares.
     pub local_bytes: u64,
 }
@@ -62,6 +64,9 @@ impl KernelInfo {
         }
         if let Some(t) = &self.vec_type_hint {
             a.push(format!("vec_type_hint({t})"));
+        }
+        if let Some(n) = self.reqd_sub_group_size {
+            a.push(format!("intel_reqd_sub_group_size({n})"));
         }
         a.join(" ")
     }
@@ -350,6 +355,7 @@ pub fn kernels(module: &Module) -> Result<Vec<KernelInfo>, String> {
             work_group_size_hint: triple(mode(ExecutionMode::LocalSizeHint)),
             vec_type_hint: mode(ExecutionMode::VecTypeHint)
                 .and_then(|v| v.first().map(|&h| vec_type_name(h))),
+            reqd_sub_group_size: mode(ExecutionMode::SubgroupSize).and_then(|v| v.first().copied()),
             local_bytes: local_bytes(module, &types, func_id),
         });
     }
