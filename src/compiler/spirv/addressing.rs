@@ -55,7 +55,128 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
         .filter_map(|i| i.result_id.map(|r| (r, i.clone())))
         .collect();
     explicit_layout(ctx, &types, &psb_types)?;
-    rewrite_accesses(ctx, &types)
+    rewrite_accesses(ctx, &types)?;
+    split_underaligned_vectors(ctx);
+    Ok(())
+}
+
+/// Vector loads and stores in device memory whose `Aligned` is below the
+/// vector's own alignment (packed structs, `vload`-style casts) become one
+/// access per component: some drivers (NVIDIA's) load a whole vector from
+/// the address rounded down to the vector's alignment whatever `Aligned`
+/// says, while they honour it for scalars.
+fn split_underaligned_vectors(ctx: &mut Ctx) {
+    let mut value_type: HashMap<Word, Word> = HashMap::new();
+    for f in &ctx.module.functions {
+        for i in f
+            .parameters
+            .iter()
+            .chain(f.blocks.iter().flat_map(|b| b.instructions.iter()))
+        {
+            if let (Some(r), Some(t)) = (i.result_id, i.result_type) {
+                value_type.insert(r, t);
+            }
+        }
+    }
+    // (component type, count, component bytes) of a PSB pointer's
+    // vector pointee.
+    let vector_of = |ctx: &Ctx, ptr: Word| -> Option<(Word, u32, u32)> {
+        let ty = value_type.get(&ptr).copied().or_else(|| ctx.type_of(ptr))?;
+        let (sc, pointee) = ctx.pointer_parts(ty)?;
+        if sc != StorageClass::PhysicalStorageBuffer {
+            return None;
+        }
+        let v = ctx.global(pointee)?;
+        if v.class.opcode != Op::TypeVector {
+            return None;
+        }
+        let comp = id_at(v, 0)?;
+        let n = match v.operands.get(1) {
+            Some(Operand::LiteralBit32(n)) => *n,
+            _ => return None,
+        };
+        let c = ctx.global(comp)?;
+        let bits = match c.operands.first() {
+            Some(Operand::LiteralBit32(b)) => *b,
+            _ => return None,
+        };
+        Some((comp, n, bits / 8))
+    };
+    let aligned = |i: &Instruction, first: usize| -> Option<u32> {
+        match (i.operands.get(first), i.operands.get(first + 1)) {
+            (Some(Operand::MemoryAccess(m)), Some(Operand::LiteralBit32(a)))
+                if m.contains(MemoryAccess::ALIGNED) =>
+            {
+                Some(*a)
+            }
+            _ => None,
+        }
+    };
+    for f in 0..ctx.module.functions.len() {
+        for b in 0..ctx.module.functions[f].blocks.len() {
+            let code = std::mem::take(&mut ctx.module.functions[f].blocks[b].instructions);
+            let mut out = Vec::with_capacity(code.len());
+            for i in code {
+                let store = i.class.opcode == Op::Store;
+                if !store && i.class.opcode != Op::Load {
+                    out.push(i);
+                    continue;
+                }
+                let first = if store { 2 } else { 1 };
+                let split = id_at(&i, 0)
+                    .and_then(|p| Some((p, vector_of(ctx, p)?, aligned(&i, first)?)))
+                    .filter(|&(_, (_, n, bytes), a)| a < bytes * n.next_power_of_two());
+                let Some((ptr, (comp, n, bytes), a)) = split else {
+                    out.push(i);
+                    continue;
+                };
+                let comp_ptr = ctx.pointer(StorageClass::PhysicalStorageBuffer, comp);
+                // The same memory operands (volatile ones stay volatile),
+                // aligned as a component is.
+                let mut access = i.operands[first..].to_vec();
+                access[1] = Operand::LiteralBit32(a.min(bytes));
+                let mut parts = Vec::new();
+                for k in 0..n {
+                    let index = ctx.const_u32(k);
+                    let at = ctx.fresh();
+                    out.push(Instruction::new(
+                        Op::AccessChain,
+                        Some(comp_ptr),
+                        Some(at),
+                        vec![Operand::IdRef(ptr), Operand::IdRef(index)],
+                    ));
+                    if store {
+                        let Some(value) = id_at(&i, 1) else { break };
+                        let part = ctx.fresh();
+                        out.push(Instruction::new(
+                            Op::CompositeExtract,
+                            Some(comp),
+                            Some(part),
+                            vec![Operand::IdRef(value), Operand::LiteralBit32(k)],
+                        ));
+                        let mut ops = vec![Operand::IdRef(at), Operand::IdRef(part)];
+                        ops.extend(access.iter().cloned());
+                        out.push(Instruction::new(Op::Store, None, None, ops));
+                    } else {
+                        let part = ctx.fresh();
+                        let mut ops = vec![Operand::IdRef(at)];
+                        ops.extend(access.iter().cloned());
+                        out.push(Instruction::new(Op::Load, Some(comp), Some(part), ops));
+                        parts.push(Operand::IdRef(part));
+                    }
+                }
+                if !store {
+                    out.push(Instruction::new(
+                        Op::CompositeConstruct,
+                        i.result_type,
+                        i.result_id,
+                        parts,
+                    ));
+                }
+            }
+            ctx.module.functions[f].blocks[b].instructions = out;
+        }
+    }
 }
 
 /// Decorates what device-address pointers point at with OpenCL C's layout.
@@ -427,4 +548,51 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
     }
     ctx.module.functions = functions;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compiler::spirv::ctx::assemble;
+
+    #[test]
+    fn underaligned_vector_accesses_go_by_component() {
+        let mut ctx = assemble(
+            "OpCapability Addresses
+            OpCapability Kernel
+            OpCapability Int64
+            OpMemoryModel Physical64 OpenCL
+            OpEntryPoint Kernel %k \"k\"
+            %void = OpTypeVoid
+            %uint = OpTypeInt 32 0
+            %v4 = OpTypeVector %uint 4
+            %g_v4 = OpTypePointer CrossWorkgroup %v4
+            %fn = OpTypeFunction %void %g_v4 %g_v4
+            %k = OpFunction %void None %fn
+            %a = OpFunctionParameter %g_v4
+            %b = OpFunctionParameter %g_v4
+            %l = OpLabel
+            %x = OpLoad %v4 %a Aligned 1
+            OpStore %b %x Volatile|Aligned 2
+            %y = OpLoad %v4 %a Aligned 16
+            OpStore %b %y Aligned 16
+            OpReturn
+            OpFunctionEnd",
+        );
+        run(&mut ctx).unwrap();
+        let code: Vec<&Instruction> = ctx.module.functions[0].all_inst_iter().collect();
+        let count = |op| code.iter().filter(|i| i.class.opcode == op).count();
+        // Four loads and four stores for the first pair, one each for the second.
+        assert_eq!(count(Op::Load), 5);
+        assert_eq!(count(Op::Store), 5);
+        assert_eq!(count(Op::CompositeConstruct), 1);
+        let volatile_stores = code
+            .iter()
+            .filter(|i| i.class.opcode == Op::Store)
+            .filter(|i| {
+                matches!(i.operands.get(2), Some(Operand::MemoryAccess(m)) if m.contains(MemoryAccess::VOLATILE))
+            })
+            .count();
+        assert_eq!(volatile_stores, 4);
+    }
 }
