@@ -39,6 +39,8 @@ both_ways!(
     generic_pointer_from_an_integer_is_refused,
     private_and_local_pointers_held_in_memory,
     null_pointers_of_every_address_space,
+    fence_of_an_unset_generic_pointer,
+    vector_in_a_packed_struct_unoptimised,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -721,4 +723,62 @@ fn null_pointers_of_every_address_space(cl: &Cl) {
         s.run(k, &[4], None, None);
         assert_eq!(s.words(out, 4), vec![0x1f; 4], "{options}");
     }
+}
+
+/// get_fence of a pointer never set (the CTS's generic address space
+/// stress test passes them to a helper of many generic parameters) gives
+/// a valid fence and builds.
+fn fence_of_an_unset_generic_pointer(cl: &Cl) {
+    let src = "
+        bool valid(cl_mem_fence_flags f) {
+            return f == 0 || f == CLK_GLOBAL_MEM_FENCE || f == CLK_LOCAL_MEM_FENCE
+                || f == (CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+        }
+        bool helper(int *a, int *b, int *c) { return valid(get_fence(a)); }
+        kernel void unset(global uint *out) {
+            global int *g;
+            local int *l;
+            private int *p;
+            uint failures = 0;
+            if (!helper(g, l, p)) failures++;
+            if (!helper(g, p, l)) failures++;
+            out[get_global_id(0)] = failures == 0;
+        }";
+    let mut s = Setup::new(cl);
+    let k = s.kernel(src, "unset", OPTIONS);
+    let out = s.zeroed(64 * 4);
+    s.arg(k, 0, &out);
+    s.run(k, &[64], None, None);
+    assert_eq!(s.words(out, 64), vec![1u32; 64], "{}", cl.how);
+}
+
+/// A packed struct's int4 read whole by unoptimised code: at byte 1, not
+/// at the vector's own alignment.
+fn vector_in_a_packed_struct_unoptimised(cl: &Cl) {
+    let src = "
+        typedef struct __attribute__((packed)) { char c; int4 v; } P;
+        kernel void packed_vector(global const P *src, global int4 *out) {
+            size_t i = get_global_id(0);
+            out[i] = src[i].v;
+        }";
+    let n = 8usize;
+    let mut bytes = Vec::new();
+    for i in 0..n as i32 {
+        bytes.push(0xaa);
+        for k in 0..4 {
+            bytes.extend_from_slice(&(i * 100 + k).to_le_bytes());
+        }
+    }
+    let mut s = Setup::new(cl);
+    let k = s.kernel(src, "packed_vector", "-cl-std=CL3.0 -cl-opt-disable");
+    let input = s.buffer_from(&bytes);
+    let out = s.zeroed(16 * n);
+    s.arg(k, 0, &input);
+    s.arg(k, 1, &out);
+    s.run(k, &[n], None, None);
+    let got = i32s(&cl.read(s.q, out, 0, 16 * n));
+    let want: Vec<i32> = (0..n as i32)
+        .flat_map(|i| (0..4).map(move |k| i * 100 + k))
+        .collect();
+    assert_eq!(got, want, "{}", cl.how);
 }

@@ -258,10 +258,16 @@ fn image_buffer(
     if d.image_type == CL_MEM_OBJECT_IMAGE2D {
         return image_2d_from_buffer(b, props, flags, format, elem, d);
     }
-    if d.image_width == 0 || d.image_row_pitch != 0 || d.image_slice_pitch != 0 {
+    // The texels are packed; a row pitch, if given, must cover them (it
+    // means nothing more for a single row).
+    let bytes = d.image_width.checked_mul(elem);
+    let pitch = d.image_row_pitch;
+    if d.image_width == 0
+        || (pitch != 0 && (bytes.is_none_or(|b| pitch < b) || pitch % elem != 0))
+        || d.image_slice_pitch != 0
+    {
         return err(CL_INVALID_IMAGE_DESCRIPTOR);
     }
-    let bytes = d.image_width.checked_mul(elem);
     if bytes.is_none_or(|n| n > b.size)
         || c.devices
             .iter()
@@ -293,7 +299,11 @@ fn image_buffer(
         height: 0,
         depth: 0,
         array_size: 0,
-        row_pitch: d.image_width * elem,
+        row_pitch: if pitch == 0 {
+            d.image_width * elem
+        } else {
+            pitch
+        },
         slice_pitch: 0,
     };
     Ok(Handle::into_api(Image::new_texels(

@@ -16,6 +16,7 @@ use crate::compiler::spirv::ctx::{Ctx, id_at};
 use crate::compiler::spirv::reflect::layout;
 
 pub fn run(ctx: &mut Ctx) -> Result<(), String> {
+    drop_unused_generic_values(ctx);
     // Data pointers become device addresses.
     let mut psb_types = Vec::new();
     for t in &mut ctx.module.types_global_values {
@@ -58,6 +59,65 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     rewrite_accesses(ctx, &types)?;
     split_underaligned_vectors(ctx);
     Ok(())
+}
+
+/// Generic pointer values nothing uses any more (an `OpUndef` whose uses
+/// the generic pointer passes resolved), and then the generic pointer
+/// types nothing names, go: what remains of the generic address space is
+/// what it could not resolve.
+fn drop_unused_generic_values(ctx: &mut Ctx) {
+    loop {
+        // Uses in code and types; names and decorations do not count.
+        let m = &ctx.module;
+        let used: HashSet<Word> = m
+            .types_global_values
+            .iter()
+            .chain(m.entry_points.iter())
+            .chain(m.execution_modes.iter())
+            .chain(m.functions.iter().flat_map(|f| f.all_inst_iter()))
+            .flat_map(|i| {
+                i.result_type
+                    .into_iter()
+                    .chain(i.operands.iter().filter_map(|o| match o {
+                        Operand::IdRef(x) => Some(*x),
+                        _ => None,
+                    }))
+            })
+            .collect();
+        let generic: HashSet<Word> = ctx
+            .module
+            .types_global_values
+            .iter()
+            .filter(|t| {
+                t.class.opcode == Op::TypePointer
+                    && t.operands.first() == Some(&Operand::StorageClass(StorageClass::Generic))
+            })
+            .filter_map(|t| t.result_id)
+            .collect();
+        let before = ctx.module.types_global_values.len();
+        ctx.module.types_global_values.retain(|i| {
+            let Some(r) = i.result_id else { return true };
+            let dead_value = matches!(i.class.opcode, Op::Undef | Op::ConstantNull)
+                && i.result_type.is_some_and(|t| generic.contains(&t));
+            let dead_type = generic.contains(&r);
+            !((dead_value || dead_type) && !used.contains(&r))
+        });
+        if ctx.module.types_global_values.len() == before {
+            break;
+        }
+    }
+    let kept: HashSet<Word> = ctx
+        .module
+        .all_inst_iter()
+        .filter_map(|i| i.result_id)
+        .collect();
+    // Names and decorations of what went go too.
+    ctx.module
+        .debug_names
+        .retain(|i| !matches!(i.operands.first(), Some(Operand::IdRef(t)) if !kept.contains(t)));
+    ctx.module
+        .annotations
+        .retain(|i| !matches!(i.operands.first(), Some(Operand::IdRef(t)) if !kept.contains(t)));
 }
 
 /// Vector loads and stores in device memory whose `Aligned` is below the

@@ -827,7 +827,18 @@ fn rewrite(
             Op::GenericCastToPtrExplicit | Op::GenericPtrMemSemantics
         ) && id_at(i, 0).is_some_and(|v| a.var_origins(v).any(|x| relocated.contains(&x)))
     });
-    if relocated.is_empty() && retyped.is_empty() {
+    // Generic operations whose operands kept their types (module-scope
+    // nulls and undefs) are rewritten all the same.
+    let generic_left = a.code.iter().any(|i| {
+        matches!(
+            i.class.opcode,
+            Op::PtrCastToGeneric
+                | Op::GenericCastToPtr
+                | Op::GenericCastToPtrExplicit
+                | Op::GenericPtrMemSemantics
+        )
+    });
+    if relocated.is_empty() && retyped.is_empty() && !generic_left {
         return Ok(scratch);
     }
 
