@@ -13,7 +13,8 @@ both_ways!(
     binary_math,
     math_on_wide_vectors,
     relaxed_math,
-    library_functions_with_loops
+    library_functions_with_loops,
+    denormals_kept_where_claimed
 );
 
 const SOURCE: &str = include_str!("kernels/math.cl");
@@ -469,4 +470,42 @@ fn library_functions_with_loops(cl: &Cl) {
             got[4 * n + i]
         );
     }
+}
+
+/// Where CL_DEVICE_SINGLE_FP_CONFIG has CL_FP_DENORM, single-precision
+/// denormals survive arithmetic (the kernels ask Vulkan to keep them).
+fn denormals_kept_where_claimed(cl: &Cl) {
+    let config = cl
+        .device_bytes(cl.device(), opencl_sys::CL_DEVICE_SINGLE_FP_CONFIG)
+        .unwrap();
+    let config = u64::from_ne_bytes(config[..8].try_into().unwrap());
+    if config & opencl_sys::CL_FP_DENORM == 0 {
+        return;
+    }
+    let src = "kernel void dmul(global const float *a, global float *out) {
+        size_t i = get_global_id(0);
+        out[i] = a[i] * a[i + 4];
+    }";
+    // 2^-70 * 2^-70 = 2^-140, and others below FLT_MIN.
+    let inputs: Vec<f32> = vec![
+        2f32.powi(-70),
+        -2f32.powi(-75),
+        1.5 * 2f32.powi(-64),
+        f32::MIN_POSITIVE,
+        2f32.powi(-70),
+        2f32.powi(-70),
+        2f32.powi(-70),
+        0.25,
+    ];
+    let mut s = Setup::new(cl);
+    let k = s.kernel(src, "dmul", "");
+    let a = s.buffer_from(&bytes_of(&inputs));
+    let out = s.zeroed(16);
+    s.arg(k, 0, &a);
+    s.arg(k, 1, &out);
+    s.run(k, &[4], None, None);
+    let got = f32s(&cl.read(s.q, out, 0, 16));
+    let want: Vec<f32> = (0..4).map(|i| inputs[i] * inputs[i + 4]).collect();
+    assert!(want.iter().all(|w| w.is_subnormal()));
+    assert_eq!(got, want, "{}", cl.how);
 }

@@ -166,7 +166,15 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_MAX_PARAMETER_SIZE => info(1024usize),
         CL_DEVICE_MEM_BASE_ADDR_ALIGN => info(d.mem_base_addr_align_bits()),
         CL_DEVICE_MIN_DATA_TYPE_ALIGN_SIZE => info(128u32),
-        CL_DEVICE_SINGLE_FP_CONFIG => info(CL_FP_ROUND_TO_NEAREST | CL_FP_INF_NAN),
+        CL_DEVICE_SINGLE_FP_CONFIG => info(
+            CL_FP_ROUND_TO_NEAREST
+                | CL_FP_INF_NAN
+                | if d.preserves_denormals() {
+                    CL_FP_DENORM
+                } else {
+                    0
+                },
+        ),
         CL_DEVICE_DOUBLE_FP_CONFIG if d.has_fp64() => info(
             CL_FP_FMA
                 | CL_FP_ROUND_TO_NEAREST

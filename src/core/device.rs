@@ -356,6 +356,14 @@ impl Device {
         storage.max(128 * 8)
     }
 
+    /// Whether kernels keep single-precision denormals: Vulkan promises it
+    /// (shaderDenormPreserveFloat32) once a shader asks for it, which
+    /// vkcl's kernels do. Elsewhere whether they are kept is the driver's
+    /// choice, so CL_FP_DENORM is not claimed.
+    pub fn preserves_denormals(&self) -> bool {
+        self.info.props12.shader_denorm_preserve_float32 != 0
+    }
+
     pub fn subgroup_size(&self) -> u32 {
         self.info.props11.subgroup_size.max(1)
     }

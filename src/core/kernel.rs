@@ -128,6 +128,7 @@ pub fn device_caps(d: &Device) -> DeviceCaps {
         subgroup_size: d.subgroup_size(),
         max_work_group_size: d.max_work_group_size() as u32,
         max_push_constants: i.props.limits.max_push_constants_size,
+        denorm_preserve_f32: d.preserves_denormals(),
     }
 }
 

@@ -318,6 +318,12 @@ pub const FEATURES: &[Feature] = &[
         present: |d| d.features12.shader_subgroup_extended_types != 0,
     },
     Feature {
+        vulkan: "shaderDenormPreserveFloat32",
+        opencl: "CL_FP_DENORM (single precision)",
+        required: false,
+        present: |d| d.props12.shader_denorm_preserve_float32 != 0,
+    },
+    Feature {
         vulkan: "subgroupSizeControl",
         opencl: "cl_intel_required_subgroup_size",
         required: false,

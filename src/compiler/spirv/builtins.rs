@@ -585,6 +585,28 @@ mod tests {
     }
 
     #[test]
+    fn kernels_keep_denormals_where_the_device_promises_to() {
+        let (words, info) = global_id_kernel();
+        for keep in [false, true] {
+            let caps = DeviceCaps {
+                max_push_constants: 128,
+                denorm_preserve_f32: keep,
+                ..Default::default()
+            };
+            // The rewrite validates the module it returns.
+            let r = crate::compiler::spirv::rewrite(&words, &info, &caps).unwrap();
+            let m = rspirv::dr::load_words(&r.words).unwrap();
+            let mode = m.execution_modes.iter().any(|i| {
+                i.operands.get(1)
+                    == Some(&Operand::ExecutionMode(
+                        rspirv::spirv::ExecutionMode::DenormPreserve,
+                    ))
+            });
+            assert_eq!(mode, keep);
+        }
+    }
+
+    #[test]
     fn global_id_spans_split_dispatches() {
         let (words, info) = global_id_kernel();
         let caps = DeviceCaps {

@@ -38,6 +38,10 @@ pub struct DeviceCaps {
     /// VkPhysicalDeviceLimits::maxPushConstantsSize; 0 means Vulkan's
     /// guaranteed minimum (128).
     pub max_push_constants: u32,
+    /// shaderDenormPreserveFloat32: kernels declare that single-precision
+    /// denormals are kept (the DenormPreserve execution mode), which
+    /// CL_DEVICE_SINGLE_FP_CONFIG then reports as CL_FP_DENORM.
+    pub denorm_preserve_f32: bool,
 }
 
 /// The GroupNonUniform* capabilities of the sub-group built-ins and
@@ -249,6 +253,9 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
         }
     }
     subgroup_capabilities(ctx, caps, &mut need)?;
+    if caps.denorm_preserve_f32 {
+        need.push(Capability::DenormPreserve);
+    }
     ctx.module.capabilities = need
         .into_iter()
         .map(|c| Instruction::new(Op::Capability, None, None, vec![Operand::Capability(c)]))
@@ -308,6 +315,19 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
             Operand::LiteralBit32(1),
         ],
     )];
+    if caps.denorm_preserve_f32 {
+        // SPIR-V 1.4's float controls (the module is 1.5).
+        ctx.module.execution_modes.push(Instruction::new(
+            Op::ExecutionMode,
+            None,
+            None,
+            vec![
+                Operand::IdRef(fid),
+                Operand::ExecutionMode(ExecutionMode::DenormPreserve),
+                Operand::LiteralBit32(32),
+            ],
+        ));
+    }
     // Private variables of constant data keep their initialisers; nothing
     // else of the Kernel model may remain.
     // Image and sampler descriptors are UniformConstant variables.
