@@ -366,6 +366,11 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
         let pointee = id_at(t, 1)?;
         layout(&refs, pointee).ok().map(|(_, a)| a)
     };
+    let pointee_size = |ptr: Word| -> Option<u32> {
+        let t = types.get(value_type.get(&ptr)?)?;
+        let pointee = id_at(t, 1)?;
+        layout(&refs, pointee).ok().map(|(s, _)| s)
+    };
     // Pointers to an element of an object, as (object, indexes): pointer
     // arithmetic on them moves the last index, where that index selects an
     // array element (see `last_step_in_array`).
@@ -534,6 +539,69 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
                             i.operands[0] = Operand::IdRef(wide);
                         }
                     }
+                    Op::PtrEqual | Op::PtrNotEqual | Op::PtrDiff
+                        if id_at(&i, 0).and_then(storage)
+                            == Some(StorageClass::PhysicalStorageBuffer) =>
+                    {
+                        // Device addresses compare and subtract as
+                        // integers (Vulkan has these only for logical
+                        // pointers).
+                        let (x, y) = (
+                            id_at(&i, 0).ok_or("malformed comparison")?,
+                            id_at(&i, 1).ok_or("malformed comparison")?,
+                        );
+                        let u64t = ctx.uint(64);
+                        let (xu, yu) = (ctx.fresh(), ctx.fresh());
+                        for (u, v) in [(xu, x), (yu, y)] {
+                            out.push(Instruction::new(
+                                Op::ConvertPtrToU,
+                                Some(u64t),
+                                Some(u),
+                                vec![Operand::IdRef(v)],
+                            ));
+                        }
+                        let ops = vec![Operand::IdRef(xu), Operand::IdRef(yu)];
+                        i = match i.class.opcode {
+                            Op::PtrEqual => {
+                                Instruction::new(Op::IEqual, i.result_type, i.result_id, ops)
+                            }
+                            Op::PtrNotEqual => {
+                                Instruction::new(Op::INotEqual, i.result_type, i.result_id, ops)
+                            }
+                            _ => {
+                                // In elements of the pointee type.
+                                let size = pointee_size(x)
+                                    .ok_or("a pointer difference of unknown element size")?;
+                                let bytes = ctx.fresh();
+                                out.push(Instruction::new(Op::ISub, Some(u64t), Some(bytes), ops));
+                                let size = ctx.const_int(u64t, u64::from(size.max(1)));
+                                let rt =
+                                    i.result_type.ok_or("a pointer difference without type")?;
+                                let wide = if rt == u64t {
+                                    i.result_id
+                                } else {
+                                    Some(ctx.fresh())
+                                };
+                                let q = Instruction::new(
+                                    Op::SDiv,
+                                    Some(u64t),
+                                    wide,
+                                    vec![Operand::IdRef(bytes), Operand::IdRef(size)],
+                                );
+                                if rt == u64t {
+                                    q
+                                } else {
+                                    out.push(q);
+                                    Instruction::new(
+                                        Op::UConvert,
+                                        Some(rt),
+                                        i.result_id,
+                                        vec![Operand::IdRef(wide.ok_or("no id")?)],
+                                    )
+                                }
+                            }
+                        };
+                    }
                     Op::Load | Op::Store => {
                         let ptr = id_at(&i, 0).ok_or("bad memory access")?;
                         if storage(ptr) == Some(StorageClass::PhysicalStorageBuffer) {
@@ -614,6 +682,47 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
 mod tests {
     use super::*;
     use crate::compiler::spirv::ctx::assemble;
+
+    #[test]
+    fn device_pointers_compare_and_subtract_as_integers() {
+        let mut ctx = crate::compiler::spirv::ctx::assemble_for(
+            "OpCapability Addresses
+            OpCapability Kernel
+            OpCapability Int64
+            OpMemoryModel Physical64 OpenCL
+            OpEntryPoint Kernel %k \"k\"
+            %void = OpTypeVoid
+            %bool = OpTypeBool
+            %uint = OpTypeInt 32 0
+            %ulong = OpTypeInt 64 0
+            %g_uint = OpTypePointer CrossWorkgroup %uint
+            %fn = OpTypeFunction %void %g_uint %g_uint
+            %k = OpFunction %void None %fn
+            %a = OpFunctionParameter %g_uint
+            %b = OpFunctionParameter %g_uint
+            %l = OpLabel
+            %eq = OpPtrEqual %bool %a %b
+            %ne = OpPtrNotEqual %bool %a %b
+            %d = OpPtrDiff %ulong %a %b
+            %d32 = OpPtrDiff %uint %a %b
+            OpReturn
+            OpFunctionEnd",
+            "spv1.4",
+        );
+        run(&mut ctx).unwrap();
+        let ops: Vec<Op> = ctx.module.functions[0]
+            .all_inst_iter()
+            .map(|i| i.class.opcode)
+            .collect();
+        assert!(
+            !ops.iter()
+                .any(|o| matches!(o, Op::PtrEqual | Op::PtrNotEqual | Op::PtrDiff))
+        );
+        assert!(ops.contains(&Op::IEqual) && ops.contains(&Op::INotEqual));
+        // Bytes, then elements of four bytes; the narrow one converted.
+        assert_eq!(ops.iter().filter(|&&o| o == Op::SDiv).count(), 2);
+        assert!(ops.contains(&Op::UConvert));
+    }
 
     #[test]
     fn underaligned_vector_accesses_go_by_component() {

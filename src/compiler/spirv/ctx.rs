@@ -399,10 +399,16 @@ pub fn ids_used(i: &Instruction) -> impl Iterator<Item = Word> + '_ {
 /// Test support: a module assembled from SPIR-V text with `spirv-as`.
 #[cfg(test)]
 pub fn assemble(text: &str) -> Ctx {
+    assemble_for(text, "spv1.0")
+}
+
+/// Test support: as [`assemble`], for a SPIR-V version (`spv1.4`).
+#[cfg(test)]
+pub fn assemble_for(text: &str, env: &str) -> Ctx {
     use std::io::Write;
     use std::process::{Command, Stdio};
     let mut child = Command::new("spirv-as")
-        .args(["--target-env", "spv1.0", "-", "-o", "-"])
+        .args(["--target-env", env, "-", "-o", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
