@@ -26,6 +26,8 @@ both_ways!(
     one_d_image_buffers_share_the_buffer,
     one_d_image_buffer_errors,
     two_d_images_from_buffers,
+    linear_filtering_at_texel_centres,
+    linear_filtering_of_8_bit_formats,
 );
 
 const SRC: &str = include_str!("kernels/images.cl");
@@ -1373,4 +1375,307 @@ fn two_d_images_from_buffers(cl: &Cl) {
     let m = unsafe { cl.clCreateImage.unwrap()(t.s.c, 0, &f, &d3, null_mut(), &mut e) };
     assert!(m.is_null());
     assert_eq!(e, CL_INVALID_IMAGE_DESCRIPTOR, "{}", cl.how);
+}
+
+/// CLK_ADDRESS_CLAMP's border colour for orders without alpha.
+const OPAQUE_BLACK: [f32; 4] = [0.0, 0.0, 0.0, 1.0];
+
+/// The OpenCL C specification's linear filter along one axis of `n`
+/// texels: the two texels (`None` outside the image, for the border) and
+/// the upper one's weight.
+fn linear_axis(
+    s: f32,
+    n: usize,
+    normalized: bool,
+    addressing: cl_addressing_mode,
+) -> ([Option<usize>; 2], f32) {
+    let w = n as f32;
+    let u = match (normalized, addressing) {
+        (true, CL_ADDRESS_REPEAT) => (s - s.floor()) * w,
+        (true, CL_ADDRESS_MIRRORED_REPEAT) => (s - 2.0 * (0.5 * s).round_ties_even()).abs() * w,
+        (true, _) => s * w,
+        (false, _) => s,
+    };
+    let t = u - 0.5;
+    let lower = t.floor();
+    let a = t - lower;
+    let (mut i0, mut i1) = (lower as i64, lower as i64 + 1);
+    let n = n as i64;
+    match addressing {
+        CL_ADDRESS_REPEAT => {
+            if i0 < 0 {
+                i0 += n;
+            }
+            if i1 > n - 1 {
+                i1 -= n;
+            }
+        }
+        CL_ADDRESS_CLAMP => {
+            let inside = |i: i64| (0..n).contains(&i).then_some(i as usize);
+            return ([inside(i0), inside(i1)], a);
+        }
+        _ => {}
+    }
+    let clamp = |i: i64| Some(i.clamp(0, n - 1) as usize);
+    ([clamp(i0), clamp(i1)], a)
+}
+
+/// The filtered value of `texel` (RGBA of whole texels at (x, y, z)) at
+/// per-axis filters, with `border` outside the image.
+fn linear_value(
+    axes: &[([Option<usize>; 2], f32)],
+    texel: &dyn Fn(&[usize]) -> [f32; 4],
+    border: [f32; 4],
+) -> [f32; 4] {
+    let mut sum = [0.0f64; 4];
+    for corner in 0..1usize << axes.len() {
+        let mut at = Vec::new();
+        let mut weight = 1.0f64;
+        for (j, (texels, a)) in axes.iter().enumerate() {
+            let side = (corner >> j) & 1;
+            at.push(texels[side]);
+            weight *= if side == 1 {
+                *a as f64
+            } else {
+                1.0 - *a as f64
+            };
+        }
+        let t = match at.iter().copied().collect::<Option<Vec<usize>>>() {
+            Some(at) => texel(&at),
+            None => border,
+        };
+        for c in 0..4 {
+            sum[c] += weight * t[c] as f64;
+        }
+    }
+    sum.map(|v| v as f32)
+}
+
+/// Samples `img` with sampler `smp` at `coords` through kernel `name`
+/// (image, sampler, coordinates, results; or image, coordinates, results
+/// for a kernel with its own sampler).
+fn sample_at(
+    t: &mut Images,
+    name: &str,
+    img: cl_mem,
+    smp: Option<cl_sampler>,
+    coords: &[[f32; 4]],
+) -> Vec<[f32; 4]> {
+    let k = t.s.kernel(SRC, name, "");
+    let flat: Vec<f32> = coords.iter().flatten().copied().collect();
+    let at = t.s.buffer_from(&floats(&flat));
+    let out = t.s.buffer(coords.len() * 16);
+    let mut i = 0;
+    t.s.arg(k, i, &img);
+    i += 1;
+    if let Some(s) = smp {
+        t.s.arg(k, i, &s);
+        i += 1;
+    }
+    t.s.arg(k, i, &at);
+    t.s.arg(k, i + 1, &out);
+    t.s.run(k, &[coords.len()], None, None);
+    let got = to_floats(&t.s.cl.read(t.s.q, out, 0, coords.len() * 16));
+    got.chunks_exact(4)
+        .map(|c| [c[0], c[1], c[2], c[3]])
+        .collect()
+}
+
+/// Linear filtering of 3D images and arrays at unnormalized coordinates
+/// on texel centres gives the texel itself, however large its neighbours:
+/// the weights of the neighbours are exactly 0 (dividing by a size that is
+/// not a power of two, as normalized sampling would, leaves them near
+/// 1e-7, which is an error of 1e-3 against neighbours 1e4 times larger).
+fn linear_filtering_at_texel_centres(cl: &Cl) {
+    let mut t = Images::new(cl);
+    let (w, h, d) = (23, 7, 5);
+    // Small texels beside huge ones, like a chequerboard.
+    let value = |x: usize, y: usize, z: usize| {
+        if (x + y + z) % 2 == 0 {
+            1.0 + x as f32 / 64.0
+        } else {
+            1.0e4
+        }
+    };
+    let data: Vec<f32> = (0..d)
+        .flat_map(|z| (0..h).flat_map(move |y| (0..w).map(move |x| value(x, y, z))))
+        .collect();
+    let f = fmt(CL_R, CL_FLOAT);
+    let img3 = t.image(
+        CL_MEM_READ_ONLY,
+        f,
+        desc(CL_MEM_OBJECT_IMAGE3D, w, h, d, 0),
+        Some(&floats(&data)),
+    );
+    let arr = t.image(
+        CL_MEM_READ_ONLY,
+        f,
+        desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, w, h, 0, d),
+        Some(&floats(&data)),
+    );
+    let line: Vec<f32> = (0..w).map(|x| value(x, 0, 0)).collect();
+    let lines: Vec<f32> = (0..3).flat_map(|_| line.iter().copied()).collect();
+    let arr1 = t.image(
+        CL_MEM_READ_ONLY,
+        f,
+        desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, w, 0, 0, 3),
+        Some(&floats(&lines)),
+    );
+    // Every centre, a few off-centre points, and points outside.
+    let mut coords = Vec::new();
+    for z in 0..d {
+        for y in 0..h {
+            for x in 0..w {
+                coords.push([x as f32 + 0.5, y as f32 + 0.5, z as f32 + 0.5, 0.0]);
+            }
+        }
+    }
+    coords.extend([
+        [0.75, 1.25, 2.5, 0.0],
+        [-3.0, 2.5, 1.5, 0.0],
+        [w as f32 + 0.25, 0.5, 0.5, 0.0],
+    ]);
+    let texel3 = |at: &[usize]| [data[(at[2] * h + at[1]) * w + at[0]], 0.0, 0.0, 1.0];
+    for addressing in [CL_ADDRESS_CLAMP_TO_EDGE, CL_ADDRESS_CLAMP] {
+        let smp = t.sampler(false, addressing, CL_FILTER_LINEAR);
+        let got3 = sample_at(&mut t, "sample_at_3d", img3, Some(smp), &coords);
+        let got_arr = sample_at(&mut t, "sample_at_2d_array", arr, Some(smp), &coords);
+        for (i, c) in coords.iter().enumerate() {
+            let axes: Vec<_> = (0..3)
+                .map(|j| linear_axis(c[j], [w, h, d][j], false, addressing))
+                .collect();
+            let want = linear_value(&axes, &texel3, OPAQUE_BLACK);
+            let layer = (c[2].round_ties_even().clamp(0.0, d as f32 - 1.0)) as usize;
+            let want_arr = linear_value(
+                &axes[..2],
+                &|at: &[usize]| texel3(&[at[0], at[1], layer]),
+                OPAQUE_BLACK,
+            );
+            for (what, got, want) in [("3D", got3[i], want), ("2D array", got_arr[i], want_arr)] {
+                assert!(
+                    (got[0] - want[0]).abs() <= 1e-5 * want[0].abs().max(1.0),
+                    "{}: {what} {addressing:x} at {c:?}: {} vs {}",
+                    cl.how,
+                    got[0],
+                    want[0]
+                );
+            }
+        }
+    }
+    // A literal sampler with the border, on a 1D array.
+    let line_coords: Vec<[f32; 4]> = (0..w + 2)
+        .map(|x| [x as f32 - 0.5, (x % 3) as f32, 0.0, 0.0])
+        .collect();
+    let got = sample_at(
+        &mut t,
+        "sample_at_1d_array_border",
+        arr1,
+        None,
+        &line_coords,
+    );
+    for (i, c) in line_coords.iter().enumerate() {
+        let axis = linear_axis(c[0], w, false, CL_ADDRESS_CLAMP);
+        let want = linear_value(
+            &[axis],
+            &|at: &[usize]| [line[at[0]], 0.0, 0.0, 1.0],
+            OPAQUE_BLACK,
+        );
+        assert!(
+            (got[i][0] - want[0]).abs() <= 1e-5 * want[0].abs().max(1.0),
+            "{}: 1D array at {c:?}: {} vs {}",
+            cl.how,
+            got[i][0],
+            want[0]
+        );
+    }
+}
+
+/// Linear filtering of 8-bit normalized formats at the precision OpenCL
+/// asks for (Mesa's lavapipe interpolates those bytes as bytes, off by up
+/// to 1/255), in every addressing mode, at quarter-texel positions that
+/// devices with 8 sub-texel bits also hit exactly.
+fn linear_filtering_of_8_bit_formats(cl: &Cl) {
+    let mut t = Images::new(cl);
+    let (w, h) = (13, 6);
+    for (order, channels) in [(CL_R, 1), (CL_RGBA, 4)] {
+        linear_8_bit(cl, &mut t, w, h, order, channels);
+    }
+}
+
+fn linear_8_bit(
+    cl: &Cl,
+    t: &mut Images,
+    w: usize,
+    h: usize,
+    order: cl_channel_order,
+    channels: usize,
+) {
+    let bytes: Vec<u8> = (0..w * h * channels)
+        .map(|i| ((i * 97 + 31) % 256) as u8)
+        .collect();
+    let img = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(order, CL_UNORM_INT8),
+        desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0),
+        Some(&bytes),
+    );
+    let texel = |at: &[usize]| {
+        let o = (at[1] * w + at[0]) * channels;
+        let c = |i: usize| {
+            if i < channels {
+                bytes[o + i] as f32 / 255.0
+            } else if i == 3 {
+                1.0
+            } else {
+                0.0
+            }
+        };
+        [c(0), c(1), c(2), c(3)]
+    };
+    for normalized in [false, true] {
+        for addressing in [
+            CL_ADDRESS_CLAMP_TO_EDGE,
+            CL_ADDRESS_CLAMP,
+            CL_ADDRESS_REPEAT,
+            CL_ADDRESS_MIRRORED_REPEAT,
+        ] {
+            if !normalized && matches!(addressing, CL_ADDRESS_REPEAT | CL_ADDRESS_MIRRORED_REPEAT) {
+                continue;
+            }
+            let smp = t.sampler(normalized, addressing, CL_FILTER_LINEAR);
+            let mut coords = Vec::new();
+            for q in -6..(w as i32 * 4 + 6) {
+                let x = q as f32 / 4.0;
+                let y = (q % 23) as f32 / 4.0 - 0.5;
+                coords.push(if normalized {
+                    [x / w as f32, y / h as f32, 0.0, 0.0]
+                } else {
+                    [x, y, 0.0, 0.0]
+                });
+            }
+            let got = sample_at(t, "sample_at_2d", img, Some(smp), &coords);
+            for (i, c) in coords.iter().enumerate() {
+                let axes = [
+                    linear_axis(c[0], w, normalized, addressing),
+                    linear_axis(c[1], h, normalized, addressing),
+                ];
+                // Orders without alpha have an opaque border.
+                let border = if channels == 4 {
+                    [0.0; 4]
+                } else {
+                    OPAQUE_BLACK
+                };
+                let want = linear_value(&axes, &texel, border);
+                for ch in 0..4 {
+                    assert!(
+                        (got[i][ch] - want[ch]).abs() <= 2e-5,
+                        "{}: order {order:x}, normalized {normalized}, addressing {addressing:x}, at {c:?}, channel {ch}: {} vs {}",
+                        cl.how,
+                        got[i][ch],
+                        want[ch]
+                    );
+                }
+            }
+        }
+    }
 }

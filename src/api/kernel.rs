@@ -699,7 +699,7 @@ fn enqueue_ndrange(
                 // An image released since it was set is gone.
                 let image = w.upgrade().ok_or(ClError(CL_INVALID_KERNEL_ARGS))?;
                 image.check_device(&q)?;
-                let class = crate::core::kernel::image_class(image.format.image_channel_data_type);
+                let class = crate::core::kernel::image_class(&q.device, &image.format);
                 if compiled.classes.get(image_index) != Some(&class) {
                     // The argument changed while the kernel was compiled.
                     return err(CL_INVALID_KERNEL_ARGS);
@@ -748,7 +748,8 @@ fn enqueue_ndrange(
                 samplers[*binding as usize] = s.device_samplers[at].normal.raw;
                 direct[*binding as usize] = s.device_samplers[at].direct.raw;
                 use crate::compiler::spirv::images::{
-                    SAMPLER_LINEAR, SAMPLER_NORMALIZED, SAMPLER_REPEAT,
+                    SAMPLER_BORDER, SAMPLER_LINEAR, SAMPLER_MIRROR, SAMPLER_NORMALIZED,
+                    SAMPLER_REPEAT,
                 };
                 let st = s.state;
                 let mut flags = 0;
@@ -760,6 +761,12 @@ fn enqueue_ndrange(
                 }
                 if st.addressing == CL_ADDRESS_REPEAT {
                     flags |= SAMPLER_REPEAT;
+                }
+                if st.addressing == CL_ADDRESS_CLAMP {
+                    flags |= SAMPLER_BORDER;
+                }
+                if st.addressing == CL_ADDRESS_MIRRORED_REPEAT {
+                    flags |= SAMPLER_MIRROR;
                 }
                 locals.push((*info, flags));
                 keep.push(Box::new(s));

@@ -364,6 +364,14 @@ impl Device {
         self.info.props12.shader_denorm_preserve_float32 != 0
     }
 
+    /// Whether the device filters 8-bit normalized formats at 8-bit
+    /// precision: Mesa's lavapipe interpolates those texels as bytes, an
+    /// error of up to 1/255 where OpenCL allows far less, so kernels
+    /// filter such images themselves.
+    pub fn filters_8_bit_coarsely(&self) -> bool {
+        self.info.props12.driver_id == ash::vk::DriverId::MESA_LLVMPIPE
+    }
+
     pub fn subgroup_size(&self) -> u32 {
         self.info.props11.subgroup_size.max(1)
     }

@@ -104,11 +104,12 @@ impl Compiled {
     }
 }
 
-/// The numeric class an image of `data_type` reads as in kernels.
-pub fn image_class(data_type: cl_channel_type) -> ImageClass {
-    match data_type {
+/// The numeric class an image of `format` reads as in kernels on `device`.
+pub fn image_class(device: &Device, format: &cl_image_format) -> ImageClass {
+    match format.image_channel_data_type {
         CL_SIGNED_INT8 | CL_SIGNED_INT16 | CL_SIGNED_INT32 => ImageClass::Int,
         CL_UNSIGNED_INT8 | CL_UNSIGNED_INT16 | CL_UNSIGNED_INT32 => ImageClass::Uint,
+        CL_UNORM_INT8 if device.filters_8_bit_coarsely() => ImageClass::FloatFilteredInKernel,
         _ => ImageClass::Float,
     }
 }
@@ -234,7 +235,7 @@ impl Kernel {
 
     /// The numeric class of each image argument's format (floats where
     /// none is set yet).
-    pub fn image_classes(&self) -> Vec<ImageClass> {
+    pub fn image_classes(&self, device: &Device) -> Vec<ImageClass> {
         let args = self.args();
         self.info
             .args
@@ -242,9 +243,9 @@ impl Kernel {
             .zip(args.iter())
             .filter(|(a, _)| a.kind == ArgKind::Image)
             .map(|(_, v)| match v {
-                Some(ArgValue::Image(w)) => w.upgrade().map_or(ImageClass::Float, |i| {
-                    image_class(i.format.image_channel_data_type)
-                }),
+                Some(ArgValue::Image(w)) => w
+                    .upgrade()
+                    .map_or(ImageClass::Float, |i| image_class(device, &i.format)),
                 _ => ImageClass::Float,
             })
             .collect()
@@ -257,7 +258,7 @@ impl Kernel {
         device: &Device,
         vk: &Arc<LogicalDevice>,
     ) -> Result<Arc<Compiled>, String> {
-        let classes = self.image_classes();
+        let classes = self.image_classes(device);
         let key = (Arc::as_ptr(vk) as usize, classes.clone());
         let mut c = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = c.get(&key) {

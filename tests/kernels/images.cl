@@ -81,3 +81,26 @@ kernel void scale_1d_buffer(read_only image1d_buffer_t src, write_only image1d_b
         width[1] = get_image_width(dst);
     }
 }
+
+// One read per coordinate, for checking filtering against the
+// specification's formulas.
+kernel void sample_at_2d(read_only image2d_t img, sampler_t s, global const float4 *at, global float4 *out) {
+    size_t i = get_global_id(0);
+    out[i] = read_imagef(img, s, at[i].xy);
+}
+
+kernel void sample_at_3d(read_only image3d_t img, sampler_t s, global const float4 *at, global float4 *out) {
+    size_t i = get_global_id(0);
+    out[i] = read_imagef(img, s, at[i]);
+}
+
+kernel void sample_at_2d_array(read_only image2d_array_t img, sampler_t s, global const float4 *at, global float4 *out) {
+    size_t i = get_global_id(0);
+    out[i] = read_imagef(img, s, at[i]);
+}
+
+kernel void sample_at_1d_array_border(read_only image1d_array_t img, global const float4 *at, global float4 *out) {
+    const sampler_t s = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_LINEAR;
+    size_t i = get_global_id(0);
+    out[i] = read_imagef(img, s, at[i].xy);
+}

@@ -60,6 +60,9 @@ pub enum ImageClass {
     /// Normalized, half and float formats.
     #[default]
     Float,
+    /// A float format whose linear filtering the device does too coarsely
+    /// for OpenCL: kernels filter it themselves.
+    FloatFilteredInKernel,
     Int,
     Uint,
 }
@@ -110,6 +113,8 @@ struct Img {
     direct: bool,
     /// A 1D image buffer: a texel buffer, which has no level of detail.
     texels: bool,
+    /// Linear filtering is done in the kernel (see [`filter_in_kernel`]).
+    by_hand: bool,
     info_spec: u32,
 }
 
@@ -121,6 +126,8 @@ enum SamplerInfo {
         normalized: bool,
         linear: bool,
         repeat: bool,
+        mirror: bool,
+        border: bool,
     },
     Spec(u32),
 }
@@ -129,6 +136,9 @@ enum SamplerInfo {
 pub const SAMPLER_NORMALIZED: u32 = 1;
 pub const SAMPLER_LINEAR: u32 = 2;
 pub const SAMPLER_REPEAT: u32 = 4;
+/// CLK_ADDRESS_CLAMP: texels outside the image read the border colour.
+pub const SAMPLER_BORDER: u32 = 8;
+pub const SAMPLER_MIRROR: u32 = 16;
 
 /// A condition known when compiling, or computed by the kernel.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -341,7 +351,9 @@ pub fn run(
         }
         let sampled = access == AccessQualifier::ReadOnly;
         let scalar = match class {
-            ImageClass::Float => ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]),
+            ImageClass::Float | ImageClass::FloatFilteredInKernel => {
+                ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)])
+            }
             ImageClass::Int => ctx.ty(
                 Op::TypeInt,
                 vec![Operand::LiteralBit32(32), Operand::LiteralBit32(1)],
@@ -380,6 +392,7 @@ pub fn run(
                 coords: dims + arrayed as u32,
                 direct: !arrayed && dims < 3,
                 texels,
+                by_hand: class == ImageClass::FloatFilteredInKernel,
                 info_spec: p.info_spec,
             },
         );
@@ -436,6 +449,8 @@ pub fn run(
                 normalized,
                 linear: filter == CL_FILTER_LINEAR,
                 repeat: addressing == CL_ADDRESS_REPEAT,
+                mirror: addressing == CL_ADDRESS_MIRRORED_REPEAT,
+                border: addressing == CL_ADDRESS_CLAMP,
             },
         );
     }
@@ -696,7 +711,21 @@ pub fn run(
                     // of CLK_ADDRESS_CLAMP included (Vulkan's has alpha 0):
                     // the image's info word says which orders those are.
                     let have = ctx.vector(img.scalar, 4);
-                    let sample = emit(ctx, &mut out, Op::ImageSampleExplicitLod, have, ops);
+                    let mut sample = emit(ctx, &mut out, Op::ImageSampleExplicitLod, have, ops);
+                    if (!img.direct || img.by_hand) && !is_int && img.scalar == f32t {
+                        sample = filter_in_kernel(
+                            ctx,
+                            &mut out,
+                            img_id,
+                            coord,
+                            size,
+                            k,
+                            arrayed,
+                            img.by_hand,
+                            norm,
+                            sample,
+                        );
+                    }
                     let word = info_word(ctx, img.info_spec);
                     let bit = ctx.const_u32(NO_ALPHA);
                     let masked = emit(
@@ -1095,6 +1124,348 @@ fn info_word(ctx: &mut Ctx, spec: u32) -> Word {
     id
 }
 
+/// Linear filtering done in the kernel, where Vulkan's is not precise
+/// enough for OpenCL: the weights come from the coordinate as the OpenCL C
+/// specification writes them, and the two, four or eight texels are
+/// fetched (wrapped, mirrored, clamped to the edge, or the border colour
+/// for CLK_ADDRESS_CLAMP).
+///
+/// * 3D images and arrays at unnormalized coordinates, on every device:
+///   Vulkan samples those only at normalized coordinates, and dividing by
+///   the size puts a coordinate at a texel centre a unit in the last place
+///   beside it, so that the neighbour gets a tiny weight, which is a large
+///   error wherever it is much larger than the texel;
+/// * every linear read of an image whose class says the device filters its
+///   format too coarsely (`by_hand`).
+///
+/// Gives `sample` where the sampler does not call for it; for a sampler
+/// argument the choice is a specialization constant, which the driver
+/// folds.
+#[allow(clippy::too_many_arguments)]
+fn filter_in_kernel(
+    ctx: &mut Ctx,
+    out: &mut Vec<Instruction>,
+    image: Word,
+    coord: Word,
+    size: Word,
+    k: u32,
+    arrayed: bool,
+    by_hand: bool,
+    info: SamplerInfo,
+    sample: Word,
+) -> Word {
+    let u32t = ctx.uint(32);
+    let f32t = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]);
+    let boolt = ctx.ty(Op::TypeBool, vec![]);
+    let v4 = ctx.vector(f32t, 4);
+    let b4 = ctx.vector(boolt, 4);
+    let uvec = vec_or_scalar(ctx, u32t, k);
+    let glsl = ctx.ext_import_or_add("GLSL.std.450");
+    let zero = ctx.const_u32(0);
+    // The sampler's modes.
+    let (linear, normalized, repeat, mirror, border) = match info {
+        SamplerInfo::Const {
+            normalized,
+            linear,
+            repeat,
+            mirror,
+            border,
+        } => (
+            Cond::Static(linear),
+            Cond::Static(normalized),
+            Cond::Static(repeat),
+            Cond::Static(mirror),
+            Cond::Static(border),
+        ),
+        SamplerInfo::Spec(spec) => {
+            let flags = info_word(ctx, spec);
+            let mut bit = |ctx: &mut Ctx, mask: u32| {
+                let m = ctx.const_u32(mask);
+                let and = emit(
+                    ctx,
+                    out,
+                    Op::BitwiseAnd,
+                    u32t,
+                    vec![Operand::IdRef(flags), Operand::IdRef(m)],
+                );
+                Cond::Dynamic(emit(
+                    ctx,
+                    out,
+                    Op::INotEqual,
+                    boolt,
+                    vec![Operand::IdRef(and), Operand::IdRef(zero)],
+                ))
+            };
+            (
+                bit(ctx, SAMPLER_LINEAR),
+                bit(ctx, SAMPLER_NORMALIZED),
+                bit(ctx, SAMPLER_REPEAT),
+                bit(ctx, SAMPLER_MIRROR),
+                bit(ctx, SAMPLER_BORDER),
+            )
+        }
+    };
+    let not = |ctx: &mut Ctx, out: &mut Vec<Instruction>, c: Cond| match c {
+        Cond::Static(v) => Cond::Static(!v),
+        Cond::Dynamic(v) => Cond::Dynamic(emit(
+            ctx,
+            out,
+            Op::LogicalNot,
+            boolt,
+            vec![Operand::IdRef(v)],
+        )),
+    };
+    let and = |ctx: &mut Ctx, out: &mut Vec<Instruction>, a: Cond, b: Cond| match (a, b) {
+        (Cond::Static(false), _) | (_, Cond::Static(false)) => Cond::Static(false),
+        (Cond::Static(true), c) | (c, Cond::Static(true)) => c,
+        (Cond::Dynamic(x), Cond::Dynamic(y)) => Cond::Dynamic(emit(
+            ctx,
+            out,
+            Op::LogicalAnd,
+            boolt,
+            vec![Operand::IdRef(x), Operand::IdRef(y)],
+        )),
+    };
+    // `a` where `c` holds, else `b` (scalars).
+    let pick =
+        |ctx: &mut Ctx, out: &mut Vec<Instruction>, ty: Word, c: Cond, a: Word, b: Word| match c {
+            Cond::Static(true) => a,
+            Cond::Static(false) => b,
+            Cond::Dynamic(c) => emit(
+                ctx,
+                out,
+                Op::Select,
+                ty,
+                vec![Operand::IdRef(c), Operand::IdRef(a), Operand::IdRef(b)],
+            ),
+        };
+    let wanted = if by_hand {
+        linear
+    } else {
+        let unnormalized = not(ctx, out, normalized);
+        and(ctx, out, linear, unnormalized)
+    };
+    // Elsewhere only unnormalized coordinates are filtered here, and those
+    // never repeat or mirror.
+    let (normalized, repeat, mirror) = if by_hand {
+        (normalized, repeat, mirror)
+    } else {
+        (
+            Cond::Static(false),
+            Cond::Static(false),
+            Cond::Static(false),
+        )
+    };
+    if wanted == Cond::Static(false) {
+        return sample;
+    }
+    let ext = |ctx: &mut Ctx, out: &mut Vec<Instruction>, ty: Word, op: u32, args: &[Word]| {
+        let mut ops = vec![Operand::IdRef(glsl), Operand::LiteralExtInstInteger(op)];
+        ops.extend(args.iter().map(|&a| Operand::IdRef(a)));
+        emit(ctx, out, Op::ExtInst, ty, ops)
+    };
+    let part = |ctx: &mut Ctx, out: &mut Vec<Instruction>, ty: Word, v: Word, j: u32| {
+        if k == 1 {
+            return v;
+        }
+        emit(
+            ctx,
+            out,
+            Op::CompositeExtract,
+            ty,
+            vec![Operand::IdRef(v), Operand::LiteralBit32(j)],
+        )
+    };
+    let binary = |ctx: &mut Ctx, out: &mut Vec<Instruction>, op: Op, ty: Word, x: Word, y: Word| {
+        emit(ctx, out, op, ty, vec![Operand::IdRef(x), Operand::IdRef(y)])
+    };
+    let half = float_const(ctx, 0.5);
+    let fone = float_const(ctx, 1.0);
+    let ftwo = float_const(ctx, 2.0);
+    let fminus = float_const(ctx, -2.0);
+    let one = ctx.const_u32(1);
+    let spatial = k - arrayed as u32;
+    // Per dimension: the two texels, whether each is inside the image,
+    // and the weights of the lower and the upper one.
+    struct Axis {
+        texel: [Word; 2],
+        inside: [Word; 2],
+        weight: [Word; 2],
+    }
+    let mut axes = Vec::new();
+    for j in 0..spatial {
+        let s = part(ctx, out, f32t, coord, j);
+        let n = part(ctx, out, u32t, size, j);
+        let w = emit(ctx, out, Op::ConvertUToF, f32t, vec![Operand::IdRef(n)]);
+        // The unnormalized coordinate.
+        let mut u = s;
+        if normalized != Cond::Static(false) {
+            let scaled = binary(ctx, out, Op::FMul, f32t, s, w);
+            u = pick(ctx, out, f32t, normalized, scaled, u);
+        }
+        if repeat != Cond::Static(false) {
+            let fl = ext(ctx, out, f32t, 8, &[s]); // Floor
+            let frac = binary(ctx, out, Op::FSub, f32t, s, fl);
+            let scaled = binary(ctx, out, Op::FMul, f32t, frac, w);
+            u = pick(ctx, out, f32t, repeat, scaled, u);
+        }
+        if mirror != Cond::Static(false) {
+            let halved = binary(ctx, out, Op::FMul, f32t, s, half);
+            let r = ext(ctx, out, f32t, 2, &[halved]); // RoundEven
+            let even = binary(ctx, out, Op::FMul, f32t, r, ftwo);
+            let d = binary(ctx, out, Op::FSub, f32t, s, even);
+            let d = ext(ctx, out, f32t, 4, &[d]); // FAbs
+            let scaled = binary(ctx, out, Op::FMul, f32t, d, w);
+            u = pick(ctx, out, f32t, mirror, scaled, u);
+        }
+        let t = binary(ctx, out, Op::FSub, f32t, u, half);
+        let lower = ext(ctx, out, f32t, 8, &[t]); // Floor
+        let a = binary(ctx, out, Op::FSub, f32t, t, lower);
+        let a_low = binary(ctx, out, Op::FSub, f32t, fone, a);
+        // Far outside, any texels outside will do: the clamp keeps the
+        // conversion to an integer defined.
+        let lower = ext(ctx, out, f32t, 43, &[lower, fminus, w]); // FClamp
+        let mut i0 = emit(ctx, out, Op::ConvertFToS, u32t, vec![Operand::IdRef(lower)]);
+        let mut i1 = binary(ctx, out, Op::IAdd, u32t, i0, one);
+        let last = binary(ctx, out, Op::ISub, u32t, n, one);
+        if repeat != Cond::Static(false) {
+            // The lower texel wraps from -1 to the last, the upper one
+            // from the size to 0.
+            let below = binary(ctx, out, Op::SLessThan, boolt, i0, zero);
+            let wrapped = binary(ctx, out, Op::IAdd, u32t, i0, n);
+            let c = and(ctx, out, repeat, Cond::Dynamic(below));
+            i0 = pick(ctx, out, u32t, c, wrapped, i0);
+            let beyond = binary(ctx, out, Op::SGreaterThan, boolt, i1, last);
+            let wrapped = binary(ctx, out, Op::ISub, u32t, i1, n);
+            let c = and(ctx, out, repeat, Cond::Dynamic(beyond));
+            i1 = pick(ctx, out, u32t, c, wrapped, i1);
+        }
+        let mut texel = [0; 2];
+        let mut inside = [0; 2];
+        for (e, i) in [i0, i1].into_iter().enumerate() {
+            texel[e] = ext(ctx, out, u32t, 45, &[i, zero, last]); // SClamp
+            // Inside exactly where clamping changed nothing.
+            inside[e] = binary(ctx, out, Op::IEqual, boolt, texel[e], i);
+        }
+        axes.push(Axis {
+            texel,
+            inside,
+            weight: [a_low, a],
+        });
+    }
+    // The layer: the nearest one, clamped.
+    let layer = arrayed.then(|| {
+        let l = part(ctx, out, f32t, coord, k - 1);
+        let r = ext(ctx, out, f32t, 2, &[l]); // RoundEven
+        let n = part(ctx, out, u32t, size, k - 1);
+        let last = binary(ctx, out, Op::ISub, u32t, n, one);
+        let flast = emit(ctx, out, Op::ConvertUToF, f32t, vec![Operand::IdRef(last)]);
+        let fzero = float_const(ctx, 0.0);
+        let r = ext(ctx, out, f32t, 43, &[r, fzero, flast]); // FClamp
+        emit(ctx, out, Op::ConvertFToU, u32t, vec![Operand::IdRef(r)])
+    });
+    let zero4 = {
+        let fzero = float_const(ctx, 0.0);
+        let r = ctx.fresh();
+        ctx.module.types_global_values.push(Instruction::new(
+            Op::ConstantComposite,
+            Some(v4),
+            Some(r),
+            vec![Operand::IdRef(fzero); 4],
+        ));
+        r
+    };
+    let splat4 = |ctx: &mut Ctx, out: &mut Vec<Instruction>, c: Word| {
+        emit(
+            ctx,
+            out,
+            Op::CompositeConstruct,
+            b4,
+            vec![Operand::IdRef(c); 4],
+        )
+    };
+    let mut sum = zero4;
+    for corner in 0..(1u32 << spatial) {
+        let side = |j: usize| ((corner >> j) & 1) as usize;
+        let mut comps: Vec<Operand> = axes
+            .iter()
+            .enumerate()
+            .map(|(j, a)| Operand::IdRef(a.texel[side(j)]))
+            .collect();
+        if let Some(l) = layer {
+            comps.push(Operand::IdRef(l));
+        }
+        let at = if comps.len() == 1 {
+            match comps[0] {
+                Operand::IdRef(x) => x,
+                _ => unreachable!("texel coordinates are ids"),
+            }
+        } else {
+            emit(ctx, out, Op::CompositeConstruct, uvec, comps)
+        };
+        let mut texel = emit(
+            ctx,
+            out,
+            Op::ImageFetch,
+            v4,
+            vec![
+                Operand::IdRef(image),
+                Operand::IdRef(at),
+                Operand::ImageOperands(ImageOperands::LOD),
+                Operand::IdRef(zero),
+            ],
+        );
+        if border != Cond::Static(false) {
+            let mut inside = axes[0].inside[side(0)];
+            for (j, a) in axes.iter().enumerate().skip(1) {
+                inside = binary(ctx, out, Op::LogicalAnd, boolt, inside, a.inside[side(j)]);
+            }
+            let keep = match border {
+                Cond::Dynamic(b) => {
+                    let edge = emit(ctx, out, Op::LogicalNot, boolt, vec![Operand::IdRef(b)]);
+                    binary(ctx, out, Op::LogicalOr, boolt, inside, edge)
+                }
+                _ => inside,
+            };
+            let keep4 = splat4(ctx, out, keep);
+            texel = emit(
+                ctx,
+                out,
+                Op::Select,
+                v4,
+                vec![
+                    Operand::IdRef(keep4),
+                    Operand::IdRef(texel),
+                    Operand::IdRef(zero4),
+                ],
+            );
+        }
+        let mut w = axes[0].weight[side(0)];
+        for (j, a) in axes.iter().enumerate().skip(1) {
+            w = binary(ctx, out, Op::FMul, f32t, w, a.weight[side(j)]);
+        }
+        let scaled = binary(ctx, out, Op::VectorTimesScalar, v4, texel, w);
+        sum = binary(ctx, out, Op::FAdd, v4, sum, scaled);
+    }
+    match wanted {
+        Cond::Dynamic(c) => {
+            let c4 = splat4(ctx, out, c);
+            emit(
+                ctx,
+                out,
+                Op::Select,
+                v4,
+                vec![
+                    Operand::IdRef(c4),
+                    Operand::IdRef(sum),
+                    Operand::IdRef(sample),
+                ],
+            )
+        }
+        _ => sum,
+    }
+}
+
 /// A float coordinate as Vulkan's normalized samplers take it: texel
 /// centres for unnormalized nearest sampling (so that exact integers do not
 /// round down when divided by the size and multiplied back), divided by
@@ -1124,6 +1495,7 @@ fn float_coord(
             normalized,
             linear,
             repeat,
+            ..
         } => (
             Cond::Static(!normalized && !linear),
             Cond::Static(!normalized),
