@@ -14,6 +14,7 @@ both_ways!(
     default_local_size,
     narrow_vector_arguments,
     vload_and_vstore,
+    reinterpreting_wide_vectors,
     contended_atomics,
     linear_ids,
 );
@@ -239,6 +240,49 @@ fn narrow_vector_arguments(cl: &Cl) {
         cl.read(s.q, out, 0, 16),
         [1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 1, 2]
     );
+}
+
+/// as_typen between 8/16-component vectors and vectors or scalars of other
+/// component sizes, against the bytes on the host.
+fn reinterpreting_wide_vectors(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let k = s.kernel(include_str!("kernels/vectors.cl"), "reinterpret_wide", "");
+    let w = [0x0403_0201u32, 0x0807_0605, 0xfffe_fdfc, 0x1234_5678];
+    let l = 0x0102_0304_a0b0_c0d0u64;
+    let b: Vec<u8> = (0..16).map(|i| (i * 37 + 5) as u8).collect();
+    let inputs = [bytes_of(&w), l.to_le_bytes().to_vec(), b.clone()];
+    let ins: Vec<cl_mem> = inputs.iter().map(|x| s.buffer_from(x)).collect();
+    let sizes = [16, 16, 8, 8, 32, 32];
+    let outs: Vec<cl_mem> = sizes.iter().map(|&n| s.buffer(n)).collect();
+    for (i, m) in ins.iter().chain(outs.iter()).enumerate() {
+        s.arg(k, i as u32, m);
+    }
+    s.run(k, &[1], Some(&[1]), None);
+    let got: Vec<Vec<u8>> = outs
+        .iter()
+        .zip(sizes)
+        .map(|(&m, n)| cl.read(s.q, m, 0, n))
+        .collect();
+    let v: Vec<u32> = w.iter().zip(1..).map(|(x, a)| x.wrapping_add(a)).collect();
+    let want0: Vec<u8> = bytes_of(&v).iter().map(|x| x.wrapping_add(1)).collect();
+    assert_eq!(got[0], want0, "{}: as_uchar16(uint4)", cl.how);
+    let c: Vec<u8> = b.iter().map(|x| x ^ 0x5a).collect();
+    assert_eq!(got[1], c, "{}: as_uint4(uchar16)", cl.how);
+    let lo = u64::from_le_bytes(c[..8].try_into().unwrap()) + 1;
+    assert_eq!(got[2], lo.to_le_bytes(), "{}: as_ulong(uchar8)", cl.how);
+    let want3: Vec<u8> = (l + 3)
+        .to_le_bytes()
+        .iter()
+        .map(|x| x.wrapping_add(2))
+        .collect();
+    assert_eq!(got[3], want3, "{}: as_uchar8(ulong)", cl.how);
+    let big = [l, l.wrapping_mul(3), l.wrapping_neg(), 7];
+    assert_eq!(got[4], bytes_of(&big), "{}: as_short16(long4)", cl.how);
+    let shorts: Vec<u16> = bytes_of(&big)
+        .chunks_exact(2)
+        .map(|h| u16::from_le_bytes([h[0], h[1]]).wrapping_add(1))
+        .collect();
+    assert_eq!(got[5], bytes_of(&shorts), "{}: as_float8(short16)", cl.how);
 }
 
 fn vload_and_vstore(cl: &Cl) {

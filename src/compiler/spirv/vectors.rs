@@ -353,36 +353,25 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
                         ));
                     }
                     Op::Bitcast => {
-                        // Same component size only (as_int8 of a float8, ...).
                         let rty = i.result_type.ok_or("bitcast without type")?;
                         let src = id_at(&i, 0).ok_or("bad bitcast")?;
-                        let (rn, sn) = (
-                            vector_lanes(ctx, &wide, rty),
-                            types.get(&src).and_then(|t| vector_lanes(ctx, &wide, *t)),
-                        );
-                        if rn.is_none() || rn != sn {
-                            return Err("reinterpreting 8/16-component vectors across component sizes is not supported yet".into());
-                        }
-                        let rcomp = component_of(ctx, &wide, rty).expect("wide");
-                        let scomp = component_of(ctx, &wide, types[&src]).expect("wide");
-                        let mut parts = Vec::new();
-                        for k in 0..rn.expect("checked") {
-                            let e = extract(ctx, &mut out, scomp, src, k);
-                            let c = ctx.fresh();
+                        let sty = *types.get(&src).ok_or("bitcast of unknown type")?;
+                        let parts = reinterpret(ctx, &mut out, &wide, src, sty, rty)?;
+                        if parts.len() == 1 {
                             out.push(Instruction::new(
-                                Op::Bitcast,
-                                Some(rcomp),
-                                Some(c),
-                                vec![Operand::IdRef(e)],
+                                Op::CopyObject,
+                                Some(rty),
+                                i.result_id,
+                                vec![Operand::IdRef(parts[0])],
                             ));
-                            parts.push(Operand::IdRef(c));
+                        } else {
+                            out.push(Instruction::new(
+                                Op::CompositeConstruct,
+                                Some(rty),
+                                i.result_id,
+                                parts.into_iter().map(Operand::IdRef).collect(),
+                            ));
                         }
-                        out.push(Instruction::new(
-                            Op::CompositeConstruct,
-                            Some(rty),
-                            i.result_id,
-                            parts,
-                        ));
                     }
                     Op::Any | Op::All | Op::Dot => {
                         // Reductions: combine the components pairwise.
@@ -457,6 +446,114 @@ fn extract(ctx: &mut Ctx, out: &mut Vec<Instruction>, comp: Word, src: Word, k: 
         vec![Operand::IdRef(src), Operand::LiteralBit32(k)],
     ));
     e
+}
+
+/// The bit width of a scalar type.
+fn bits(ctx: &Ctx, t: Word) -> Option<u32> {
+    let g = ctx.global(t)?;
+    match (g.class.opcode, g.operands.first()) {
+        (Op::TypeInt | Op::TypeFloat, Some(Operand::LiteralBit32(w))) => Some(*w),
+        _ => None,
+    }
+}
+
+/// The components of `value` (of type `ty`: a scalar, or a vector wide
+/// or not), each extracted, with their type.
+fn components(
+    ctx: &mut Ctx,
+    out: &mut Vec<Instruction>,
+    wide: &HashMap<Word, (Word, u32)>,
+    value: Word,
+    ty: Word,
+) -> (Vec<Word>, Word) {
+    match (vector_lanes(ctx, wide, ty), component_of(ctx, wide, ty)) {
+        (Some(n), Some(c)) => ((0..n).map(|k| extract(ctx, out, c, value, k)).collect(), c),
+        _ => (vec![value], ty),
+    }
+}
+
+/// Scalars of `to` bits holding the bits of `parts` (of type `from`, in
+/// order, lowest first as OpenCL lays out memory): groups of up to four
+/// narrower scalars become one wider through a native vector, a wider
+/// one splits into up to four narrower; 8 to 64 bits and back go through
+/// 32.
+fn rebits(
+    ctx: &mut Ctx,
+    out: &mut Vec<Instruction>,
+    parts: Vec<Word>,
+    from: Word,
+    to: Word,
+) -> Result<Vec<Word>, String> {
+    let (fb, tb) = (
+        bits(ctx, from).ok_or("bitcast of a non-scalar component")?,
+        bits(ctx, to).ok_or("bitcast to a non-scalar component")?,
+    );
+    let cast = |ctx: &mut Ctx, out: &mut Vec<Instruction>, ty: Word, v: Word| {
+        let r = ctx.fresh();
+        out.push(Instruction::new(
+            Op::Bitcast,
+            Some(ty),
+            Some(r),
+            vec![Operand::IdRef(v)],
+        ));
+        r
+    };
+    if fb == tb {
+        return Ok(parts.into_iter().map(|p| cast(ctx, out, to, p)).collect());
+    }
+    if fb.max(tb) / fb.min(tb) > 4 {
+        let mid = ctx.uint(32);
+        let halfway = rebits(ctx, out, parts, from, mid)?;
+        return rebits(ctx, out, halfway, mid, to);
+    }
+    if fb < tb {
+        let r = (tb / fb) as usize;
+        if parts.len() % r != 0 {
+            return Err("a bitcast between different sizes".into());
+        }
+        let group = ctx.vector(from, r as u32);
+        Ok(parts
+            .chunks(r)
+            .map(|c| {
+                let v = ctx.fresh();
+                out.push(Instruction::new(
+                    Op::CompositeConstruct,
+                    Some(group),
+                    Some(v),
+                    c.iter().map(|&p| Operand::IdRef(p)).collect(),
+                ));
+                cast(ctx, out, to, v)
+            })
+            .collect())
+    } else {
+        let r = fb / tb;
+        let group = ctx.vector(to, r);
+        let mut res = Vec::new();
+        for p in parts {
+            let v = cast(ctx, out, group, p);
+            res.extend((0..r).map(|k| extract(ctx, out, to, v, k)));
+        }
+        Ok(res)
+    }
+}
+
+/// OpBitcast where one side is an 8- or 16-component vector: the source's
+/// components, regrouped into the result's. Gives the result's components.
+fn reinterpret(
+    ctx: &mut Ctx,
+    out: &mut Vec<Instruction>,
+    wide: &HashMap<Word, (Word, u32)>,
+    src: Word,
+    sty: Word,
+    rty: Word,
+) -> Result<Vec<Word>, String> {
+    let (parts, from) = components(ctx, out, wide, src, sty);
+    let to = component_of(ctx, wide, rty).unwrap_or(rty);
+    let res = rebits(ctx, out, parts, from, to)?;
+    if res.len() as u32 != vector_lanes(ctx, wide, rty).unwrap_or(1) {
+        return Err("a bitcast between different sizes".into());
+    }
+    Ok(res)
 }
 
 /// Components of a vector type (wide or not), or `None` for scalars.
