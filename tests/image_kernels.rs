@@ -28,6 +28,7 @@ both_ways!(
     two_d_images_from_buffers,
     linear_filtering_at_texel_centres,
     linear_filtering_of_8_bit_formats,
+    packed_and_alpha_first_formats,
 );
 
 const SRC: &str = include_str!("kernels/images.cl");
@@ -1678,4 +1679,123 @@ fn linear_8_bit(
             }
         }
     }
+}
+
+/// The packed 565/555/101010 formats and the alpha-first orders, read by a
+/// kernel (fetch_2d doubles each channel) and filled by
+/// clEnqueueFillImage, where the device offers them.
+fn packed_and_alpha_first_formats(cl: &Cl) {
+    let mut t = Images::new(cl);
+    let (w, h) = (3, 2);
+    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let offered = supported_formats(&t, CL_MEM_READ_ONLY, CL_MEM_OBJECT_IMAGE2D);
+    let dst = t.image(CL_MEM_WRITE_ONLY, fmt(CL_RGBA, CL_FLOAT), d2, None);
+    let k = t.s.kernel(SRC, "fetch_2d", "");
+    // Each case: the format, a texel's bytes from its index, and the
+    // channels read from those bytes.
+    type Bytes = fn(u32) -> Vec<u8>;
+    type Expect = fn(u32) -> [f32; 4];
+    let cases: Vec<(cl_image_format, Bytes, Expect)> = vec![
+        (
+            fmt(CL_RGB, CL_UNORM_SHORT_565),
+            |i| ((i << 11) | ((2 * i) << 5) | (31 - i)).to_le_bytes()[..2].to_vec(),
+            |i| {
+                [
+                    i as f32 / 31.0,
+                    (2 * i) as f32 / 63.0,
+                    (31 - i) as f32 / 31.0,
+                    1.0,
+                ]
+            },
+        ),
+        (
+            fmt(CL_RGB, CL_UNORM_SHORT_555),
+            |i| ((i << 10) | ((2 * i) << 5) | (31 - i)).to_le_bytes()[..2].to_vec(),
+            |i| {
+                [
+                    i as f32 / 31.0,
+                    (2 * i) as f32 / 31.0,
+                    (31 - i) as f32 / 31.0,
+                    1.0,
+                ]
+            },
+        ),
+        (
+            fmt(CL_RGB, CL_UNORM_INT_101010),
+            |i| {
+                (((100 * i) << 20) | (1023 << 10) | (7 * i))
+                    .to_le_bytes()
+                    .to_vec()
+            },
+            |i| [(100 * i) as f32 / 1023.0, 1.0, (7 * i) as f32 / 1023.0, 1.0],
+        ),
+        (
+            fmt(CL_ARGB, CL_UNORM_INT8),
+            |i| vec![255 - i as u8, 10 * i as u8, 20 * i as u8, 30 * i as u8],
+            |i| {
+                let n = |v: u32| v as f32 / 255.0;
+                [n(10 * i), n(20 * i), n(30 * i), n(255 - i)]
+            },
+        ),
+        (
+            fmt(CL_ABGR, CL_UNORM_INT8),
+            |i| vec![255 - i as u8, 10 * i as u8, 20 * i as u8, 30 * i as u8],
+            |i| {
+                let n = |v: u32| v as f32 / 255.0;
+                [n(30 * i), n(20 * i), n(10 * i), n(255 - i)]
+            },
+        ),
+    ];
+    let mut tried = 0;
+    for (f, bytes, expect) in cases {
+        let key = (f.image_channel_order, f.image_channel_data_type);
+        if !offered.contains(&key) {
+            continue;
+        }
+        tried += 1;
+        let data: Vec<u8> = (0..(w * h) as u32).flat_map(bytes).collect();
+        let src = t.image(CL_MEM_READ_ONLY, f, d2, Some(&data));
+        t.s.arg(k, 0, &src);
+        t.s.arg(k, 1, &dst);
+        t.s.run(k, &[w, h], None, None);
+        let got = to_floats(&t.read(dst, [w, h, 1], w * h * 16));
+        for i in 0..w * h {
+            let want = expect(i as u32).map(|v| v * 2.0);
+            let texel = &got[i * 4..i * 4 + 4];
+            for c in 0..4 {
+                assert!(
+                    (texel[c] - want[c]).abs() < 1e-5,
+                    "{}: format {key:x?} texel {i}: {texel:?} vs {want:?}",
+                    cl.how
+                );
+            }
+        }
+        // A fill stores the colour in the format's own layout.
+        let color = [1.0f32, 0.0, 1.0, 0.0];
+        let r = unsafe {
+            cl.clEnqueueFillImage.unwrap()(
+                t.s.q,
+                src,
+                color.as_ptr().cast(),
+                [0usize; 3].as_ptr(),
+                [w, h, 1].as_ptr(),
+                0,
+                null(),
+                null_mut(),
+            )
+        };
+        assert_eq!(r, CL_SUCCESS, "{}: fill {key:x?}", cl.how);
+        let elem = data.len() / (w * h);
+        let back = t.read(src, [w, h, 1], data.len());
+        let want: Vec<u8> = match key.1 {
+            CL_UNORM_SHORT_565 => 0xf81fu16.to_le_bytes().to_vec(),
+            CL_UNORM_SHORT_555 => 0x7c1fu16.to_le_bytes().to_vec(),
+            CL_UNORM_INT_101010 => ((1023u32 << 20) | 1023).to_le_bytes().to_vec(),
+            // A, R, G, B and A, B, G, R of (1, 0, 1, 0) alike.
+            _ => vec![0, 255, 0, 255],
+        };
+        assert_eq!(&back[..elem], &want[..], "{}: fill {key:x?}", cl.how);
+    }
+    // Every device with images offers at least the alpha-first orders.
+    assert!(tried > 0, "{}: none of the formats is offered", cl.how);
 }

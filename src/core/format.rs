@@ -59,6 +59,21 @@ pub fn table() -> Vec<FormatEntry> {
         CL_UNORM_INT8 => B8G8R8A8_UNORM, CL_SNORM_INT8 => B8G8R8A8_SNORM,
         CL_SIGNED_INT8 => B8G8R8A8_SINT, CL_UNSIGNED_INT8 => B8G8R8A8_UINT,
     ]));
+    // Packed formats: OpenCL's and Vulkan's put red in the high bits; the
+    // bits OpenCL leaves unused are Vulkan's alpha, which kernels read as
+    // 1 for CL_RGB.
+    t.extend(entries!(CL_RGB, false, [
+        CL_UNORM_SHORT_565 => R5G6B5_UNORM_PACK16,
+        CL_UNORM_SHORT_555 => A1R5G5B5_UNORM_PACK16,
+        CL_UNORM_INT_101010 => A2R10G10B10_UNORM_PACK32,
+    ]));
+    // Alpha first: the bytes of an RGBA format, reordered by the view.
+    for order in [CL_ARGB, CL_ABGR] {
+        t.extend(entries!(order, true, [
+            CL_UNORM_INT8 => R8G8B8A8_UNORM, CL_SNORM_INT8 => R8G8B8A8_SNORM,
+            CL_SIGNED_INT8 => R8G8B8A8_SINT, CL_UNSIGNED_INT8 => R8G8B8A8_UINT,
+        ]));
+    }
     t.extend(entries!(CL_sRGBA, false, [CL_UNORM_INT8 => R8G8B8A8_SRGB]));
     t.extend(entries!(CL_sBGRA, false, [CL_UNORM_INT8 => B8G8R8A8_SRGB]));
     for order in [CL_A, CL_INTENSITY, CL_LUMINANCE] {
@@ -71,8 +86,6 @@ pub fn table() -> Vec<FormatEntry> {
     t
 }
 
-/// How kernels see the channels of an order stored in Vulkan's red
-/// channel (identity for every other order).
 /// A format of the same texel size whose components are `vk`'s with red
 /// and blue exchanged, for writing images whose own format kernels cannot
 /// write (B8G8R8A8 is seldom a storage format; R8G8B8A8 always is).
@@ -86,12 +99,20 @@ pub fn storage_stand_in(vk: vk::Format) -> Option<vk::Format> {
     })
 }
 
+/// How kernels see the channels of an order stored in Vulkan's red
+/// channel, or in another order than Vulkan's (identity for every other
+/// order).
 pub fn swizzle(order: cl_channel_order) -> vk::ComponentMapping {
     use vk::ComponentSwizzle as S;
     let (r, g, b, a) = match order {
+        // Bytes A, R, G, B and A, B, G, R in Vulkan's R, G, B, A.
+        CL_ARGB => (S::G, S::B, S::A, S::R),
+        CL_ABGR => (S::A, S::B, S::G, S::R),
         CL_A => (S::ZERO, S::ZERO, S::ZERO, S::R),
         CL_INTENSITY => (S::R, S::R, S::R, S::R),
         CL_LUMINANCE => (S::R, S::R, S::R, S::ONE),
+        // The packed formats' unused bits are Vulkan's alpha.
+        CL_RGB => (S::IDENTITY, S::IDENTITY, S::IDENTITY, S::ONE),
         _ => (S::IDENTITY, S::IDENTITY, S::IDENTITY, S::IDENTITY),
     };
     vk::ComponentMapping { r, g, b, a }
@@ -173,8 +194,24 @@ pub fn fill_bytes(entry: &FormatEntry, color: &[u8; 16]) -> Vec<u8> {
         CL_A => &[3],
         CL_RG => &[0, 1],
         CL_BGRA | CL_sBGRA => &[2, 1, 0, 3],
+        CL_ARGB => &[3, 0, 1, 2],
+        CL_ABGR => &[3, 2, 1, 0],
         _ => &[0, 1, 2, 3],
     };
+    // Packed formats: red in the high bits.
+    let packed = |bits: [u32; 3]| {
+        let mut v = 0u32;
+        for (c, b) in bits.into_iter().enumerate() {
+            v = (v << b) | norm(f(c), 0.0, ((1u32 << b) - 1) as f32) as u32;
+        }
+        v
+    };
+    match ty {
+        CL_UNORM_SHORT_565 => return (packed([5, 6, 5]) as u16).to_ne_bytes().to_vec(),
+        CL_UNORM_SHORT_555 => return (packed([5, 5, 5]) as u16).to_ne_bytes().to_vec(),
+        CL_UNORM_INT_101010 => return packed([10, 10, 10]).to_ne_bytes().to_vec(),
+        _ => {}
+    }
     let mut out = Vec::with_capacity(16);
     for &c in channels {
         match ty {
@@ -303,6 +340,21 @@ mod tests {
         assert_eq!(
             fill_bytes(&h, &floats([1.5, 0.0, 0.0, 0.0])),
             0x3e00u16.to_ne_bytes()
+        );
+        let p = lookup(&fmt(CL_RGB, CL_UNORM_SHORT_565)).unwrap();
+        assert_eq!(
+            fill_bytes(&p, &floats([1.0, 0.5, 0.0, 0.0])),
+            (0xf800u16 | (32 << 5)).to_ne_bytes()
+        );
+        let p = lookup(&fmt(CL_RGB, CL_UNORM_INT_101010)).unwrap();
+        assert_eq!(
+            fill_bytes(&p, &floats([0.0, 1.0, 1.0 / 1023.0, 0.0])),
+            ((1023u32 << 10) | 1).to_ne_bytes()
+        );
+        let argb = lookup(&fmt(CL_ARGB, CL_UNORM_INT8)).unwrap();
+        assert_eq!(
+            fill_bytes(&argb, &floats([1.0, 0.0, 0.5, 0.2])),
+            [51, 255, 0, 128]
         );
         let mut ints = [0u8; 16];
         ints[..4].copy_from_slice(&(-300i32).to_ne_bytes());
