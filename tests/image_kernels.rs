@@ -29,6 +29,7 @@ both_ways!(
     linear_filtering_at_texel_centres,
     linear_filtering_of_8_bit_formats,
     packed_and_alpha_first_formats,
+    two_d_images_from_images,
 );
 
 const SRC: &str = include_str!("kernels/images.cl");
@@ -1364,9 +1365,9 @@ fn two_d_images_from_buffers(cl: &Cl) {
         "{}",
         cl.how
     );
-    assert_eq!(
-        from_rows(&mut t, plain, 0, f, 2, 2, 0),
-        Err(CL_INVALID_OPERATION),
+    // A 2D image names another image, not rows (two_d_images_from_images).
+    assert!(
+        from_rows(&mut t, plain, 0, f, 2, 2, 0).is_ok(),
         "{}",
         cl.how
     );
@@ -1798,4 +1799,137 @@ fn packed_and_alpha_first_formats(cl: &Cl) {
     }
     // Every device with images offers at least the alpha-first orders.
     assert!(tried > 0, "{}: none of the formats is offered", cl.how);
+}
+
+/// The sRGB transfer function, encoded to linear.
+fn from_srgb(v: f32) -> f32 {
+    if v <= 0.04045 {
+        v / 12.92
+    } else {
+        ((v + 0.055) / 1.055).powf(2.4)
+    }
+}
+
+/// 2D images made from 2D images share their texels: an sRGBA image made
+/// from an RGBA one reads what kernels and the host wrote to the other,
+/// decoded; errors for sizes and formats the source does not allow.
+fn two_d_images_from_images(cl: &Cl) {
+    let mut t = Images::new(cl);
+    let (w, h) = (5, 3);
+    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let rgba = fmt(CL_RGBA, CL_UNORM_INT8);
+    let srgba = fmt(CL_sRGBA, CL_UNORM_INT8);
+    if !supported_formats(&t, CL_MEM_READ_ONLY, CL_MEM_OBJECT_IMAGE2D)
+        .contains(&(CL_sRGBA, CL_UNORM_INT8))
+    {
+        return;
+    }
+    let k = t.s.kernel(
+        "kernel void copy_2d(read_only image2d_t src, write_only image2d_t dst) {
+            int2 p = (int2)(get_global_id(0), get_global_id(1));
+            write_imagef(dst, p, read_imagef(src, p));
+        }",
+        "copy_2d",
+        "",
+    );
+    let bytes: Vec<u8> = (0..w * h * 4).map(|i| (i * 13 % 256) as u8).collect();
+    let linear = t.image(CL_MEM_READ_WRITE, rgba, d2, Some(&bytes));
+    let view = |t: &mut Images, source: cl_mem, f: cl_image_format, d: cl_image_desc| {
+        let mut d = d;
+        d.buffer = source;
+        let mut e = 1;
+        let m = unsafe {
+            t.s.cl.clCreateImage.unwrap()(t.s.c, CL_MEM_READ_ONLY, &f, &d, null_mut(), &mut e)
+        };
+        if e == CL_SUCCESS {
+            t.made.push(m);
+        }
+        (m, e)
+    };
+    let (encoded, e) = view(&mut t, linear, srgba, d2);
+    assert_eq!(e, CL_SUCCESS, "{}: sRGBA from RGBA", cl.how);
+    let mut named: cl_mem = null_mut();
+    unsafe {
+        cl.clGetMemObjectInfo.unwrap()(
+            encoded,
+            CL_MEM_ASSOCIATED_MEMOBJECT,
+            8,
+            (&mut named as *mut cl_mem).cast(),
+            null_mut(),
+        );
+    }
+    assert_eq!(named, linear, "{}", cl.how);
+    let out = t.image(CL_MEM_WRITE_ONLY, fmt(CL_RGBA, CL_FLOAT), d2, None);
+    let check = |t: &Images, texels: &[u8], what: &str| {
+        t.s.arg(k, 0, &encoded);
+        t.s.arg(k, 1, &out);
+        t.s.run(k, &[w, h], None, None);
+        let got = to_floats(&t.read(out, [w, h, 1], w * h * 16));
+        for (i, (&g, &b)) in got.iter().zip(texels).enumerate() {
+            let v = b as f32 / 255.0;
+            let want = if i % 4 == 3 { v } else { from_srgb(v) };
+            assert!(
+                (g - want).abs() < 2e-3,
+                "{}: {what}: channel {i}: {g} vs {want}",
+                cl.how
+            );
+        }
+    };
+    check(&t, &bytes, "host data of the source");
+    // A kernel writes the source; the view reads what it wrote.
+    let values: Vec<f32> = (0..w * h * 4).map(|i| (i % 8) as f32 / 7.0).collect();
+    let src = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(CL_RGBA, CL_FLOAT),
+        d2,
+        Some(&floats(&values)),
+    );
+    t.s.arg(k, 0, &src);
+    t.s.arg(k, 1, &linear);
+    t.s.run(k, &[w, h], None, None);
+    let written: Vec<u8> = values.iter().map(|v| (v * 255.0).round() as u8).collect();
+    assert_eq!(t.read(encoded, [w, h, 1], w * h * 4), written, "{}", cl.how);
+    check(&t, &written, "kernel writes to the source");
+    // Sizes and formats the source does not allow.
+    let (_, e) = view(
+        &mut t,
+        linear,
+        srgba,
+        desc(CL_MEM_OBJECT_IMAGE2D, w + 1, h, 0, 0),
+    );
+    assert_eq!(e, CL_INVALID_IMAGE_DESCRIPTOR, "{}: width", cl.how);
+    let (_, e) = view(&mut t, linear, fmt(CL_BGRA, CL_UNORM_INT8), d2);
+    assert_eq!(e, CL_INVALID_IMAGE_FORMAT_DESCRIPTOR, "{}: order", cl.how);
+    let (_, e) = view(&mut t, linear, fmt(CL_sRGBA, CL_UNORM_INT16), d2);
+    assert_eq!(
+        e, CL_INVALID_IMAGE_FORMAT_DESCRIPTOR,
+        "{}: data type",
+        cl.how
+    );
+    let d3 = desc(CL_MEM_OBJECT_IMAGE3D, w, h, 2, 0);
+    let cube = t.image(CL_MEM_READ_WRITE, rgba, d3, None);
+    let (_, e) = view(&mut t, cube, srgba, d2);
+    assert_eq!(e, CL_INVALID_IMAGE_DESCRIPTOR, "{}: 3D source", cl.how);
+    // The same format: a second name for the texels.
+    let (same, e) = view(&mut t, encoded, srgba, d2);
+    assert_eq!(e, CL_SUCCESS, "{}: same format", cl.how);
+    assert_eq!(t.read(same, [w, h, 1], w * h * 4), written, "{}", cl.how);
+    // An image made from an image made from a buffer sees the buffer.
+    let rows_buf = t.s.buffer_from(&bytes);
+    let rows = from_rows(&mut t, rows_buf, CL_MEM_READ_ONLY, rgba, w, h, 0).unwrap();
+    let (encoded, e) = view(&mut t, rows, srgba, d2);
+    assert_eq!(e, CL_SUCCESS, "{}: sRGBA from rows", cl.how);
+    t.s.arg(k, 0, &encoded);
+    t.s.arg(k, 1, &out);
+    t.s.run(k, &[w, h], None, None);
+    let got = to_floats(&t.read(out, [w, h, 1], w * h * 16));
+    for (i, (&g, &b)) in got.iter().zip(&bytes).enumerate() {
+        let v = b as f32 / 255.0;
+        let want = if i % 4 == 3 { v } else { from_srgb(v) };
+        assert!(
+            (g - want).abs() < 2e-3,
+            "{}: rows: channel {i}: {g} vs {want}",
+            cl.how
+        );
+    }
 }

@@ -80,10 +80,12 @@ fn create_image(
     }
     if !buffer.is_null() {
         // Only 1D image buffers and 2D images may be made from another
-        // memory object; 2D images from other images are not offered.
+        // memory object.
         return match crate::api::memory::Mem::from_raw(buffer) {
             _ if ty != CL_MEM_OBJECT_IMAGE2D => err(CL_INVALID_IMAGE_DESCRIPTOR),
-            Ok(crate::api::memory::Mem::Image(_)) => err(CL_INVALID_OPERATION),
+            Ok(crate::api::memory::Mem::Image(i)) => {
+                image_from_image(&c, i, props, given_flags, format, d, host_ptr)
+            }
             _ => image_buffer(&c, props, given_flags, format, elem, d, host_ptr),
         };
     }
@@ -199,6 +201,94 @@ fn create_image(
     )?))
 }
 
+/// The flags of an image made from another memory object whose flags are
+/// `parent`: those given, which may not ask for host memory nor for access
+/// the parent does not allow, and the parent's where none is given.
+fn inherit_flags(parent: cl_mem_flags, flags: cl_mem_flags) -> ClResult<cl_mem_flags> {
+    check_mem_flags(flags & !CL_MEM_KERNEL_READ_AND_WRITE)?;
+    let host_memory = CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR;
+    if flags & host_memory != 0 {
+        return err(CL_INVALID_VALUE);
+    }
+    // Access the parent does not allow cannot be given to the image.
+    let access = flags & ACCESS_FLAGS;
+    let refused = match parent & ACCESS_FLAGS {
+        CL_MEM_WRITE_ONLY => CL_MEM_READ_WRITE | CL_MEM_READ_ONLY,
+        CL_MEM_READ_ONLY => CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY,
+        _ => 0,
+    };
+    let host = CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS;
+    let host_access = flags & host;
+    let host_refused = match parent & host {
+        CL_MEM_HOST_WRITE_ONLY => CL_MEM_HOST_READ_ONLY,
+        CL_MEM_HOST_READ_ONLY => CL_MEM_HOST_WRITE_ONLY,
+        CL_MEM_HOST_NO_ACCESS => CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_WRITE_ONLY,
+        _ => 0,
+    };
+    if access & refused != 0 || host_access & host_refused != 0 {
+        return err(CL_INVALID_VALUE);
+    }
+    let mut flags = flags;
+    if access == 0 {
+        flags |= parent & ACCESS_FLAGS;
+    }
+    if host_access == 0 {
+        flags |= parent & host;
+    }
+    flags |= parent & host_memory;
+    if flags & ACCESS_FLAGS == 0 {
+        flags |= CL_MEM_READ_WRITE;
+    }
+    Ok(flags)
+}
+
+/// clCreateImage of a 2D image from another 2D image: the same texels,
+/// of the same size, in a format that differs at most in its channel
+/// order, as the specification's table of compatible orders allows.
+fn image_from_image(
+    c: &Arc<Handle<Context>>,
+    source: Arc<Handle<Image>>,
+    props: Vec<cl_mem_properties>,
+    flags: cl_mem_flags,
+    format: cl_image_format,
+    d: &cl_image_desc,
+    host_ptr: *mut c_void,
+) -> ClResult<cl_mem> {
+    let s = &source.desc;
+    if !Arc::ptr_eq(&source.context, c) || s.image_type != CL_MEM_OBJECT_IMAGE2D {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    // Every size must be the source's (a row pitch may be left out).
+    if d.image_width != s.width
+        || d.image_height != s.height
+        || (d.image_row_pitch != 0 && d.image_row_pitch != s.row_pitch)
+        || d.image_depth > 1
+        || d.image_array_size > 1
+        || d.image_slice_pitch != 0
+    {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    if !format::may_view_as(&source.format, &format) {
+        return err(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR);
+    }
+    let flags = inherit_flags(source.flags, flags)?;
+    if !host_ptr.is_null() {
+        return err(CL_INVALID_HOST_PTR);
+    }
+    let entry = format::lookup(&format)
+        .filter(|e| {
+            c.devices.iter().all(|dev| {
+                dev.image_formats(flags)
+                    .iter()
+                    .any(|s| s.vk == e.vk && s.order == e.order)
+            })
+        })
+        .ok_or(ClError(CL_IMAGE_FORMAT_NOT_SUPPORTED))?;
+    Ok(Handle::into_api(Image::new_view(
+        source, flags, format, entry, props,
+    )?))
+}
+
 /// clCreateImage of a 1D image buffer (its texels the start of the
 /// buffer's bytes) or of a 2D image from a buffer (its rows `row_pitch`
 /// bytes apart in the buffer). Flags not given are the buffer's.
@@ -218,40 +308,7 @@ fn image_buffer(
     if !Arc::ptr_eq(&b.context, c) {
         return err(CL_INVALID_IMAGE_DESCRIPTOR);
     }
-    check_mem_flags(flags & !CL_MEM_KERNEL_READ_AND_WRITE)?;
-    let host_memory = CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR;
-    if flags & host_memory != 0 {
-        return err(CL_INVALID_VALUE);
-    }
-    // Access the buffer does not allow cannot be given to the image.
-    let access = flags & ACCESS_FLAGS;
-    let refused = match b.flags & ACCESS_FLAGS {
-        CL_MEM_WRITE_ONLY => CL_MEM_READ_WRITE | CL_MEM_READ_ONLY,
-        CL_MEM_READ_ONLY => CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY,
-        _ => 0,
-    };
-    let host = CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS;
-    let host_access = flags & host;
-    let host_refused = match b.flags & host {
-        CL_MEM_HOST_WRITE_ONLY => CL_MEM_HOST_READ_ONLY,
-        CL_MEM_HOST_READ_ONLY => CL_MEM_HOST_WRITE_ONLY,
-        CL_MEM_HOST_NO_ACCESS => CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_WRITE_ONLY,
-        _ => 0,
-    };
-    if access & refused != 0 || host_access & host_refused != 0 {
-        return err(CL_INVALID_VALUE);
-    }
-    let mut flags = flags;
-    if access == 0 {
-        flags |= b.flags & ACCESS_FLAGS;
-    }
-    if host_access == 0 {
-        flags |= b.flags & host;
-    }
-    flags |= b.flags & host_memory;
-    if flags & ACCESS_FLAGS == 0 {
-        flags |= CL_MEM_READ_WRITE;
-    }
+    let flags = inherit_flags(b.flags, flags)?;
     if !host_ptr.is_null() {
         return err(CL_INVALID_HOST_PTR);
     }

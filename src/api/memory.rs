@@ -268,10 +268,11 @@ fn image_mem_info(i: &Arc<Handle<Image>>, param: cl_mem_info) -> Info {
         CL_MEM_MAP_COUNT => info(i.maps().len() as cl_uint),
         CL_MEM_REFERENCE_COUNT => info(i.api_ref_count()),
         CL_MEM_CONTEXT => info(Handle::as_raw::<c_void>(&i.context)),
-        CL_MEM_ASSOCIATED_MEMOBJECT => info(
-            i.buffer()
-                .map_or(std::ptr::null_mut(), Handle::as_raw::<c_void>),
-        ),
+        CL_MEM_ASSOCIATED_MEMOBJECT => info(match (&i.source, i.buffer()) {
+            (Some(source), _) => Handle::as_raw::<c_void>(source),
+            (None, Some(b)) => Handle::as_raw::<c_void>(b),
+            (None, None) => std::ptr::null_mut(),
+        }),
         CL_MEM_OFFSET => info(0usize),
         CL_MEM_USES_SVM_POINTER => info(i.buffer().is_some_and(|b| b.uses_svm())),
         CL_MEM_PROPERTIES => info(i.properties.clone()),

@@ -99,6 +99,40 @@ pub fn storage_stand_in(vk: vk::Format) -> Option<vk::Format> {
     })
 }
 
+/// The format whose views show `vk`'s texels with the sRGB transfer
+/// function added or taken away: 2D images made from one another with
+/// CL_sRGBA and CL_RGBA, or CL_sBGRA and CL_BGRA, view one Vulkan image
+/// through the two.
+pub fn srgb_sibling(vk: vk::Format) -> Option<vk::Format> {
+    use vk::Format as F;
+    Some(match vk {
+        F::R8G8B8A8_UNORM => F::R8G8B8A8_SRGB,
+        F::R8G8B8A8_SRGB => F::R8G8B8A8_UNORM,
+        F::B8G8R8A8_UNORM => F::B8G8R8A8_SRGB,
+        F::B8G8R8A8_SRGB => F::B8G8R8A8_UNORM,
+        _ => return None,
+    })
+}
+
+/// Whether a 2D image of format `new` may be made from a 2D image of
+/// format `old`: the same data type, and the same channel order or one
+/// that differs only in its transfer function or in being a depth order.
+pub fn may_view_as(old: &cl_image_format, new: &cl_image_format) -> bool {
+    let pair = |a, b| {
+        matches!(
+            (a, b),
+            (CL_sRGBA, CL_RGBA)
+                | (CL_sBGRA, CL_BGRA)
+                | (CL_sRGB, CL_RGB)
+                | (CL_sRGBx, CL_RGBx)
+                | (CL_DEPTH, CL_R)
+        )
+    };
+    let (a, b) = (old.image_channel_order, new.image_channel_order);
+    old.image_channel_data_type == new.image_channel_data_type
+        && (a == b || pair(a, b) || pair(b, a))
+}
+
 /// How kernels see the channels of an order stored in Vulkan's red
 /// channel, or in another order than Vulkan's (identity for every other
 /// order).

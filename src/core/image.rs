@@ -19,7 +19,7 @@ use crate::core::format::FormatEntry;
 use crate::core::memory::{Buffer, HostPtr, MemDestructor, MemDestructors, Staging};
 use crate::core::object::{Callback, ClObject, Handle};
 use crate::core::queue::{Queue, RecordFn, Recorder, Work};
-use crate::vk::image::{DeviceImage, ImageShape, TexelViews};
+use crate::vk::image::{DeviceImage, ImageShape, TexelViews, Views};
 use crate::vk::memory::BufferUse;
 
 /// An image's shape as OpenCL describes it. Sizes that do not apply to the
@@ -283,6 +283,8 @@ pub struct Image {
     /// The application's memory for CL_MEM_USE_HOST_PTR.
     pub host_ptr: Option<HostPtr>,
     pub backing: Backing,
+    /// The 2D image this one was made from, whose texels it shares.
+    pub source: Option<Arc<Handle<Image>>>,
     pub properties: Vec<cl_mem_properties>,
     maps: Mutex<Vec<ImageMapping>>,
     destructors: MemDestructors,
@@ -323,6 +325,7 @@ impl Image {
                 .map(|h| h.0)
                 .filter(|_| flags & CL_MEM_USE_HOST_PTR != 0),
             backing: Backing::Image(Arc::new(storage)),
+            source: None,
             properties,
             maps: Mutex::new(Vec::new()),
             destructors: MemDestructors::default(),
@@ -371,6 +374,59 @@ impl Image {
                 shadow: Arc::new(shadow),
                 pitch: desc.row_pitch,
             },
+            source: None,
+            properties,
+            maps: Mutex::new(Vec::new()),
+            destructors: MemDestructors::default(),
+        };
+        Ok(Handle::new(image))
+    }
+
+    /// A 2D image of `source`'s size and texels in another format (the
+    /// caller checked that the two may view each other): new views of its
+    /// Vulkan image, or, where its texels live in a buffer, the same rows.
+    pub fn new_view(
+        source: Arc<Handle<Image>>,
+        flags: cl_mem_flags,
+        format: cl_image_format,
+        entry: FormatEntry,
+        properties: Vec<cl_mem_properties>,
+    ) -> ClResult<Arc<Handle<Image>>> {
+        let context = source.context.clone();
+        let device = &context.devices[0];
+        let desc = source.desc;
+        let backing = match &source.backing {
+            Backing::Image(image) => {
+                let sampled = device
+                    .format_features(entry.vk)
+                    .contains(vk::FormatFeatureFlags::SAMPLED_IMAGE);
+                let views = Views {
+                    format: entry.vk,
+                    swizzle: crate::core::format::swizzle(entry.order),
+                    storage: device.storage_format(entry.vk).filter(|_| !entry.swizzled),
+                };
+                let alias = DeviceImage::alias(image, views, sampled).map_err(ClError::from)?;
+                Backing::Image(Arc::new(alias))
+            }
+            Backing::Rows { buffer, pitch, .. } => Backing::Rows {
+                buffer: buffer.clone(),
+                shadow: Arc::new(device_image(&context, &entry, &desc)?),
+                pitch: *pitch,
+            },
+            Backing::Texels { .. } => return err(CL_INVALID_IMAGE_DESCRIPTOR),
+        };
+        let element_size =
+            crate::core::format::element_size(&format).expect("checked by the caller");
+        let image = Image {
+            context,
+            flags,
+            format,
+            entry,
+            element_size,
+            desc,
+            host_ptr: source.host_ptr,
+            backing,
+            source: Some(source),
             properties,
             maps: Mutex::new(Vec::new()),
             destructors: MemDestructors::default(),
@@ -434,6 +490,7 @@ impl Image {
                 buffer,
                 views: Arc::new(views),
             },
+            source: None,
             properties,
             maps: Mutex::new(Vec::new()),
             destructors: MemDestructors::default(),
@@ -603,7 +660,9 @@ impl Image {
 }
 
 /// The Vulkan image for an image of `desc` on the context's device: with
-/// sampled and storage views where the format allows them.
+/// sampled and storage views where the format allows them. 2D images of
+/// the formats with an sRGB sibling may later be viewed in it too (2D
+/// images made from 2D images).
 fn device_image(context: &Context, entry: &FormatEntry, desc: &ImageDesc) -> ClResult<DeviceImage> {
     let device = &context.devices[0];
     let vk_dev = device.logical()?;
@@ -612,20 +671,26 @@ fn device_image(context: &Context, entry: &FormatEntry, desc: &ImageDesc) -> ClR
     if features.contains(vk::FormatFeatureFlags::SAMPLED_IMAGE) {
         usage |= vk::ImageUsageFlags::SAMPLED;
     }
-    let storage_format = device.storage_format(entry.vk).filter(|_| !entry.swizzled);
-    if storage_format.is_some() {
+    let storage = device.storage_format(entry.vk).filter(|_| !entry.swizzled);
+    let mut view_formats = vec![entry.vk];
+    view_formats.extend(storage.map(|s| s.0));
+    let sibling = crate::core::format::srgb_sibling(entry.vk)
+        .filter(|_| desc.image_type == CL_MEM_OBJECT_IMAGE2D);
+    // Kernels write a view of the sibling only where they can write the
+    // image itself: an image made from another cannot have access the
+    // other lacks, and vkcl writes no sRGB images.
+    view_formats.extend(sibling);
+    if storage.is_some() {
         usage |= vk::ImageUsageFlags::STORAGE;
     }
-    let swizzle = crate::core::format::swizzle(entry.order);
-    DeviceImage::new(
-        &vk_dev,
-        entry.vk,
-        desc.shape(),
-        usage,
-        swizzle,
-        storage_format,
-    )
-    .map_err(|e| {
+    view_formats.sort_by_key(|f| f.as_raw());
+    view_formats.dedup();
+    let views = Views {
+        format: entry.vk,
+        swizzle: crate::core::format::swizzle(entry.order),
+        storage,
+    };
+    DeviceImage::new(&vk_dev, desc.shape(), usage, views, &view_formats).map_err(|e| {
         if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
             ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE)
         } else {

@@ -21,11 +21,14 @@ pub struct ImageShape {
     pub arrayed: bool,
 }
 
-/// A `VkImage` with its memory. Destroyed on drop.
+/// A `VkImage` with its memory, or new views of another one's (an alias).
+/// Destroyed on drop.
 pub struct DeviceImage {
     device: Arc<LogicalDevice>,
     pub raw: vk::Image,
     allocation: Option<Allocation>,
+    /// The image an alias views: it owns `raw` and its memory.
+    aliased: Option<Arc<DeviceImage>>,
     pub format: vk::Format,
     pub shape: ImageShape,
     pub usage: vk::ImageUsageFlags,
@@ -33,7 +36,7 @@ pub struct DeviceImage {
     /// channel order), where the image has SAMPLED usage.
     pub sampled_view: vk::ImageView,
     /// The view kernels read and write through, where the image has
-    /// STORAGE usage.
+    /// STORAGE usage and a format kernels can write.
     pub storage_view: vk::ImageView,
     /// The storage view's format has red and blue exchanged (a stand-in
     /// for a format kernels cannot write): kernels exchange them too.
@@ -46,25 +49,38 @@ unsafe impl Send for DeviceImage {}
 // SAFETY: as above.
 unsafe impl Sync for DeviceImage {}
 
+/// The views kernels reach an image through: the sampled view's format and
+/// swizzle, and the storage view's format with whether it exchanges red and
+/// blue (None: kernels cannot write the image).
+#[derive(Clone, Copy)]
+pub struct Views {
+    pub format: vk::Format,
+    pub swizzle: vk::ComponentMapping,
+    pub storage: Option<(vk::Format, bool)>,
+}
+
 impl DeviceImage {
     /// A new image in the `GENERAL` layout, its contents undefined.
+    /// `view_formats` lists every format a view of it may ever take (its
+    /// aliases' too); more than its own makes its format mutable.
     pub fn new(
         device: &Arc<LogicalDevice>,
-        format: vk::Format,
         shape: ImageShape,
         usage: vk::ImageUsageFlags,
-        swizzle: vk::ComponentMapping,
-        storage_format: Option<(vk::Format, bool)>,
+        views: Views,
+        view_formats: &[vk::Format],
     ) -> Result<Self, vk::Result> {
-        let (storage_format, storage_swaps_red_blue) = storage_format.unwrap_or((format, false));
-        // Storage through a view of another format: the image's own
-        // format need not support storage.
-        let flags = if storage_format != format {
+        let format = views.format;
+        // Views of other formats: the image's own format need not support
+        // every usage the image has (storage, through another format).
+        let mutable = view_formats.iter().any(|&f| f != format);
+        let flags = if mutable {
             vk::ImageCreateFlags::MUTABLE_FORMAT | vk::ImageCreateFlags::EXTENDED_USAGE
         } else {
             vk::ImageCreateFlags::empty()
         };
-        let info = vk::ImageCreateInfo::default()
+        let mut list = vk::ImageFormatListCreateInfo::default().view_formats(view_formats);
+        let mut info = vk::ImageCreateInfo::default()
             .flags(flags)
             .image_type(shape.image_type)
             .format(format)
@@ -76,6 +92,9 @@ impl DeviceImage {
             .usage(usage)
             .sharing_mode(vk::SharingMode::EXCLUSIVE)
             .initial_layout(vk::ImageLayout::UNDEFINED);
+        if mutable {
+            info = info.push_next(&mut list);
+        }
         let d = &device.raw;
         // SAFETY: valid device and create info (the caller checked the
         // format's features and the limits).
@@ -106,48 +125,18 @@ impl DeviceImage {
             device: device.clone(),
             raw,
             allocation: Some(allocation),
+            aliased: None,
             format,
             shape,
             usage,
             sampled_view: vk::ImageView::null(),
             storage_view: vk::ImageView::null(),
-            storage_swaps_red_blue,
+            storage_swaps_red_blue: false,
         };
         let a = this.allocation.as_ref().expect("set above");
         // SAFETY: memory from this device, offset aligned as required.
         unsafe { d.bind_image_memory(raw, a.memory(), a.offset())? };
-        let view_type = match (shape.image_type, shape.arrayed) {
-            (vk::ImageType::TYPE_1D, true) => vk::ImageViewType::TYPE_1D_ARRAY,
-            (vk::ImageType::TYPE_1D, false) => vk::ImageViewType::TYPE_1D,
-            (vk::ImageType::TYPE_2D, true) => vk::ImageViewType::TYPE_2D_ARRAY,
-            (vk::ImageType::TYPE_2D, false) => vk::ImageViewType::TYPE_2D,
-            _ => vk::ImageViewType::TYPE_3D,
-        };
-        let range = this.range();
-        let view = |format: vk::Format, components: vk::ComponentMapping, usage| {
-            // Each view only for what it is used for: the image's usage
-            // may include storage its own format lacks.
-            let mut view_usage = vk::ImageViewUsageCreateInfo::default().usage(usage);
-            let info = vk::ImageViewCreateInfo::default()
-                .push_next(&mut view_usage)
-                .image(raw)
-                .view_type(view_type)
-                .format(format)
-                .components(components)
-                .subresource_range(range);
-            // SAFETY: a view of this live image, within its subresources.
-            unsafe { d.create_image_view(&info, None) }
-        };
-        if usage.contains(vk::ImageUsageFlags::SAMPLED) {
-            this.sampled_view = view(format, swizzle, vk::ImageUsageFlags::SAMPLED)?;
-        }
-        if usage.contains(vk::ImageUsageFlags::STORAGE) {
-            this.storage_view = view(
-                storage_format,
-                vk::ComponentMapping::default(),
-                vk::ImageUsageFlags::STORAGE,
-            )?;
-        }
+        this.make_views(views)?;
         device.one_shot(|cb| {
             let barrier = vk::ImageMemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::empty())
@@ -174,6 +163,76 @@ impl DeviceImage {
         Ok(this)
     }
 
+    /// New views of `image`'s texels in other formats, each among those
+    /// `image` was made to allow; `sampled` says whether the sampled view's
+    /// format can be sampled. Its texels live as long as the alias.
+    pub fn alias(
+        image: &Arc<DeviceImage>,
+        views: Views,
+        sampled: bool,
+    ) -> Result<Self, vk::Result> {
+        let mut usage = image.usage;
+        if !sampled {
+            usage &= !vk::ImageUsageFlags::SAMPLED;
+        }
+        let mut this = DeviceImage {
+            device: image.device.clone(),
+            raw: image.raw,
+            allocation: None,
+            aliased: Some(image.clone()),
+            format: views.format,
+            shape: image.shape,
+            usage,
+            sampled_view: vk::ImageView::null(),
+            storage_view: vk::ImageView::null(),
+            storage_swaps_red_blue: false,
+        };
+        this.make_views(views)?;
+        Ok(this)
+    }
+
+    /// The views kernels use, each where the image's usage allows it.
+    fn make_views(&mut self, views: Views) -> Result<(), vk::Result> {
+        let view_type = match (self.shape.image_type, self.shape.arrayed) {
+            (vk::ImageType::TYPE_1D, true) => vk::ImageViewType::TYPE_1D_ARRAY,
+            (vk::ImageType::TYPE_1D, false) => vk::ImageViewType::TYPE_1D,
+            (vk::ImageType::TYPE_2D, true) => vk::ImageViewType::TYPE_2D_ARRAY,
+            (vk::ImageType::TYPE_2D, false) => vk::ImageViewType::TYPE_2D,
+            _ => vk::ImageViewType::TYPE_3D,
+        };
+        let range = self.range();
+        let d = &self.device.raw;
+        let raw = self.raw;
+        let view = |format: vk::Format, components: vk::ComponentMapping, usage| {
+            // Each view only for what it is used for: the image's usage
+            // may include storage its own format lacks.
+            let mut view_usage = vk::ImageViewUsageCreateInfo::default().usage(usage);
+            let info = vk::ImageViewCreateInfo::default()
+                .push_next(&mut view_usage)
+                .image(raw)
+                .view_type(view_type)
+                .format(format)
+                .components(components)
+                .subresource_range(range);
+            // SAFETY: a view of this live image, within its subresources.
+            unsafe { d.create_image_view(&info, None) }
+        };
+        if self.usage.contains(vk::ImageUsageFlags::SAMPLED) {
+            self.sampled_view = view(views.format, views.swizzle, vk::ImageUsageFlags::SAMPLED)?;
+        }
+        if let Some((format, swaps)) = views.storage
+            && self.usage.contains(vk::ImageUsageFlags::STORAGE)
+        {
+            self.storage_view = view(
+                format,
+                vk::ComponentMapping::default(),
+                vk::ImageUsageFlags::STORAGE,
+            )?;
+            self.storage_swaps_red_blue = swaps;
+        }
+        Ok(())
+    }
+
     /// Every layer of the one mip level.
     pub fn range(&self) -> vk::ImageSubresourceRange {
         vk::ImageSubresourceRange {
@@ -197,7 +256,9 @@ impl Drop for DeviceImage {
         unsafe {
             self.device.raw.destroy_image_view(self.sampled_view, None);
             self.device.raw.destroy_image_view(self.storage_view, None);
-            self.device.raw.destroy_image(self.raw, None);
+            if self.aliased.is_none() {
+                self.device.raw.destroy_image(self.raw, None);
+            }
         }
         if let Some(a) = self.allocation.take() {
             if let Err(e) = self.device.allocator().free(a) {
