@@ -30,6 +30,7 @@ both_ways!(
     linear_filtering_of_8_bit_formats,
     packed_and_alpha_first_formats,
     two_d_images_from_images,
+    depth_images,
 );
 
 const SRC: &str = include_str!("kernels/images.cl");
@@ -1932,4 +1933,142 @@ fn two_d_images_from_images(cl: &Cl) {
             cl.how
         );
     }
+}
+
+const DEPTH_SRC: &str = "
+kernel void depth_copy(read_only image2d_depth_t a, sampler_t s, write_only image2d_depth_t b,
+                       global float *out) {
+    int2 p = (int2)(get_global_id(0), get_global_id(1));
+    float sampled = read_imagef(a, s, (float2)(p.x + 0.5f, p.y + 0.5f));
+    float fetched = read_imagef(a, p);
+    write_imagef(b, p, sampled + fetched);
+    if (p.x == 0 && p.y == 0) {
+        out[0] = get_image_width(a);
+        out[1] = get_image_channel_order(a);
+        out[2] = get_image_channel_data_type(b);
+    }
+}
+kernel void depth_array(read_only image2d_array_depth_t a, write_only image2d_array_depth_t b) {
+    int4 p = (int4)(get_global_id(0), get_global_id(1), get_global_id(2), 0);
+    write_imagef(b, p, read_imagef(a, p) * 3.0f);
+}
+kernel void plain(read_only image2d_t a, write_only image2d_t b) {
+    int2 p = (int2)(get_global_id(0), get_global_id(1));
+    write_imagef(b, p, read_imagef(a, p));
+}
+";
+
+/// Depth images (cl_khr_depth_images): 2D images and arrays of CL_DEPTH
+/// read and written as scalars, sampled, queried and filled; the other
+/// image types refuse the order, and image arguments must match the
+/// parameter's depth-ness.
+fn depth_images(cl: &Cl) {
+    let d = cl.device();
+    let ext =
+        String::from_utf8_lossy(&cl.device_bytes(d, CL_DEVICE_EXTENSIONS).unwrap()).into_owned();
+    assert!(ext.contains("cl_khr_depth_images"), "{}", cl.how);
+    let mut t = Images::new(cl);
+    let rw = CL_MEM_READ_WRITE;
+    assert!(
+        supported_formats(&t, rw, CL_MEM_OBJECT_IMAGE2D).contains(&(CL_DEPTH, CL_FLOAT)),
+        "{}",
+        cl.how
+    );
+    for ty in [
+        CL_MEM_OBJECT_IMAGE3D,
+        CL_MEM_OBJECT_IMAGE1D,
+        CL_MEM_OBJECT_IMAGE1D_BUFFER,
+    ] {
+        assert!(
+            !supported_formats(&t, rw, ty)
+                .iter()
+                .any(|f| f.0 == CL_DEPTH),
+            "{}: type {ty:x}",
+            cl.how
+        );
+    }
+    let (w, h) = (6, 4);
+    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let depth = fmt(CL_DEPTH, CL_FLOAT);
+    let values: Vec<f32> = (0..w * h).map(|i| i as f32 * 0.125 - 1.0).collect();
+    let a = t.image(CL_MEM_READ_ONLY, depth, d2, Some(&floats(&values)));
+    let b = t.image(CL_MEM_WRITE_ONLY, depth, d2, None);
+    let out = t.s.buffer(12);
+    let s = t.sampler(false, CL_ADDRESS_CLAMP_TO_EDGE, CL_FILTER_NEAREST);
+    let k = t.s.kernel(DEPTH_SRC, "depth_copy", "");
+    t.s.arg(k, 0, &a);
+    t.s.arg(k, 1, &s);
+    t.s.arg(k, 2, &b);
+    t.s.arg(k, 3, &out);
+    t.s.run(k, &[w, h], None, None);
+    let got = to_floats(&t.read(b, [w, h, 1], w * h * 4));
+    let want: Vec<f32> = values.iter().map(|v| v * 2.0).collect();
+    assert_eq!(got, want, "{}", cl.how);
+    let queries = to_floats(&cl.read(t.s.q, out, 0, 12));
+    assert_eq!(
+        queries,
+        [w as f32, CL_DEPTH as f32, CL_FLOAT as f32],
+        "{}",
+        cl.how
+    );
+    // A fill colour of a depth image is one float.
+    let fill = 0.75f32;
+    let r = unsafe {
+        cl.clEnqueueFillImage.unwrap()(
+            t.s.q,
+            b,
+            (&fill as *const f32).cast(),
+            [1usize, 1, 0].as_ptr(),
+            [2usize, 2, 1].as_ptr(),
+            0,
+            null(),
+            null_mut(),
+        )
+    };
+    assert_eq!(r, CL_SUCCESS, "{}", cl.how);
+    let got = to_floats(&t.read(b, [w, h, 1], w * h * 4));
+    assert_eq!(got[w + 1], 0.75, "{}", cl.how);
+    assert_eq!(got[2 * w + 2], 0.75, "{}", cl.how);
+    assert_eq!(got[0], want[0], "{}", cl.how);
+    // 16-bit normalized depth in arrays.
+    let layers = 3;
+    let da = desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, w, h, 0, layers);
+    let n = w * h * layers;
+    let unorm: Vec<u16> = (0..n).map(|i| (i * 1000) as u16).collect();
+    let bytes: Vec<u8> = unorm.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let src = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(CL_DEPTH, CL_UNORM_INT16),
+        da,
+        Some(&bytes),
+    );
+    let dst = t.image(CL_MEM_WRITE_ONLY, depth, da, None);
+    let k = t.s.kernel(DEPTH_SRC, "depth_array", "");
+    t.s.arg(k, 0, &src);
+    t.s.arg(k, 1, &dst);
+    t.s.run(k, &[w, h, layers], None, None);
+    let got = to_floats(&t.read(dst, [w, h, layers], n * 4));
+    for (i, (&g, &u)) in got.iter().zip(&unorm).enumerate() {
+        let want = u as f32 / 65535.0 * 3.0;
+        assert!(
+            (g - want).abs() < 1e-5,
+            "{}: texel {i}: {g} vs {want}",
+            cl.how
+        );
+    }
+    // Other image types refuse the order.
+    let mut e = 1;
+    let d3 = desc(CL_MEM_OBJECT_IMAGE3D, w, h, 2, 0);
+    let m = unsafe { cl.clCreateImage.unwrap()(t.s.c, rw, &depth, &d3, null_mut(), &mut e) };
+    assert!(m.is_null(), "{}", cl.how);
+    assert_eq!(e, CL_IMAGE_FORMAT_NOT_SUPPORTED, "{}", cl.how);
+    // A depth image is no image2d_t, and an image of colour no depth image.
+    let k = t.s.kernel(DEPTH_SRC, "plain", "");
+    let set = |k: cl_kernel, i: u32, m: &cl_mem| unsafe {
+        cl.clSetKernelArg.unwrap()(k, i, 8, (m as *const cl_mem).cast())
+    };
+    assert_eq!(set(k, 0, &a), CL_INVALID_ARG_VALUE, "{}", cl.how);
+    let colour = t.image(CL_MEM_READ_ONLY, fmt(CL_R, CL_FLOAT), d2, None);
+    let k = t.s.kernel(DEPTH_SRC, "depth_copy", "");
+    assert_eq!(set(k, 0, &colour), CL_INVALID_ARG_VALUE, "{}", cl.how);
 }

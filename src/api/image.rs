@@ -181,6 +181,7 @@ fn create_image(
                     .any(|s| s.vk == e.vk && s.order == e.order)
             })
         })
+        .filter(|e| format::order_allowed(e.order, ty))
         .ok_or(ClError(CL_IMAGE_FORMAT_NOT_SUPPORTED))?;
     let host = (!host_ptr.is_null()).then(|| {
         let layout = if desc.rows_are_slices() {
@@ -579,6 +580,9 @@ pub unsafe extern "C" fn clGetSupportedImageFormats(
             })
             .collect();
         for e in per_device.first().into_iter().flatten() {
+            if !format::order_allowed(e.order, image_type) {
+                continue;
+            }
             if per_device
                 .iter()
                 .all(|l| l.iter().any(|x| x.vk == e.vk && x.order == e.order))
@@ -920,8 +924,17 @@ pub unsafe extern "C" fn clEnqueueFillImage(
         }
         let (origin, region) = (triple(origin)?, triple(region)?);
         i.check_region(origin, region)?;
-        // SAFETY: non-null; the colour is four 32-bit values.
-        let color = unsafe { *(fill_color as *const [u8; 16]) };
+        // SAFETY: non-null; the colour is four 32-bit values, or one
+        // float for a depth image.
+        let color = unsafe {
+            if i.format.image_channel_order == CL_DEPTH {
+                let mut c = [0u8; 16];
+                c[..4].copy_from_slice(&*(fill_color as *const [u8; 4]));
+                c
+            } else {
+                *(fill_color as *const [u8; 16])
+            }
+        };
         let w = work::fill(&t.queue, i, &color, origin, region)?;
         t.run(CL_COMMAND_FILL_IMAGE, false, event, w)
     })

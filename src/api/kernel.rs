@@ -177,11 +177,14 @@ fn decode_arg(k: &Kernel, kind: &ArgKind, size: usize, value: *const c_void) -> 
 /// view the parameter's access needs (formats kernels cannot write have no
 /// storage view).
 fn check_image_arg(arg: &KernelArg, image: &Image) -> ClResult<()> {
+    let depth = image.format.image_channel_order == CL_DEPTH;
     let name = match image.desc.image_type {
         CL_MEM_OBJECT_IMAGE1D => "image1d_t",
         CL_MEM_OBJECT_IMAGE1D_ARRAY => "image1d_array_t",
         CL_MEM_OBJECT_IMAGE1D_BUFFER => "image1d_buffer_t",
+        CL_MEM_OBJECT_IMAGE2D if depth => "image2d_depth_t",
         CL_MEM_OBJECT_IMAGE2D => "image2d_t",
+        CL_MEM_OBJECT_IMAGE2D_ARRAY if depth => "image2d_array_depth_t",
         CL_MEM_OBJECT_IMAGE2D_ARRAY => "image2d_array_t",
         _ => "image3d_t",
     };

@@ -224,6 +224,7 @@ impl Device {
         if self.image_support() {
             ext.push(("cl_khr_3d_image_writes", make_version(1, 0, 0)));
             ext.push(("cl_khr_image2d_from_buffer", make_version(1, 0, 0)));
+            ext.push(("cl_khr_depth_images", make_version(1, 0, 0)));
         }
         ext
     }
@@ -509,6 +510,7 @@ impl Device {
             .into_iter()
             .filter(|e| {
                 !e.swizzled
+                    && format::order_allowed(e.order, CL_MEM_OBJECT_IMAGE1D_BUFFER)
                     && (!reads
                         || self
                             .buffer_features(e.vk)

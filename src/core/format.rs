@@ -76,6 +76,11 @@ pub fn table() -> Vec<FormatEntry> {
     }
     t.extend(entries!(CL_sRGBA, false, [CL_UNORM_INT8 => R8G8B8A8_SRGB]));
     t.extend(entries!(CL_sBGRA, false, [CL_UNORM_INT8 => B8G8R8A8_SRGB]));
+    // Depth images (cl_khr_depth_images): a one-channel colour format, of
+    // which kernels see the first channel.
+    t.extend(entries!(CL_DEPTH, false, [
+        CL_UNORM_INT16 => R16_UNORM, CL_FLOAT => R32_SFLOAT,
+    ]));
     for order in [CL_A, CL_INTENSITY, CL_LUMINANCE] {
         t.extend(entries!(order, true, [
             CL_UNORM_INT8 => R8_UNORM, CL_UNORM_INT16 => R16_UNORM,
@@ -152,6 +157,16 @@ pub fn swizzle(order: cl_channel_order) -> vk::ComponentMapping {
     vk::ComponentMapping { r, g, b, a }
 }
 
+/// Whether images of `image_type` may have channel order `order`: depth
+/// images are 2D images and 2D image arrays only.
+pub fn order_allowed(order: cl_channel_order, image_type: cl_mem_object_type) -> bool {
+    order != CL_DEPTH
+        || matches!(
+            image_type,
+            CL_MEM_OBJECT_IMAGE2D | CL_MEM_OBJECT_IMAGE2D_ARRAY
+        )
+}
+
 /// The table entry for a format, if vkcl has one.
 pub fn lookup(format: &cl_image_format) -> Option<FormatEntry> {
     table().into_iter().find(|e| {
@@ -224,7 +239,7 @@ pub fn fill_bytes(entry: &FormatEntry, color: &[u8; 16]) -> Vec<u8> {
     let srgb = matches!(entry.order, CL_sRGBA | CL_sBGRA);
     // The channels in memory order, as indices into (r, g, b, a).
     let channels: &[usize] = match entry.order {
-        CL_R | CL_INTENSITY | CL_LUMINANCE => &[0],
+        CL_R | CL_INTENSITY | CL_LUMINANCE | CL_DEPTH => &[0],
         CL_A => &[3],
         CL_RG => &[0, 1],
         CL_BGRA | CL_sBGRA => &[2, 1, 0, 3],

@@ -346,8 +346,10 @@ pub fn run(
             Dim::DimBuffer => 1,
             d => return Err(format!("images of dimension {d:?} are not supported")),
         };
-        if lit(&t, 2) == Some(1) || lit(&t, 4) == Some(1) {
-            return Err("depth and multi-sampled images are not supported".into());
+        // Depth images are colour images of one channel to Vulkan: their
+        // reads and writes take scalars, widened below.
+        if lit(&t, 4) == Some(1) {
+            return Err("multi-sampled images are not supported".into());
         }
         let sampled = access == AccessQualifier::ReadOnly;
         let scalar = match class {
@@ -550,10 +552,33 @@ pub fn run(
                 let want = rt.ok_or("image read without a type")?;
                 let (comp, n) = shape(ctx, want)?;
                 let width = ctx.global(comp).and_then(|t| lit(t, 0));
-                if n != 4 || width != Some(32) {
+                if !(n == 4 || n == 1) || width != Some(32) {
                     return Err("image reads of half or narrow texels are not supported yet".into());
                 }
                 let have = ctx.vector(img.scalar, 4);
+                if n == 1 {
+                    // A depth image's read: the first channel of the texel.
+                    let texel = emit(ctx, out, op, have, ops);
+                    let first = emit(
+                        ctx,
+                        out,
+                        Op::CompositeExtract,
+                        img.scalar,
+                        vec![Operand::IdRef(texel), Operand::LiteralBit32(0)],
+                    );
+                    let cast = if img.scalar == want {
+                        Op::CopyObject
+                    } else {
+                        Op::Bitcast
+                    };
+                    out.push(Instruction::new(
+                        cast,
+                        Some(want),
+                        rid,
+                        vec![Operand::IdRef(first)],
+                    ));
+                    return Ok(());
+                }
                 if have == want && op != Op::ImageRead {
                     out.push(Instruction::new(op, Some(want), rid, ops));
                     return Ok(());
@@ -806,8 +831,20 @@ pub fn run(
                     let c0 = id(&i, 1)?;
                     let (coord, _) = take(ctx, &mut out, c0, type_of(ctx, c0)?, img.coords)?;
                     let mut texel = id(&i, 2)?;
-                    let tty = type_of(ctx, texel)?;
+                    let mut tty = type_of(ctx, texel)?;
                     let (comp, n) = shape(ctx, tty)?;
+                    if n == 1 {
+                        // A depth image's write: the value in every channel.
+                        tty = ctx.vector(comp, 4);
+                        texel = emit(
+                            ctx,
+                            &mut out,
+                            Op::CompositeConstruct,
+                            tty,
+                            vec![Operand::IdRef(texel); 4],
+                        );
+                    }
+                    let n = if n == 1 { 4 } else { n };
                     if n != 4 || ctx.global(comp).and_then(|t| lit(t, 0)) != Some(32) {
                         return Err(
                             "image writes of half or narrow texels are not supported yet".into(),
@@ -1680,7 +1717,11 @@ mod tests {
     /// with its sampler and a literal one, at integer coordinates, reading
     /// without a sampler, writing, and querying the size and order.
     fn kernel(body: &str) -> Vec<u32> {
-        let text = format!(
+        assemble(&kernel_text(body)).module.assemble()
+    }
+
+    fn kernel_text(body: &str) -> String {
+        format!(
             "
             OpCapability Addresses
             OpCapability Kernel
@@ -1720,8 +1761,7 @@ mod tests {
             OpReturn
             OpFunctionEnd
             "
-        );
-        assemble(&text).module.assemble()
+        )
     }
 
     fn info() -> KernelInfo {
@@ -1766,6 +1806,49 @@ mod tests {
         %sum = OpIAdd %uint %w %o2
         OpStore %out %sum Aligned 4
     ";
+
+    #[test]
+    fn depth_images_read_and_write_scalars() {
+        let body = "
+            %a = OpSampledImage %si %src %s
+            %r1 = OpImageSampleExplicitLod %v4float %a %fcoord Lod %float_0
+            %d1 = OpCompositeExtract %float %r1 0
+            %d2 = OpImageRead %float %src %coord
+            %sum = OpFAdd %float %d1 %d2
+            OpImageWrite %dst %coord %sum
+        ";
+        let text = kernel_text(body).replace("2D 0 0 0 0", "2D 1 0 0 0");
+        let words = assemble(&text).module.assemble();
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            ..Default::default()
+        };
+        // The rewrite validates the module it returns: scalar texels
+        // widened to Vulkan's four channels.
+        let r = crate::compiler::spirv::rewrite_for_images(
+            &words,
+            &info(),
+            &caps,
+            Default::default(),
+            &[ImageClass::Float, ImageClass::Float],
+        )
+        .unwrap();
+        let module = rspirv::dr::load_words(&r.words).unwrap();
+        let ops: Vec<Op> = module
+            .functions
+            .iter()
+            .flat_map(|f| f.blocks.iter().flat_map(|b| &b.instructions))
+            .map(|i| i.class.opcode)
+            .collect();
+        assert!(ops.contains(&Op::ImageFetch) && ops.contains(&Op::CompositeConstruct));
+        assert!(
+            module
+                .types_global_values
+                .iter()
+                .filter(|i| i.class.opcode == Op::TypeImage)
+                .all(|i| i.operands[2] == Operand::LiteralBit32(0))
+        );
+    }
 
     #[test]
     fn images_and_samplers_become_descriptors() {
