@@ -1683,7 +1683,7 @@ fn linear_8_bit(
     }
 }
 
-/// The packed 565/555/101010 formats and the alpha-first orders, read by a
+/// The packed 565/555/101010 formats, the alpha-first orders and CL_RA, read by a
 /// kernel (fetch_2d doubles each channel) and filled by
 /// clEnqueueFillImage, where the device offers them.
 fn packed_and_alpha_first_formats(cl: &Cl) {
@@ -1747,6 +1747,11 @@ fn packed_and_alpha_first_formats(cl: &Cl) {
                 [n(30 * i), n(20 * i), n(10 * i), n(255 - i)]
             },
         ),
+        (
+            fmt(CL_RA, CL_UNORM_INT8),
+            |i| vec![10 * i as u8, 255 - i as u8],
+            |i| [(10 * i) as f32 / 255.0, 0.0, 0.0, (255 - i) as f32 / 255.0],
+        ),
     ];
     let mut tried = 0;
     for (f, bytes, expect) in cases {
@@ -1793,6 +1798,7 @@ fn packed_and_alpha_first_formats(cl: &Cl) {
             CL_UNORM_SHORT_565 => 0xf81fu16.to_le_bytes().to_vec(),
             CL_UNORM_SHORT_555 => 0x7c1fu16.to_le_bytes().to_vec(),
             CL_UNORM_INT_101010 => ((1023u32 << 20) | 1023).to_le_bytes().to_vec(),
+            _ if key.0 == CL_RA => vec![255, 0],
             // A, R, G, B and A, B, G, R of (1, 0, 1, 0) alike.
             _ => vec![0, 255, 0, 255],
         };

@@ -81,6 +81,14 @@ pub fn table() -> Vec<FormatEntry> {
     t.extend(entries!(CL_DEPTH, false, [
         CL_UNORM_INT16 => R16_UNORM, CL_FLOAT => R32_SFLOAT,
     ]));
+    // Red and alpha: the two channels of an RG format, moved by the view.
+    t.extend(entries!(CL_RA, true, [
+        CL_UNORM_INT8 => R8G8_UNORM, CL_UNORM_INT16 => R16G16_UNORM,
+        CL_SNORM_INT8 => R8G8_SNORM, CL_SNORM_INT16 => R16G16_SNORM,
+        CL_SIGNED_INT8 => R8G8_SINT, CL_SIGNED_INT16 => R16G16_SINT, CL_SIGNED_INT32 => R32G32_SINT,
+        CL_UNSIGNED_INT8 => R8G8_UINT, CL_UNSIGNED_INT16 => R16G16_UINT, CL_UNSIGNED_INT32 => R32G32_UINT,
+        CL_HALF_FLOAT => R16G16_SFLOAT, CL_FLOAT => R32G32_SFLOAT,
+    ]));
     for order in [CL_A, CL_INTENSITY, CL_LUMINANCE] {
         t.extend(entries!(order, true, [
             CL_UNORM_INT8 => R8_UNORM, CL_UNORM_INT16 => R16_UNORM,
@@ -148,6 +156,7 @@ pub fn swizzle(order: cl_channel_order) -> vk::ComponentMapping {
         CL_ARGB => (S::G, S::B, S::A, S::R),
         CL_ABGR => (S::A, S::B, S::G, S::R),
         CL_A => (S::ZERO, S::ZERO, S::ZERO, S::R),
+        CL_RA => (S::R, S::ZERO, S::ZERO, S::G),
         CL_INTENSITY => (S::R, S::R, S::R, S::R),
         CL_LUMINANCE => (S::R, S::R, S::R, S::ONE),
         // The packed formats' unused bits are Vulkan's alpha.
@@ -242,6 +251,7 @@ pub fn fill_bytes(entry: &FormatEntry, color: &[u8; 16]) -> Vec<u8> {
         CL_R | CL_INTENSITY | CL_LUMINANCE | CL_DEPTH => &[0],
         CL_A => &[3],
         CL_RG => &[0, 1],
+        CL_RA => &[0, 3],
         CL_BGRA | CL_sBGRA => &[2, 1, 0, 3],
         CL_ARGB => &[3, 0, 1, 2],
         CL_ABGR => &[3, 2, 1, 0],
