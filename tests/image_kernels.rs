@@ -1683,7 +1683,7 @@ fn linear_8_bit(
     }
 }
 
-/// The packed 565/555/101010 formats, the alpha-first orders and CL_RA, read by a
+/// The packed 101010 format, the alpha-first orders and CL_RA, read by a
 /// kernel (fetch_2d doubles each channel) and filled by
 /// clEnqueueFillImage, where the device offers them.
 fn packed_and_alpha_first_formats(cl: &Cl) {
@@ -1698,30 +1698,6 @@ fn packed_and_alpha_first_formats(cl: &Cl) {
     type Bytes = fn(u32) -> Vec<u8>;
     type Expect = fn(u32) -> [f32; 4];
     let cases: Vec<(cl_image_format, Bytes, Expect)> = vec![
-        (
-            fmt(CL_RGB, CL_UNORM_SHORT_565),
-            |i| ((i << 11) | ((2 * i) << 5) | (31 - i)).to_le_bytes()[..2].to_vec(),
-            |i| {
-                [
-                    i as f32 / 31.0,
-                    (2 * i) as f32 / 63.0,
-                    (31 - i) as f32 / 31.0,
-                    1.0,
-                ]
-            },
-        ),
-        (
-            fmt(CL_RGB, CL_UNORM_SHORT_555),
-            |i| ((i << 10) | ((2 * i) << 5) | (31 - i)).to_le_bytes()[..2].to_vec(),
-            |i| {
-                [
-                    i as f32 / 31.0,
-                    (2 * i) as f32 / 31.0,
-                    (31 - i) as f32 / 31.0,
-                    1.0,
-                ]
-            },
-        ),
         (
             fmt(CL_RGB, CL_UNORM_INT_101010),
             |i| {
@@ -1754,6 +1730,7 @@ fn packed_and_alpha_first_formats(cl: &Cl) {
         ),
     ];
     let mut tried = 0;
+    let mut wrong = Vec::new();
     for (f, bytes, expect) in cases {
         let key = (f.image_channel_order, f.image_channel_data_type);
         if !offered.contains(&key) {
@@ -1769,12 +1746,9 @@ fn packed_and_alpha_first_formats(cl: &Cl) {
         for i in 0..w * h {
             let want = expect(i as u32).map(|v| v * 2.0);
             let texel = &got[i * 4..i * 4 + 4];
-            for c in 0..4 {
-                assert!(
-                    (texel[c] - want[c]).abs() < 1e-5,
-                    "{}: format {key:x?} texel {i}: {texel:?} vs {want:?}",
-                    cl.how
-                );
+            if (0..4).any(|c| (texel[c] - want[c]).abs() >= 1e-5) {
+                wrong.push(format!("format {key:x?} texel {i}: {texel:?} vs {want:?}"));
+                break;
             }
         }
         // A fill stores the colour in the format's own layout.
@@ -1795,8 +1769,6 @@ fn packed_and_alpha_first_formats(cl: &Cl) {
         let elem = data.len() / (w * h);
         let back = t.read(src, [w, h, 1], data.len());
         let want: Vec<u8> = match key.1 {
-            CL_UNORM_SHORT_565 => 0xf81fu16.to_le_bytes().to_vec(),
-            CL_UNORM_SHORT_555 => 0x7c1fu16.to_le_bytes().to_vec(),
             CL_UNORM_INT_101010 => ((1023u32 << 20) | 1023).to_le_bytes().to_vec(),
             _ if key.0 == CL_RA => vec![255, 0],
             // A, R, G, B and A, B, G, R of (1, 0, 1, 0) alike.
@@ -1804,6 +1776,7 @@ fn packed_and_alpha_first_formats(cl: &Cl) {
         };
         assert_eq!(&back[..elem], &want[..], "{}: fill {key:x?}", cl.how);
     }
+    assert!(wrong.is_empty(), "{}: {wrong:#?}", cl.how);
     // Every device with images offers at least the alpha-first orders.
     assert!(tried > 0, "{}: none of the formats is offered", cl.how);
 }

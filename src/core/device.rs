@@ -373,18 +373,6 @@ impl Device {
         self.info.props12.driver_id == ash::vk::DriverId::MESA_LLVMPIPE
     }
 
-    /// Whether reads of `format` lose precision the OpenCL C
-    /// specification does not allow, so that vkcl does not offer it:
-    /// lavapipe widens 5- and 6-bit channels to 8 bits before converting
-    /// them to float.
-    fn reads_coarsely(&self, format: vk::Format) -> bool {
-        self.filters_8_bit_coarsely()
-            && matches!(
-                format,
-                vk::Format::R5G6B5_UNORM_PACK16 | vk::Format::A1R5G5B5_UNORM_PACK16
-            )
-    }
-
     pub fn subgroup_size(&self) -> u32 {
         self.info.props11.subgroup_size.max(1)
     }
@@ -467,9 +455,6 @@ impl Device {
 
     /// What the device can do with a Vulkan format in optimal tiling.
     pub fn format_features(&self, format: vk::Format) -> vk::FormatFeatureFlags {
-        if self.reads_coarsely(format) {
-            return vk::FormatFeatureFlags::empty();
-        }
         // SAFETY: a physical device of this instance.
         unsafe {
             self.instance
@@ -481,9 +466,6 @@ impl Device {
 
     /// The features of `format` in texel buffers.
     pub fn buffer_features(&self, format: vk::Format) -> vk::FormatFeatureFlags {
-        if self.reads_coarsely(format) {
-            return vk::FormatFeatureFlags::empty();
-        }
         // SAFETY: a physical device of this instance.
         unsafe {
             self.instance

@@ -59,12 +59,12 @@ pub fn table() -> Vec<FormatEntry> {
         CL_UNORM_INT8 => B8G8R8A8_UNORM, CL_SNORM_INT8 => B8G8R8A8_SNORM,
         CL_SIGNED_INT8 => B8G8R8A8_SINT, CL_UNSIGNED_INT8 => B8G8R8A8_UINT,
     ]));
-    // Packed formats: OpenCL's and Vulkan's put red in the high bits; the
+    // A packed format: OpenCL's and Vulkan's put red in the high bits; the
     // bits OpenCL leaves unused are Vulkan's alpha, which kernels read as
-    // 1 for CL_RGB.
+    // 1 for CL_RGB. CL_UNORM_SHORT_565 and _555 are left out: lavapipe and
+    // NVIDIA's driver widen 5- and 6-bit channels to 8 bits by shifting
+    // before converting them, which misses OpenCL's precision.
     t.extend(entries!(CL_RGB, false, [
-        CL_UNORM_SHORT_565 => R5G6B5_UNORM_PACK16,
-        CL_UNORM_SHORT_555 => A1R5G5B5_UNORM_PACK16,
         CL_UNORM_INT_101010 => A2R10G10B10_UNORM_PACK32,
     ]));
     // Alpha first: the bytes of an RGBA format, reordered by the view.
@@ -257,19 +257,10 @@ pub fn fill_bytes(entry: &FormatEntry, color: &[u8; 16]) -> Vec<u8> {
         CL_ABGR => &[3, 2, 1, 0],
         _ => &[0, 1, 2, 3],
     };
-    // Packed formats: red in the high bits.
-    let packed = |bits: [u32; 3]| {
-        let mut v = 0u32;
-        for (c, b) in bits.into_iter().enumerate() {
-            v = (v << b) | norm(f(c), 0.0, ((1u32 << b) - 1) as f32) as u32;
-        }
-        v
-    };
-    match ty {
-        CL_UNORM_SHORT_565 => return (packed([5, 6, 5]) as u16).to_ne_bytes().to_vec(),
-        CL_UNORM_SHORT_555 => return (packed([5, 5, 5]) as u16).to_ne_bytes().to_vec(),
-        CL_UNORM_INT_101010 => return packed([10, 10, 10]).to_ne_bytes().to_vec(),
-        _ => {}
+    // The packed format: ten bits a channel, red in the high bits.
+    if ty == CL_UNORM_INT_101010 {
+        let v = (0..3).fold(0u32, |v, c| (v << 10) | norm(f(c), 0.0, 1023.0) as u32);
+        return v.to_ne_bytes().to_vec();
     }
     let mut out = Vec::with_capacity(16);
     for &c in channels {
@@ -399,11 +390,6 @@ mod tests {
         assert_eq!(
             fill_bytes(&h, &floats([1.5, 0.0, 0.0, 0.0])),
             0x3e00u16.to_ne_bytes()
-        );
-        let p = lookup(&fmt(CL_RGB, CL_UNORM_SHORT_565)).unwrap();
-        assert_eq!(
-            fill_bytes(&p, &floats([1.0, 0.5, 0.0, 0.0])),
-            (0xf800u16 | (32 << 5)).to_ne_bytes()
         );
         let p = lookup(&fmt(CL_RGB, CL_UNORM_INT_101010)).unwrap();
         assert_eq!(
