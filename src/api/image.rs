@@ -10,6 +10,7 @@ use opencl_sys::*;
 use crate::api::memory::{ACCESS_FLAGS, Target, check_mem_flags};
 use crate::api::util::*;
 use crate::core::context::Context;
+use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::event::Event;
 use crate::core::format;
@@ -173,14 +174,7 @@ fn create_image(
     } else {
         (row, packed_slice)
     };
-    let entry = format::lookup(&format)
-        .filter(|e| {
-            c.devices.iter().all(|dev| {
-                dev.image_formats(flags)
-                    .iter()
-                    .any(|s| s.vk == e.vk && s.order == e.order)
-            })
-        })
+    let entry = offered(&c.devices, &format, |d| d.image_formats(flags))
         .filter(|e| format::order_allowed(e.order, ty))
         .ok_or(ClError(CL_IMAGE_FORMAT_NOT_SUPPORTED))?;
     let host = (!host_ptr.is_null()).then(|| {
@@ -200,6 +194,22 @@ fn create_image(
     Ok(Handle::into_api(Image::new(
         c, flags, format, entry, desc, host, props,
     )?))
+}
+
+/// The table entry of `format` where every device offers it among
+/// `formats` (the formats it offers for the image's flags).
+fn offered(
+    devices: &[Arc<Handle<Device>>],
+    format: &cl_image_format,
+    formats: impl Fn(&Device) -> Vec<format::FormatEntry>,
+) -> Option<format::FormatEntry> {
+    format::lookup(format).filter(|e| {
+        devices.iter().all(|dev| {
+            formats(dev)
+                .iter()
+                .any(|s| s.vk == e.vk && s.order == e.order)
+        })
+    })
 }
 
 /// The flags of an image made from another memory object whose flags are
@@ -276,14 +286,7 @@ fn image_from_image(
     if !host_ptr.is_null() {
         return err(CL_INVALID_HOST_PTR);
     }
-    let entry = format::lookup(&format)
-        .filter(|e| {
-            c.devices.iter().all(|dev| {
-                dev.image_formats(flags)
-                    .iter()
-                    .any(|s| s.vk == e.vk && s.order == e.order)
-            })
-        })
+    let entry = offered(&c.devices, &format, |d| d.image_formats(flags))
         .ok_or(ClError(CL_IMAGE_FORMAT_NOT_SUPPORTED))?;
     Ok(Handle::into_api(Image::new_view(
         source, flags, format, entry, props,
@@ -333,14 +336,7 @@ fn image_buffer(
     {
         return err(CL_INVALID_IMAGE_SIZE);
     }
-    let entry = format::lookup(&format)
-        .filter(|e| {
-            c.devices.iter().all(|dev| {
-                dev.texel_formats(flags)
-                    .iter()
-                    .any(|s| s.vk == e.vk && s.order == e.order)
-            })
-        })
+    let entry = offered(&c.devices, &format, |d| d.texel_formats(flags))
         .ok_or(ClError(CL_IMAGE_FORMAT_NOT_SUPPORTED))?;
     // Texel views start at aligned offsets; sub-buffers start at multiples
     // of CL_DEVICE_MEM_BASE_ADDR_ALIGN, which is at least that alignment.
@@ -413,14 +409,7 @@ fn image_2d_from_buffer(
     if b.offset % base != 0 || host_misaligned {
         return err(CL_INVALID_IMAGE_DESCRIPTOR);
     }
-    let entry = format::lookup(&format)
-        .filter(|e| {
-            devices.iter().all(|dev| {
-                dev.image_formats(flags)
-                    .iter()
-                    .any(|s| s.vk == e.vk && s.order == e.order)
-            })
-        })
+    let entry = offered(devices, &format, |d| d.image_formats(flags))
         .ok_or(ClError(CL_IMAGE_FORMAT_NOT_SUPPORTED))?;
     let desc = ImageDesc {
         image_type: CL_MEM_OBJECT_IMAGE2D,

@@ -299,6 +299,35 @@ impl ClObject for Image {
 }
 
 impl Image {
+    /// An image of `desc` whose texels live in `backing`, with no host
+    /// memory and no source image.
+    fn with(
+        context: Arc<Handle<Context>>,
+        flags: cl_mem_flags,
+        format: cl_image_format,
+        entry: FormatEntry,
+        desc: ImageDesc,
+        backing: Backing,
+        properties: Vec<cl_mem_properties>,
+    ) -> Image {
+        let element_size =
+            crate::core::format::element_size(&format).expect("checked by the caller");
+        Image {
+            context,
+            flags,
+            format,
+            entry,
+            element_size,
+            desc,
+            host_ptr: None,
+            backing,
+            source: None,
+            properties,
+            maps: Mutex::new(Vec::new()),
+            destructors: MemDestructors::default(),
+        }
+    }
+
     /// A new image; with COPY/USE_HOST_PTR, `host` holds its initial data
     /// and says how it is laid out.
     pub fn new(
@@ -312,28 +341,22 @@ impl Image {
     ) -> ClResult<Arc<Handle<Image>>> {
         let vk_dev = context.devices[0].logical()?;
         let storage = device_image(&context, &entry, &desc)?;
-        let element_size =
-            crate::core::format::element_size(&format).expect("checked by the caller");
-        let image = Image {
+        let mut image = Image::with(
             context,
             flags,
             format,
             entry,
-            element_size,
             desc,
-            host_ptr: host
-                .map(|h| h.0)
-                .filter(|_| flags & CL_MEM_USE_HOST_PTR != 0),
-            backing: Backing::Image(Arc::new(storage)),
-            source: None,
+            Backing::Image(Arc::new(storage)),
             properties,
-            maps: Mutex::new(Vec::new()),
-            destructors: MemDestructors::default(),
-        };
+        );
+        image.host_ptr = host
+            .map(|h| h.0)
+            .filter(|_| flags & CL_MEM_USE_HOST_PTR != 0);
         if let Some((src, layout)) = host {
             let region = desc.dims();
             let staging = Staging::new(&vk_dev, image.packed_size(region), BufferUse::Upload)?;
-            pack(src, layout, staging.ptr(), region, element_size);
+            pack(src, layout, staging.ptr(), region, image.element_size);
             let place = image.place([0; 3], region);
             let buf = staging.buffer().raw;
             vk_dev.one_shot(|cb| {
@@ -359,26 +382,19 @@ impl Image {
     ) -> ClResult<Arc<Handle<Image>>> {
         let context = buffer.context.clone();
         let shadow = device_image(&context, &entry, &desc)?;
-        let element_size =
-            crate::core::format::element_size(&format).expect("checked by the caller");
-        let image = Image {
+        let image = Image::with(
             context,
             flags,
             format,
             entry,
-            element_size,
             desc,
-            host_ptr: None,
-            backing: Backing::Rows {
+            Backing::Rows {
                 buffer,
                 shadow: Arc::new(shadow),
                 pitch: desc.row_pitch,
             },
-            source: None,
             properties,
-            maps: Mutex::new(Vec::new()),
-            destructors: MemDestructors::default(),
-        };
+        );
         Ok(Handle::new(image))
     }
 
@@ -415,22 +431,9 @@ impl Image {
             },
             Backing::Texels { .. } => return err(CL_INVALID_IMAGE_DESCRIPTOR),
         };
-        let element_size =
-            crate::core::format::element_size(&format).expect("checked by the caller");
-        let image = Image {
-            context,
-            flags,
-            format,
-            entry,
-            element_size,
-            desc,
-            host_ptr: source.host_ptr,
-            backing,
-            source: Some(source),
-            properties,
-            maps: Mutex::new(Vec::new()),
-            destructors: MemDestructors::default(),
-        };
+        let mut image = Image::with(context, flags, format, entry, desc, backing, properties);
+        image.host_ptr = source.host_ptr;
+        image.source = Some(source);
         Ok(Handle::new(image))
     }
 
@@ -478,23 +481,18 @@ impl Image {
             device.texel_storage_format(entry.vk),
         )
         .map_err(ClError::from)?;
-        let image = Image {
+        let image = Image::with(
             context,
             flags,
             format,
             entry,
-            element_size,
             desc,
-            host_ptr: None,
-            backing: Backing::Texels {
+            Backing::Texels {
                 buffer,
                 views: Arc::new(views),
             },
-            source: None,
             properties,
-            maps: Mutex::new(Vec::new()),
-            destructors: MemDestructors::default(),
-        };
+        );
         Ok(Handle::new(image))
     }
 

@@ -556,30 +556,7 @@ pub fn run(
                     return Err("image reads of half or narrow texels are not supported yet".into());
                 }
                 let have = ctx.vector(img.scalar, 4);
-                if n == 1 {
-                    // A depth image's read: the first channel of the texel.
-                    let texel = emit(ctx, out, op, have, ops);
-                    let first = emit(
-                        ctx,
-                        out,
-                        Op::CompositeExtract,
-                        img.scalar,
-                        vec![Operand::IdRef(texel), Operand::LiteralBit32(0)],
-                    );
-                    let cast = if img.scalar == want {
-                        Op::CopyObject
-                    } else {
-                        Op::Bitcast
-                    };
-                    out.push(Instruction::new(
-                        cast,
-                        Some(want),
-                        rid,
-                        vec![Operand::IdRef(first)],
-                    ));
-                    return Ok(());
-                }
-                if have == want && op != Op::ImageRead {
+                if n == 4 && have == want && op != Op::ImageRead {
                     out.push(Instruction::new(op, Some(want), rid, ops));
                     return Ok(());
                 }
@@ -588,7 +565,20 @@ pub fn run(
                     // Storage reads see the storage view's order.
                     tmp = swap_red_blue(ctx, out, img, have, tmp);
                 }
-                let cast = if have == want {
+                // A depth image's read is the first channel of the texel.
+                let (value, ty) = if n == 1 {
+                    let first = emit(
+                        ctx,
+                        out,
+                        Op::CompositeExtract,
+                        img.scalar,
+                        vec![Operand::IdRef(tmp), Operand::LiteralBit32(0)],
+                    );
+                    (first, img.scalar)
+                } else {
+                    (tmp, have)
+                };
+                let cast = if ty == want {
                     Op::CopyObject
                 } else {
                     Op::Bitcast
@@ -597,7 +587,7 @@ pub fn run(
                     cast,
                     Some(want),
                     rid,
-                    vec![Operand::IdRef(tmp)],
+                    vec![Operand::IdRef(value)],
                 ));
                 Ok(())
             };
