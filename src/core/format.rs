@@ -39,13 +39,17 @@ pub fn table() -> Vec<FormatEntry> {
         CL_UNSIGNED_INT8 => R8_UINT, CL_UNSIGNED_INT16 => R16_UINT, CL_UNSIGNED_INT32 => R32_UINT,
         CL_HALF_FLOAT => R16_SFLOAT, CL_FLOAT => R32_SFLOAT,
     ]));
-    t.extend(entries!(CL_RG, false, [
-        CL_UNORM_INT8 => R8G8_UNORM, CL_UNORM_INT16 => R16G16_UNORM,
-        CL_SNORM_INT8 => R8G8_SNORM, CL_SNORM_INT16 => R16G16_SNORM,
-        CL_SIGNED_INT8 => R8G8_SINT, CL_SIGNED_INT16 => R16G16_SINT, CL_SIGNED_INT32 => R32G32_SINT,
-        CL_UNSIGNED_INT8 => R8G8_UINT, CL_UNSIGNED_INT16 => R16G16_UINT, CL_UNSIGNED_INT32 => R32G32_UINT,
-        CL_HALF_FLOAT => R16G16_SFLOAT, CL_FLOAT => R32G32_SFLOAT,
-    ]));
+    // Red and green; red and alpha are the same two channels, which the
+    // view moves to red and alpha.
+    for (order, swizzled) in [(CL_RG, false), (CL_RA, true)] {
+        t.extend(entries!(order, swizzled, [
+            CL_UNORM_INT8 => R8G8_UNORM, CL_UNORM_INT16 => R16G16_UNORM,
+            CL_SNORM_INT8 => R8G8_SNORM, CL_SNORM_INT16 => R16G16_SNORM,
+            CL_SIGNED_INT8 => R8G8_SINT, CL_SIGNED_INT16 => R16G16_SINT, CL_SIGNED_INT32 => R32G32_SINT,
+            CL_UNSIGNED_INT8 => R8G8_UINT, CL_UNSIGNED_INT16 => R16G16_UINT, CL_UNSIGNED_INT32 => R32G32_UINT,
+            CL_HALF_FLOAT => R16G16_SFLOAT, CL_FLOAT => R32G32_SFLOAT,
+        ]));
+    }
     t.extend(entries!(CL_RGBA, false, [
         CL_UNORM_INT8 => R8G8B8A8_UNORM, CL_UNORM_INT16 => R16G16B16A16_UNORM,
         CL_SNORM_INT8 => R8G8B8A8_SNORM, CL_SNORM_INT16 => R16G16B16A16_SNORM,
@@ -80,14 +84,6 @@ pub fn table() -> Vec<FormatEntry> {
     // which kernels see the first channel.
     t.extend(entries!(CL_DEPTH, false, [
         CL_UNORM_INT16 => R16_UNORM, CL_FLOAT => R32_SFLOAT,
-    ]));
-    // Red and alpha: the two channels of an RG format, moved by the view.
-    t.extend(entries!(CL_RA, true, [
-        CL_UNORM_INT8 => R8G8_UNORM, CL_UNORM_INT16 => R16G16_UNORM,
-        CL_SNORM_INT8 => R8G8_SNORM, CL_SNORM_INT16 => R16G16_SNORM,
-        CL_SIGNED_INT8 => R8G8_SINT, CL_SIGNED_INT16 => R16G16_SINT, CL_SIGNED_INT32 => R32G32_SINT,
-        CL_UNSIGNED_INT8 => R8G8_UINT, CL_UNSIGNED_INT16 => R16G16_UINT, CL_UNSIGNED_INT32 => R32G32_UINT,
-        CL_HALF_FLOAT => R16G16_SFLOAT, CL_FLOAT => R32G32_SFLOAT,
     ]));
     for order in [CL_A, CL_INTENSITY, CL_LUMINANCE] {
         t.extend(entries!(order, true, [

@@ -14,6 +14,7 @@ use ash::vk;
 use opencl_sys::*;
 
 use crate::core::context::Context;
+use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::format::FormatEntry;
 use crate::core::memory::{Buffer, HostPtr, MemDestructor, MemDestructors, Staging};
@@ -413,14 +414,7 @@ impl Image {
         let desc = source.desc;
         let backing = match &source.backing {
             Backing::Image(image) => {
-                let sampled = device
-                    .format_features(entry.vk)
-                    .contains(vk::FormatFeatureFlags::SAMPLED_IMAGE);
-                let views = Views {
-                    format: entry.vk,
-                    swizzle: crate::core::format::swizzle(entry.order),
-                    storage: device.storage_format(entry.vk).filter(|_| !entry.swizzled),
-                };
+                let (views, sampled) = kernel_views(device, &entry);
                 let alias = DeviceImage::alias(image, views, sampled).map_err(ClError::from)?;
                 Backing::Image(Arc::new(alias))
             }
@@ -657,6 +651,21 @@ impl Image {
     }
 }
 
+/// The views kernels reach an image of `entry`'s format through on
+/// `device`, and whether that format can be sampled: a storage view only
+/// where kernels can write it (never for orders that need a swizzle).
+fn kernel_views(device: &Device, entry: &FormatEntry) -> (Views, bool) {
+    let sampled = device
+        .format_features(entry.vk)
+        .contains(vk::FormatFeatureFlags::SAMPLED_IMAGE);
+    let views = Views {
+        format: entry.vk,
+        swizzle: crate::core::format::swizzle(entry.order),
+        storage: device.storage_format(entry.vk).filter(|_| !entry.swizzled),
+    };
+    (views, sampled)
+}
+
 /// The Vulkan image for an image of `desc` on the context's device: with
 /// sampled and storage views where the format allows them. 2D images of
 /// the formats with an sRGB sibling may later be viewed in it too (2D
@@ -664,30 +673,24 @@ impl Image {
 fn device_image(context: &Context, entry: &FormatEntry, desc: &ImageDesc) -> ClResult<DeviceImage> {
     let device = &context.devices[0];
     let vk_dev = device.logical()?;
-    let features = device.format_features(entry.vk);
+    let (views, sampled) = kernel_views(device, entry);
     let mut usage = vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
-    if features.contains(vk::FormatFeatureFlags::SAMPLED_IMAGE) {
+    if sampled {
         usage |= vk::ImageUsageFlags::SAMPLED;
     }
-    let storage = device.storage_format(entry.vk).filter(|_| !entry.swizzled);
     let mut view_formats = vec![entry.vk];
-    view_formats.extend(storage.map(|s| s.0));
+    view_formats.extend(views.storage.map(|s| s.0));
     let sibling = crate::core::format::srgb_sibling(entry.vk)
         .filter(|_| desc.image_type == CL_MEM_OBJECT_IMAGE2D);
     // Kernels write a view of the sibling only where they can write the
     // image itself: an image made from another cannot have access the
     // other lacks, and vkcl writes no sRGB images.
     view_formats.extend(sibling);
-    if storage.is_some() {
+    if views.storage.is_some() {
         usage |= vk::ImageUsageFlags::STORAGE;
     }
     view_formats.sort_by_key(|f| f.as_raw());
     view_formats.dedup();
-    let views = Views {
-        format: entry.vk,
-        swizzle: crate::core::format::swizzle(entry.order),
-        storage,
-    };
     DeviceImage::new(&vk_dev, desc.shape(), usage, views, &view_formats).map_err(|e| {
         if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
             ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE)

@@ -823,6 +823,11 @@ pub fn run(
                     let mut texel = id(&i, 2)?;
                     let mut tty = type_of(ctx, texel)?;
                     let (comp, n) = shape(ctx, tty)?;
+                    if !(n == 4 || n == 1) || ctx.global(comp).and_then(|t| lit(t, 0)) != Some(32) {
+                        return Err(
+                            "image writes of half or narrow texels are not supported yet".into(),
+                        );
+                    }
                     if n == 1 {
                         // A depth image's write: the value in every channel.
                         tty = ctx.vector(comp, 4);
@@ -832,12 +837,6 @@ pub fn run(
                             Op::CompositeConstruct,
                             tty,
                             vec![Operand::IdRef(texel); 4],
-                        );
-                    }
-                    let n = if n == 1 { 4 } else { n };
-                    if n != 4 || ctx.global(comp).and_then(|t| lit(t, 0)) != Some(32) {
-                        return Err(
-                            "image writes of half or narrow texels are not supported yet".into(),
                         );
                     }
                     let have = ctx.vector(img.scalar, 4);
