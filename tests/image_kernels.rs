@@ -29,6 +29,7 @@ both_ways!(
     linear_filtering_at_texel_centres,
     linear_filtering_of_8_bit_formats,
     packed_and_alpha_first_formats,
+    packed_16_bit_formats,
     two_d_images_from_images,
     depth_images,
 );
@@ -1683,7 +1684,7 @@ fn linear_8_bit(
     }
 }
 
-/// The packed 101010 format, the alpha-first orders and CL_RA, read by a
+/// The packed 565/555/101010 formats, the alpha-first orders and CL_RA, read by a
 /// kernel (fetch_2d doubles each channel) and filled by
 /// clEnqueueFillImage, where the device offers them.
 fn packed_and_alpha_first_formats(cl: &Cl) {
@@ -1698,6 +1699,31 @@ fn packed_and_alpha_first_formats(cl: &Cl) {
     type Bytes = fn(u32) -> Vec<u8>;
     type Expect = fn(u32) -> [f32; 4];
     let cases: Vec<(cl_image_format, Bytes, Expect)> = vec![
+        (
+            fmt(CL_RGB, CL_UNORM_SHORT_565),
+            |i| ((i << 11) | ((2 * i) << 5) | (31 - i)).to_le_bytes()[..2].to_vec(),
+            |i| {
+                [
+                    i as f32 / 31.0,
+                    (2 * i) as f32 / 63.0,
+                    (31 - i) as f32 / 31.0,
+                    1.0,
+                ]
+            },
+        ),
+        (
+            // The unused top bit set: it must not show.
+            fmt(CL_RGB, CL_UNORM_SHORT_555),
+            |i| (0x8000 | (i << 10) | ((2 * i) << 5) | (31 - i)).to_le_bytes()[..2].to_vec(),
+            |i| {
+                [
+                    i as f32 / 31.0,
+                    (2 * i) as f32 / 31.0,
+                    (31 - i) as f32 / 31.0,
+                    1.0,
+                ]
+            },
+        ),
         (
             fmt(CL_RGB, CL_UNORM_INT_101010),
             |i| {
@@ -1769,6 +1795,8 @@ fn packed_and_alpha_first_formats(cl: &Cl) {
         let elem = data.len() / (w * h);
         let back = t.read(src, [w, h, 1], data.len());
         let want: Vec<u8> = match key.1 {
+            CL_UNORM_SHORT_565 => 0xf81fu16.to_le_bytes().to_vec(),
+            CL_UNORM_SHORT_555 => 0x7c1fu16.to_le_bytes().to_vec(),
             CL_UNORM_INT_101010 => ((1023u32 << 20) | 1023).to_le_bytes().to_vec(),
             _ if key.0 == CL_RA => vec![255, 0],
             // A, R, G, B and A, B, G, R of (1, 0, 1, 0) alike.
@@ -1779,6 +1807,113 @@ fn packed_and_alpha_first_formats(cl: &Cl) {
     assert!(wrong.is_empty(), "{}: {wrong:#?}", cl.how);
     // Every device with images offers at least the alpha-first orders.
     assert!(tried > 0, "{}: none of the formats is offered", cl.how);
+}
+
+/// CL_UNORM_SHORT_565 and _555 images written by kernels (each channel
+/// rounded to its nearest step, clamped, NaN to 0) and sampled at every
+/// OpenCL precision: nearest and linear filtering, which kernels do
+/// themselves on the unpacked channels, at coordinates between texels.
+fn packed_16_bit_formats(cl: &Cl) {
+    let mut t = Images::new(cl);
+    let offered = supported_formats(&t, CL_MEM_WRITE_ONLY, CL_MEM_OBJECT_IMAGE2D);
+    let (w, h) = (9, 4);
+    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let mut tried = 0;
+    for (ty, bits) in [
+        (CL_UNORM_SHORT_565, [5u32, 6, 5]),
+        (CL_UNORM_SHORT_555, [5, 5, 5]),
+    ] {
+        if !offered.contains(&(CL_RGB, ty)) {
+            continue;
+        }
+        tried += 1;
+        let max = bits.map(|b| ((1u32 << b) - 1) as f32);
+        // Kernel writes: fetch_2d writes twice what it reads.
+        let colours: Vec<f32> = (0..w * h)
+            .flat_map(|i| {
+                let x = i as f32 / (w * h) as f32;
+                match i {
+                    0 => [f32::NAN, -1.0, 2.0, 0.0],
+                    _ => [x * 0.49, 0.5 - x * 0.3, (x * 7.3).fract() * 0.5, 0.25],
+                }
+            })
+            .collect();
+        let src = t.image(
+            CL_MEM_READ_ONLY,
+            fmt(CL_RGBA, CL_FLOAT),
+            d2,
+            Some(&floats(&colours)),
+        );
+        let packed = t.image(CL_MEM_READ_WRITE, fmt(CL_RGB, ty), d2, None);
+        let k = t.s.kernel(SRC, "fetch_2d", "");
+        t.s.arg(k, 0, &src);
+        t.s.arg(k, 1, &packed);
+        t.s.run(k, &[w, h], None, None);
+        let raw = t.read(packed, [w, h, 1], w * h * 2);
+        let word = |i: usize| u16::from_le_bytes([raw[i * 2], raw[i * 2 + 1]]) as u32;
+        let shifts = [bits[1] + bits[2], bits[2], 0];
+        for i in 0..w * h {
+            let mut want = 0u32;
+            for c in 0..3 {
+                let v = colours[i * 4 + c] * 2.0;
+                let v = if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) };
+                want |= ((v * max[c]).round_ties_even() as u32) << shifts[c];
+            }
+            assert_eq!(word(i), want, "{}: type {ty:x} texel {i} written", cl.how);
+        }
+        // Reads, nearest and linear, of what the kernel wrote.
+        let texel = |at: &[usize]| {
+            let v = word(at[1] * w + at[0]);
+            let c = |j: usize| ((v >> shifts[j]) & ((1 << bits[j]) - 1)) as f32 / max[j];
+            [c(0), c(1), c(2), 1.0]
+        };
+        for filter in [CL_FILTER_NEAREST, CL_FILTER_LINEAR] {
+            for addressing in [CL_ADDRESS_CLAMP_TO_EDGE, CL_ADDRESS_CLAMP] {
+                let smp = t.sampler(false, addressing, filter);
+                let coords: Vec<[f32; 4]> = (-3..(w as i32 * 3 + 3))
+                    .map(|q| [q as f32 / 3.0, (q % 5) as f32 / 3.0 - 0.25, 0.0, 0.0])
+                    .collect();
+                let got = sample_at(&mut t, "sample_at_2d", packed, Some(smp), &coords);
+                for (i, c) in coords.iter().enumerate() {
+                    let want = if filter == CL_FILTER_LINEAR {
+                        let axes = [
+                            linear_axis(c[0], w, false, addressing),
+                            linear_axis(c[1], h, false, addressing),
+                        ];
+                        linear_value(&axes, &texel, OPAQUE_BLACK)
+                    } else {
+                        // Unnormalized: the texel the coordinate is in.
+                        let pick = |u: f32, n: usize| {
+                            let i = u.floor();
+                            if addressing == CL_ADDRESS_CLAMP {
+                                (i >= 0.0 && i < n as f32).then_some(i as usize)
+                            } else {
+                                Some(i.clamp(0.0, (n - 1) as f32) as usize)
+                            }
+                        };
+                        match (pick(c[0], w), pick(c[1], h)) {
+                            (Some(x), Some(y)) => texel(&[x, y]),
+                            _ => OPAQUE_BLACK,
+                        }
+                    };
+                    for ch in 0..4 {
+                        assert!(
+                            (got[i][ch] - want[ch]).abs() <= 2e-5,
+                            "{}: type {ty:x}, filter {filter:x}, addressing {addressing:x}, at {c:?}, channel {ch}: {} vs {}",
+                            cl.how,
+                            got[i][ch],
+                            want[ch]
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        tried > 0,
+        "{}: neither packed 16-bit format is offered",
+        cl.how
+    );
 }
 
 /// The sRGB transfer function, encoded to linear.

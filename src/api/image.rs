@@ -207,7 +207,7 @@ fn offered(
         devices.iter().all(|dev| {
             formats(dev)
                 .iter()
-                .any(|s| s.vk == e.vk && s.order == e.order)
+                .any(|s| s.order == e.order && s.data_type == e.data_type)
         })
     })
 }
@@ -572,10 +572,10 @@ pub unsafe extern "C" fn clGetSupportedImageFormats(
             if !format::order_allowed(e.order, image_type) {
                 continue;
             }
-            if per_device
-                .iter()
-                .all(|l| l.iter().any(|x| x.vk == e.vk && x.order == e.order))
-            {
+            if per_device.iter().all(|l| {
+                l.iter()
+                    .any(|x| x.order == e.order && x.data_type == e.data_type)
+            }) {
                 list.push(cl_image_format {
                     image_channel_order: e.order,
                     image_channel_data_type: e.data_type,

@@ -63,12 +63,15 @@ pub fn table() -> Vec<FormatEntry> {
         CL_UNORM_INT8 => B8G8R8A8_UNORM, CL_SNORM_INT8 => B8G8R8A8_SNORM,
         CL_SIGNED_INT8 => B8G8R8A8_SINT, CL_UNSIGNED_INT8 => B8G8R8A8_UINT,
     ]));
-    // A packed format: OpenCL's and Vulkan's put red in the high bits; the
-    // bits OpenCL leaves unused are Vulkan's alpha, which kernels read as
-    // 1 for CL_RGB. CL_UNORM_SHORT_565 and _555 are left out: lavapipe and
-    // NVIDIA's driver widen 5- and 6-bit channels to 8 bits by shifting
-    // before converting them, which misses OpenCL's precision.
+    // Packed formats. 101010: OpenCL's and Vulkan's put red in the high
+    // bits; the bits OpenCL leaves unused are Vulkan's alpha, which kernels
+    // read as 1 for CL_RGB. 565 and 555 are stored as their raw 16 bits,
+    // which kernels unpack and pack themselves: drivers (lavapipe, NVIDIA)
+    // read Vulkan's R5G6B5 and A1R5G5B5 by widening the channels to 8 bits
+    // first, short of OpenCL's precision.
     t.extend(entries!(CL_RGB, false, [
+        CL_UNORM_SHORT_565 => R16_UNORM,
+        CL_UNORM_SHORT_555 => R16_UNORM,
         CL_UNORM_INT_101010 => A2R10G10B10_UNORM_PACK32,
     ]));
     // Alpha first: the bytes of an RGBA format, reordered by the view.
@@ -253,10 +256,17 @@ pub fn fill_bytes(entry: &FormatEntry, color: &[u8; 16]) -> Vec<u8> {
         CL_ABGR => &[3, 2, 1, 0],
         _ => &[0, 1, 2, 3],
     };
-    // The packed format: ten bits a channel, red in the high bits.
-    if ty == CL_UNORM_INT_101010 {
-        let v = (0..3).fold(0u32, |v, c| (v << 10) | norm(f(c), 0.0, 1023.0) as u32);
-        return v.to_ne_bytes().to_vec();
+    // Packed formats: red in the high bits.
+    let packed = |bits: [u32; 3]| {
+        bits.into_iter().enumerate().fold(0u32, |v, (c, b)| {
+            (v << b) | norm(f(c), 0.0, ((1u32 << b) - 1) as f32) as u32
+        })
+    };
+    match ty {
+        CL_UNORM_SHORT_565 => return (packed([5, 6, 5]) as u16).to_ne_bytes().to_vec(),
+        CL_UNORM_SHORT_555 => return (packed([5, 5, 5]) as u16).to_ne_bytes().to_vec(),
+        CL_UNORM_INT_101010 => return packed([10, 10, 10]).to_ne_bytes().to_vec(),
+        _ => {}
     }
     let mut out = Vec::with_capacity(16);
     for &c in channels {
@@ -386,6 +396,16 @@ mod tests {
         assert_eq!(
             fill_bytes(&h, &floats([1.5, 0.0, 0.0, 0.0])),
             0x3e00u16.to_ne_bytes()
+        );
+        let p = lookup(&fmt(CL_RGB, CL_UNORM_SHORT_565)).unwrap();
+        assert_eq!(
+            fill_bytes(&p, &floats([1.0, 0.5, 0.0, 0.0])),
+            (0xf800u16 | (32 << 5)).to_ne_bytes()
+        );
+        let p = lookup(&fmt(CL_RGB, CL_UNORM_SHORT_555)).unwrap();
+        assert_eq!(
+            fill_bytes(&p, &floats([0.0, 1.0, 1.0 / 31.0, 0.0])),
+            ((31u16 << 5) | 1).to_ne_bytes()
         );
         let p = lookup(&fmt(CL_RGB, CL_UNORM_INT_101010)).unwrap();
         assert_eq!(

@@ -110,6 +110,8 @@ pub fn image_class(device: &Device, format: &cl_image_format) -> ImageClass {
         CL_SIGNED_INT8 | CL_SIGNED_INT16 | CL_SIGNED_INT32 => ImageClass::Int,
         CL_UNSIGNED_INT8 | CL_UNSIGNED_INT16 | CL_UNSIGNED_INT32 => ImageClass::Uint,
         CL_UNORM_INT8 if device.filters_8_bit_coarsely() => ImageClass::FloatFilteredInKernel,
+        CL_UNORM_SHORT_565 => ImageClass::Unorm565,
+        CL_UNORM_SHORT_555 => ImageClass::Unorm555,
         _ => ImageClass::Float,
     }
 }

@@ -65,6 +65,25 @@ pub enum ImageClass {
     FloatFilteredInKernel,
     Int,
     Uint,
+    /// `CL_UNORM_SHORT_565`: stored as one 16-bit normalized channel
+    /// whose raw bits kernels unpack and pack themselves (drivers widen
+    /// 5- and 6-bit channels to 8 bits first, too coarse for OpenCL), and
+    /// filter linearly themselves.
+    Unorm565,
+    /// `CL_UNORM_SHORT_555`, the same way.
+    Unorm555,
+}
+
+impl ImageClass {
+    /// The widths of red, green and blue (red in the high bits) of a
+    /// packed class.
+    fn packed_bits(self) -> Option<[u32; 3]> {
+        match self {
+            ImageClass::Unorm565 => Some([5, 6, 5]),
+            ImageClass::Unorm555 => Some([5, 5, 5]),
+            _ => None,
+        }
+    }
 }
 
 /// What each descriptor binding of set 0 holds.
@@ -115,6 +134,9 @@ struct Img {
     texels: bool,
     /// Linear filtering is done in the kernel (see [`filter_in_kernel`]).
     by_hand: bool,
+    /// The channel widths of a packed 16-bit format, which the kernel
+    /// unpacks from the raw bits (see [`unpack_texel`]).
+    packed: Option<[u32; 3]>,
     info_spec: u32,
 }
 
@@ -353,9 +375,10 @@ pub fn run(
         }
         let sampled = access == AccessQualifier::ReadOnly;
         let scalar = match class {
-            ImageClass::Float | ImageClass::FloatFilteredInKernel => {
-                ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)])
-            }
+            ImageClass::Float
+            | ImageClass::FloatFilteredInKernel
+            | ImageClass::Unorm565
+            | ImageClass::Unorm555 => ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]),
             ImageClass::Int => ctx.ty(
                 Op::TypeInt,
                 vec![Operand::LiteralBit32(32), Operand::LiteralBit32(1)],
@@ -394,7 +417,9 @@ pub fn run(
                 coords: dims + arrayed as u32,
                 direct: !arrayed && dims < 3,
                 texels,
-                by_hand: class == ImageClass::FloatFilteredInKernel,
+                by_hand: class == ImageClass::FloatFilteredInKernel
+                    || class.packed_bits().is_some(),
+                packed: class.packed_bits(),
                 info_spec: p.info_spec,
             },
         );
@@ -556,7 +581,9 @@ pub fn run(
                     return Err("image reads of half or narrow texels are not supported yet".into());
                 }
                 let have = ctx.vector(img.scalar, 4);
-                if n == 4 && have == want && op != Op::ImageRead {
+                // Sampled texels arrive unpacked already.
+                let unpack = img.packed.filter(|_| op != Op::CopyObject);
+                if n == 4 && have == want && op != Op::ImageRead && unpack.is_none() {
                     out.push(Instruction::new(op, Some(want), rid, ops));
                     return Ok(());
                 }
@@ -564,6 +591,9 @@ pub fn run(
                 if op == Op::ImageRead {
                     // Storage reads see the storage view's order.
                     tmp = swap_red_blue(ctx, out, img, have, tmp);
+                }
+                if let Some(bits) = unpack {
+                    tmp = unpack_texel(ctx, out, bits, tmp);
                 }
                 // A depth image's read is the first channel of the texel.
                 let (value, ty) = if n == 1 {
@@ -727,6 +757,9 @@ pub fn run(
                     // the image's info word says which orders those are.
                     let have = ctx.vector(img.scalar, 4);
                     let mut sample = emit(ctx, &mut out, Op::ImageSampleExplicitLod, have, ops);
+                    if let Some(bits) = img.packed {
+                        sample = unpack_texel(ctx, &mut out, bits, sample);
+                    }
                     if (!img.direct || img.by_hand) && !is_int && img.scalar == f32t {
                         sample = filter_in_kernel(
                             ctx,
@@ -736,7 +769,7 @@ pub fn run(
                             size,
                             k,
                             arrayed,
-                            img.by_hand,
+                            (img.by_hand, img.packed),
                             norm,
                             sample,
                         );
@@ -849,7 +882,10 @@ pub fn run(
                             vec![Operand::IdRef(texel)],
                         );
                     }
-                    let texel = swap_red_blue(ctx, &mut out, &img, have, texel);
+                    let mut texel = swap_red_blue(ctx, &mut out, &img, have, texel);
+                    if let Some(bits) = img.packed {
+                        texel = pack_texel(ctx, &mut out, bits, texel);
+                    }
                     caps.insert(Capability::StorageImageWriteWithoutFormat);
                     out.push(Instruction::new(
                         Op::ImageWrite,
@@ -1122,6 +1158,179 @@ fn swap_red_blue(
     )
 }
 
+/// The colour of a packed 16-bit texel read through its one-channel
+/// 16-bit normalized view (`raw.x` is the bits over 65535): the bits
+/// recovered, each channel converted as OpenCL converts normalized
+/// integers, alpha 1.
+fn unpack_texel(ctx: &mut Ctx, out: &mut Vec<Instruction>, bits: [u32; 3], raw: Word) -> Word {
+    let u32t = ctx.uint(32);
+    let f32t = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]);
+    let v4 = ctx.vector(f32t, 4);
+    let glsl = ctx.ext_import_or_add("GLSL.std.450");
+    let x = emit(
+        ctx,
+        out,
+        Op::CompositeExtract,
+        f32t,
+        vec![Operand::IdRef(raw), Operand::LiteralBit32(0)],
+    );
+    let scale = float_const(ctx, 65535.0);
+    let scaled = emit(
+        ctx,
+        out,
+        Op::FMul,
+        f32t,
+        vec![Operand::IdRef(x), Operand::IdRef(scale)],
+    );
+    let rounded = emit(
+        ctx,
+        out,
+        Op::ExtInst,
+        f32t,
+        vec![
+            Operand::IdRef(glsl),
+            Operand::LiteralExtInstInteger(2), // RoundEven
+            Operand::IdRef(scaled),
+        ],
+    );
+    let word = emit(
+        ctx,
+        out,
+        Op::ConvertFToU,
+        u32t,
+        vec![Operand::IdRef(rounded)],
+    );
+    let mut channels = Vec::new();
+    let mut shift = bits[1] + bits[2];
+    for (c, b) in bits.into_iter().enumerate() {
+        let amount = ctx.const_u32(shift);
+        let moved = emit(
+            ctx,
+            out,
+            Op::ShiftRightLogical,
+            u32t,
+            vec![Operand::IdRef(word), Operand::IdRef(amount)],
+        );
+        let mask = ctx.const_u32((1 << b) - 1);
+        let v = emit(
+            ctx,
+            out,
+            Op::BitwiseAnd,
+            u32t,
+            vec![Operand::IdRef(moved), Operand::IdRef(mask)],
+        );
+        let f = emit(ctx, out, Op::ConvertUToF, f32t, vec![Operand::IdRef(v)]);
+        let max = float_const(ctx, ((1u32 << b) - 1) as f32);
+        channels.push(Operand::IdRef(emit(
+            ctx,
+            out,
+            Op::FDiv,
+            f32t,
+            vec![Operand::IdRef(f), Operand::IdRef(max)],
+        )));
+        shift -= bits.get(c + 1).copied().unwrap_or(0);
+    }
+    channels.push(Operand::IdRef(float_const(ctx, 1.0)));
+    emit(ctx, out, Op::CompositeConstruct, v4, channels)
+}
+
+/// The inverse of [`unpack_texel`]: a colour packed into the bits of a
+/// 16-bit texel, each channel clamped to [0, 1] (NaN to 0) and rounded
+/// to the nearest step, as the value the 16-bit normalized view stores
+/// as those bits.
+fn pack_texel(ctx: &mut Ctx, out: &mut Vec<Instruction>, bits: [u32; 3], texel: Word) -> Word {
+    let u32t = ctx.uint(32);
+    let f32t = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]);
+    let v4 = ctx.vector(f32t, 4);
+    let glsl = ctx.ext_import_or_add("GLSL.std.450");
+    let (fzero, fone) = (float_const(ctx, 0.0), float_const(ctx, 1.0));
+    let mut word = ctx.const_u32(0);
+    for (c, b) in bits.into_iter().enumerate() {
+        let x = emit(
+            ctx,
+            out,
+            Op::CompositeExtract,
+            f32t,
+            vec![Operand::IdRef(texel), Operand::LiteralBit32(c as u32)],
+        );
+        let clamped = emit(
+            ctx,
+            out,
+            Op::ExtInst,
+            f32t,
+            vec![
+                Operand::IdRef(glsl),
+                Operand::LiteralExtInstInteger(81), // NClamp: NaN gives 0
+                Operand::IdRef(x),
+                Operand::IdRef(fzero),
+                Operand::IdRef(fone),
+            ],
+        );
+        let max = float_const(ctx, ((1u32 << b) - 1) as f32);
+        let scaled = emit(
+            ctx,
+            out,
+            Op::FMul,
+            f32t,
+            vec![Operand::IdRef(clamped), Operand::IdRef(max)],
+        );
+        let rounded = emit(
+            ctx,
+            out,
+            Op::ExtInst,
+            f32t,
+            vec![
+                Operand::IdRef(glsl),
+                Operand::LiteralExtInstInteger(2), // RoundEven
+                Operand::IdRef(scaled),
+            ],
+        );
+        let v = emit(
+            ctx,
+            out,
+            Op::ConvertFToU,
+            u32t,
+            vec![Operand::IdRef(rounded)],
+        );
+        let amount = ctx.const_u32(b);
+        let moved = emit(
+            ctx,
+            out,
+            Op::ShiftLeftLogical,
+            u32t,
+            vec![Operand::IdRef(word), Operand::IdRef(amount)],
+        );
+        word = emit(
+            ctx,
+            out,
+            Op::BitwiseOr,
+            u32t,
+            vec![Operand::IdRef(moved), Operand::IdRef(v)],
+        );
+    }
+    let f = emit(ctx, out, Op::ConvertUToF, f32t, vec![Operand::IdRef(word)]);
+    let scale = float_const(ctx, 65535.0);
+    let x = emit(
+        ctx,
+        out,
+        Op::FDiv,
+        f32t,
+        vec![Operand::IdRef(f), Operand::IdRef(scale)],
+    );
+    emit(
+        ctx,
+        out,
+        Op::CompositeConstruct,
+        v4,
+        vec![
+            Operand::IdRef(x),
+            Operand::IdRef(fzero),
+            Operand::IdRef(fzero),
+            Operand::IdRef(fone),
+        ],
+    )
+}
+
 /// The specialization constant with SpecId `spec` (an image's or a
 /// sampler's info word), made once.
 fn info_word(ctx: &mut Ctx, spec: u32) -> Word {
@@ -1176,7 +1385,7 @@ fn filter_in_kernel(
     size: Word,
     k: u32,
     arrayed: bool,
-    by_hand: bool,
+    (by_hand, packed): (bool, Option<[u32; 3]>),
     info: SamplerInfo,
     sample: Word,
 ) -> Word {
@@ -1441,6 +1650,9 @@ fn filter_in_kernel(
                 Operand::IdRef(zero),
             ],
         );
+        if let Some(bits) = packed {
+            texel = unpack_texel(ctx, out, bits, texel);
+        }
         if border != Cond::Static(false) {
             let mut inside = axes[0].inside[side(0)];
             for (j, a) in axes.iter().enumerate().skip(1) {
@@ -1837,6 +2049,47 @@ mod tests {
                 .filter(|i| i.class.opcode == Op::TypeImage)
                 .all(|i| i.operands[2] == Operand::LiteralBit32(0))
         );
+    }
+
+    #[test]
+    fn packed_16_bit_texels_are_unpacked_and_packed_in_the_kernel() {
+        let body = "
+            %a = OpSampledImage %si %src %s
+            %r1 = OpImageSampleExplicitLod %v4float %a %fcoord Lod %float_0
+            %r2 = OpImageRead %v4float %src %coord
+            %sum = OpFAdd %v4float %r1 %r2
+            OpImageWrite %dst %coord %sum
+        ";
+        let words = assemble(&kernel_text(body)).module.assemble();
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            ..Default::default()
+        };
+        let count = |classes: &[ImageClass], op: Op| {
+            let r = crate::compiler::spirv::rewrite_for_images(
+                &words,
+                &info(),
+                &caps,
+                Default::default(),
+                classes,
+            )
+            .unwrap();
+            let module = rspirv::dr::load_words(&r.words).unwrap();
+            module
+                .functions
+                .iter()
+                .flat_map(|f| f.blocks.iter().flat_map(|b| &b.instructions))
+                .filter(|i| i.class.opcode == op)
+                .count()
+        };
+        let plain = [ImageClass::Float, ImageClass::Float];
+        let packed = [ImageClass::Unorm565, ImageClass::Unorm555];
+        // Three channels shifted out of each texel read: the sampled one,
+        // the fetched one and the four fetched for linear filtering; three
+        // shifted into the written one.
+        assert_eq!(count(&plain, Op::ShiftRightLogical), 0);
+        assert_eq!(count(&packed, Op::ShiftRightLogical), 3 * 6);
+        assert_eq!(count(&packed, Op::ShiftLeftLogical), 3);
     }
 
     #[test]
