@@ -249,6 +249,32 @@ fn clustered(cl: &Cl) {
             let want = cluster.iter().fold(0u32, |a, &g| a.wrapping_add(x[g]));
             assert_eq!(got[i], want, "work-item {i}");
         }
+        let (got, w) = run_rows(cl, "sg_clustered_more", &bytes_of(&x), global, local, 4);
+        for (i, (lanes, lane)) in sub_groups(global, local, w).into_iter().enumerate() {
+            let cluster = |n: usize| {
+                let first = lane / n * n;
+                lanes[first..(first + n).min(lanes.len())]
+                    .iter()
+                    .map(|&g| x[g] as i32)
+                    .collect::<Vec<i32>>()
+            };
+            let max = cluster(8).into_iter().max().unwrap();
+            let min = cluster(2)
+                .into_iter()
+                .map(|v| v as f32)
+                .fold(f32::INFINITY, f32::min);
+            let xor = cluster(4).into_iter().fold(0, |a, v| a ^ v);
+            let odd = if x[i] & 1 == 1 {
+                cluster(4)
+                    .into_iter()
+                    .filter(|v| v & 1 == 1)
+                    .fold(0i32, |a, v| a.wrapping_add(v))
+            } else {
+                -1
+            };
+            let want = [max as u32, min.to_bits(), xor as u32, odd as u32];
+            assert_eq!(got[4 * i..4 * i + 4], want, "work-item {i}");
+        }
     }
 }
 

@@ -439,11 +439,15 @@ impl Device {
             // Rotations are shuffles from a computed lane.
             (0x10, "cl_khr_subgroup_rotate"),
             (0x20, "cl_khr_subgroup_shuffle_relative"),
-            (0x44, "cl_khr_subgroup_clustered_reduce"),
         ] {
             if ops & bit == bit {
                 ext.push(name);
             }
+        }
+        // Clustered reductions: Vulkan's, or shuffles from the cluster's
+        // lanes that a ballot says are active.
+        if ops & 0x44 == 0x44 || ops & 0x1c == 0x1c {
+            ext.push("cl_khr_subgroup_clustered_reduce");
         }
         ext
     }

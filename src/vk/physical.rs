@@ -307,7 +307,7 @@ pub const FEATURES: &[Feature] = &[
     },
     Feature {
         vulkan: "subgroup clustered (compute)",
-        opencl: "cl_khr_subgroup_clustered_reduce",
+        opencl: "cl_khr_subgroup_clustered_reduce (else made of shuffles and ballots)",
         required: false,
         present: |d| d.compute_subgroup_operations() & 0x40 != 0,
     },

@@ -74,6 +74,17 @@ kernel void sg_clustered(global const int *in, global int *out) {
     size_t i = get_global_id(0);
     out[i] = sub_group_clustered_reduce_add(in[i], 4);
 }
+
+// Other operations, cluster sizes and types, and a reduction that only the
+// work-items with odd inputs reach.
+kernel void sg_clustered_more(global const int *in, global int *out) {
+    size_t i = get_global_id(0);
+    int x = in[i];
+    out[4 * i] = sub_group_clustered_reduce_max(x, 8);
+    out[4 * i + 1] = as_int(sub_group_clustered_reduce_min((float)x, 2));
+    out[4 * i + 2] = sub_group_clustered_reduce_xor(x, 4);
+    out[4 * i + 3] = (x & 1) ? sub_group_clustered_reduce_add(x, 4) : -1;
+}
 #endif
 
 #if defined(cl_khr_subgroup_rotate)

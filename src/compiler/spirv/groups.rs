@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 
 use rspirv::dr::{Instruction, Operand};
-use rspirv::spirv::{BuiltIn, Capability, Decoration, Op, StorageClass, Word};
+use rspirv::spirv::{BuiltIn, Capability, Decoration, GroupOperation, Op, StorageClass, Word};
 
 use crate::compiler::spirv::builtins::{flatten_workgroup, workgroup_size};
 use crate::compiler::spirv::ctx::{Ctx, id_at};
@@ -576,6 +576,175 @@ fn lower_rotates(ctx: &mut Ctx, shuffles: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// The operation that combines two values the way the non-uniform group
+/// arithmetic `o` does, for [`lower_clustered`].
+fn combine(ctx: &mut Ctx, code: &mut Vec<Instruction>, o: Op, ty: Word, a: Word, b: Word) -> Word {
+    let boolt = ctx.ty(Op::TypeBool, vec![]);
+    let glsl = |ctx: &mut Ctx, code: &mut Vec<Instruction>, n: u32| {
+        let set = ctx.ext_import_or_add("GLSL.std.450");
+        let r = ctx.fresh();
+        code.push(Instruction::new(
+            Op::ExtInst,
+            Some(ty),
+            Some(r),
+            vec![
+                Operand::IdRef(set),
+                Operand::LiteralExtInstInteger(n),
+                Operand::IdRef(a),
+                Operand::IdRef(b),
+            ],
+        ));
+        r
+    };
+    let pick = |ctx: &mut Ctx, code: &mut Vec<Instruction>, less: Op, min: bool| {
+        let c = op(ctx, code, less, boolt, &[a, b]);
+        let (x, y) = if min { (a, b) } else { (b, a) };
+        op(ctx, code, Op::Select, ty, &[c, x, y])
+    };
+    match o {
+        Op::GroupNonUniformIAdd => op(ctx, code, Op::IAdd, ty, &[a, b]),
+        Op::GroupNonUniformFAdd => op(ctx, code, Op::FAdd, ty, &[a, b]),
+        Op::GroupNonUniformIMul => op(ctx, code, Op::IMul, ty, &[a, b]),
+        Op::GroupNonUniformFMul => op(ctx, code, Op::FMul, ty, &[a, b]),
+        Op::GroupNonUniformSMin => pick(ctx, code, Op::SLessThan, true),
+        Op::GroupNonUniformUMin => pick(ctx, code, Op::ULessThan, true),
+        Op::GroupNonUniformSMax => pick(ctx, code, Op::SLessThan, false),
+        Op::GroupNonUniformUMax => pick(ctx, code, Op::ULessThan, false),
+        // NMin and NMax: a NaN loses to a number.
+        Op::GroupNonUniformFMin => glsl(ctx, code, 79),
+        Op::GroupNonUniformFMax => glsl(ctx, code, 80),
+        Op::GroupNonUniformBitwiseAnd => op(ctx, code, Op::BitwiseAnd, ty, &[a, b]),
+        Op::GroupNonUniformBitwiseOr => op(ctx, code, Op::BitwiseOr, ty, &[a, b]),
+        Op::GroupNonUniformBitwiseXor => op(ctx, code, Op::BitwiseXor, ty, &[a, b]),
+        Op::GroupNonUniformLogicalAnd => op(ctx, code, Op::LogicalAnd, ty, &[a, b]),
+        Op::GroupNonUniformLogicalOr => op(ctx, code, Op::LogicalOr, ty, &[a, b]),
+        _ => op(ctx, code, Op::LogicalNotEqual, ty, &[a, b]),
+    }
+}
+
+/// Clustered reductions (`sub_group_clustered_reduce_*`) on devices
+/// without Vulkan's clustered operations but with shuffles and ballots:
+/// each work-item reads its cluster's values by shuffles and combines those
+/// of the active work-items (a ballot says which), in lane order, so that
+/// every work-item of a cluster computes the same result.
+fn lower_clustered(ctx: &mut Ctx) -> Result<(), String> {
+    let clustered = |i: &Instruction| {
+        i.operands.get(1) == Some(&Operand::GroupOperation(GroupOperation::ClusteredReduce))
+            && capability_of(i.class.opcode) == Some(Capability::GroupNonUniformArithmetic)
+    };
+    let any = ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| &f.blocks)
+        .flat_map(|b| &b.instructions)
+        .any(clustered);
+    if !any {
+        return Ok(());
+    }
+    let u32t = ctx.uint(32);
+    let boolt = ctx.ty(Op::TypeBool, vec![]);
+    let uvec4 = ctx.vector(u32t, 4);
+    let yes = match ctx
+        .module
+        .types_global_values
+        .iter()
+        .find(|i| i.class.opcode == Op::ConstantTrue && i.result_type == Some(boolt))
+        .and_then(|i| i.result_id)
+    {
+        Some(t) => t,
+        None => {
+            let t = ctx.fresh();
+            ctx.module.types_global_values.push(Instruction::new(
+                Op::ConstantTrue,
+                Some(boolt),
+                Some(t),
+                vec![],
+            ));
+            t
+        }
+    };
+    let lane_var = input(ctx, BuiltIn::SubgroupLocalInvocationId);
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    for f in &mut functions {
+        for b in &mut f.blocks {
+            let mut out = Vec::with_capacity(b.instructions.len());
+            for i in std::mem::take(&mut b.instructions) {
+                if !clustered(&i) {
+                    out.push(i);
+                    continue;
+                }
+                let (scope, value, cluster, ty) = match (
+                    i.operands.first(),
+                    id_at(&i, 2),
+                    id_at(&i, 3),
+                    i.result_type,
+                ) {
+                    (Some(s), Some(v), Some(c), Some(t)) => (s.clone(), v, c, t),
+                    _ => return Err("malformed clustered reduction".into()),
+                };
+                let size = ctx
+                    .global(cluster)
+                    .and_then(|c| match c.operands.first() {
+                        Some(Operand::LiteralBit32(v)) => Some(*v),
+                        _ => None,
+                    })
+                    .filter(|v| v.is_power_of_two())
+                    .ok_or("a cluster size that is not a constant power of two")?;
+                let group =
+                    |ctx: &mut Ctx, out: &mut Vec<Instruction>, o: Op, ty, args: &[Word]| {
+                        let r = ctx.fresh();
+                        let mut ops = vec![scope.clone()];
+                        ops.extend(args.iter().map(|&a| Operand::IdRef(a)));
+                        out.push(Instruction::new(o, Some(ty), Some(r), ops));
+                        r
+                    };
+                let active = group(ctx, &mut out, Op::GroupNonUniformBallot, uvec4, &[yes]);
+                let lane = op(ctx, &mut out, Op::Load, u32t, &[lane_var]);
+                let high = ctx.const_u32(!(size - 1));
+                let base = op(ctx, &mut out, Op::BitwiseAnd, u32t, &[lane, high]);
+                let (mut acc, mut have) = (value, yes);
+                for j in 0..size {
+                    let offset = ctx.const_u32(j);
+                    let from = op(ctx, &mut out, Op::IAdd, u32t, &[base, offset]);
+                    let v = group(
+                        ctx,
+                        &mut out,
+                        Op::GroupNonUniformShuffle,
+                        ty,
+                        &[value, from],
+                    );
+                    let on = group(
+                        ctx,
+                        &mut out,
+                        Op::GroupNonUniformBallotBitExtract,
+                        boolt,
+                        &[active, from],
+                    );
+                    if j == 0 {
+                        (acc, have) = (v, on);
+                        continue;
+                    }
+                    let both = combine(ctx, &mut out, i.class.opcode, ty, acc, v);
+                    let next = op(ctx, &mut out, Op::Select, ty, &[have, both, v]);
+                    acc = op(ctx, &mut out, Op::Select, ty, &[on, next, acc]);
+                    have = op(ctx, &mut out, Op::LogicalOr, boolt, &[have, on]);
+                }
+                let _ = have;
+                out.push(Instruction::new(
+                    Op::CopyObject,
+                    Some(ty),
+                    i.result_id,
+                    vec![Operand::IdRef(acc)],
+                ));
+            }
+            b.instructions = out;
+        }
+    }
+    ctx.module.functions = functions;
+    Ok(())
+}
+
 /// Whether `i`, an operation `o`, is a broadcast from a lane that is not a
 /// constant.
 fn runtime_lane(ctx: &Ctx, o: Op, i: &Instruction) -> bool {
@@ -648,8 +817,12 @@ pub fn run(
     block: &Block,
     caps: Option<Levels>,
     shuffles: bool,
+    clustered: bool,
 ) -> Result<bool, String> {
     lower_rotates(ctx, shuffles)?;
+    if !clustered && shuffles {
+        lower_clustered(ctx)?;
+    }
     let uses_subgroups = ctx.module.annotations.iter().any(|a| {
         matches!(
             a.operands.get(2),
@@ -901,7 +1074,7 @@ mod tests {
             enqueued_local_size: 10,
             images: Vec::new(),
         };
-        run(&mut ctx, &block, None, false).unwrap();
+        run(&mut ctx, &block, None, false, true).unwrap();
         let ops: Vec<Op> = ctx.module.functions[0].blocks[0]
             .instructions
             .iter()
@@ -910,6 +1083,58 @@ mod tests {
         assert!(ops.contains(&Op::GroupNonUniformIAdd));
         assert!(ops.contains(&Op::GroupNonUniformUMax));
         assert!(!ops.contains(&Op::GroupIAdd));
+    }
+
+    #[test]
+    fn clustered_reductions_become_shuffles_without_clustered_operations() {
+        let text = r#"
+            OpCapability Kernel
+            OpCapability Addresses
+            OpCapability GroupNonUniformArithmetic
+            OpCapability GroupNonUniformClustered
+            OpMemoryModel Physical64 OpenCL
+            OpEntryPoint Kernel %f "k"
+            %uint = OpTypeInt 32 0
+            %void = OpTypeVoid
+            %fn = OpTypeFunction %void
+            %sg = OpConstant %uint 3
+            %four = OpConstant %uint 4
+            %one = OpConstant %uint 1
+            %f = OpFunction %void None %fn
+            %e = OpLabel
+            %r = OpGroupNonUniformIAdd %uint %sg ClusteredReduce %one %four
+            OpReturn
+            OpFunctionEnd
+            "#;
+        let block = Block {
+            var: 0,
+            global_offset: 0,
+            global_size: 3,
+            work_dim: 6,
+            group_offset: 7,
+            enqueued_local_size: 10,
+            images: Vec::new(),
+        };
+        let ops = |shuffles: bool, clustered: bool| {
+            let mut ctx = assemble(text);
+            run(&mut ctx, &block, None, shuffles, clustered).unwrap();
+            ctx.module.functions[0].blocks[0]
+                .instructions
+                .iter()
+                .map(|i| i.class.opcode)
+                .collect::<Vec<Op>>()
+        };
+        // With Vulkan's clustered operations, or with nothing to build
+        // them from, the reduction stays.
+        assert!(ops(true, true).contains(&Op::GroupNonUniformIAdd));
+        assert!(ops(false, false).contains(&Op::GroupNonUniformIAdd));
+        // Otherwise: one shuffle and one ballot bit per lane of the cluster.
+        let lowered = ops(true, false);
+        assert!(!lowered.contains(&Op::GroupNonUniformIAdd));
+        let count = |o: Op| lowered.iter().filter(|&&x| x == o).count();
+        assert_eq!(count(Op::GroupNonUniformShuffle), 4);
+        assert_eq!(count(Op::GroupNonUniformBallotBitExtract), 4);
+        assert_eq!(count(Op::IAdd), 4 + 3);
     }
 
     #[test]
@@ -942,7 +1167,7 @@ mod tests {
             enqueued_local_size: 10,
             images: Vec::new(),
         };
-        let e = run(&mut ctx, &block, None, false).unwrap_err();
+        let e = run(&mut ctx, &block, None, false, true).unwrap_err();
         assert!(e.contains("GroupIAdd"), "{e}");
     }
 
@@ -981,7 +1206,7 @@ mod tests {
             max_work_group_size: 1024,
         };
         assert_eq!(levels.count(), 4);
-        assert!(run(&mut ctx, &block, Some(levels), false).unwrap());
+        assert!(run(&mut ctx, &block, Some(levels), false, true).unwrap());
         let ops: Vec<Op> = ctx.module.functions[0].blocks[0]
             .instructions
             .iter()

@@ -160,7 +160,8 @@ fn rewrite_module(
             max_work_group_size: caps.max_work_group_size,
         });
     let shuffles = caps.subgroup_ops & 0x10 != 0;
-    let flat = groups::run(&mut ctx, &block, levels, shuffles)?;
+    let clustered = caps.subgroup_ops & 0x40 != 0;
+    let flat = groups::run(&mut ctx, &block, levels, shuffles, clustered)?;
     builtins::run(&mut ctx, &block, flat)?;
     lap("interface");
     addressing::run(&mut ctx)?;
