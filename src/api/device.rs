@@ -103,7 +103,11 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         {
             info(1u32)
         }
-        // Zero: cl_khr_fp16 is not offered yet.
+        CL_DEVICE_PREFERRED_VECTOR_WIDTH_HALF | CL_DEVICE_NATIVE_VECTOR_WIDTH_HALF
+            if d.has_fp16() =>
+        {
+            info(1u32)
+        }
         CL_DEVICE_PREFERRED_VECTOR_WIDTH_DOUBLE
         | CL_DEVICE_PREFERRED_VECTOR_WIDTH_HALF
         | CL_DEVICE_NATIVE_VECTOR_WIDTH_DOUBLE
@@ -183,6 +187,11 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
                 | CL_FP_INF_NAN
                 | CL_FP_DENORM,
         ),
+        // Half arithmetic is float arithmetic rounded to nearest even, with
+        // denormals: conversions to half are exact integer work.
+        CL_DEVICE_HALF_FP_CONFIG if d.has_fp16() => {
+            info(CL_FP_ROUND_TO_NEAREST | CL_FP_INF_NAN | CL_FP_DENORM)
+        }
         CL_DEVICE_DOUBLE_FP_CONFIG | CL_DEVICE_HALF_FP_CONFIG => info(0 as cl_device_fp_config),
         CL_DEVICE_GLOBAL_MEM_CACHE_TYPE => info(CL_READ_WRITE_CACHE),
         CL_DEVICE_GLOBAL_MEM_CACHELINE_SIZE => info(cacheline_size(d)),

@@ -13,7 +13,7 @@ use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, GlslStd450Op as G, Op, OpenclStd100Op as C, StorageClass, Word};
 
 use crate::compiler::spirv::ctx::{Ctx, id_at};
-use crate::compiler::spirv::{Options, exact, half, inline, libclc, memcopy};
+use crate::compiler::spirv::{Options, exact, fp16, half, inline, libclc, memcopy};
 
 enum Lowering {
     Glsl(G),
@@ -115,8 +115,11 @@ fn relaxed(op: C) -> Option<Lowering> {
 }
 
 pub fn run(ctx: &mut Ctx, fid: Word, options: Options) -> Result<(), String> {
-    // No half arithmetic is offered: half values only live in memory.
+    // Half values live as their bits; cl_khr_fp16 arithmetic is done in
+    // float.
+    fp16::widen(ctx)?;
     half::retype_half(ctx);
+    fp16::lower_conversions(ctx)?;
     let mut linker: Option<libclc::Linker> = None;
     let mut fusable: HashSet<Word> = HashSet::new();
     let mut rounds = 0;

@@ -53,6 +53,67 @@ pub fn retype_half(ctx: &mut Ctx) {
     }
     // The 16-bit integer type may come after types that now use it.
     ctx.sort_globals();
+    merge_duplicate_types(ctx);
+}
+
+/// Vectors and pointers of `half` may now repeat those of `ushort`, which
+/// SPIR-V does not allow: each repeat gives way to the first declaration
+/// (until none is left, as merged vectors may make pointers repeat).
+fn merge_duplicate_types(ctx: &mut Ctx) {
+    loop {
+        let mut first: HashMap<(Op, Vec<Operand>), Word> = HashMap::new();
+        let mut merged: HashMap<Word, Word> = HashMap::new();
+        for t in &ctx.module.types_global_values {
+            if !matches!(
+                t.class.opcode,
+                Op::TypeVector | Op::TypePointer | Op::TypeFunction
+            ) {
+                continue;
+            }
+            let Some(id) = t.result_id else { continue };
+            match first.entry((t.class.opcode, t.operands.clone())) {
+                std::collections::hash_map::Entry::Occupied(e) => {
+                    merged.insert(id, *e.get());
+                }
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(id);
+                }
+            }
+        }
+        if merged.is_empty() {
+            return;
+        }
+        ctx.module
+            .types_global_values
+            .retain(|t| !t.result_id.is_some_and(|r| merged.contains_key(&r)));
+        ctx.module.debug_names.retain(
+            |i| !matches!(i.operands.first(), Some(Operand::IdRef(t)) if merged.contains_key(t)),
+        );
+        ctx.module.annotations.retain(
+            |i| !matches!(i.operands.first(), Some(Operand::IdRef(t)) if merged.contains_key(t)),
+        );
+        let rename = |i: &mut Instruction| {
+            if let Some(t) = i.result_type.and_then(|t| merged.get(&t)) {
+                i.result_type = Some(*t);
+            }
+            for o in &mut i.operands {
+                if let Operand::IdRef(x) = o {
+                    if let Some(y) = merged.get(x) {
+                        *x = *y;
+                    }
+                }
+            }
+        };
+        ctx.module.types_global_values.iter_mut().for_each(rename);
+        ctx.module.annotations.iter_mut().for_each(rename);
+        for f in &mut ctx.module.functions {
+            f.def.iter_mut().for_each(rename);
+            f.parameters.iter_mut().for_each(rename);
+            for b in &mut f.blocks {
+                b.instructions.iter_mut().for_each(rename);
+            }
+        }
+    }
 }
 
 fn lanes(ctx: &Ctx, ty: Word) -> u32 {
@@ -176,7 +237,7 @@ pub fn lower(
 }
 
 /// The float value of half bits (exact).
-fn half_to_float(e: &mut Emit, bits: Word, float: Word) -> Word {
+pub(crate) fn half_to_float(e: &mut Emit, bits: Word, float: Word) -> Word {
     let u = e.ctx.uint(32);
     let bt = e.ctx.ty(Op::TypeBool, vec![]);
     let h = e.op(Op::UConvert, u, &[bits]);
@@ -219,7 +280,7 @@ fn half_to_float(e: &mut Emit, bits: Word, float: Word) -> Word {
 }
 
 /// Half bits of float `x`, rounded with `mode`.
-fn float_to_half(e: &mut Emit, x: Word, short: Word, mode: FPRoundingMode) -> Word {
+pub(crate) fn float_to_half(e: &mut Emit, x: Word, short: Word, mode: FPRoundingMode) -> Word {
     let u = e.ctx.uint(32);
     let bt = e.ctx.ty(Op::TypeBool, vec![]);
     let k = |e: &mut Emit, v: u64| e.konst(u, v);
