@@ -15,6 +15,7 @@ both_ways!(
     half_is_advertised_with_its_config,
     arithmetic_is_correctly_rounded,
     fma_is_correctly_rounded,
+    nextafter_and_fract_of_halves,
     conversions_round_in_each_mode,
     math_within_limits,
     vectors_and_out_parameters,
@@ -555,5 +556,55 @@ fn image_reads_and_writes_of_halves(cl: &Cl) {
     unsafe {
         cl.clReleaseMemObject.unwrap()(src);
         cl.clReleaseMemObject.unwrap()(dst);
+    }
+}
+
+fn nextafter_and_fract_of_halves(cl: &Cl) {
+    let table = finite_halves();
+    let pairs: Vec<(u16, u16)> = vec![
+        (0x8000, 0x3C00),
+        (0x0000, 0xBC00),
+        (0x3C00, 0x4000),
+        (0x3C00, 0x0000),
+        (0xBC00, 0xC000),
+        (0x7BFF, 0x7C00),
+        (0x0001, 0x0000),
+        (0x8001, 0x0000),
+        (0x3C00, 0x3C00),
+        (0x7E00, 0x3C00),
+        (0x8001, 0x4000),
+    ];
+    let (a, b): (Vec<u16>, Vec<u16>) = pairs.iter().copied().unzip();
+    let out = run(cl, "edges", &[bytes_of(&a), bytes_of(&b)], &[4], a.len());
+    let got = u16s(&out[0]);
+    for (i, &(x, y)) in pairs.iter().enumerate() {
+        let (vx, vy) = (value(x), value(y));
+        let want = if vx.is_nan() || vy.is_nan() {
+            0x7E00
+        } else if vx == vy {
+            y
+        } else if vx == 0.0 {
+            (y & 0x8000) | 1
+        } else if (vx < vy) == (vx > 0.0) {
+            x + 1
+        } else {
+            x - 1
+        };
+        assert!(
+            same(got[2 * i], want),
+            "{}: nextafter({x:#06x}, {y:#06x}) = {:#06x}",
+            cl.how,
+            got[2 * i]
+        );
+        if vx.is_finite() {
+            let f = (vx - vx.floor()).min(1.0 - 2f64.powi(-11));
+            let want = round(f, 0, &table);
+            assert!(
+                same(got[2 * i + 1], want),
+                "{}: fract({x:#06x}) = {:#06x}",
+                cl.how,
+                got[2 * i + 1]
+            );
+        }
     }
 }

@@ -14,7 +14,8 @@ both_ways!(
     math_on_wide_vectors,
     relaxed_math,
     library_functions_with_loops,
-    denormals_kept_where_claimed
+    denormals_kept_where_claimed,
+    pi_functions_give_signed_zeros
 );
 
 const SOURCE: &str = include_str!("kernels/math.cl");
@@ -508,4 +509,43 @@ fn denormals_kept_where_claimed(cl: &Cl) {
     let want: Vec<f32> = (0..4).map(|i| inputs[i] * inputs[i + 4]).collect();
     assert!(want.iter().all(|w| w.is_subnormal()));
     assert_eq!(got, want, "{}", cl.how);
+}
+
+/// sinpi(n) is a zero of n's sign, cospi(n + 0.5) is +0, tanpi(n) is a
+/// zero of n's sign for even n and of the other sign for odd n.
+fn pi_functions_give_signed_zeros(cl: &Cl) {
+    let xs: Vec<f32> = vec![
+        0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 3.0, -3.0, 0.5, -0.5, 2.5, -7.5, 1e8, -1e8,
+    ];
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "pi_zeros", "");
+    let inb = s.buffer_from(&bytes_of(&xs));
+    let out = s.zeroed(xs.len() * 12);
+    s.arg(k, 0, &inb);
+    s.arg(k, 1, &out);
+    s.run(k, &[xs.len()], None, None);
+    let got = f32s(&s.cl.read(s.q, out, 0, xs.len() * 12));
+    for (i, &x) in xs.iter().enumerate() {
+        let whole = x == x.trunc();
+        let odd = whole && (x / 2.0) != (x / 2.0).trunc();
+        let zero = |negative: bool| if negative { -0.0f32 } else { 0.0 };
+        if whole {
+            let want = zero(x.is_sign_negative());
+            assert_eq!(
+                got[3 * i].to_bits(),
+                want.to_bits(),
+                "{}: sinpi({x})",
+                cl.how
+            );
+            let want = zero(x.is_sign_negative() != odd);
+            assert_eq!(
+                got[3 * i + 2].to_bits(),
+                want.to_bits(),
+                "{}: tanpi({x})",
+                cl.how
+            );
+        } else {
+            assert_eq!(got[3 * i + 1].to_bits(), 0, "{}: cospi({x})", cl.how);
+        }
+    }
 }

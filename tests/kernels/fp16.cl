@@ -66,3 +66,12 @@ __kernel void image_halves(read_only image2d_t src, write_only image2d_t dst) {
     int2 p = (int2)(get_global_id(0), get_global_id(1));
     write_imageh(dst, p, read_imageh(src, p) * (half)2.0);
 }
+
+// Edges where half differs from float: nextafter steps between halves,
+// fract stays below 1.
+__kernel void edges(__global const half *a, __global const half *b, __global half *out) {
+    size_t i = get_global_id(0);
+    half whole;
+    out[2 * i] = nextafter(a[i], b[i]);
+    out[2 * i + 1] = fract(a[i], &whole);
+}

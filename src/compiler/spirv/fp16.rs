@@ -223,6 +223,10 @@ pub fn widen(ctx: &mut Ctx) -> Result<(), String> {
                     ));
                     continue;
                 }
+                if ext == Some(C::nextafter) && result_half {
+                    next_after(ctx, &mut out, &i, float)?;
+                    continue;
+                }
                 let mut ops = i.operands.clone();
                 // Out-parameters: (the private float, the original pointer).
                 let mut stores: Vec<(Word, Word, Word)> = Vec::new();
@@ -289,6 +293,20 @@ pub fn widen(ctx: &mut Ctx) -> Result<(), String> {
                         ops,
                     ));
                 }
+                let mut result_id = result_id;
+                if let (Some(C::fract), Some(ty), Some(r)) = (ext, result_type, result_id) {
+                    // The fraction stays below 1 in half too: at most
+                    // 0x1.ffcp-1, the half below 1.
+                    let mut e = Emit {
+                        ctx,
+                        out: &mut out,
+                        glsl: &mut None,
+                    };
+                    let cap = e.konst(ty, u64::from((1.0f32 - 2f32.powi(-11)).to_bits()));
+                    let bt = e.bool_like(ty);
+                    let over = e.op(Op::FOrdGreaterThan, bt, &[r, cap]);
+                    result_id = Some(e.select(ty, over, cap, r));
+                }
                 if let (true, Some(wide)) = (result_half, result_id) {
                     // The original id, and its decorations (a conversion's
                     // rounding mode), now name the narrowing.
@@ -339,6 +357,63 @@ pub fn widen(ctx: &mut Ctx) -> Result<(), String> {
         }
     }
     ctx.module.functions = functions;
+    Ok(())
+}
+
+/// `nextafter` of halves: the neighbouring half, on the bits (in float
+/// the neighbour would be a float's).
+fn next_after(
+    ctx: &mut Ctx,
+    out: &mut Vec<Instruction>,
+    i: &Instruction,
+    float: Word,
+) -> Result<(), String> {
+    let (Some(ty), Some(rid), Some(x), Some(y)) =
+        (i.result_type, i.result_id, id_at(i, 2), id_at(i, 3))
+    else {
+        return Err("malformed nextafter".into());
+    };
+    let lanes = shape(ctx, ty).1;
+    let ushort = ctx.uint(16);
+    let (ut, ft) = (like(ctx, ushort, lanes), like(ctx, float, lanes));
+    let mut e = Emit {
+        ctx,
+        out,
+        glsl: &mut None,
+    };
+    let bt = e.bool_like(ft);
+    let xf = e.op(Op::FConvert, ft, &[x]);
+    let yf = e.op(Op::FConvert, ft, &[y]);
+    let xb = e.op(Op::Bitcast, ut, &[x]);
+    let yb = e.op(Op::Bitcast, ut, &[y]);
+    let fzero = e.konst(ft, 0);
+    let one = e.konst(ut, 1);
+    let nan_x = e.op(Op::IsNan, bt, &[xf]);
+    let nan_y = e.op(Op::IsNan, bt, &[yf]);
+    let nan = e.op(Op::LogicalOr, bt, &[nan_x, nan_y]);
+    let equal = e.op(Op::FOrdEqual, bt, &[xf, yf]);
+    let x_zero = e.op(Op::FOrdEqual, bt, &[xf, fzero]);
+    // The magnitude grows when y lies beyond x, away from zero.
+    let toward_y = e.op(Op::FOrdLessThan, bt, &[xf, yf]);
+    let positive = e.op(Op::FOrdGreaterThan, bt, &[xf, fzero]);
+    let grows = e.op(Op::LogicalEqual, bt, &[toward_y, positive]);
+    let bigger = e.op(Op::IAdd, ut, &[xb, one]);
+    let smaller = e.op(Op::ISub, ut, &[xb, one]);
+    let stepped = e.select(ut, grows, bigger, smaller);
+    // From a zero: the smallest denormal of y's sign.
+    let sign = e.konst(ut, 0x8000);
+    let y_sign = e.op(Op::BitwiseAnd, ut, &[yb, sign]);
+    let tiny = e.op(Op::BitwiseOr, ut, &[y_sign, one]);
+    let r = e.select(ut, x_zero, tiny, stepped);
+    let r = e.select(ut, equal, yb, r);
+    let quiet = e.konst(ut, 0x7E00);
+    let r = e.select(ut, nan, quiet, r);
+    out.push(Instruction::new(
+        Op::Bitcast,
+        Some(ty),
+        Some(rid),
+        vec![Operand::IdRef(r)],
+    ));
     Ok(())
 }
 
