@@ -59,7 +59,7 @@ __kernel void vectors_and_out_parameters(__global const half4 *a, __global half4
     out[4 * i + 3] = x * (half)2.0 + (half4)(0.5h, -1.0h, 2.0h, 0.25h);
     ints[2 * i] = e;
     ints[2 * i + 1] = convert_int4(isnan(x)) + 2 * convert_int4(x > (half)1.0)
-        + 4 * convert_int4(as_ushort4(x) & (ushort)1);
+        + 4 * convert_int4(as_ushort4(x) & (ushort)1) + 8 * convert_int4(isnormal(x));
 }
 
 __kernel void image_halves(read_only image2d_t src, write_only image2d_t dst) {

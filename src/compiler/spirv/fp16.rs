@@ -223,6 +223,10 @@ pub fn widen(ctx: &mut Ctx) -> Result<(), String> {
                     ));
                     continue;
                 }
+                if i.class.opcode == Op::IsNormal {
+                    is_normal(ctx, &mut out, &i)?;
+                    continue;
+                }
                 if ext == Some(C::nextafter) && result_half {
                     next_after(ctx, &mut out, &i, float)?;
                     continue;
@@ -357,6 +361,35 @@ pub fn widen(ctx: &mut Ctx) -> Result<(), String> {
         }
     }
     ctx.module.functions = functions;
+    Ok(())
+}
+
+/// `isnormal` of halves: by the exponent bits (half denormals are normal
+/// floats).
+fn is_normal(ctx: &mut Ctx, out: &mut Vec<Instruction>, i: &Instruction) -> Result<(), String> {
+    let (Some(ty), Some(rid), Some(x)) = (i.result_type, i.result_id, id_at(i, 0)) else {
+        return Err("malformed isnormal".into());
+    };
+    let lanes = shape(ctx, ty).1;
+    let ushort = ctx.uint(16);
+    let ut = like(ctx, ushort, lanes);
+    let mut e = Emit {
+        ctx,
+        out,
+        glsl: &mut None,
+    };
+    let bits = e.op(Op::Bitcast, ut, &[x]);
+    let mask = e.konst(ut, 0x7C00);
+    let exponent = e.op(Op::BitwiseAnd, ut, &[bits, mask]);
+    let zero = e.konst(ut, 0);
+    let not_small = e.op(Op::INotEqual, ty, &[exponent, zero]);
+    let not_special = e.op(Op::INotEqual, ty, &[exponent, mask]);
+    out.push(Instruction::new(
+        Op::LogicalAnd,
+        Some(ty),
+        Some(rid),
+        vec![Operand::IdRef(not_small), Operand::IdRef(not_special)],
+    ));
     Ok(())
 }
 
