@@ -512,7 +512,8 @@ fn denormals_kept_where_claimed(cl: &Cl) {
 }
 
 /// sinpi(n) is a zero of n's sign, cospi(n + 0.5) is +0, tanpi(n) is a
-/// zero of n's sign for even n and of the other sign for odd n.
+/// zero of n's sign for even n and of the other sign for odd n, and
+/// tgamma(±0) is ±infinity.
 fn pi_functions_give_signed_zeros(cl: &Cl) {
     let xs: Vec<f32> = vec![
         0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 3.0, -3.0, 0.5, -0.5, 2.5, -7.5, 1e8, -1e8,
@@ -520,32 +521,36 @@ fn pi_functions_give_signed_zeros(cl: &Cl) {
     let mut s = Setup::new(cl);
     let k = s.kernel(SOURCE, "pi_zeros", "");
     let inb = s.buffer_from(&bytes_of(&xs));
-    let out = s.zeroed(xs.len() * 12);
+    let out = s.zeroed(xs.len() * 16);
     s.arg(k, 0, &inb);
     s.arg(k, 1, &out);
     s.run(k, &[xs.len()], None, None);
-    let got = f32s(&s.cl.read(s.q, out, 0, xs.len() * 12));
+    let got = f32s(&s.cl.read(s.q, out, 0, xs.len() * 16));
     for (i, &x) in xs.iter().enumerate() {
         let whole = x == x.trunc();
         let odd = whole && (x / 2.0) != (x / 2.0).trunc();
         let zero = |negative: bool| if negative { -0.0f32 } else { 0.0 };
+        if x == 0.0 {
+            let want = f32::INFINITY.copysign(x);
+            assert_eq!(got[4 * i + 3], want, "{}: tgamma({x})", cl.how);
+        }
         if whole {
             let want = zero(x.is_sign_negative());
             assert_eq!(
-                got[3 * i].to_bits(),
+                got[4 * i].to_bits(),
                 want.to_bits(),
                 "{}: sinpi({x})",
                 cl.how
             );
             let want = zero(x.is_sign_negative() != odd);
             assert_eq!(
-                got[3 * i + 2].to_bits(),
+                got[4 * i + 2].to_bits(),
                 want.to_bits(),
                 "{}: tanpi({x})",
                 cl.how
             );
         } else {
-            assert_eq!(got[3 * i + 1].to_bits(), 0, "{}: cospi({x})", cl.how);
+            assert_eq!(got[4 * i + 1].to_bits(), 0, "{}: cospi({x})", cl.how);
         }
     }
 }

@@ -100,11 +100,13 @@ __kernel void relaxed(__global const float *in, __global float *out) {
     OUT(4, powr(fabs(x) + 0.25f, 1.5f));
 }
 
-// The signed zeros of sinpi, cospi and tanpi at whole and half numbers.
+// The signed zeros of sinpi, cospi and tanpi at whole and half numbers,
+// and tgamma's signed infinities at zeros.
 __kernel void pi_zeros(__global const float *in, __global float *out) {
     size_t i = get_global_id(0);
     float x = in[i];
-    out[3 * i] = sinpi(x);
-    out[3 * i + 1] = cospi(x);
-    out[3 * i + 2] = tanpi(x);
+    out[4 * i] = sinpi(x);
+    out[4 * i + 1] = cospi(x);
+    out[4 * i + 2] = tanpi(x);
+    out[4 * i + 3] = tgamma(x);
 }

@@ -144,10 +144,11 @@ pub fn run(ctx: &mut Ctx, fid: Word, options: Options) -> Result<(), String> {
 }
 
 /// The signs of the zeros `sinpi`, `cospi` and `tanpi` give at whole and
-/// half numbers, which libclc gets wrong: `cospi(n + 0.5)` is +0,
-/// `sinpi(n)` has the sign of `n`, and `tanpi(n)` that of `n` for even `n`
-/// and of `-n` for odd `n` (zeros give themselves). The built-in's result
-/// is fixed up where it is a zero.
+/// half numbers, and of `tgamma`'s infinities at zeros, which libclc gets
+/// wrong: `cospi(n + 0.5)` is +0, `sinpi(n)` has the sign of `n`, and
+/// `tanpi(n)` that of `n` for even `n` and of `-n` for odd `n` (zeros give
+/// themselves); `tgamma(±0)` is ±infinity. The built-in's result is fixed
+/// up there.
 fn pi_zero_signs(ctx: &mut Ctx) {
     let Some(ocl) = ctx.ext_import("OpenCL.std") else {
         return;
@@ -165,8 +166,12 @@ fn pi_zero_signs(ctx: &mut Ctx) {
                     }
                     _ => None,
                 };
-                let (Some(op @ (C::sinpi | C::cospi | C::tanpi)), Some(ty), Some(rid), Some(x)) =
-                    (op, i.result_type, i.result_id, id_at(&i, 2))
+                let (
+                    Some(op @ (C::sinpi | C::cospi | C::tanpi | C::tgamma)),
+                    Some(ty),
+                    Some(rid),
+                    Some(x),
+                ) = (op, i.result_type, i.result_id, id_at(&i, 2))
                 else {
                     out.push(i);
                     continue;
@@ -184,6 +189,33 @@ fn pi_zero_signs(ctx: &mut Ctx) {
                 let bits = exact::width(e.ctx, ty).unwrap_or(32);
                 let plus = e.konst(ty, 0);
                 let minus = e.konst(ty, 1 << (bits - 1));
+                if op == C::tgamma {
+                    // tgamma(±0) is ±infinity.
+                    let x_zero = e.op(Op::FOrdEqual, bt, &[x, plus]);
+                    let it = e.int_like(ty, bits);
+                    let x_bits = e.op(Op::Bitcast, it, &[x]);
+                    let izero = e.konst(it, 0);
+                    let negative = e.op(Op::SLessThan, bt, &[x_bits, izero]);
+                    let inf_bits = if bits == 64 {
+                        f64::INFINITY.to_bits()
+                    } else {
+                        u64::from(f32::INFINITY.to_bits())
+                    };
+                    let inf = e.konst(ty, inf_bits);
+                    let minus_inf = e.konst(ty, inf_bits | 1 << (bits - 1));
+                    let signed = e.select(ty, negative, minus_inf, inf);
+                    out.push(Instruction::new(
+                        Op::Select,
+                        Some(ty),
+                        Some(rid),
+                        vec![
+                            Operand::IdRef(x_zero),
+                            Operand::IdRef(signed),
+                            Operand::IdRef(r),
+                        ],
+                    ));
+                    continue;
+                }
                 let is_zero = e.op(Op::FOrdEqual, bt, &[r, plus]);
                 let fixed = if op == C::cospi {
                     plus
