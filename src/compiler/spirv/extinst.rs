@@ -185,69 +185,59 @@ fn pi_zero_signs(ctx: &mut Ctx) {
                     out: &mut out,
                     glsl: &mut glsl,
                 };
+                // On the bits: drivers need not keep the sign of a float
+                // zero through float selects and compares.
                 let bt = e.bool_like(ty);
                 let bits = exact::width(e.ctx, ty).unwrap_or(32);
-                let plus = e.konst(ty, 0);
-                let minus = e.konst(ty, 1 << (bits - 1));
-                if op == C::tgamma {
+                let it = e.int_like(ty, bits);
+                let sign = e.konst(it, 1 << (bits - 1));
+                let magnitude = e.konst(it, (1u64 << (bits - 1)) - 1);
+                let izero = e.konst(it, 0);
+                let xb = e.op(Op::Bitcast, it, &[x]);
+                let x_sign = e.op(Op::BitwiseAnd, it, &[xb, sign]);
+                let (zero_in, fixed) = if op == C::tgamma {
                     // tgamma(±0) is ±infinity.
-                    let x_zero = e.op(Op::FOrdEqual, bt, &[x, plus]);
-                    let it = e.int_like(ty, bits);
-                    let x_bits = e.op(Op::Bitcast, it, &[x]);
-                    let izero = e.konst(it, 0);
-                    let negative = e.op(Op::SLessThan, bt, &[x_bits, izero]);
-                    let inf_bits = if bits == 64 {
+                    let inf = if bits == 64 {
                         f64::INFINITY.to_bits()
                     } else {
                         u64::from(f32::INFINITY.to_bits())
                     };
-                    let inf = e.konst(ty, inf_bits);
-                    let minus_inf = e.konst(ty, inf_bits | 1 << (bits - 1));
-                    let signed = e.select(ty, negative, minus_inf, inf);
-                    out.push(Instruction::new(
-                        Op::Select,
-                        Some(ty),
-                        Some(rid),
-                        vec![
-                            Operand::IdRef(x_zero),
-                            Operand::IdRef(signed),
-                            Operand::IdRef(r),
-                        ],
-                    ));
-                    continue;
-                }
-                let is_zero = e.op(Op::FOrdEqual, bt, &[r, plus]);
-                let fixed = if op == C::cospi {
-                    plus
+                    let inf = e.konst(it, inf);
+                    (xb, e.op(Op::BitwiseOr, it, &[inf, x_sign]))
                 } else {
-                    let mut negative = e.op(Op::FOrdLessThan, bt, &[x, plus]);
-                    if op == C::tanpi {
-                        let half = e.konst(
-                            ty,
-                            if bits == 64 {
-                                0.5f64.to_bits()
-                            } else {
-                                u64::from(0.5f32.to_bits())
-                            },
-                        );
-                        let halved = e.op(Op::FMul, ty, &[x, half]);
-                        let floor = e.glsl(G::Floor, ty, &[halved]);
-                        let odd = e.op(Op::FOrdNotEqual, bt, &[halved, floor]);
-                        negative = e.op(Op::LogicalNotEqual, bt, &[negative, odd]);
-                    }
-                    let signed = e.select(ty, negative, minus, plus);
-                    let x_zero = e.op(Op::FOrdEqual, bt, &[x, plus]);
-                    e.select(ty, x_zero, x, signed)
+                    let fixed = match op {
+                        C::cospi => izero,
+                        C::sinpi => x_sign,
+                        _ => {
+                            // tanpi: the other sign for odd whole numbers.
+                            let half = e.konst(
+                                ty,
+                                if bits == 64 {
+                                    0.5f64.to_bits()
+                                } else {
+                                    u64::from(0.5f32.to_bits())
+                                },
+                            );
+                            let halved = e.op(Op::FMul, ty, &[x, half]);
+                            let floor = e.glsl(G::Floor, ty, &[halved]);
+                            let odd = e.op(Op::FOrdNotEqual, bt, &[halved, floor]);
+                            let flipped = e.op(Op::BitwiseXor, it, &[x_sign, sign]);
+                            e.select(it, odd, flipped, x_sign)
+                        }
+                    };
+                    (e.op(Op::Bitcast, it, &[r]), fixed)
                 };
+                // Where the argument (tgamma) or the result (the others)
+                // is a zero.
+                let abs = e.op(Op::BitwiseAnd, it, &[zero_in, magnitude]);
+                let is_zero = e.op(Op::IEqual, bt, &[abs, izero]);
+                let rb = e.op(Op::Bitcast, it, &[r]);
+                let chosen = e.select(it, is_zero, fixed, rb);
                 out.push(Instruction::new(
-                    Op::Select,
+                    Op::Bitcast,
                     Some(ty),
                     Some(rid),
-                    vec![
-                        Operand::IdRef(is_zero),
-                        Operand::IdRef(fixed),
-                        Operand::IdRef(r),
-                    ],
+                    vec![Operand::IdRef(chosen)],
                 ));
             }
             b.instructions = out;
