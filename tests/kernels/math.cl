@@ -110,3 +110,11 @@ __kernel void pi_zeros(__global const float *in, __global float *out) {
     out[4 * i + 2] = tanpi(x);
     out[4 * i + 3] = tgamma(x);
 }
+
+// tgamma and erfc, which single precision computes in double where the
+// device has doubles.
+__kernel void gamma_erfc(__global const float *in, __global float *out) {
+    size_t i = get_global_id(0);
+    out[2 * i] = tgamma(in[i]);
+    out[2 * i + 1] = erfc(in[i]);
+}

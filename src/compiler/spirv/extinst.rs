@@ -113,13 +113,16 @@ fn relaxed(op: C) -> Option<Lowering> {
     })
 }
 
-pub fn run(ctx: &mut Ctx, fid: Word, options: Options) -> Result<(), String> {
+pub fn run(ctx: &mut Ctx, fid: Word, options: Options, float64: bool) -> Result<(), String> {
     // Half values live as their bits; cl_khr_fp16 arithmetic is done in
     // float.
     fp16::widen(ctx)?;
     half::retype_half(ctx);
     fp16::lower_conversions(ctx)?;
     pi_zero_signs(ctx);
+    if float64 {
+        in_double(ctx, &[C::tgamma, C::erfc]);
+    }
     let mut linker: Option<libclc::Linker> = None;
     let mut fusable: HashSet<Word> = HashSet::new();
     let mut rounds = 0;
@@ -143,12 +146,83 @@ pub fn run(ctx: &mut Ctx, fid: Word, options: Options) -> Result<(), String> {
     Ok(())
 }
 
+/// Single-precision `ops` computed in double and rounded once, on devices
+/// with doubles: libclc's float `tgamma` and `erfc` miss OpenCL's 16 ULP
+/// (CTS bruteforce: 17 ULP near -8 and infinities for tiny results of
+/// tgamma, 48 ULP for erfc near 8), its double ones are far within.
+fn in_double(ctx: &mut Ctx, ops: &[C]) {
+    let Some(ocl) = ctx.ext_import("OpenCL.std") else {
+        return;
+    };
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    for f in &mut functions {
+        for b in &mut f.blocks {
+            let mut out = Vec::with_capacity(b.instructions.len());
+            for mut i in std::mem::take(&mut b.instructions) {
+                let op = match (i.class.opcode, id_at(&i, 0), i.operands.get(1)) {
+                    (Op::ExtInst, Some(set), Some(Operand::LiteralExtInstInteger(n)))
+                        if set == ocl =>
+                    {
+                        C::from_u32(*n)
+                    }
+                    _ => None,
+                };
+                let (Some(op), Some(ty), Some(rid)) = (op, i.result_type, i.result_id) else {
+                    out.push(i);
+                    continue;
+                };
+                if !ops.contains(&op) || exact::width(ctx, ty) != Some(32) {
+                    out.push(i);
+                    continue;
+                }
+                let double = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(64)]);
+                let lanes = match ctx.global(ty) {
+                    Some(t) if t.class.opcode == Op::TypeVector => match t.operands.get(1) {
+                        Some(Operand::LiteralBit32(n)) => Some(*n),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let wide = match lanes {
+                    Some(n) => ctx.vector(double, n),
+                    None => double,
+                };
+                for o in i.operands.iter_mut().skip(2) {
+                    if let Operand::IdRef(x) = o {
+                        let w = ctx.fresh();
+                        out.push(Instruction::new(
+                            Op::FConvert,
+                            Some(wide),
+                            Some(w),
+                            vec![Operand::IdRef(*x)],
+                        ));
+                        *x = w;
+                    }
+                }
+                let r = ctx.fresh();
+                i.result_type = Some(wide);
+                i.result_id = Some(r);
+                out.push(i);
+                out.push(Instruction::new(
+                    Op::FConvert,
+                    Some(ty),
+                    Some(rid),
+                    vec![Operand::IdRef(r)],
+                ));
+            }
+            b.instructions = out;
+        }
+    }
+    ctx.module.functions = functions;
+}
+
 /// The signs of the zeros `sinpi`, `cospi` and `tanpi` give at whole and
 /// half numbers, and of `tgamma`'s infinities at zeros, which libclc gets
 /// wrong: `cospi(n + 0.5)` is +0, `sinpi(n)` has the sign of `n`, and
 /// `tanpi(n)` that of `n` for even `n` and of `-n` for odd `n` (zeros give
-/// themselves); `tgamma(±0)` is ±infinity. The built-in's result is fixed
-/// up there.
+/// themselves); `tgamma(±0)` is ±infinity, and far below zero (under
+/// -64, between poles) a zero of the sign tgamma has there. The built-in's
+/// result is fixed up there.
 fn pi_zero_signs(ctx: &mut Ctx) {
     let Some(ocl) = ctx.ext_import("OpenCL.std") else {
         return;
@@ -232,7 +306,29 @@ fn pi_zero_signs(ctx: &mut Ctx) {
                 let abs = e.op(Op::BitwiseAnd, it, &[zero_in, magnitude]);
                 let is_zero = e.op(Op::IEqual, bt, &[abs, izero]);
                 let rb = e.op(Op::Bitcast, it, &[r]);
-                let chosen = e.select(it, is_zero, fixed, rb);
+                let mut chosen = e.select(it, is_zero, fixed, rb);
+                if op == C::tgamma {
+                    // Far below zero, between the poles, the result is a
+                    // zero of the sign tgamma has there (negative after
+                    // odd floors), where libclc can give infinities.
+                    let fbits = |v: f64| {
+                        if bits == 64 {
+                            v.to_bits()
+                        } else {
+                            u64::from((v as f32).to_bits())
+                        }
+                    };
+                    let (limit, half) = (e.konst(ty, fbits(-64.0)), e.konst(ty, fbits(0.5)));
+                    let far = e.op(Op::FOrdLessThan, bt, &[x, limit]);
+                    let floor = e.glsl(G::Floor, ty, &[x]);
+                    let between = e.op(Op::FOrdNotEqual, bt, &[floor, x]);
+                    let far = e.op(Op::LogicalAnd, bt, &[far, between]);
+                    let halved = e.op(Op::FMul, ty, &[floor, half]);
+                    let whole = e.glsl(G::Floor, ty, &[halved]);
+                    let odd = e.op(Op::FOrdNotEqual, bt, &[halved, whole]);
+                    let tiny = e.select(it, odd, sign, izero);
+                    chosen = e.select(it, far, tiny, chosen);
+                }
                 out.push(Instruction::new(
                     Op::Bitcast,
                     Some(ty),

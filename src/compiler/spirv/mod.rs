@@ -137,7 +137,7 @@ fn rewrite_module(
     // Built-ins first: vloadn/vstoren become pointer arithmetic (lowered
     // by the addressing pass), and math on 8/16-component vectors is then
     // split by the vectors pass like any other operation.
-    extinst::run(&mut ctx, fid, options)?;
+    extinst::run(&mut ctx, fid, options, caps.float64)?;
     convert::run(&mut ctx)?;
     lap("built-ins");
     vectors::run(&mut ctx)?;
