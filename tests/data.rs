@@ -14,6 +14,7 @@ both_ways!(
     private_array_dynamic_index,
     contended_64bit_atomics,
     c11_atomics_with_order_and_scope,
+    flags_guard_critical_sections,
     async_work_group_copies,
     dimensions_out_of_range,
     local_struct_through_a_helper,
@@ -297,6 +298,41 @@ fn c11_atomics_with_order_and_scope(cl: &Cl) {
     assert_eq!(words, [n, n - 1, 2 * n, n, 42], "{}", cl.how);
     let sum = u64s(&cl.read(s.q, w, 0, 8))[0];
     assert_eq!(sum, u64::from(n) * u64::from(n - 1) / 2, "{}", cl.how);
+}
+
+fn flags_guard_critical_sections(cl: &Cl) {
+    let (groups, local) = (4usize, 64usize);
+    let n = groups * local;
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "flag_sections", "-cl-std=CL3.0");
+    let owner = s.zeroed(n * 4);
+    let left = s.zeroed(n * 4);
+    s.arg(k, 0, &owner);
+    s.arg(k, 1, &left);
+    let r = unsafe { cl.clSetKernelArg.unwrap()(k, 2, local * 4, std::ptr::null()) };
+    assert_eq!(r, CL_SUCCESS);
+    s.run(k, &[n], Some(&[local]), None);
+    let owners = s.words(owner, n);
+    let left_set = s.words(left, n);
+    // Each work-item owns exactly one section of its group.
+    let mut seen = vec![false; n];
+    for (at, &o) in owners.iter().enumerate() {
+        assert!(
+            o >= 1 && (o as usize - 1) / local == at / local,
+            "{}: section {at} owner {o}",
+            cl.how
+        );
+        assert!(
+            !std::mem::replace(&mut seen[o as usize - 1], true),
+            "{}: {o} owns two",
+            cl.how
+        );
+    }
+    assert!(
+        left_set.iter().all(|&f| f == 0),
+        "{}: flags left set: {left_set:?}",
+        cl.how
+    );
 }
 
 fn async_work_group_copies(cl: &Cl) {

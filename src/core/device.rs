@@ -383,6 +383,11 @@ impl Device {
     /// error of up to 1/255 where OpenCL allows far less, so kernels
     /// filter such images themselves.
     pub fn filters_8_bit_coarsely(&self) -> bool {
+        self.is_llvmpipe()
+    }
+
+    /// Mesa's lavapipe (llvmpipe), which runs kernels on the host's CPU.
+    pub fn is_llvmpipe(&self) -> bool {
         self.info.props12.driver_id == ash::vk::DriverId::MESA_LLVMPIPE
     }
 

@@ -132,6 +132,7 @@ pub fn device_caps(d: &Device) -> DeviceCaps {
         max_work_group_size: d.max_work_group_size() as u32,
         max_push_constants: i.props.limits.max_push_constants_size,
         denorm_preserve_f32: d.preserves_denormals(),
+        fences_halt: d.is_llvmpipe(),
     }
 }
 

@@ -184,3 +184,36 @@ __kernel void local_struct(__global uint *out) {
     fill(&s);
     out[get_global_id(0)] = (uint)s.sizes[0] * 10 + s.dims;
 }
+
+#if __OPENCL_C_VERSION__ >= 200
+// Each work-item claims the first free critical section, guarded by an
+// atomic_flag, with fences inside the divergent code (as the CTS's
+// atomic_flag test does); every section ends with one owner and its flag
+// clear.
+__kernel void flag_sections(__global int *owner, __global int *left_set, volatile __local atomic_flag *flags) {
+    uint n = get_local_size(0);
+    if (get_local_id(0) == 0)
+        for (uint i = 0; i < n; i++)
+            atomic_flag_clear_explicit(&flags[i], memory_order_relaxed, memory_scope_work_group);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint stop = 0;
+    for (uint c = 0; !stop && c < n; c++) {
+        bool set = atomic_flag_test_and_set_explicit(&flags[c], memory_order_relaxed, memory_scope_work_group);
+        atomic_work_item_fence(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE, memory_order_acquire, memory_scope_work_group);
+        if (!set) {
+            uint at = get_group_id(0) * n + c;
+            if (owner[at] == 0) {
+                owner[at] = get_global_id(0) + 1;
+                stop = 1;
+            }
+            atomic_work_item_fence(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE, memory_order_release, memory_scope_work_group);
+            atomic_flag_clear_explicit(&flags[c], memory_order_relaxed, memory_scope_work_group);
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0)
+        for (uint i = 0; i < n; i++)
+            left_set[get_group_id(0) * n + i] =
+                atomic_flag_test_and_set_explicit(&flags[i], memory_order_relaxed, memory_scope_work_group);
+}
+#endif

@@ -42,6 +42,13 @@ pub struct DeviceCaps {
     /// denormals are kept (the DenormPreserve execution mode), which
     /// CL_DEVICE_SINGLE_FP_CONFIG then reports as CL_FP_DENORM.
     pub denorm_preserve_f32: bool,
+    /// The driver makes a memory barrier (`OpMemoryBarrier`) a control
+    /// barrier: Mesa 22.3's llvmpipe, whose work-items of a work-group are
+    /// coroutines that then stop where the others never arrive (a fence in
+    /// divergent code loses work). Its atomics are sequentially consistent
+    /// and its memory the host's, so kernels there need no fences at all:
+    /// they are dropped.
+    pub fences_halt: bool,
 }
 
 /// The GroupNonUniform* capabilities of the sub-group built-ins and
@@ -156,6 +163,14 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
     // carries the size the pipeline specializes.
     workgroup_size(ctx);
     strip_decorations(ctx)?;
+    if caps.fences_halt {
+        for f in &mut ctx.module.functions {
+            for b in &mut f.blocks {
+                b.instructions
+                    .retain(|i| i.class.opcode != Op::MemoryBarrier);
+            }
+        }
+    }
     // Capabilities from the types in use.
     let mut need: Vec<Capability> = vec![
         Capability::Shader,
