@@ -1,8 +1,8 @@
-//! Half precision (`cl_khr_fp16`), which vkcl offers only when asked
-//! (`VKCL_FP16=1`, set for this test crate): arithmetic correctly rounded
-//! (computed in float and rounded once), conversions with every rounding
-//! mode, math built-ins within the OpenCL C specification's limits for
-//! half, vectors, out-parameters, and `read_imageh`/`write_imageh`.
+//! Half precision (`cl_khr_fp16`, computed in float): arithmetic correctly
+//! rounded, fma exactly, conversions with every rounding mode, math
+//! built-ins within the OpenCL C specification's limits for half, vectors,
+//! out-parameters, the edges where half differs from float, and
+//! `read_imageh`/`write_imageh`.
 
 mod common;
 

@@ -234,12 +234,10 @@ impl Device {
 
     /// Half precision (`cl_khr_fp16`): values kept as their 16 bits
     /// (16-bit storage and integers), arithmetic computed in float by the
-    /// rewriter. Offered only with `VKCL_FP16=1` while its built-ins are
-    /// being checked against the specification's limits.
+    /// rewriter, so Vulkan's shaderFloat16 is not needed.
     pub fn has_fp16(&self) -> bool {
         self.info.features.shader_int16 != 0
             && self.info.features11.storage_buffer16_bit_access != 0
-            && std::env::var("VKCL_FP16").is_ok_and(|v| v == "1")
     }
 
     /// Double precision (`cl_khr_fp64`, `__opencl_c_fp64`): Vulkan's

@@ -252,10 +252,10 @@ pub const FEATURES: &[Feature] = &[
         present: |d| d.features11.storage_buffer16_bit_access != 0 && d.features.shader_int16 != 0,
     },
     Feature {
-        vulkan: "shaderFloat16",
+        vulkan: "shaderInt16 + storageBuffer16BitAccess (half computed in float)",
         opencl: "cl_khr_fp16",
         required: false,
-        present: |d| d.features12.shader_float16 != 0,
+        present: |d| d.features.shader_int16 != 0 && d.features11.storage_buffer16_bit_access != 0,
     },
     Feature {
         vulkan: "shaderFloat64",

@@ -211,10 +211,6 @@ pub fn environment() -> &'static PathBuf {
             if env!("CARGO_CRATE_NAME") == "fp64" {
                 std::env::set_var("VKCL_FP64", "1");
             }
-            // So is half precision.
-            if env!("CARGO_CRATE_NAME") == "fp16" {
-                std::env::set_var("VKCL_FP16", "1");
-            }
         }
         dir
     })
