@@ -29,7 +29,7 @@ __kernel void conversions(__global const float *f, __global const int *n, __glob
     rounded[6 * i + 5] = convert_half_rtz(n[i]);
     ints[2 * i] = convert_int_sat(h[i]);
     ints[2 * i + 1] = convert_int_sat_rtp(h[i]);
-    widened[i] = h[i];
+    widened[i] = convert_float_rtz(h[i]);
 }
 
 __kernel void math(__global const half *a, __global const half *b, __global half *out) {

@@ -617,9 +617,8 @@ pub fn lower_conversions(ctx: &mut Ctx) -> Result<(), String> {
                     };
                     parts.push(y);
                 }
-                if sc != short {
-                    narrowed.push(rid);
-                }
+                // Widening is exact: its rounding mode, if any, goes too.
+                narrowed.push(rid);
                 let op = if n.is_some() {
                     Op::CompositeConstruct
                 } else {
@@ -636,10 +635,15 @@ pub fn lower_conversions(ctx: &mut Ctx) -> Result<(), String> {
         }
     }
     ctx.module.functions = functions;
-    // The rounding modes are applied.
+    // The rounding modes are applied (and saturation means nothing
+    // between floating-point types).
     ctx.module.annotations.retain(|a| {
-        !(a.operands.get(1) == Some(&Operand::Decoration(Decoration::FPRoundingMode))
-            && matches!(a.operands.first(), Some(Operand::IdRef(t)) if narrowed.contains(t)))
+        !(matches!(
+            a.operands.get(1),
+            Some(Operand::Decoration(
+                Decoration::FPRoundingMode | Decoration::SaturatedConversion
+            ))
+        ) && matches!(a.operands.first(), Some(Operand::IdRef(t)) if narrowed.contains(t)))
     });
     Ok(())
 }
