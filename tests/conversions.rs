@@ -6,7 +6,12 @@ mod common;
 
 use common::*;
 
-both_ways!(float_to_integer, integer_to_integer, integer_to_float);
+both_ways!(
+    float_to_integer,
+    integer_to_integer,
+    integer_to_float,
+    long_to_float_in_each_mode
+);
 
 const SOURCE: &str = include_str!("kernels/conversions.cl");
 
@@ -199,6 +204,74 @@ fn integer_to_float(cl: &Cl) {
             round_to_f32(u, 1),
             round_to_f32(u, -1),
             round_to_f32(u, 2),
+        ];
+        for (k, w) in want.iter().enumerate() {
+            assert_eq!(
+                f32::from_bits(got[k * n + i]),
+                *w,
+                "{}: result {k} of {v}",
+                cl.how
+            );
+        }
+    }
+}
+
+/// 64-bit integers to float toward zero and either infinity: the nearest
+/// float stepped toward the direction where it lies on the other side,
+/// compared exactly.
+fn long_to_float_in_each_mode(cl: &Cl) {
+    let mut x: Vec<i64> = vec![
+        0,
+        1,
+        -1,
+        (1 << 24) + 1,
+        -(1 << 24) - 1,
+        i64::MAX,
+        i64::MIN,
+        i64::MAX - 1000,
+        i64::MIN + 1000,
+        -2,
+        (1 << 40) + 3,
+        -(1 << 53) - 7,
+    ];
+    x.extend(pseudo_random(120, 9).map(|r| ((r as i64) << 32) ^ (r as i64 * 7919)));
+    let n = x.len();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "long_to_float", "");
+    let a = s.buffer_from(&bytes_of(&x));
+    let o = s.zeroed(n * 6 * 4);
+    s.arg(k, 0, &a);
+    s.arg(k, 1, &o);
+    s.run(k, &[n], None, None);
+    let got = s.words(o, n * 6);
+    // dir: 0 toward zero, 1 up, -1 down.
+    let round = |v: i128, nearest: f32, dir: i32| -> f32 {
+        let exact = |f: f32| f as f64 as i128;
+        let step = |r: f32, up: bool| {
+            let b = r.to_bits();
+            f32::from_bits(if (r > 0.0) == up || r == 0.0 && up {
+                b + 1
+            } else {
+                b - 1
+            })
+        };
+        let r = nearest;
+        match dir {
+            0 if exact(r).abs() > v.abs() => step(r, r < 0.0),
+            1 if exact(r) < v => step(r, true),
+            -1 if exact(r) > v => step(r, false),
+            _ => r,
+        }
+    };
+    for (i, &v) in x.iter().enumerate() {
+        let u = v as u64;
+        let want = [
+            round(v as i128, v as f32, 0),
+            round(v as i128, v as f32, 1),
+            round(v as i128, v as f32, -1),
+            round(u as i128, u as f32, 0),
+            round(u as i128, u as f32, 1),
+            round(u as i128, u as f32, -1),
         ];
         for (k, w) in want.iter().enumerate() {
             assert_eq!(

@@ -48,3 +48,15 @@ __kernel void int_to_float(__global const int *a, __global float *o) {
     OUT(6, convert_float_rtn(u));
     OUT(7, convert_float(u));
 }
+
+__kernel void long_to_float(__global const long *a, __global float *o) {
+    size_t i = get_global_id(0), n = get_global_size(0);
+    long x = a[i];
+    ulong u = as_ulong(x);
+    OUT(0, convert_float_rtz(x));
+    OUT(1, convert_float_rtp(x));
+    OUT(2, convert_float_rtn(x));
+    OUT(3, convert_float_rtz(u));
+    OUT(4, convert_float_rtp(u));
+    OUT(5, convert_float_rtn(u));
+}

@@ -330,12 +330,43 @@ fn round_int_to_float(
     signed: bool,
     mode: FPRoundingMode,
 ) -> Result<Word, String> {
-    if width(e.ctx, sty).unwrap_or(32) > 32 {
-        return Err(format!(
-            "conversion of 64-bit integers to floats with rounding mode {mode:?} is not supported yet"
-        ));
-    }
     let fw = width(e.ctx, rty).unwrap_or(32);
+    if width(e.ctx, sty).unwrap_or(32) > 32 {
+        // 64-bit integers: the rounded value back as a 64-bit integer of
+        // the same signedness, unless it rounded up to the first value
+        // beyond the type (2^63 or 2^64, exact in floats), which lies above.
+        let it = e.int_like(rty, fw);
+        let bt = e.bool_like(rty);
+        let limit = if signed { 2f64.powi(63) } else { 2f64.powi(64) };
+        let limit_bits = if fw == 64 {
+            limit.to_bits()
+        } else {
+            u64::from((limit as f32).to_bits())
+        };
+        let (limit, fzero) = (e.konst(rty, limit_bits), e.konst(rty, 0));
+        let over = e.op(Op::FOrdGreaterThanEqual, bt, &[r, limit]);
+        let safe = e.select(rty, over, fzero, r);
+        let to_int = if signed {
+            Op::ConvertFToS
+        } else {
+            Op::ConvertFToU
+        };
+        let back = e.op(to_int, sty, &[safe]);
+        let (gt, lt) = if signed {
+            (Op::SGreaterThan, Op::SLessThan)
+        } else {
+            (Op::UGreaterThan, Op::ULessThan)
+        };
+        let sbt = e.bool_like(sty);
+        let above = e.op(gt, sbt, &[back, x]);
+        let above = e.op(Op::LogicalOr, bt, &[over, above]);
+        let below = e.op(lt, sbt, &[back, x]);
+        let in_range = e.op(Op::LogicalNot, bt, &[over]);
+        let below = e.op(Op::LogicalAnd, bt, &[in_range, below]);
+        let bits = e.op(Op::Bitcast, it, &[r]);
+        let chosen = step_for_mode(e, bits, it, bt, mode, above, below);
+        return Ok(e.op(Op::Bitcast, rty, &[chosen]));
+    }
     let i64t = e.int_like(sty, 64);
     let it = e.int_like(rty, fw);
     let bt = e.bool_like(rty);
