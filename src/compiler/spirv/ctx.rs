@@ -312,6 +312,21 @@ impl Ctx {
         })
     }
 
+    /// The type of every value: the module's globals and the functions'
+    /// parameters and results.
+    pub fn value_types(&self) -> std::collections::HashMap<Word, Word> {
+        let globals = self.module.types_global_values.iter();
+        let code = self.module.functions.iter().flat_map(|f| {
+            f.parameters
+                .iter()
+                .chain(f.blocks.iter().flat_map(|b| &b.instructions))
+        });
+        globals
+            .chain(code)
+            .filter_map(|i| Some((i.result_id?, i.result_type?)))
+            .collect()
+    }
+
     /// Storage class and pointee of a pointer type.
     pub fn pointer_parts(&self, ty: Word) -> Option<(StorageClass, Word)> {
         let t = self.global(ty)?;

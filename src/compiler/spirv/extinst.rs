@@ -146,6 +146,17 @@ pub fn run(ctx: &mut Ctx, fid: Word, options: Options, float64: bool) -> Result<
     Ok(())
 }
 
+/// The `OpenCL.std` instruction `i` is, where it is one (`ocl` being the
+/// set's import).
+pub(crate) fn opencl_op(i: &Instruction, ocl: Word) -> Option<C> {
+    match (i.class.opcode, id_at(i, 0), i.operands.get(1)) {
+        (Op::ExtInst, Some(set), Some(Operand::LiteralExtInstInteger(n))) if set == ocl => {
+            C::from_u32(*n)
+        }
+        _ => None,
+    }
+}
+
 /// Single-precision `ops` computed in double and rounded once, on devices
 /// with doubles: libclc's float `tgamma` and `erfc` miss OpenCL's 16 ULP
 /// (CTS bruteforce: 17 ULP near -8 and infinities for tiny results of
@@ -159,14 +170,7 @@ fn in_double(ctx: &mut Ctx, ops: &[C]) {
         for b in &mut f.blocks {
             let mut out = Vec::with_capacity(b.instructions.len());
             for mut i in std::mem::take(&mut b.instructions) {
-                let op = match (i.class.opcode, id_at(&i, 0), i.operands.get(1)) {
-                    (Op::ExtInst, Some(set), Some(Operand::LiteralExtInstInteger(n)))
-                        if set == ocl =>
-                    {
-                        C::from_u32(*n)
-                    }
-                    _ => None,
-                };
+                let op = opencl_op(&i, ocl);
                 let (Some(op), Some(ty), Some(rid)) = (op, i.result_type, i.result_id) else {
                     out.push(i);
                     continue;
@@ -232,14 +236,7 @@ fn pi_zero_signs(ctx: &mut Ctx) {
         for b in &mut f.blocks {
             let mut out = Vec::with_capacity(b.instructions.len());
             for mut i in std::mem::take(&mut b.instructions) {
-                let op = match (i.class.opcode, id_at(&i, 0), i.operands.get(1)) {
-                    (Op::ExtInst, Some(set), Some(Operand::LiteralExtInstInteger(n)))
-                        if set == ocl =>
-                    {
-                        C::from_u32(*n)
-                    }
-                    _ => None,
-                };
+                let op = opencl_op(&i, ocl);
                 let (
                     Some(op @ (C::sinpi | C::cospi | C::tanpi | C::tgamma)),
                     Some(ty),

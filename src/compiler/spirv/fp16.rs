@@ -31,7 +31,7 @@ use rspirv::spirv::{Decoration, FPRoundingMode, Op, OpenclStd100Op as C, Storage
 
 use crate::compiler::spirv::ctx::{Ctx, id_at};
 use crate::compiler::spirv::exact::Emit;
-use crate::compiler::spirv::half;
+use crate::compiler::spirv::{extinst, half};
 
 /// The module's 16-bit float type, if it has one.
 fn half_type(ctx: &Ctx) -> Option<Word> {
@@ -147,23 +147,7 @@ pub fn widen(ctx: &mut Ctx) -> Result<(), String> {
     };
     let float = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]);
     let ocl = ctx.ext_import("OpenCL.std");
-    let mut types: HashMap<Word, Word> = ctx
-        .module
-        .types_global_values
-        .iter()
-        .filter_map(|i| Some((i.result_id?, i.result_type?)))
-        .collect();
-    for f in &ctx.module.functions {
-        for i in f
-            .parameters
-            .iter()
-            .chain(f.blocks.iter().flat_map(|b| &b.instructions))
-        {
-            if let (Some(r), Some(t)) = (i.result_id, i.result_type) {
-                types.insert(r, t);
-            }
-        }
-    }
+    let types = ctx.value_types();
     let is_half = |ctx: &Ctx, ty: Word| shape(ctx, ty).0 == half_t;
     // Pointers to `half` values, by pointer type: (storage class, pointee).
     let half_pointee = |ctx: &Ctx, ty: Word| {
@@ -178,14 +162,7 @@ pub fn widen(ctx: &mut Ctx) -> Result<(), String> {
         for b in &mut f.blocks {
             let mut out = Vec::with_capacity(b.instructions.len());
             for i in std::mem::take(&mut b.instructions) {
-                let ext = match (i.class.opcode, id_at(&i, 0), i.operands.get(1)) {
-                    (Op::ExtInst, Some(set), Some(Operand::LiteralExtInstInteger(n)))
-                        if Some(set) == ocl =>
-                    {
-                        Some(C::from_u32(*n).ok_or("unknown OpenCL.std instruction")?)
-                    }
-                    _ => None,
-                };
+                let ext = ocl.and_then(|set| extinst::opencl_op(&i, set));
                 let candidate = match ext {
                     Some(op) => !moves_bits(op),
                     None => computes(i.class.opcode),
@@ -512,23 +489,7 @@ pub fn lower_conversions(ctx: &mut Ctx) -> Result<(), String> {
         return Ok(());
     };
     let float = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]);
-    let mut types: HashMap<Word, Word> = ctx
-        .module
-        .types_global_values
-        .iter()
-        .filter_map(|i| Some((i.result_id?, i.result_type?)))
-        .collect();
-    for f in &ctx.module.functions {
-        for i in f
-            .parameters
-            .iter()
-            .chain(f.blocks.iter().flat_map(|b| &b.instructions))
-        {
-            if let (Some(r), Some(t)) = (i.result_id, i.result_type) {
-                types.insert(r, t);
-            }
-        }
-    }
+    let types = ctx.value_types();
     // Rounding modes of conversions, by result id.
     let modes: HashMap<Word, FPRoundingMode> = ctx
         .module

@@ -501,6 +501,17 @@ fn non_uniform(o: Op) -> Option<Op> {
     })
 }
 
+/// The value of a cluster size operand: a constant power of two.
+fn cluster_size(ctx: &Ctx, cluster: Word) -> Result<u32, String> {
+    ctx.global(cluster)
+        .and_then(|c| match c.operands.first() {
+            Some(Operand::LiteralBit32(v)) => Some(*v),
+            _ => None,
+        })
+        .filter(|v| v.is_power_of_two())
+        .ok_or_else(|| "a cluster size that is not a constant power of two".into())
+}
+
 /// `sub_group_rotate` and `sub_group_clustered_rotate`
 /// (OpGroupNonUniformRotateKHR) become shuffles: from lane (id + delta)
 /// modulo the maximum sub-group size, or within the cluster (whose size
@@ -547,14 +558,7 @@ fn lower_rotates(ctx: &mut Ctx, shuffles: bool) -> Result<(), String> {
                         op(ctx, &mut out, Op::UMod, u32t, &[to, max])
                     }
                     Some(cluster) => {
-                        let size = ctx
-                            .global(cluster)
-                            .and_then(|c| match c.operands.first() {
-                                Some(Operand::LiteralBit32(v)) => Some(*v),
-                                _ => None,
-                            })
-                            .filter(|v| v.is_power_of_two())
-                            .ok_or("a cluster size that is not a constant power of two")?;
+                        let size = cluster_size(ctx, cluster)?;
                         let low = ctx.const_u32(size - 1);
                         let high = ctx.const_u32(!(size - 1));
                         let base = op(ctx, &mut out, Op::BitwiseAnd, u32t, &[lane, high]);
@@ -683,14 +687,7 @@ fn lower_clustered(ctx: &mut Ctx) -> Result<(), String> {
                     (Some(s), Some(v), Some(c), Some(t)) => (s.clone(), v, c, t),
                     _ => return Err("malformed clustered reduction".into()),
                 };
-                let size = ctx
-                    .global(cluster)
-                    .and_then(|c| match c.operands.first() {
-                        Some(Operand::LiteralBit32(v)) => Some(*v),
-                        _ => None,
-                    })
-                    .filter(|v| v.is_power_of_two())
-                    .ok_or("a cluster size that is not a constant power of two")?;
+                let size = cluster_size(ctx, cluster)?;
                 let group =
                     |ctx: &mut Ctx, out: &mut Vec<Instruction>, o: Op, ty, args: &[Word]| {
                         let r = ctx.fresh();

@@ -38,11 +38,12 @@ use opencl_sys::{
 };
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{
-    AccessQualifier, Capability, Decoration, Dim, ImageFormat, ImageOperands, Op,
-    SamplerAddressingMode, SamplerFilterMode, StorageClass, Word,
+    AccessQualifier, Capability, Decoration, Dim, GlslStd450Op as G, ImageFormat, ImageOperands,
+    Op, SamplerAddressingMode, SamplerFilterMode, StorageClass, Word,
 };
 
 use crate::compiler::spirv::ctx::{Ctx, id_at, ids_used};
+use crate::compiler::spirv::exact::Emit;
 use crate::compiler::spirv::interface::Block;
 
 /// Set in an image's channel order word when the order has no alpha
@@ -1158,6 +1159,17 @@ fn swap_red_blue(
     )
 }
 
+/// Component `k` of vector `v`.
+fn component(ctx: &mut Ctx, out: &mut Vec<Instruction>, ty: Word, v: Word, k: u32) -> Word {
+    emit(
+        ctx,
+        out,
+        Op::CompositeExtract,
+        ty,
+        vec![Operand::IdRef(v), Operand::LiteralBit32(k)],
+    )
+}
+
 /// The colour of a packed 16-bit texel read through its one-channel
 /// 16-bit normalized view (`raw.x` is the bits over 65535): the bits
 /// recovered, each channel converted as OpenCL converts normalized
@@ -1166,72 +1178,30 @@ fn unpack_texel(ctx: &mut Ctx, out: &mut Vec<Instruction>, bits: [u32; 3], raw: 
     let u32t = ctx.uint(32);
     let f32t = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]);
     let v4 = ctx.vector(f32t, 4);
-    let glsl = ctx.ext_import_or_add("GLSL.std.450");
-    let x = emit(
-        ctx,
-        out,
-        Op::CompositeExtract,
-        f32t,
-        vec![Operand::IdRef(raw), Operand::LiteralBit32(0)],
-    );
+    let x = component(ctx, out, f32t, raw, 0);
     let scale = float_const(ctx, 65535.0);
-    let scaled = emit(
+    let one = float_const(ctx, 1.0);
+    let mut e = Emit {
         ctx,
         out,
-        Op::FMul,
-        f32t,
-        vec![Operand::IdRef(x), Operand::IdRef(scale)],
-    );
-    let rounded = emit(
-        ctx,
-        out,
-        Op::ExtInst,
-        f32t,
-        vec![
-            Operand::IdRef(glsl),
-            Operand::LiteralExtInstInteger(2), // RoundEven
-            Operand::IdRef(scaled),
-        ],
-    );
-    let word = emit(
-        ctx,
-        out,
-        Op::ConvertFToU,
-        u32t,
-        vec![Operand::IdRef(rounded)],
-    );
+        glsl: &mut None,
+    };
+    let scaled = e.op(Op::FMul, f32t, &[x, scale]);
+    let rounded = e.glsl(G::RoundEven, f32t, &[scaled]);
+    let word = e.op(Op::ConvertFToU, u32t, &[rounded]);
     let mut channels = Vec::new();
     let mut shift = bits[1] + bits[2];
     for (c, b) in bits.into_iter().enumerate() {
-        let amount = ctx.const_u32(shift);
-        let moved = emit(
-            ctx,
-            out,
-            Op::ShiftRightLogical,
-            u32t,
-            vec![Operand::IdRef(word), Operand::IdRef(amount)],
-        );
-        let mask = ctx.const_u32((1 << b) - 1);
-        let v = emit(
-            ctx,
-            out,
-            Op::BitwiseAnd,
-            u32t,
-            vec![Operand::IdRef(moved), Operand::IdRef(mask)],
-        );
-        let f = emit(ctx, out, Op::ConvertUToF, f32t, vec![Operand::IdRef(v)]);
-        let max = float_const(ctx, ((1u32 << b) - 1) as f32);
-        channels.push(Operand::IdRef(emit(
-            ctx,
-            out,
-            Op::FDiv,
-            f32t,
-            vec![Operand::IdRef(f), Operand::IdRef(max)],
-        )));
+        let (amount, mask) = (e.konst(u32t, shift.into()), e.konst(u32t, (1 << b) - 1));
+        let moved = e.op(Op::ShiftRightLogical, u32t, &[word, amount]);
+        let v = e.op(Op::BitwiseAnd, u32t, &[moved, mask]);
+        let f = e.op(Op::ConvertUToF, f32t, &[v]);
+        let max = float_const(e.ctx, ((1u32 << b) - 1) as f32);
+        channels.push(e.op(Op::FDiv, f32t, &[f, max]));
         shift -= bits.get(c + 1).copied().unwrap_or(0);
     }
-    channels.push(Operand::IdRef(float_const(ctx, 1.0)));
-    emit(ctx, out, Op::CompositeConstruct, v4, channels)
+    channels.push(one);
+    e.op(Op::CompositeConstruct, v4, &channels)
 }
 
 /// The inverse of [`unpack_texel`]: a colour packed into the bits of a
@@ -1242,93 +1212,31 @@ fn pack_texel(ctx: &mut Ctx, out: &mut Vec<Instruction>, bits: [u32; 3], texel: 
     let u32t = ctx.uint(32);
     let f32t = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]);
     let v4 = ctx.vector(f32t, 4);
-    let glsl = ctx.ext_import_or_add("GLSL.std.450");
     let (fzero, fone) = (float_const(ctx, 0.0), float_const(ctx, 1.0));
-    let mut word = ctx.const_u32(0);
-    for (c, b) in bits.into_iter().enumerate() {
-        let x = emit(
-            ctx,
-            out,
-            Op::CompositeExtract,
-            f32t,
-            vec![Operand::IdRef(texel), Operand::LiteralBit32(c as u32)],
-        );
-        let clamped = emit(
-            ctx,
-            out,
-            Op::ExtInst,
-            f32t,
-            vec![
-                Operand::IdRef(glsl),
-                Operand::LiteralExtInstInteger(81), // NClamp: NaN gives 0
-                Operand::IdRef(x),
-                Operand::IdRef(fzero),
-                Operand::IdRef(fone),
-            ],
-        );
-        let max = float_const(ctx, ((1u32 << b) - 1) as f32);
-        let scaled = emit(
-            ctx,
-            out,
-            Op::FMul,
-            f32t,
-            vec![Operand::IdRef(clamped), Operand::IdRef(max)],
-        );
-        let rounded = emit(
-            ctx,
-            out,
-            Op::ExtInst,
-            f32t,
-            vec![
-                Operand::IdRef(glsl),
-                Operand::LiteralExtInstInteger(2), // RoundEven
-                Operand::IdRef(scaled),
-            ],
-        );
-        let v = emit(
-            ctx,
-            out,
-            Op::ConvertFToU,
-            u32t,
-            vec![Operand::IdRef(rounded)],
-        );
-        let amount = ctx.const_u32(b);
-        let moved = emit(
-            ctx,
-            out,
-            Op::ShiftLeftLogical,
-            u32t,
-            vec![Operand::IdRef(word), Operand::IdRef(amount)],
-        );
-        word = emit(
-            ctx,
-            out,
-            Op::BitwiseOr,
-            u32t,
-            vec![Operand::IdRef(moved), Operand::IdRef(v)],
-        );
-    }
-    let f = emit(ctx, out, Op::ConvertUToF, f32t, vec![Operand::IdRef(word)]);
     let scale = float_const(ctx, 65535.0);
-    let x = emit(
+    let parts: Vec<Word> = (0..3)
+        .map(|c| component(ctx, out, f32t, texel, c))
+        .collect();
+    let mut e = Emit {
         ctx,
         out,
-        Op::FDiv,
-        f32t,
-        vec![Operand::IdRef(f), Operand::IdRef(scale)],
-    );
-    emit(
-        ctx,
-        out,
-        Op::CompositeConstruct,
-        v4,
-        vec![
-            Operand::IdRef(x),
-            Operand::IdRef(fzero),
-            Operand::IdRef(fzero),
-            Operand::IdRef(fone),
-        ],
-    )
+        glsl: &mut None,
+    };
+    let mut word = e.konst(u32t, 0);
+    for (x, b) in parts.into_iter().zip(bits) {
+        // NClamp: a NaN gives 0.
+        let clamped = e.glsl(G::NClamp, f32t, &[x, fzero, fone]);
+        let max = float_const(e.ctx, ((1u32 << b) - 1) as f32);
+        let scaled = e.op(Op::FMul, f32t, &[clamped, max]);
+        let rounded = e.glsl(G::RoundEven, f32t, &[scaled]);
+        let v = e.op(Op::ConvertFToU, u32t, &[rounded]);
+        let amount = e.konst(u32t, b.into());
+        let moved = e.op(Op::ShiftLeftLogical, u32t, &[word, amount]);
+        word = e.op(Op::BitwiseOr, u32t, &[moved, v]);
+    }
+    let f = e.op(Op::ConvertUToF, f32t, &[word]);
+    let x = e.op(Op::FDiv, f32t, &[f, scale]);
+    e.op(Op::CompositeConstruct, v4, &[x, fzero, fzero, fone])
 }
 
 /// The specialization constant with SpecId `spec` (an image's or a

@@ -134,23 +134,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     }
     ctx.sort_globals();
     // Value types, to know which operands are wide.
-    let mut types: HashMap<Word, Word> = ctx
-        .module
-        .types_global_values
-        .iter()
-        .filter_map(|i| Some((i.result_id?, i.result_type?)))
-        .collect();
-    for f in &ctx.module.functions {
-        for i in f
-            .parameters
-            .iter()
-            .chain(f.blocks.iter().flat_map(|b| &b.instructions))
-        {
-            if let (Some(r), Some(t)) = (i.result_id, i.result_type) {
-                types.insert(r, t);
-            }
-        }
-    }
+    let mut types = ctx.value_types();
     // Operations that must round on their own; so must their components.
     let exact: std::collections::HashSet<Word> = ctx
         .module
