@@ -24,22 +24,9 @@ both_ways!(
 
 const SOURCE: &str = include_str!("kernels/fp16.cl");
 
-/// The value of half bits.
-fn value(h: u16) -> f64 {
-    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = (h >> 10) & 0x1F;
-    let mant = (h & 0x3FF) as f64;
-    sign * match exp {
-        0 => mant * 2f64.powi(-24),
-        31 if mant == 0.0 => f64::INFINITY,
-        31 => f64::NAN,
-        e => (1024.0 + mant) * 2f64.powi(e as i32 - 25),
-    }
-}
-
 /// Every finite non-negative half, as (value, bits), ascending.
 fn finite_halves() -> Vec<(f64, u16)> {
-    (0u16..0x7C00).map(|h| (value(h), h)).collect()
+    (0u16..0x7C00).map(|h| (half_value(h), h)).collect()
 }
 
 /// `x` rounded to half bits: nearest (ties to even), toward zero, toward
@@ -85,12 +72,6 @@ fn round(x: f64, mode: u32, table: &[(f64, u16)]) -> u16 {
 fn has_fp16(cl: &Cl) -> bool {
     let ext = c_string(&cl.device_bytes(cl.device(), CL_DEVICE_EXTENSIONS).unwrap());
     ext.split(' ').any(|e| e == "cl_khr_fp16")
-}
-
-fn u16s(b: &[u8]) -> Vec<u16> {
-    b.chunks_exact(2)
-        .map(|c| u16::from_le_bytes(c.try_into().unwrap()))
-        .collect()
 }
 
 /// Half bits spread over the finite range, with the special values.
@@ -150,7 +131,7 @@ fn run(cl: &Cl, name: &str, inputs: &[Vec<u8>], outputs: &[usize], n: usize) -> 
 }
 
 fn same(got: u16, want: u16) -> bool {
-    got == want || (value(got).is_nan() && value(want).is_nan())
+    got == want || (half_value(got).is_nan() && half_value(want).is_nan())
 }
 
 fn arithmetic_is_correctly_rounded(cl: &Cl) {
@@ -162,7 +143,7 @@ fn arithmetic_is_correctly_rounded(cl: &Cl) {
     let got = u16s(&out[0]);
     let mut wrong = Vec::new();
     for i in 0..n {
-        let (x, y) = (value(a[i]), value(b[i]));
+        let (x, y) = (half_value(a[i]), half_value(b[i]));
         // f64 holds every sum, difference and product of halves exactly;
         // a quotient or root rounded to f64 and then to half is the
         // correctly rounded half.
@@ -190,7 +171,7 @@ fn arithmetic_is_correctly_rounded(cl: &Cl) {
 /// fma's exact result, `a * b + c` in units of 2^-48 (every half is a
 /// whole number of 2^-24), rounded to the nearest half, ties to even.
 fn exact_fma(a: u16, b: u16, c: u16, table: &[(f64, u16)]) -> u16 {
-    let units = |h: u16| (value(h) * 2f64.powi(24)) as i128;
+    let units = |h: u16| (half_value(h) * 2f64.powi(24)) as i128;
     let n = units(a) * units(b) + units(c) * (1 << 24);
     if n == 0 {
         // The sign of an exact zero: tested loosely (see the caller).
@@ -221,7 +202,7 @@ fn fma_is_correctly_rounded(cl: &Cl) {
     let b = finite(sample_halves(n, 42));
     let c: Vec<u16> = (0..n)
         .map(|i| {
-            let p = value(a[i]) * value(b[i]);
+            let p = half_value(a[i]) * half_value(b[i]);
             if i % 3 == 0 {
                 round(-p, 1, &table)
             } else {
@@ -330,7 +311,7 @@ fn conversions_round_in_each_mode(cl: &Cl) {
                 ));
             }
         }
-        let h = value(halves[i]);
+        let h = half_value(halves[i]);
         let sat = |v: f64| {
             if v.is_nan() {
                 0
@@ -379,7 +360,7 @@ fn math_within_limits(cl: &Cl) {
     let limits = [2.0, 3.0, 3.0, 4.0, 6.0, 0.0, 1.0, 1.0];
     let mut wrong = Vec::new();
     for i in 0..n {
-        let (x, y) = (value(a[i]), value(b[i]));
+        let (x, y) = (half_value(a[i]), half_value(b[i]));
         let fmax = if x.is_nan() {
             y
         } else if y.is_nan() {
@@ -398,7 +379,7 @@ fn math_within_limits(cl: &Cl) {
             x * y + x,
         ];
         for j in 0..8 {
-            let (g, w) = (value(got[8 * i + j]), want[j]);
+            let (g, w) = (half_value(got[8 * i + j]), want[j]);
             let ok = if w.is_nan() {
                 g.is_nan()
             } else if w.abs() > 65504.0 || g.is_infinite() {
@@ -438,7 +419,7 @@ fn vectors_and_out_parameters(cl: &Cl) {
     for i in 0..n {
         for c in 0..4 {
             let h = a[4 * i + c];
-            let x = value(h);
+            let x = half_value(h);
             let at = |row: usize| got[16 * i + 4 * row + c];
             // modf: the fraction and the whole part, exactly.
             let (whole, frac) = if x.is_infinite() {
@@ -453,14 +434,14 @@ fn vectors_and_out_parameters(cl: &Cl) {
             // frexp: a mantissa in [0.5, 1) and the exponent.
             let e = ints[8 * i + c];
             if x.is_finite() && x != 0.0 {
-                let m = value(at(2));
+                let m = half_value(at(2));
                 if !((0.5..1.0).contains(&m.abs()) && m * 2f64.powi(e) == x) {
                     wrong.push(format!("frexp({x}) = {m}, {e}"));
                 }
             }
             let offset = [0.5, -1.0, 2.0, 0.25][c];
             // Rounded after the multiply, or once (contracted into mad).
-            let stepwise = round(value(round(x * 2.0, 0, &table)) + offset, 0, &table);
+            let stepwise = round(half_value(round(x * 2.0, 0, &table)) + offset, 0, &table);
             let want = round(x * 2.0 + offset, 0, &table);
             if !same(at(3), want) && !same(at(3), stepwise) {
                 wrong.push(format!("{x} * 2 + {offset}: {:#06x} vs {want:#06x}", at(3)));
@@ -548,7 +529,7 @@ fn image_reads_and_writes_of_halves(cl: &Cl) {
     let table = finite_halves();
     let got = u16s(&back);
     for (i, &t) in texels.iter().enumerate() {
-        let want = round(value(t) * 2.0, 0, &table);
+        let want = round(half_value(t) * 2.0, 0, &table);
         assert!(
             same(got[i], want),
             "{}: texel {i}: {:#06x} vs {want:#06x}",
@@ -581,7 +562,7 @@ fn nextafter_and_fract_of_halves(cl: &Cl) {
     let out = run(cl, "edges", &[bytes_of(&a), bytes_of(&b)], &[4], a.len());
     let got = u16s(&out[0]);
     for (i, &(x, y)) in pairs.iter().enumerate() {
-        let (vx, vy) = (value(x), value(y));
+        let (vx, vy) = (half_value(x), half_value(y));
         let want = if vx.is_nan() || vy.is_nan() {
             0x7E00
         } else if vx == vy {

@@ -10,25 +10,6 @@ both_ways!(every_half_loads_exactly, stores_round_in_each_mode);
 
 const SOURCE: &str = include_str!("kernels/half.cl");
 
-/// The value of half bits, by arithmetic on its fields.
-fn half_value(h: u16) -> f64 {
-    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = (h >> 10) & 0x1F;
-    let mant = (h & 0x3FF) as f64;
-    sign * match exp {
-        0 => mant * 2f64.powi(-24),
-        31 if mant == 0.0 => f64::INFINITY,
-        31 => f64::NAN,
-        e => (1024.0 + mant) * 2f64.powi(e as i32 - 25),
-    }
-}
-
-fn u16s(b: &[u8]) -> Vec<u16> {
-    b.chunks_exact(2)
-        .map(|c| u16::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
-
 fn every_half_loads_exactly(cl: &Cl) {
     let n = 65536usize;
     let halves: Vec<u16> = (0..=u16::MAX).collect();

@@ -614,6 +614,26 @@ impl Drop for Setup<'_> {
     }
 }
 
+/// The value of half-precision bits, by arithmetic on their fields.
+pub fn half_value(h: u16) -> f64 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = (h >> 10) & 0x1F;
+    let mant = (h & 0x3FF) as f64;
+    sign * match exp {
+        0 => mant * 2f64.powi(-24),
+        31 if mant == 0.0 => f64::INFINITY,
+        31 => f64::NAN,
+        e => (1024.0 + mant) * 2f64.powi(e as i32 - 25),
+    }
+}
+
+/// Little-endian 16-bit values read back from a buffer's bytes.
+pub fn u16s(b: &[u8]) -> Vec<u16> {
+    b.chunks_exact(2)
+        .map(|c| u16::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
 /// Little-endian values read back from a buffer's bytes.
 pub fn f32s(b: &[u8]) -> Vec<f32> {
     b.chunks_exact(4)

@@ -22,7 +22,7 @@ use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, FPRoundingMode, GlslStd450Op as G, Op, Word};
 
 use crate::compiler::spirv::ctx::{Ctx, id_at};
-use crate::compiler::spirv::exact::{Emit, width};
+use crate::compiler::spirv::exact::{Emit, float_bits, width};
 
 #[derive(Default, Clone, Copy)]
 struct Marks {
@@ -173,13 +173,6 @@ fn lower(e: &mut Emit, op: Op, m: Marks, x: Word, sty: Word, rty: Word) -> Resul
 fn saturate_float(e: &mut Emit, x: Word, sty: Word, rty: Word, signed: bool) -> Word {
     let w = width(e.ctx, rty).unwrap_or(32);
     let fw = width(e.ctx, sty).unwrap_or(32);
-    let float_bits = |v: f64| -> u64 {
-        if fw == 64 {
-            v.to_bits()
-        } else {
-            u64::from((v as f32).to_bits())
-        }
-    };
     // 2^(w-1) or 2^w: the first value above the range, exact in floats.
     let above = if signed {
         2f64.powi(w as i32 - 1)
@@ -188,8 +181,8 @@ fn saturate_float(e: &mut Emit, x: Word, sty: Word, rty: Word, signed: bool) -> 
     };
     let below = if signed { -above } else { 0.0 };
     let (k_above, k_below) = (
-        e.konst(sty, float_bits(above)),
-        e.konst(sty, float_bits(below)),
+        e.konst(sty, float_bits(fw, above)),
+        e.konst(sty, float_bits(fw, below)),
     );
     let (min, max) = e.min_max(rty, signed);
     let (kmin, kmax, zero) = (e.konst(rty, min), e.konst(rty, max), e.konst(rty, 0));
@@ -338,12 +331,7 @@ fn round_int_to_float(
         let it = e.int_like(rty, fw);
         let bt = e.bool_like(rty);
         let limit = if signed { 2f64.powi(63) } else { 2f64.powi(64) };
-        let limit_bits = if fw == 64 {
-            limit.to_bits()
-        } else {
-            u64::from((limit as f32).to_bits())
-        };
-        let (limit, fzero) = (e.konst(rty, limit_bits), e.konst(rty, 0));
+        let (limit, fzero) = (e.konst(rty, float_bits(fw, limit)), e.konst(rty, 0));
         let over = e.op(Op::FOrdGreaterThanEqual, bt, &[r, limit]);
         let safe = e.select(rty, over, fzero, r);
         let to_int = if signed {

@@ -39,7 +39,7 @@ impl Ctx {
         id
     }
 
-    fn find_type(&self, op: Op, operands: &[Operand]) -> Option<Word> {
+    pub fn find_type(&self, op: Op, operands: &[Operand]) -> Option<Word> {
         self.module
             .types_global_values
             .iter()

@@ -26,13 +26,30 @@ pub struct Emit<'a> {
 }
 
 /// Scalar or vector shape of a value type: (component type, lanes).
-fn shape(ctx: &Ctx, ty: Word) -> Option<(Word, Option<u32>)> {
+pub(crate) fn shape(ctx: &Ctx, ty: Word) -> Option<(Word, Option<u32>)> {
     let t = ctx.global(ty)?;
     match (t.class.opcode, t.operands.first(), t.operands.get(1)) {
         (Op::TypeVector, Some(Operand::IdRef(c)), Some(Operand::LiteralBit32(n))) => {
             Some((*c, Some(*n)))
         }
         _ => Some((ty, None)),
+    }
+}
+
+/// `component`, or a vector of it with as many lanes as `like` has.
+pub(crate) fn shaped_like(ctx: &mut Ctx, component: Word, like: Word) -> Word {
+    match shape(ctx, like).and_then(|s| s.1) {
+        Some(n) => ctx.vector(component, n),
+        None => component,
+    }
+}
+
+/// The bits of `v` as a float of `width` bits (32 or 64), for a constant.
+pub(crate) fn float_bits(width: u32, v: f64) -> u64 {
+    if width == 64 {
+        v.to_bits()
+    } else {
+        u64::from((v as f32).to_bits())
     }
 }
 
@@ -74,19 +91,13 @@ impl Emit<'_> {
     /// An integer type of `bits` with the shape of `like`.
     pub(crate) fn int_like(&mut self, like: Word, bits: u32) -> Word {
         let c = self.ctx.uint(bits);
-        match shape(self.ctx, like).and_then(|s| s.1) {
-            Some(n) => self.ctx.vector(c, n),
-            None => c,
-        }
+        shaped_like(self.ctx, c, like)
     }
 
     /// A boolean type with the shape of `like`.
     pub(crate) fn bool_like(&mut self, like: Word) -> Word {
         let b = self.ctx.ty(Op::TypeBool, vec![]);
-        match shape(self.ctx, like).and_then(|s| s.1) {
-            Some(n) => self.ctx.vector(b, n),
-            None => b,
-        }
+        shaped_like(self.ctx, b, like)
     }
 
     /// Constant `v` of integer type `ty` (splat over vectors).

@@ -157,11 +157,13 @@ pub(crate) fn opencl_op(i: &Instruction, ocl: Word) -> Option<C> {
     }
 }
 
-/// Single-precision `ops` computed in double and rounded once, on devices
-/// with doubles: libclc's float `tgamma` and `erfc` miss OpenCL's 16 ULP
-/// (CTS bruteforce: 17 ULP near -8 and infinities for tiny results of
-/// tgamma, 48 ULP for erfc near 8), its double ones are far within.
-fn in_double(ctx: &mut Ctx, ops: &[C]) {
+/// Rewrites each `OpenCL.std` instruction of the module's functions
+/// through `each`, which appends what replaces it to the block's code, or
+/// gives the instruction back to be kept as it is.
+fn rewrite_builtins(
+    ctx: &mut Ctx,
+    mut each: impl FnMut(&mut Ctx, &mut Vec<Instruction>, C, Instruction) -> Option<Instruction>,
+) {
     let Some(ocl) = ctx.ext_import("OpenCL.std") else {
         return;
     };
@@ -169,55 +171,57 @@ fn in_double(ctx: &mut Ctx, ops: &[C]) {
     for f in &mut functions {
         for b in &mut f.blocks {
             let mut out = Vec::with_capacity(b.instructions.len());
-            for mut i in std::mem::take(&mut b.instructions) {
-                let op = opencl_op(&i, ocl);
-                let (Some(op), Some(ty), Some(rid)) = (op, i.result_type, i.result_id) else {
-                    out.push(i);
-                    continue;
+            for i in std::mem::take(&mut b.instructions) {
+                let kept = match opencl_op(&i, ocl) {
+                    Some(op) => each(ctx, &mut out, op, i),
+                    None => Some(i),
                 };
-                if !ops.contains(&op) || exact::width(ctx, ty) != Some(32) {
-                    out.push(i);
-                    continue;
-                }
-                let double = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(64)]);
-                let lanes = match ctx.global(ty) {
-                    Some(t) if t.class.opcode == Op::TypeVector => match t.operands.get(1) {
-                        Some(Operand::LiteralBit32(n)) => Some(*n),
-                        _ => None,
-                    },
-                    _ => None,
-                };
-                let wide = match lanes {
-                    Some(n) => ctx.vector(double, n),
-                    None => double,
-                };
-                for o in i.operands.iter_mut().skip(2) {
-                    if let Operand::IdRef(x) = o {
-                        let w = ctx.fresh();
-                        out.push(Instruction::new(
-                            Op::FConvert,
-                            Some(wide),
-                            Some(w),
-                            vec![Operand::IdRef(*x)],
-                        ));
-                        *x = w;
-                    }
-                }
-                let r = ctx.fresh();
-                i.result_type = Some(wide);
-                i.result_id = Some(r);
-                out.push(i);
-                out.push(Instruction::new(
-                    Op::FConvert,
-                    Some(ty),
-                    Some(rid),
-                    vec![Operand::IdRef(r)],
-                ));
+                out.extend(kept);
             }
             b.instructions = out;
         }
     }
     ctx.module.functions = functions;
+}
+
+/// Single-precision `ops` computed in double and rounded once, on devices
+/// with doubles: libclc's float `tgamma` and `erfc` miss OpenCL's 16 ULP
+/// (CTS bruteforce: 17 ULP near -8 and infinities for tiny results of
+/// tgamma, 48 ULP for erfc near 8), its double ones are far within.
+fn in_double(ctx: &mut Ctx, ops: &[C]) {
+    rewrite_builtins(ctx, |ctx, out, op, mut i| {
+        let (Some(ty), Some(rid)) = (i.result_type, i.result_id) else {
+            return Some(i);
+        };
+        if !ops.contains(&op) || exact::width(ctx, ty) != Some(32) {
+            return Some(i);
+        }
+        let double = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(64)]);
+        let wide = exact::shaped_like(ctx, double, ty);
+        for o in i.operands.iter_mut().skip(2) {
+            if let Operand::IdRef(x) = o {
+                let w = ctx.fresh();
+                out.push(Instruction::new(
+                    Op::FConvert,
+                    Some(wide),
+                    Some(w),
+                    vec![Operand::IdRef(*x)],
+                ));
+                *x = w;
+            }
+        }
+        let r = ctx.fresh();
+        i.result_type = Some(wide);
+        i.result_id = Some(r);
+        out.push(i);
+        out.push(Instruction::new(
+            Op::FConvert,
+            Some(ty),
+            Some(rid),
+            vec![Operand::IdRef(r)],
+        ));
+        None
+    });
 }
 
 /// The signs of the zeros `sinpi`, `cospi` and `tanpi` give at whole and
@@ -228,115 +232,81 @@ fn in_double(ctx: &mut Ctx, ops: &[C]) {
 /// -64, between poles) a zero of the sign tgamma has there. The built-in's
 /// result is fixed up there.
 fn pi_zero_signs(ctx: &mut Ctx) {
-    let Some(ocl) = ctx.ext_import("OpenCL.std") else {
-        return;
-    };
-    let mut functions = std::mem::take(&mut ctx.module.functions);
-    for f in &mut functions {
-        for b in &mut f.blocks {
-            let mut out = Vec::with_capacity(b.instructions.len());
-            for mut i in std::mem::take(&mut b.instructions) {
-                let op = opencl_op(&i, ocl);
-                let (
-                    Some(op @ (C::sinpi | C::cospi | C::tanpi | C::tgamma)),
-                    Some(ty),
-                    Some(rid),
-                    Some(x),
-                ) = (op, i.result_type, i.result_id, id_at(&i, 2))
-                else {
-                    out.push(i);
-                    continue;
-                };
-                let r = ctx.fresh();
-                i.result_id = Some(r);
-                out.push(i);
-                let mut glsl = None;
-                let mut e = exact::Emit {
-                    ctx,
-                    out: &mut out,
-                    glsl: &mut glsl,
-                };
-                // On the bits: drivers need not keep the sign of a float
-                // zero through float selects and compares.
-                let bt = e.bool_like(ty);
-                let bits = exact::width(e.ctx, ty).unwrap_or(32);
-                let it = e.int_like(ty, bits);
-                let sign = e.konst(it, 1 << (bits - 1));
-                let magnitude = e.konst(it, (1u64 << (bits - 1)) - 1);
-                let izero = e.konst(it, 0);
-                let xb = e.op(Op::Bitcast, it, &[x]);
-                let x_sign = e.op(Op::BitwiseAnd, it, &[xb, sign]);
-                let (zero_in, fixed) = if op == C::tgamma {
-                    // tgamma(±0) is ±infinity.
-                    let inf = if bits == 64 {
-                        f64::INFINITY.to_bits()
-                    } else {
-                        u64::from(f32::INFINITY.to_bits())
-                    };
-                    let inf = e.konst(it, inf);
-                    (xb, e.op(Op::BitwiseOr, it, &[inf, x_sign]))
-                } else {
-                    let fixed = match op {
-                        C::cospi => izero,
-                        C::sinpi => x_sign,
-                        _ => {
-                            // tanpi: the other sign for odd whole numbers.
-                            let half = e.konst(
-                                ty,
-                                if bits == 64 {
-                                    0.5f64.to_bits()
-                                } else {
-                                    u64::from(0.5f32.to_bits())
-                                },
-                            );
-                            let halved = e.op(Op::FMul, ty, &[x, half]);
-                            let floor = e.glsl(G::Floor, ty, &[halved]);
-                            let odd = e.op(Op::FOrdNotEqual, bt, &[halved, floor]);
-                            let flipped = e.op(Op::BitwiseXor, it, &[x_sign, sign]);
-                            e.select(it, odd, flipped, x_sign)
-                        }
-                    };
-                    (e.op(Op::Bitcast, it, &[r]), fixed)
-                };
-                // Where the argument (tgamma) or the result (the others)
-                // is a zero.
-                let abs = e.op(Op::BitwiseAnd, it, &[zero_in, magnitude]);
-                let is_zero = e.op(Op::IEqual, bt, &[abs, izero]);
-                let rb = e.op(Op::Bitcast, it, &[r]);
-                let mut chosen = e.select(it, is_zero, fixed, rb);
-                if op == C::tgamma {
-                    // Far below zero, between the poles, the result is a
-                    // zero of the sign tgamma has there (negative after
-                    // odd floors), where libclc can give infinities.
-                    let fbits = |v: f64| {
-                        if bits == 64 {
-                            v.to_bits()
-                        } else {
-                            u64::from((v as f32).to_bits())
-                        }
-                    };
-                    let (limit, half) = (e.konst(ty, fbits(-64.0)), e.konst(ty, fbits(0.5)));
-                    let far = e.op(Op::FOrdLessThan, bt, &[x, limit]);
-                    let floor = e.glsl(G::Floor, ty, &[x]);
-                    let between = e.op(Op::FOrdNotEqual, bt, &[floor, x]);
-                    let far = e.op(Op::LogicalAnd, bt, &[far, between]);
-                    let halved = e.op(Op::FMul, ty, &[floor, half]);
-                    let whole = e.glsl(G::Floor, ty, &[halved]);
-                    let odd = e.op(Op::FOrdNotEqual, bt, &[halved, whole]);
-                    let tiny = e.select(it, odd, sign, izero);
-                    chosen = e.select(it, far, tiny, chosen);
+    rewrite_builtins(ctx, |ctx, out, op, mut i| {
+        let (C::sinpi | C::cospi | C::tanpi | C::tgamma, Some(ty), Some(rid), Some(x)) =
+            (op, i.result_type, i.result_id, id_at(&i, 2))
+        else {
+            return Some(i);
+        };
+        let r = ctx.fresh();
+        i.result_id = Some(r);
+        out.push(i);
+        let mut glsl = None;
+        let mut e = exact::Emit {
+            ctx,
+            out,
+            glsl: &mut glsl,
+        };
+        // On the bits: drivers need not keep the sign of a float zero
+        // through float selects and compares.
+        let bt = e.bool_like(ty);
+        let bits = exact::width(e.ctx, ty).unwrap_or(32);
+        let it = e.int_like(ty, bits);
+        let sign = e.konst(it, 1 << (bits - 1));
+        let magnitude = e.konst(it, (1u64 << (bits - 1)) - 1);
+        let izero = e.konst(it, 0);
+        // Whether whole number `v` is odd.
+        let odd = |e: &mut exact::Emit, v: Word| {
+            let half = e.konst(ty, exact::float_bits(bits, 0.5));
+            let halved = e.op(Op::FMul, ty, &[v, half]);
+            let floor = e.glsl(G::Floor, ty, &[halved]);
+            e.op(Op::FOrdNotEqual, bt, &[halved, floor])
+        };
+        let xb = e.op(Op::Bitcast, it, &[x]);
+        let x_sign = e.op(Op::BitwiseAnd, it, &[xb, sign]);
+        let (zero_in, fixed) = if op == C::tgamma {
+            // tgamma(±0) is ±infinity.
+            let inf = e.konst(it, exact::float_bits(bits, f64::INFINITY));
+            (xb, e.op(Op::BitwiseOr, it, &[inf, x_sign]))
+        } else {
+            let fixed = match op {
+                C::cospi => izero,
+                C::sinpi => x_sign,
+                _ => {
+                    // tanpi: the other sign for odd whole numbers.
+                    let odd = odd(&mut e, x);
+                    let flipped = e.op(Op::BitwiseXor, it, &[x_sign, sign]);
+                    e.select(it, odd, flipped, x_sign)
                 }
-                out.push(Instruction::new(
-                    Op::Bitcast,
-                    Some(ty),
-                    Some(rid),
-                    vec![Operand::IdRef(chosen)],
-                ));
-            }
-            b.instructions = out;
+            };
+            (e.op(Op::Bitcast, it, &[r]), fixed)
+        };
+        // Where the argument (tgamma) or the result (the others) is a zero.
+        let abs = e.op(Op::BitwiseAnd, it, &[zero_in, magnitude]);
+        let is_zero = e.op(Op::IEqual, bt, &[abs, izero]);
+        let rb = e.op(Op::Bitcast, it, &[r]);
+        let mut chosen = e.select(it, is_zero, fixed, rb);
+        if op == C::tgamma {
+            // Far below zero, between the poles, the result is a zero of
+            // the sign tgamma has there (negative after odd floors), where
+            // libclc can give infinities.
+            let limit = e.konst(ty, exact::float_bits(bits, -64.0));
+            let far = e.op(Op::FOrdLessThan, bt, &[x, limit]);
+            let floor = e.glsl(G::Floor, ty, &[x]);
+            let between = e.op(Op::FOrdNotEqual, bt, &[floor, x]);
+            let far = e.op(Op::LogicalAnd, bt, &[far, between]);
+            let odd = odd(&mut e, floor);
+            let tiny = e.select(it, odd, sign, izero);
+            chosen = e.select(it, far, tiny, chosen);
         }
-    }
-    ctx.module.functions = functions;
+        out.push(Instruction::new(
+            Op::Bitcast,
+            Some(ty),
+            Some(rid),
+            vec![Operand::IdRef(chosen)],
+        ));
+        None
+    });
 }
 
 /// OpenCL C rounds each float operation on its own unless the program

@@ -30,37 +30,12 @@ use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, FPRoundingMode, Op, OpenclStd100Op as C, StorageClass, Word};
 
 use crate::compiler::spirv::ctx::{Ctx, id_at};
-use crate::compiler::spirv::exact::Emit;
+use crate::compiler::spirv::exact::{self, Emit};
 use crate::compiler::spirv::{extinst, half};
-
-/// The module's 16-bit float type, if it has one.
-fn half_type(ctx: &Ctx) -> Option<Word> {
-    ctx.module.types_global_values.iter().find_map(|t| {
-        (t.class.opcode == Op::TypeFloat && t.operands.first() == Some(&Operand::LiteralBit32(16)))
-            .then_some(t.result_id)
-            .flatten()
-    })
-}
 
 /// (component type, lanes) of a scalar or vector type.
 fn shape(ctx: &Ctx, ty: Word) -> (Word, Option<u32>) {
-    match ctx.global(ty) {
-        Some(t) if t.class.opcode == Op::TypeVector => {
-            match (t.operands.first(), t.operands.get(1)) {
-                (Some(Operand::IdRef(c)), Some(Operand::LiteralBit32(n))) => (*c, Some(*n)),
-                _ => (ty, None),
-            }
-        }
-        _ => (ty, None),
-    }
-}
-
-/// `component` with the lanes of `like`.
-fn like(ctx: &mut Ctx, component: Word, lanes: Option<u32>) -> Word {
-    match lanes {
-        Some(n) => ctx.vector(component, n),
-        None => component,
-    }
+    exact::shape(ctx, ty).unwrap_or((ty, None))
 }
 
 /// Built-ins that only move `half` bits (or take no `half` arithmetic):
@@ -142,7 +117,7 @@ fn computes(op: Op) -> bool {
 /// Widens the module's `half` arithmetic to float (see the module
 /// documentation). Runs before [`half::retype_half`].
 pub fn widen(ctx: &mut Ctx) -> Result<(), String> {
-    let Some(half_t) = half_type(ctx) else {
+    let Some(half_t) = ctx.find_type(Op::TypeFloat, &[Operand::LiteralBit32(16)]) else {
         return Ok(());
     };
     let float = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]);
@@ -217,8 +192,7 @@ pub fn widen(ctx: &mut Ctx) -> Result<(), String> {
                         continue;
                     };
                     if is_half(ctx, t) {
-                        let (_, n) = shape(ctx, t);
-                        let wide = like(ctx, float, n);
+                        let wide = exact::shaped_like(ctx, float, t);
                         let id = ctx.fresh();
                         out.push(Instruction::new(
                             Op::FConvert,
@@ -228,8 +202,7 @@ pub fn widen(ctx: &mut Ctx) -> Result<(), String> {
                         ));
                         *o = Operand::IdRef(id);
                     } else if let Some(pointee) = half_pointee(ctx, t) {
-                        let (_, n) = shape(ctx, pointee);
-                        let wide = like(ctx, float, n);
+                        let wide = exact::shaped_like(ctx, float, pointee);
                         let ptr = ctx.pointer(StorageClass::Function, wide);
                         let var = ctx.fresh();
                         locals.push(Instruction::new(
@@ -244,8 +217,7 @@ pub fn widen(ctx: &mut Ctx) -> Result<(), String> {
                 }
                 let (result_type, result_id) = if result_half {
                     let t = i.result_type.unwrap_or(half_t);
-                    let (_, n) = shape(ctx, t);
-                    (Some(like(ctx, float, n)), Some(ctx.fresh()))
+                    (Some(exact::shaped_like(ctx, float, t)), Some(ctx.fresh()))
                 } else {
                     (i.result_type, i.result_id)
                 };
@@ -347,14 +319,12 @@ fn is_normal(ctx: &mut Ctx, out: &mut Vec<Instruction>, i: &Instruction) -> Resu
     let (Some(ty), Some(rid), Some(x)) = (i.result_type, i.result_id, id_at(i, 0)) else {
         return Err("malformed isnormal".into());
     };
-    let lanes = shape(ctx, ty).1;
-    let ushort = ctx.uint(16);
-    let ut = like(ctx, ushort, lanes);
     let mut e = Emit {
         ctx,
         out,
         glsl: &mut None,
     };
+    let ut = e.int_like(ty, 16);
     let bits = e.op(Op::Bitcast, ut, &[x]);
     let mask = e.konst(ut, 0x7C00);
     let exponent = e.op(Op::BitwiseAnd, ut, &[bits, mask]);
@@ -383,15 +353,13 @@ fn next_after(
     else {
         return Err("malformed nextafter".into());
     };
-    let lanes = shape(ctx, ty).1;
-    let ushort = ctx.uint(16);
-    let (ut, ft) = (like(ctx, ushort, lanes), like(ctx, float, lanes));
+    let ft = exact::shaped_like(ctx, float, ty);
     let mut e = Emit {
         ctx,
         out,
         glsl: &mut None,
     };
-    let bt = e.bool_like(ft);
+    let (ut, bt) = (e.int_like(ty, 16), e.bool_like(ty));
     let xf = e.op(Op::FConvert, ft, &[x]);
     let yf = e.op(Op::FConvert, ft, &[y]);
     let xb = e.op(Op::Bitcast, ut, &[x]);
@@ -433,15 +401,12 @@ fn next_after(
 /// its odd neighbour, so that rounding it to half once more (which has
 /// fewer than half the bits, less two) gives the correctly rounded fma.
 fn fma_to_odd(ctx: &mut Ctx, out: &mut Vec<Instruction>, ty: Word, r: Word, [a, b, c]: [Word; 3]) {
-    let lanes = shape(ctx, ty).1;
-    let u32t = ctx.uint(32);
-    let boolt = ctx.ty(Op::TypeBool, vec![]);
-    let (ut, bt) = (like(ctx, u32t, lanes), like(ctx, boolt, lanes));
     let mut e = Emit {
         ctx,
         out,
         glsl: &mut None,
     };
+    let (ut, bt) = (e.int_like(ty, 32), e.bool_like(ty));
     let exact = |e: &mut Emit, op: Op, x: Word, y: Word| {
         let id = e.op(op, ty, &[x, y]);
         e.ctx.decorate(id, Decoration::NoContraction, vec![]);
@@ -480,12 +445,10 @@ fn fma_to_odd(ctx: &mut Ctx, out: &mut Vec<Instruction>, ty: Word, r: Word, [a, 
 /// integers became copies, and conversions between float (or double) and
 /// the 16-bit bits become exact arithmetic on the bits.
 pub fn lower_conversions(ctx: &mut Ctx) -> Result<(), String> {
-    let Some(short) = ctx.module.types_global_values.iter().find_map(|t| {
-        (t.class.opcode == Op::TypeInt
-            && t.operands == [Operand::LiteralBit32(16), Operand::LiteralBit32(0)])
-        .then_some(t.result_id)
-        .flatten()
-    }) else {
+    let Some(short) = ctx.find_type(
+        Op::TypeInt,
+        &[Operand::LiteralBit32(16), Operand::LiteralBit32(0)],
+    ) else {
         return Ok(());
     };
     let float = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]);
@@ -536,11 +499,6 @@ pub fn lower_conversions(ctx: &mut Ctx) -> Result<(), String> {
                     out.push(i);
                     continue;
                 }
-                let width =
-                    |ctx: &Ctx, t: Word| match ctx.global(t).and_then(|t| t.operands.first()) {
-                        Some(Operand::LiteralBit32(w)) => *w,
-                        _ => 0,
-                    };
                 let mut e = Emit {
                     ctx,
                     out: &mut out,
@@ -564,13 +522,13 @@ pub fn lower_conversions(ctx: &mut Ctx) -> Result<(), String> {
                     let y = if sc == short {
                         // Half to float is exact; to double, through float.
                         let f = half::half_to_float(&mut e, x, float);
-                        if width(e.ctx, rc) == 64 {
+                        if exact::width(e.ctx, rc) == Some(64) {
                             e.op(Op::FConvert, rc, &[f])
                         } else {
                             f
                         }
                     } else {
-                        if width(e.ctx, sc) != 32 {
+                        if exact::width(e.ctx, sc) != Some(32) {
                             return Err("conversions from double to half are not supported".into());
                         }
                         let mode = modes.get(&rid).copied().unwrap_or(FPRoundingMode::RTE);

@@ -725,9 +725,10 @@ fn lower_clustered(ctx: &mut Ctx) -> Result<(), String> {
                     let both = combine(ctx, &mut out, i.class.opcode, ty, acc, v);
                     let next = op(ctx, &mut out, Op::Select, ty, &[have, both, v]);
                     acc = op(ctx, &mut out, Op::Select, ty, &[on, next, acc]);
-                    have = op(ctx, &mut out, Op::LogicalOr, boolt, &[have, on]);
+                    if j + 1 < size {
+                        have = op(ctx, &mut out, Op::LogicalOr, boolt, &[have, on]);
+                    }
                 }
-                let _ = have;
                 out.push(Instruction::new(
                     Op::CopyObject,
                     Some(ty),
