@@ -24,6 +24,17 @@ both_ways!(
 
 const SOURCE: &str = include_str!("kernels/fp16.cl");
 
+/// Fails with the count and the first ten of `wrong`, if there are any.
+fn assert_none_wrong(cl: &Cl, wrong: &[String]) {
+    assert!(
+        wrong.is_empty(),
+        "{}: {} wrong: {:?}",
+        cl.how,
+        wrong.len(),
+        &wrong[..wrong.len().min(10)]
+    );
+}
+
 /// Every finite non-negative half, as (value, bits), ascending.
 fn finite_halves() -> Vec<(f64, u16)> {
     (0u16..0x7C00).map(|h| (half_value(h), h)).collect()
@@ -159,13 +170,7 @@ fn arithmetic_is_correctly_rounded(cl: &Cl) {
             }
         }
     }
-    assert!(
-        wrong.is_empty(),
-        "{}: {} wrong: {:?}",
-        cl.how,
-        wrong.len(),
-        &wrong[..wrong.len().min(10)]
-    );
+    assert_none_wrong(cl, &wrong);
 }
 
 /// fma's exact result, `a * b + c` in units of 2^-48 (every half is a
@@ -229,13 +234,7 @@ fn fma_is_correctly_rounded(cl: &Cl) {
             ));
         }
     }
-    assert!(
-        wrong.is_empty(),
-        "{}: {} wrong: {:?}",
-        cl.how,
-        wrong.len(),
-        &wrong[..wrong.len().min(10)]
-    );
+    assert_none_wrong(cl, &wrong);
 }
 
 fn conversions_round_in_each_mode(cl: &Cl) {
@@ -330,13 +329,7 @@ fn conversions_round_in_each_mode(cl: &Cl) {
             wrong.push(format!("half {:#06x} widened to {}", halves[i], widened[i]));
         }
     }
-    assert!(
-        wrong.is_empty(),
-        "{}: {} wrong: {:?}",
-        cl.how,
-        wrong.len(),
-        &wrong[..wrong.len().min(10)]
-    );
+    assert_none_wrong(cl, &wrong);
 }
 
 /// Half ULP at the magnitude of `v`.
@@ -394,13 +387,7 @@ fn math_within_limits(cl: &Cl) {
             }
         }
     }
-    assert!(
-        wrong.is_empty(),
-        "{}: {} wrong: {:?}",
-        cl.how,
-        wrong.len(),
-        &wrong[..wrong.len().min(10)]
-    );
+    assert_none_wrong(cl, &wrong);
 }
 
 fn vectors_and_out_parameters(cl: &Cl) {
@@ -456,13 +443,7 @@ fn vectors_and_out_parameters(cl: &Cl) {
             }
         }
     }
-    assert!(
-        wrong.is_empty(),
-        "{}: {} wrong: {:?}",
-        cl.how,
-        wrong.len(),
-        &wrong[..wrong.len().min(10)]
-    );
+    assert_none_wrong(cl, &wrong);
 }
 
 fn image_reads_and_writes_of_halves(cl: &Cl) {

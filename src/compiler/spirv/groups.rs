@@ -1041,6 +1041,19 @@ mod tests {
     use super::*;
     use crate::compiler::spirv::ctx::assemble;
 
+    /// An argument block of a kernel without images.
+    fn block() -> Block {
+        Block {
+            var: 0,
+            global_offset: 0,
+            global_size: 3,
+            work_dim: 6,
+            group_offset: 7,
+            enqueued_local_size: 10,
+            images: Vec::new(),
+        }
+    }
+
     #[test]
     fn subgroup_reductions_become_non_uniform() {
         let mut ctx = assemble(
@@ -1063,15 +1076,7 @@ mod tests {
             OpFunctionEnd
             "#,
         );
-        let block = Block {
-            var: 0,
-            global_offset: 0,
-            global_size: 3,
-            work_dim: 6,
-            group_offset: 7,
-            enqueued_local_size: 10,
-            images: Vec::new(),
-        };
+        let block = block();
         run(&mut ctx, &block, None, false, true).unwrap();
         let ops: Vec<Op> = ctx.module.functions[0].blocks[0]
             .instructions
@@ -1104,15 +1109,7 @@ mod tests {
             OpReturn
             OpFunctionEnd
             "#;
-        let block = Block {
-            var: 0,
-            global_offset: 0,
-            global_size: 3,
-            work_dim: 6,
-            group_offset: 7,
-            enqueued_local_size: 10,
-            images: Vec::new(),
-        };
+        let block = block();
         let ops = |shuffles: bool, clustered: bool| {
             let mut ctx = assemble(text);
             run(&mut ctx, &block, None, shuffles, clustered).unwrap();
@@ -1156,15 +1153,7 @@ mod tests {
             OpFunctionEnd
             "#,
         );
-        let block = Block {
-            var: 0,
-            global_offset: 0,
-            global_size: 3,
-            work_dim: 6,
-            group_offset: 7,
-            enqueued_local_size: 10,
-            images: Vec::new(),
-        };
+        let block = block();
         let e = run(&mut ctx, &block, None, false, true).unwrap_err();
         assert!(e.contains("GroupIAdd"), "{e}");
     }
@@ -1190,15 +1179,7 @@ mod tests {
             OpFunctionEnd
             "#,
         );
-        let block = Block {
-            var: 0,
-            global_offset: 0,
-            global_size: 3,
-            work_dim: 6,
-            group_offset: 7,
-            enqueued_local_size: 10,
-            images: Vec::new(),
-        };
+        let block = block();
         let levels = Levels {
             subgroup_size: 8,
             max_work_group_size: 1024,
