@@ -15,6 +15,8 @@ both_ways!(
     contended_64bit_atomics,
     c11_atomics_with_order_and_scope,
     flags_guard_critical_sections,
+    global_flags_guard_sections_across_groups,
+    last_group_sees_every_partial_sum,
     async_work_group_copies,
     dimensions_out_of_range,
     local_struct_through_a_helper,
@@ -333,6 +335,54 @@ fn flags_guard_critical_sections(cl: &Cl) {
         "{}: flags left set: {left_set:?}",
         cl.how
     );
+}
+
+fn global_flags_guard_sections_across_groups(cl: &Cl) {
+    let (groups, local) = (64usize, 16usize);
+    let n = groups * local;
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "global_flag_sections", "-cl-std=CL3.0");
+    let owner = s.zeroed(n * 4);
+    let flags = s.zeroed(n * 4);
+    s.arg(k, 0, &owner);
+    s.arg(k, 1, &flags);
+    s.run(k, &[n], Some(&[local]), None);
+    // Every section has one owner and nobody owns two: an owner that did
+    // not see the previous owner's store would take its section again.
+    let mut seen = vec![false; n];
+    for (at, &o) in s.words(owner, n).iter().enumerate() {
+        assert!(
+            o >= 1 && o as usize <= n,
+            "{}: section {at} owner {o}",
+            cl.how
+        );
+        assert!(
+            !std::mem::replace(&mut seen[o as usize - 1], true),
+            "{}: {o} owns two sections",
+            cl.how
+        );
+    }
+    assert!(s.words(flags, n).iter().all(|&f| f == 0), "{}", cl.how);
+}
+
+fn last_group_sees_every_partial_sum(cl: &Cl) {
+    let (groups, local) = (256usize, 32usize);
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "last_group_sums", "-cl-std=CL3.0");
+    let partial = s.zeroed(groups * 4);
+    let before = s.zeroed(groups * 4);
+    let arrived = s.zeroed(4);
+    let total = s.zeroed(4);
+    for (i, b) in [&partial, &before, &arrived, &total]
+        .into_iter()
+        .enumerate()
+    {
+        s.arg(k, i as u32, b);
+    }
+    s.run(k, &[groups * local], Some(&[local]), None);
+    let want: u32 = (1..=groups as u32).map(|g| g * 1000 + local as u32).sum();
+    assert_eq!(s.words(arrived, 1), [groups as u32], "{}", cl.how);
+    assert_eq!(s.words(total, 1), [want], "{}", cl.how);
 }
 
 fn async_work_group_copies(cl: &Cl) {

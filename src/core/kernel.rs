@@ -133,6 +133,8 @@ pub fn device_caps(d: &Device) -> DeviceCaps {
         max_push_constants: i.props.limits.max_push_constants_size,
         denorm_preserve_f32: d.preserves_denormals(),
         fences_halt: d.is_llvmpipe(),
+        vulkan_memory_model: i.features12.vulkan_memory_model != 0
+            && i.features12.vulkan_memory_model_device_scope != 0,
     }
 }
 

@@ -216,4 +216,47 @@ __kernel void flag_sections(__global int *owner, __global int *left_set, volatil
             left_set[get_group_id(0) * n + i] =
                 atomic_flag_test_and_set_explicit(&flags[i], memory_order_relaxed, memory_scope_work_group);
 }
+// The same sections, with the flags in global memory and every work-group
+// competing for every section: what one work-group wrote inside a section
+// must be seen by the next owner of its flag, in another work-group.
+__kernel void global_flag_sections(__global int *owner, volatile __global atomic_flag *flags) {
+    uint n = get_global_size(0);
+    uint stop = 0;
+    for (uint c = 0; !stop && c < n; c++) {
+        uint at = (c + get_group_id(0) * get_local_size(0)) % n;
+        bool set = atomic_flag_test_and_set_explicit(&flags[at], memory_order_relaxed, memory_scope_device);
+        atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_acquire, memory_scope_device);
+        if (!set) {
+            if (owner[at] == 0) {
+                owner[at] = get_global_id(0) + 1;
+                stop = 1;
+            }
+            atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_release, memory_scope_device);
+            atomic_flag_clear_explicit(&flags[at], memory_order_relaxed, memory_scope_device);
+        }
+    }
+}
+
+// Each work-group leaves its partial sum with a plain store; the last one
+// to arrive (told by an acquire-release counter at device scope) adds them
+// all up. Every group reads the partial sums once before, so that stale
+// copies are at hand if the release and acquire do not reach them.
+__kernel void last_group_sums(__global uint *partial, __global uint *before, volatile __global atomic_uint *arrived, __global uint *total) {
+    uint groups = get_num_groups(0);
+    uint g = get_group_id(0);
+    if (get_local_id(0) == 0) {
+        uint seen = 0;
+        for (uint i = 0; i < groups; i++)
+            seen += partial[i];
+        before[g] = seen;
+        partial[g] = (g + 1) * 1000 + get_local_size(0);
+        uint order = atomic_fetch_add_explicit(arrived, 1, memory_order_acq_rel, memory_scope_device);
+        if (order == groups - 1) {
+            uint sum = 0;
+            for (uint i = 0; i < groups; i++)
+                sum += partial[i];
+            *total = sum;
+        }
+    }
+}
 #endif

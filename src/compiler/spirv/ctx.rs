@@ -16,6 +16,9 @@ pub struct Ctx {
     /// Capabilities the kernel's image operations need (see the images
     /// pass); the finish pass declares them.
     pub image_caps: Vec<rspirv::spirv::Capability>,
+    /// Whether the kernel is built on the Vulkan memory model (see the
+    /// sync pass); the finish pass declares it.
+    pub vulkan_memory_model: bool,
 }
 
 impl Ctx {
@@ -25,6 +28,7 @@ impl Ctx {
             printf_buffer: None,
             relocated_local: false,
             image_caps: Vec::new(),
+            vulkan_memory_model: false,
         }
     }
 

@@ -1,7 +1,8 @@
 //! Passes 4 and 5 (closing part): the module becomes a Vulkan compute
 //! module. Kernel-only capabilities, decorations and execution modes go;
 //! the capabilities the remaining code needs come in; the memory model is
-//! `PhysicalStorageBuffer64`/`GLSL450`; the kernel is the `GLCompute`
+//! `PhysicalStorageBuffer64` with `GLSL450`, or `Vulkan` for kernels the
+//! sync pass moved to it; the kernel is the `GLCompute`
 //! entry point `main` listing every global variable it uses; SPIR-V 1.5.
 
 use std::collections::{HashMap, HashSet};
@@ -42,13 +43,18 @@ pub struct DeviceCaps {
     /// denormals are kept (the DenormPreserve execution mode), which
     /// CL_DEVICE_SINGLE_FP_CONFIG then reports as CL_FP_DENORM.
     pub denorm_preserve_f32: bool,
-    /// The driver makes a memory barrier (`OpMemoryBarrier`) a control
-    /// barrier: Mesa 22.3's llvmpipe, whose work-items of a work-group are
-    /// coroutines that then stop where the others never arrive (a fence in
-    /// divergent code loses work). Its atomics are sequentially consistent
-    /// and its memory the host's, so kernels there need no fences at all:
-    /// they are dropped.
+    /// The driver makes a memory barrier (`OpMemoryBarrier`, or the one it
+    /// puts around an ordered atomic) a control barrier: Mesa 22.3's
+    /// llvmpipe, whose work-items of a work-group are coroutines that then
+    /// stop where the others never arrive (a fence in divergent code loses
+    /// work). Its atomics are sequentially consistent and its memory the
+    /// host's, so kernels there need no fences at all: the sync pass drops
+    /// them, and the ordering of atomics.
     pub fences_halt: bool,
+    /// vulkanMemoryModel with vulkanMemoryModelDeviceScope: kernels that
+    /// order memory are built on the Vulkan memory model (see the sync
+    /// pass).
+    pub vulkan_memory_model: bool,
 }
 
 /// The GroupNonUniform* capabilities of the sub-group built-ins and
@@ -163,14 +169,6 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
     // carries the size the pipeline specializes.
     workgroup_size(ctx);
     strip_decorations(ctx)?;
-    if caps.fences_halt {
-        for f in &mut ctx.module.functions {
-            for b in &mut f.blocks {
-                b.instructions
-                    .retain(|i| i.class.opcode != Op::MemoryBarrier);
-            }
-        }
-    }
     // Capabilities from the types in use.
     let mut need: Vec<Capability> = vec![
         Capability::Shader,
@@ -271,6 +269,10 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
     if caps.denorm_preserve_f32 {
         need.push(Capability::DenormPreserve);
     }
+    if ctx.vulkan_memory_model {
+        need.push(Capability::VulkanMemoryModel);
+        need.push(Capability::VulkanMemoryModelDeviceScope);
+    }
     ctx.module.capabilities = need
         .into_iter()
         .map(|c| Instruction::new(Op::Capability, None, None, vec![Operand::Capability(c)]))
@@ -291,7 +293,11 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
         None,
         vec![
             Operand::AddressingModel(AddressingModel::PhysicalStorageBuffer64),
-            Operand::MemoryModel(MemoryModel::GLSL450),
+            Operand::MemoryModel(if ctx.vulkan_memory_model {
+                MemoryModel::Vulkan
+            } else {
+                MemoryModel::GLSL450
+            }),
         ],
     ));
     // Every global variable the kernel uses is on the interface.

@@ -171,7 +171,7 @@ fn rewrite_module(
     slots::run(&mut ctx)?;
     lap("structure");
     let images = images::run(&mut ctx, fid, &block, classes)?;
-    sync::run(&mut ctx)?;
+    sync::run(&mut ctx, caps)?;
     finish::run(&mut ctx, fid, caps)?;
     lap("finish");
     let words = ctx.module.assemble();

@@ -5,13 +5,23 @@
 //! covers device-address memory. The weak compare-exchange is the strong
 //! one (Vulkan has no weak form) and `atomic_flag` operations become an
 //! exchange or a store of a 32-bit word.
+//!
+//! Under Vulkan's GLSL450 memory model nothing makes a plain store in one
+//! work-group reach a plain load in another, fences or not: GPUs keep
+//! non-coherent caches per compute unit. So a kernel that orders memory
+//! (any barrier, fence or atomic with an acquire or release) is built on
+//! the Vulkan memory model where the device has it: its loads and stores
+//! of buffers and local memory, and its storage image reads and writes,
+//! are non-private; releases make them available and acquires visible, at
+//! the scope of the operation.
 
 use std::collections::HashMap;
 
 use rspirv::dr::{Instruction, Operand};
-use rspirv::spirv::{Op, Word};
+use rspirv::spirv::{ImageOperands, MemoryAccess, Op, StorageClass, Word};
 
 use crate::compiler::spirv::ctx::Ctx;
+use crate::compiler::spirv::finish::DeviceCaps;
 
 const ACQUIRE: u32 = 0x2;
 const RELEASE: u32 = 0x4;
@@ -22,6 +32,8 @@ const SUBGROUP_MEM: u32 = 0x80;
 const WORKGROUP_MEM: u32 = 0x100;
 const CROSS_WORKGROUP_MEM: u32 = 0x200;
 const IMAGE_MEM: u32 = 0x800;
+const MAKE_AVAILABLE: u32 = 0x2000;
+const MAKE_VISIBLE: u32 = 0x4000;
 
 /// OpenCL semantics bits as Vulkan semantics bits.
 pub fn semantics(cl: u32) -> u32 {
@@ -38,6 +50,46 @@ pub fn semantics(cl: u32) -> u32 {
     } else {
         order | storage
     }
+}
+
+/// The Vulkan semantics of the `n`th semantics operand of `op`, given as
+/// OpenCL's `cl`. An atomic's ordering with no storage class named (how
+/// OpenCL C atomics come) applies to global and local memory, as OpenCL's
+/// memory model has it. Loads (the failure case of a compare-exchange
+/// too) only acquire, stores only release. When `relocated_local`,
+/// `__local` data lives in device memory, so what orders local memory
+/// orders that too.
+fn operation_semantics(op: Op, n: usize, cl: u32, relocated_local: bool) -> u32 {
+    let atomic = is_atomic(op);
+    let named = CROSS_WORKGROUP_MEM | UNIFORM | SUBGROUP_MEM | WORKGROUP_MEM | IMAGE_MEM;
+    let cl = if atomic && cl & named == 0 {
+        cl | CROSS_WORKGROUP_MEM | WORKGROUP_MEM
+    } else {
+        cl
+    };
+    let mut v = semantics(cl);
+    let order = v & (ACQUIRE | RELEASE | ACQ_REL);
+    let load = op == Op::AtomicLoad || (op == Op::AtomicCompareExchange && n == 1);
+    let narrowed = match op {
+        _ if load && order & (ACQUIRE | ACQ_REL) != 0 => ACQUIRE,
+        _ if load => 0,
+        Op::AtomicStore if order & (RELEASE | ACQ_REL) != 0 => RELEASE,
+        Op::AtomicStore => 0,
+        _ => order,
+    };
+    v = if narrowed == 0 {
+        0
+    } else {
+        v & !order | narrowed
+    };
+    if relocated_local && v & WORKGROUP_MEM != 0 {
+        v |= UNIFORM;
+    }
+    v
+}
+
+fn is_atomic(op: Op) -> bool {
+    !matches!(op, Op::ControlBarrier | Op::MemoryBarrier)
 }
 
 /// OpenCL scope as a Vulkan scope (0 CrossDevice -> 1 Device).
@@ -74,9 +126,21 @@ fn sync_operands(op: Op) -> Option<(&'static [usize], &'static [usize])> {
     })
 }
 
-pub fn run(ctx: &mut Ctx) -> Result<(), String> {
-    let constants: HashMap<Word, u32> = ctx
-        .module
+/// `semantics` with the availability and visibility operations of the
+/// Vulkan memory model that its ordering implies.
+pub fn with_visibility(semantics: u32) -> u32 {
+    let mut v = semantics;
+    if semantics & (RELEASE | ACQ_REL) != 0 {
+        v |= MAKE_AVAILABLE;
+    }
+    if semantics & (ACQUIRE | ACQ_REL) != 0 {
+        v |= MAKE_VISIBLE;
+    }
+    v
+}
+
+fn u32_constants(ctx: &Ctx) -> HashMap<Word, u32> {
+    ctx.module
         .types_global_values
         .iter()
         .filter(|i| i.class.opcode == Op::Constant)
@@ -84,7 +148,152 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
             Some(Operand::LiteralBit32(v)) => Some((i.result_id?, *v)),
             _ => None,
         })
+        .collect()
+}
+
+/// The scope or semantics operand at `at` of a synchronisation instruction.
+fn operand_id(i: &Instruction, at: usize) -> Result<Word, String> {
+    match i.operands.get(at) {
+        Some(Operand::IdRef(id) | Operand::IdScope(id) | Operand::IdMemorySemantics(id)) => Ok(*id),
+        _ => Err("malformed synchronisation instruction".into()),
+    }
+}
+
+/// Maps scopes and semantics to Vulkan's, then moves a kernel that orders
+/// memory to the Vulkan memory model where the device has it: see the
+/// module's documentation.
+///
+/// On a device whose fences halt (`DeviceCaps::fences_halt`) nothing may
+/// turn into a fence: standalone fences go, and atomics lose their
+/// ordering (drivers fence around ordered atomics). Such a device's
+/// atomics are sequentially consistent anyway.
+pub fn run(ctx: &mut Ctx, caps: &DeviceCaps) -> Result<(), String> {
+    map_to_vulkan(ctx, caps.fences_halt)?;
+    if caps.fences_halt {
+        for b in ctx
+            .module
+            .functions
+            .iter_mut()
+            .flat_map(|f| f.blocks.iter_mut())
+        {
+            b.instructions
+                .retain(|i| i.class.opcode != Op::MemoryBarrier);
+        }
+    }
+    if caps.vulkan_memory_model && orders_memory(ctx)? {
+        add_visibility(ctx)?;
+        mark_non_private(ctx);
+        ctx.vulkan_memory_model = true;
+    }
+    Ok(())
+}
+
+/// Whether a barrier, fence or atomic of the kernel orders memory.
+fn orders_memory(ctx: &Ctx) -> Result<bool, String> {
+    let constants = u32_constants(ctx);
+    for i in ctx.module.functions.iter().flat_map(|f| f.all_inst_iter()) {
+        let Some((_, sems)) = sync_operands(i.class.opcode) else {
+            continue;
+        };
+        for &at in sems {
+            let id = operand_id(i, at)?;
+            if constants.get(&id).is_some_and(|&v| v != 0) {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// Releases make prior writes available, acquires make writes visible.
+fn add_visibility(ctx: &mut Ctx) -> Result<(), String> {
+    let constants = u32_constants(ctx);
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    for i in functions
+        .iter_mut()
+        .flat_map(|f| f.blocks.iter_mut())
+        .flat_map(|b| b.instructions.iter_mut())
+    {
+        let Some((_, sems)) = sync_operands(i.class.opcode) else {
+            continue;
+        };
+        for &at in sems {
+            let id = operand_id(i, at)?;
+            let v = *constants
+                .get(&id)
+                .ok_or("scopes and semantics must be constants")?;
+            let new = ctx.const_u32(with_visibility(v));
+            i.operands[at] = Operand::IdMemorySemantics(new);
+        }
+    }
+    ctx.module.functions = functions;
+    Ok(())
+}
+
+/// Loads and stores of buffers and local memory, and storage image reads
+/// and writes, take part in availability and visibility.
+fn mark_non_private(ctx: &mut Ctx) {
+    let shared: std::collections::HashSet<Word> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|t| {
+            t.class.opcode == Op::TypePointer
+                && matches!(
+                    t.operands.first(),
+                    Some(Operand::StorageClass(
+                        StorageClass::StorageBuffer
+                            | StorageClass::PhysicalStorageBuffer
+                            | StorageClass::Workgroup
+                    ))
+                )
+        })
+        .filter_map(|t| t.result_id)
         .collect();
+    let types = ctx.value_types();
+    let through_shared = |id: &Operand| match id {
+        Operand::IdRef(p) => types.get(p).is_some_and(|t| shared.contains(t)),
+        _ => false,
+    };
+    for i in ctx
+        .module
+        .functions
+        .iter_mut()
+        .flat_map(|f| f.blocks.iter_mut())
+        .flat_map(|b| b.instructions.iter_mut())
+    {
+        match i.class.opcode {
+            Op::Load | Op::Store if through_shared(&i.operands[0]) => {
+                let at = if i.class.opcode == Op::Load { 1 } else { 2 };
+                match i.operands.get_mut(at) {
+                    Some(Operand::MemoryAccess(m)) => *m |= MemoryAccess::NON_PRIVATE_POINTER,
+                    _ => i
+                        .operands
+                        .push(Operand::MemoryAccess(MemoryAccess::NON_PRIVATE_POINTER)),
+                }
+            }
+            Op::ImageRead | Op::ImageWrite => {
+                let at = if i.class.opcode == Op::ImageRead {
+                    2
+                } else {
+                    3
+                };
+                match i.operands.get_mut(at) {
+                    Some(Operand::ImageOperands(m)) => *m |= ImageOperands::NON_PRIVATE_TEXEL,
+                    _ => i
+                        .operands
+                        .push(Operand::ImageOperands(ImageOperands::NON_PRIVATE_TEXEL)),
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// OpenCL scopes and semantics as Vulkan's; weak compare-exchanges and
+/// flags as the operations Vulkan has.
+fn map_to_vulkan(ctx: &mut Ctx, unordered_atomics: bool) -> Result<(), String> {
+    let constants = u32_constants(ctx);
     let mut functions = std::mem::take(&mut ctx.module.functions);
     for f in &mut functions {
         for b in &mut f.blocks {
@@ -101,37 +310,21 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
                 let Some((scopes, sems)) = sync_operands(i.class.opcode) else {
                     continue;
                 };
-                // Relocated __local data lives in device memory: what
-                // orders local memory orders that too.
-                let sem: fn(u32) -> u32 = if ctx.relocated_local {
-                    |cl| {
-                        let v = semantics(cl);
-                        if v & WORKGROUP_MEM != 0 {
-                            v | UNIFORM
-                        } else {
-                            v
-                        }
-                    }
-                } else {
-                    semantics
-                };
-                for (&at, map) in scopes
-                    .iter()
-                    .map(|a| (a, scope as fn(u32) -> u32))
-                    .chain(sems.iter().map(|a| (a, sem)))
+                let op = i.class.opcode;
+                let relocated = ctx.relocated_local;
+                let scope_ats = scopes.iter().map(|&at| (at, None));
+                for (at, which) in
+                    scope_ats.chain(sems.iter().enumerate().map(|(n, &at)| (at, Some(n))))
                 {
-                    let id = match i.operands.get(at) {
-                        Some(
-                            Operand::IdRef(id)
-                            | Operand::IdScope(id)
-                            | Operand::IdMemorySemantics(id),
-                        ) => *id,
-                        _ => return Err("malformed synchronisation instruction".into()),
-                    };
+                    let id = operand_id(i, at)?;
                     let v = *constants
                         .get(&id)
                         .ok_or("scopes and semantics must be constants")?;
-                    let new = ctx.const_u32(map(v));
+                    let new = ctx.const_u32(match which {
+                        None => scope(v),
+                        Some(_) if unordered_atomics && is_atomic(op) => 0,
+                        Some(n) => operation_semantics(op, n, v, relocated),
+                    });
                     i.operands[at] = match i.operands[at] {
                         Operand::IdScope(_) => Operand::IdScope(new),
                         Operand::IdMemorySemantics(_) => Operand::IdMemorySemantics(new),
@@ -213,7 +406,7 @@ mod tests {
             OpFunctionEnd",
         );
         ctx.relocated_local = true;
-        run(&mut ctx).unwrap();
+        run(&mut ctx, &DeviceCaps::default()).unwrap();
         let barrier = ctx.module.functions[0]
             .all_inst_iter()
             .find(|i| i.class.opcode == Op::ControlBarrier)
@@ -240,5 +433,99 @@ mod tests {
         assert_eq!(semantics(0x200), 0);
         assert_eq!(scope(0), 1);
         assert_eq!(scope(2), 2);
+    }
+    /// A kernel with a device-scope acquire-release add (as OpenCL C gives
+    /// it: no storage class named) and a plain load and store of a buffer.
+    const ORDERED_ADD: &str = "
+            OpCapability Shader
+            OpCapability Int64
+            OpCapability PhysicalStorageBufferAddresses
+            OpMemoryModel PhysicalStorageBuffer64 GLSL450
+            OpEntryPoint GLCompute %k \"main\"
+            %void = OpTypeVoid
+            %uint = OpTypeInt 32 0
+            %ulong = OpTypeInt 64 0
+            %ptr = OpTypePointer PhysicalStorageBuffer %uint
+            %device = OpConstant %uint 0
+            %acq_rel = OpConstant %uint 8
+            %one = OpConstant %uint 1
+            %address = OpConstant %ulong 4096
+            %fn = OpTypeFunction %void
+            %k = OpFunction %void None %fn
+            %b = OpLabel
+            %p = OpConvertUToPtr %ptr %address
+            %old = OpAtomicIAdd %uint %p %device %acq_rel %one
+            %v = OpLoad %uint %p Aligned 4
+            OpStore %p %v Aligned 4
+            OpReturn
+            OpFunctionEnd";
+
+    fn semantics_of(ctx: &Ctx, op: Op) -> u32 {
+        let i = ctx.module.functions[0]
+            .all_inst_iter()
+            .find(|i| i.class.opcode == op)
+            .unwrap();
+        let id = operand_id(i, 2).unwrap();
+        u32_constants(ctx)[&id]
+    }
+
+    #[test]
+    fn ordered_kernels_move_to_the_vulkan_memory_model() {
+        let mut ctx = crate::compiler::spirv::ctx::assemble_for(ORDERED_ADD, "spv1.5");
+        let caps = DeviceCaps {
+            vulkan_memory_model: true,
+            ..Default::default()
+        };
+        run(&mut ctx, &caps).unwrap();
+        assert!(ctx.vulkan_memory_model);
+        assert_eq!(
+            semantics_of(&ctx, Op::AtomicIAdd),
+            ACQ_REL | UNIFORM | WORKGROUP_MEM | MAKE_AVAILABLE | MAKE_VISIBLE
+        );
+        let code: Vec<_> = ctx.module.functions[0].all_inst_iter().collect();
+        let load = code.iter().find(|i| i.class.opcode == Op::Load).unwrap();
+        let store = code.iter().find(|i| i.class.opcode == Op::Store).unwrap();
+        let access =
+            Operand::MemoryAccess(MemoryAccess::ALIGNED | MemoryAccess::NON_PRIVATE_POINTER);
+        assert_eq!(load.operands[1], access);
+        assert_eq!(store.operands[2], access);
+    }
+
+    #[test]
+    fn atomics_lose_their_order_where_fences_halt() {
+        let mut ctx = crate::compiler::spirv::ctx::assemble_for(ORDERED_ADD, "spv1.5");
+        let caps = DeviceCaps {
+            vulkan_memory_model: true,
+            fences_halt: true,
+            ..Default::default()
+        };
+        run(&mut ctx, &caps).unwrap();
+        assert_eq!(semantics_of(&ctx, Op::AtomicIAdd), 0);
+        // Nothing orders memory any more: the kernel keeps GLSL450.
+        assert!(!ctx.vulkan_memory_model);
+    }
+
+    #[test]
+    fn atomic_loads_acquire_and_stores_release() {
+        let seq_cst = 0x10;
+        assert_eq!(
+            operation_semantics(Op::AtomicLoad, 0, seq_cst, false),
+            ACQUIRE | UNIFORM | WORKGROUP_MEM
+        );
+        assert_eq!(
+            operation_semantics(Op::AtomicStore, 0, seq_cst, false),
+            RELEASE | UNIFORM | WORKGROUP_MEM
+        );
+        // The failure case of a compare-exchange is a load.
+        assert_eq!(
+            operation_semantics(Op::AtomicCompareExchange, 1, ACQ_REL, false),
+            ACQUIRE | UNIFORM | WORKGROUP_MEM
+        );
+        assert_eq!(operation_semantics(Op::AtomicIAdd, 0, 0, false), 0);
+        // A barrier with no memory named orders nothing.
+        assert_eq!(
+            operation_semantics(Op::ControlBarrier, 0, seq_cst, false),
+            0
+        );
     }
 }
