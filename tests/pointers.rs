@@ -41,6 +41,7 @@ both_ways!(
     null_pointers_of_every_address_space,
     fence_of_an_unset_generic_pointer,
     vector_in_a_packed_struct_unoptimised,
+    global_pointers_moved_back_at_run_time,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -781,4 +782,32 @@ fn vector_in_a_packed_struct_unoptimised(cl: &Cl) {
         .flat_map(|i| (0..4).map(move |k| i * 100 + k))
         .collect();
     assert_eq!(got, want, "{}", cl.how);
+}
+
+fn global_pointers_moved_back_at_run_time(cl: &Cl) {
+    let (n, back) = (8usize, 2usize);
+    // Three elements for each work-item but the last, which has 3 - back.
+    let len = 3 * (n - 1) + 3 - back;
+    let input: Vec<f32> = (0..len).map(|k| k as f32 + 0.5).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "moved_back", OPTIONS);
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.zeroed(4 * len);
+    let bh = s.zeroed(2 * len);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.arg(k, 2, &bh);
+    s.arg(k, 3, &(back as u32));
+    s.run(k, &[n], Some(&[n]), None);
+    let got = f32s(&cl.read(s.q, bo, 0, 4 * len));
+    let halves = u16s(&cl.read(s.q, bh, 0, 2 * len));
+    for (at, x) in input.iter().enumerate() {
+        assert_eq!(got[at], x * 2.0, "{}: element {at}", cl.how);
+        assert_eq!(
+            half_value(halves[at]),
+            f64::from(x * 2.0),
+            "{}: half {at}",
+            cl.how
+        );
+    }
 }

@@ -407,3 +407,14 @@ kernel void null_comparisons(global uint *out) {
     r |= (ptr != pptr) << 4;
     out[i] = r;
 }
+
+// The last work-item's pointers are moved back by a run-time amount before
+// the vector access (as OpenCL-CTS test_half does for 3-vectors), so that
+// its three elements end at the buffers' ends.
+__kernel void moved_back(__global const float *in, __global float *out, __global half *halves, uint back) {
+    size_t i = get_global_id(0);
+    size_t adjust = i == get_global_size(0) - 1 ? back : 0;
+    float3 v = vload3(i, in - adjust) * 2.0f;
+    vstore3(v, i, out - adjust);
+    vstore_half3(v, i, halves - adjust);
+}

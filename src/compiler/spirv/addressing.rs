@@ -58,7 +58,115 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     explicit_layout(ctx, &types, &psb_types)?;
     rewrite_accesses(ctx, &types)?;
     split_underaligned_vectors(ctx);
+    integer_steps(ctx);
     Ok(())
+}
+
+/// Steps of a run-time or negative number of elements on device addresses
+/// become integer arithmetic on the 64-bit address. NVIDIA's compiler (driver
+/// 580) misplaces the result of two `OpPtrAccessChain` steps on device
+/// addresses when one goes back by a run-time amount (`vstore3(v, i, p -
+/// k)` stored nowhere); the same address computed as bytes added to the
+/// address is right there, and means the same everywhere.
+fn integer_steps(ctx: &mut Ctx) {
+    let strides: HashMap<Word, u64> = ctx
+        .module
+        .annotations
+        .iter()
+        .filter_map(|a| match a.operands.as_slice() {
+            [
+                Operand::IdRef(t),
+                Operand::Decoration(Decoration::ArrayStride),
+                Operand::LiteralBit32(n),
+            ] => Some((*t, u64::from(*n))),
+            _ => None,
+        })
+        .collect();
+    // Constant steps forwards stay steps.
+    let forwards: HashSet<Word> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|i| match (i.class.opcode, i.operands.first()) {
+            (Op::Constant, Some(Operand::LiteralBit32(v))) => *v as i32 >= 0,
+            (Op::Constant, Some(Operand::LiteralBit64(v))) => *v as i64 >= 0,
+            _ => false,
+        })
+        .filter_map(|i| i.result_id)
+        .collect();
+    let types = ctx.value_types();
+    let u64t = ctx.uint(64);
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    for b in functions.iter_mut().flat_map(|f| f.blocks.iter_mut()) {
+        if !b
+            .instructions
+            .iter()
+            .any(|i| i.class.opcode == Op::PtrAccessChain)
+        {
+            continue;
+        }
+        let mut out = Vec::with_capacity(b.instructions.len());
+        for i in std::mem::take(&mut b.instructions) {
+            let (Some(base), Some(step)) = (id_at(&i, 0), id_at(&i, 1)) else {
+                out.push(i);
+                continue;
+            };
+            let base_type = types.get(&base).copied();
+            let stride = base_type.and_then(|t| strides.get(&t)).copied();
+            let on_device = base_type.and_then(|t| ctx.pointer_parts(t)).map(|p| p.0)
+                == Some(StorageClass::PhysicalStorageBuffer);
+            let (Some(base_type), Some(stride), true, Op::PtrAccessChain, false) = (
+                base_type,
+                stride,
+                on_device,
+                i.class.opcode,
+                forwards.contains(&step),
+            ) else {
+                out.push(i);
+                continue;
+            };
+            let stride = ctx.const_int(u64t, stride);
+            let mut emit = |op: Op, ty: Word, operands: Vec<Word>| {
+                let id = ctx.fresh();
+                out.push(Instruction::new(
+                    op,
+                    Some(ty),
+                    Some(id),
+                    operands.into_iter().map(Operand::IdRef).collect(),
+                ));
+                id
+            };
+            let address = emit(Op::ConvertPtrToU, u64t, vec![base]);
+            // Element indices are signed.
+            let step = match types.get(&step) {
+                Some(&t) if t == u64t => step,
+                _ => emit(Op::SConvert, u64t, vec![step]),
+            };
+            let bytes = emit(Op::IMul, u64t, vec![step, stride]);
+            let moved = emit(Op::IAdd, u64t, vec![address, bytes]);
+            let rest = &i.operands[2..];
+            if rest.is_empty() {
+                out.push(Instruction::new(
+                    Op::ConvertUToPtr,
+                    i.result_type,
+                    i.result_id,
+                    vec![Operand::IdRef(moved)],
+                ));
+            } else {
+                let element = emit(Op::ConvertUToPtr, base_type, vec![moved]);
+                let mut operands = vec![Operand::IdRef(element)];
+                operands.extend(rest.iter().cloned());
+                out.push(Instruction::new(
+                    Op::AccessChain,
+                    i.result_type,
+                    i.result_id,
+                    operands,
+                ));
+            }
+        }
+        b.instructions = out;
+    }
+    ctx.module.functions = functions;
 }
 
 /// Generic pointer values nothing uses any more (an `OpUndef` whose uses
