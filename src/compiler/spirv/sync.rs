@@ -294,6 +294,7 @@ fn mark_non_private(ctx: &mut Ctx) {
 /// flags as the operations Vulkan has.
 fn map_to_vulkan(ctx: &mut Ctx, unordered_atomics: bool) -> Result<(), String> {
     let constants = u32_constants(ctx);
+    let types = ctx.value_types();
     let mut functions = std::mem::take(&mut ctx.module.functions);
     for f in &mut functions {
         for b in &mut f.blocks {
@@ -312,6 +313,7 @@ fn map_to_vulkan(ctx: &mut Ctx, unordered_atomics: bool) -> Result<(), String> {
                 };
                 let op = i.class.opcode;
                 let relocated = ctx.relocated_local;
+                let widen = is_atomic(op) && relaxed_in_device_memory(ctx, &constants, &types, i);
                 let scope_ats = scopes.iter().map(|&at| (at, None));
                 for (at, which) in
                     scope_ats.chain(sems.iter().enumerate().map(|(n, &at)| (at, Some(n))))
@@ -321,6 +323,7 @@ fn map_to_vulkan(ctx: &mut Ctx, unordered_atomics: bool) -> Result<(), String> {
                         .get(&id)
                         .ok_or("scopes and semantics must be constants")?;
                     let new = ctx.const_u32(match which {
+                        None if widen && v >= 2 => 1,
                         None => scope(v),
                         Some(_) if unordered_atomics && is_atomic(op) => 0,
                         Some(n) => operation_semantics(op, n, v, relocated),
@@ -336,6 +339,41 @@ fn map_to_vulkan(ctx: &mut Ctx, unordered_atomics: bool) -> Result<(), String> {
     }
     ctx.module.functions = functions;
     Ok(())
+}
+
+/// Whether `i` is a relaxed atomic on device memory. The front end gives
+/// OpenCL 1.x atomics (`atomic_add`, `atom_inc`...) work-group scope, yet
+/// on `__global` data they must be atomic across the whole NDRange: such
+/// atomics get device scope (for a relaxed atomic only the scope of
+/// atomicity changes, which costs nothing where atomics on device memory
+/// are done in one place for the whole device).
+fn relaxed_in_device_memory(
+    ctx: &Ctx,
+    constants: &HashMap<Word, u32>,
+    types: &HashMap<Word, Word>,
+    i: &Instruction,
+) -> bool {
+    let order = ACQUIRE | RELEASE | ACQ_REL | SEQ_CST;
+    let relaxed = sync_operands(i.class.opcode).is_some_and(|(_, sems)| {
+        sems.iter().all(|&at| {
+            operand_id(i, at)
+                .ok()
+                .and_then(|id| constants.get(&id))
+                .is_some_and(|v| v & order == 0)
+        })
+    });
+    let pointer_class = match i.operands.first() {
+        Some(Operand::IdRef(p)) => types
+            .get(p)
+            .and_then(|t| ctx.pointer_parts(*t))
+            .map(|(class, _)| class),
+        _ => None,
+    };
+    relaxed
+        && matches!(
+            pointer_class,
+            Some(StorageClass::PhysicalStorageBuffer | StorageClass::StorageBuffer)
+        )
 }
 
 /// `atomic_flag_test_and_set` is an exchange of 1 compared with 0, and
@@ -527,5 +565,26 @@ mod tests {
             operation_semantics(Op::ControlBarrier, 0, seq_cst, false),
             0
         );
+    }
+    #[test]
+    fn relaxed_atomics_on_device_memory_get_device_scope() {
+        // An OpenCL 1.x atomic_add: work-group scope, relaxed.
+        let text = ORDERED_ADD
+            .replace(
+                "%device = OpConstant %uint 0",
+                "%device = OpConstant %uint 2",
+            )
+            .replace(
+                "%acq_rel = OpConstant %uint 8",
+                "%acq_rel = OpConstant %uint 0",
+            );
+        let mut ctx = crate::compiler::spirv::ctx::assemble_for(&text, "spv1.5");
+        run(&mut ctx, &DeviceCaps::default()).unwrap();
+        let add = ctx.module.functions[0]
+            .all_inst_iter()
+            .find(|i| i.class.opcode == Op::AtomicIAdd)
+            .unwrap();
+        let scope = operand_id(add, 1).unwrap();
+        assert_eq!(u32_constants(&ctx)[&scope], 1);
     }
 }
