@@ -128,7 +128,7 @@ fn sync_operands(op: Op) -> Option<(&'static [usize], &'static [usize])> {
 
 /// `semantics` with the availability and visibility operations of the
 /// Vulkan memory model that its ordering implies.
-pub fn with_visibility(semantics: u32) -> u32 {
+fn with_visibility(semantics: u32) -> u32 {
     let mut v = semantics;
     if semantics & (RELEASE | ACQ_REL) != 0 {
         v |= MAKE_AVAILABLE;
