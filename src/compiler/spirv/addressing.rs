@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, MemoryAccess, Op, StorageClass, Word};
 
-use crate::compiler::spirv::ctx::{Ctx, id_at};
+use crate::compiler::spirv::ctx::{Ctx, Prologue, id_at};
 use crate::compiler::spirv::reflect::layout;
 
 pub fn run(ctx: &mut Ctx) -> Result<(), String> {
@@ -69,19 +69,6 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
 /// k)` stored nowhere); the same address computed as bytes added to the
 /// address is right there, and means the same everywhere.
 fn integer_steps(ctx: &mut Ctx) {
-    let strides: HashMap<Word, u64> = ctx
-        .module
-        .annotations
-        .iter()
-        .filter_map(|a| match a.operands.as_slice() {
-            [
-                Operand::IdRef(t),
-                Operand::Decoration(Decoration::ArrayStride),
-                Operand::LiteralBit32(n),
-            ] => Some((*t, u64::from(*n))),
-            _ => None,
-        })
-        .collect();
     // Constant steps forwards stay steps.
     let forwards: HashSet<Word> = ctx
         .module
@@ -105,58 +92,37 @@ fn integer_steps(ctx: &mut Ctx) {
         {
             continue;
         }
-        let mut out = Vec::with_capacity(b.instructions.len());
+        let mut out = Prologue {
+            code: Vec::with_capacity(b.instructions.len()),
+        };
         for i in std::mem::take(&mut b.instructions) {
-            let (Some(base), Some(step)) = (id_at(&i, 0), id_at(&i, 1)) else {
-                out.push(i);
+            let Some((base, step, base_type, stride)) = device_step(ctx, &types, &forwards, &i)
+            else {
+                out.code.push(i);
                 continue;
             };
-            let base_type = types.get(&base).copied();
-            let stride = base_type.and_then(|t| strides.get(&t)).copied();
-            let on_device = base_type.and_then(|t| ctx.pointer_parts(t)).map(|p| p.0)
-                == Some(StorageClass::PhysicalStorageBuffer);
-            let (Some(base_type), Some(stride), true, Op::PtrAccessChain, false) = (
-                base_type,
-                stride,
-                on_device,
-                i.class.opcode,
-                forwards.contains(&step),
-            ) else {
-                out.push(i);
-                continue;
-            };
-            let stride = ctx.const_int(u64t, stride);
-            let mut emit = |op: Op, ty: Word, operands: Vec<Word>| {
-                let id = ctx.fresh();
-                out.push(Instruction::new(
-                    op,
-                    Some(ty),
-                    Some(id),
-                    operands.into_iter().map(Operand::IdRef).collect(),
-                ));
-                id
-            };
-            let address = emit(Op::ConvertPtrToU, u64t, vec![base]);
+            let stride = ctx.const_int(u64t, u64::from(stride));
+            let address = out.op(ctx, Op::ConvertPtrToU, u64t, &[base]);
             // Element indices are signed.
             let step = match types.get(&step) {
                 Some(&t) if t == u64t => step,
-                _ => emit(Op::SConvert, u64t, vec![step]),
+                _ => out.op(ctx, Op::SConvert, u64t, &[step]),
             };
-            let bytes = emit(Op::IMul, u64t, vec![step, stride]);
-            let moved = emit(Op::IAdd, u64t, vec![address, bytes]);
+            let bytes = out.op(ctx, Op::IMul, u64t, &[step, stride]);
+            let moved = out.op(ctx, Op::IAdd, u64t, &[address, bytes]);
             let rest = &i.operands[2..];
             if rest.is_empty() {
-                out.push(Instruction::new(
+                out.code.push(Instruction::new(
                     Op::ConvertUToPtr,
                     i.result_type,
                     i.result_id,
                     vec![Operand::IdRef(moved)],
                 ));
             } else {
-                let element = emit(Op::ConvertUToPtr, base_type, vec![moved]);
+                let element = out.op(ctx, Op::ConvertUToPtr, base_type, &[moved]);
                 let mut operands = vec![Operand::IdRef(element)];
                 operands.extend(rest.iter().cloned());
-                out.push(Instruction::new(
+                out.code.push(Instruction::new(
                     Op::AccessChain,
                     i.result_type,
                     i.result_id,
@@ -164,9 +130,32 @@ fn integer_steps(ctx: &mut Ctx) {
                 ));
             }
         }
-        b.instructions = out;
+        b.instructions = out.code;
     }
     ctx.module.functions = functions;
+}
+
+/// For a step on a device address that [`integer_steps`] rewrites (not a
+/// constant step forwards): its base, step, the base's pointer type and
+/// that type's `ArrayStride`.
+fn device_step(
+    ctx: &Ctx,
+    types: &HashMap<Word, Word>,
+    forwards: &HashSet<Word>,
+    i: &Instruction,
+) -> Option<(Word, Word, Word, u32)> {
+    if i.class.opcode != Op::PtrAccessChain {
+        return None;
+    }
+    let (base, step) = (id_at(i, 0)?, id_at(i, 1)?);
+    let base_type = *types.get(&base)?;
+    if ctx.pointer_parts(base_type)?.0 != StorageClass::PhysicalStorageBuffer
+        || forwards.contains(&step)
+    {
+        return None;
+    }
+    let stride = ctx.decoration_literal(base_type, Decoration::ArrayStride)?;
+    Some((base, step, base_type, stride))
 }
 
 /// Generic pointer values nothing uses any more (an `OpUndef` whose uses

@@ -344,7 +344,15 @@ impl Ctx {
     }
 }
 
-/// The id operand at `i`, if it is one.
+/// Adds `flag` to the memory operands of an `OpLoad` or `OpStore`.
+pub fn add_memory_access(i: &mut Instruction, flag: rspirv::spirv::MemoryAccess) {
+    let at = if i.class.opcode == Op::Load { 1 } else { 2 };
+    match i.operands.get_mut(at) {
+        Some(Operand::MemoryAccess(m)) => *m |= flag,
+        _ => i.operands.push(Operand::MemoryAccess(flag)),
+    }
+}
+
 /// Code being emitted (at the kernel's start, or in place), to be
 /// spliced into a function.
 pub struct Prologue {

@@ -42,7 +42,9 @@ use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{BuiltIn, Decoration, MemoryAccess, Op, StorageClass, Word};
 
 use crate::compiler::spirv::ctx::Prologue;
-use crate::compiler::spirv::ctx::{Ctx, id_at, ids_used, insert_at_kernel_start};
+use crate::compiler::spirv::ctx::{
+    Ctx, add_memory_access, id_at, ids_used, insert_at_kernel_start,
+};
 use crate::compiler::spirv::interface::{
     Block, SCRATCH, SCRATCH_BYTES, SCRATCH_PRIVATE_BYTES, header_address, header_word,
 };
@@ -1241,13 +1243,7 @@ fn rewrite(
                             relocated.contains(&v) && a.vars[&v] == StorageClass::Workgroup
                         });
                         if to_local {
-                            let first = if i.class.opcode == Op::Load { 1 } else { 2 };
-                            match i.operands.get_mut(first) {
-                                Some(Operand::MemoryAccess(m)) => *m |= MemoryAccess::VOLATILE,
-                                _ => i
-                                    .operands
-                                    .push(Operand::MemoryAccess(MemoryAccess::VOLATILE)),
-                            }
+                            add_memory_access(&mut i, MemoryAccess::VOLATILE);
                         }
                     }
                     _ => {}

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{ImageOperands, MemoryAccess, Op, StorageClass, Word};
 
-use crate::compiler::spirv::ctx::Ctx;
+use crate::compiler::spirv::ctx::{Ctx, add_memory_access};
 use crate::compiler::spirv::finish::DeviceCaps;
 
 const ACQUIRE: u32 = 0x2;
@@ -264,13 +264,7 @@ fn mark_non_private(ctx: &mut Ctx) {
     {
         match i.class.opcode {
             Op::Load | Op::Store if through_shared(&i.operands[0]) => {
-                let at = if i.class.opcode == Op::Load { 1 } else { 2 };
-                match i.operands.get_mut(at) {
-                    Some(Operand::MemoryAccess(m)) => *m |= MemoryAccess::NON_PRIVATE_POINTER,
-                    _ => i
-                        .operands
-                        .push(Operand::MemoryAccess(MemoryAccess::NON_PRIVATE_POINTER)),
-                }
+                add_memory_access(i, MemoryAccess::NON_PRIVATE_POINTER);
             }
             Op::ImageRead | Op::ImageWrite => {
                 let at = if i.class.opcode == Op::ImageRead {
