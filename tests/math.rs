@@ -481,7 +481,9 @@ fn library_functions_with_loops(cl: &Cl) {
 }
 
 /// Where CL_DEVICE_SINGLE_FP_CONFIG has CL_FP_DENORM, single-precision
-/// denormals survive arithmetic (the kernels ask Vulkan to keep them).
+/// denormals survive arithmetic as inputs and as results (the kernels ask
+/// Vulkan to keep them where it can promise that; lavapipe keeps them
+/// without a promise, which this checks).
 fn denormals_kept_where_claimed(cl: &Cl) {
     let config = cl
         .device_bytes(cl.device(), opencl_sys::CL_DEVICE_SINGLE_FP_CONFIG)
@@ -490,32 +492,71 @@ fn denormals_kept_where_claimed(cl: &Cl) {
     if config & opencl_sys::CL_FP_DENORM == 0 {
         return;
     }
-    let src = "kernel void dmul(global const float *a, global float *out) {
+    let src = "kernel void dops(global const float *a, global float *out) {
         size_t i = get_global_id(0);
-        out[i] = a[i] * a[i + 4];
+        float x = a[i], y = a[i + 4], z = a[i + 8];
+        global float *o = out + 10 * i;
+        o[0] = x * y;
+        o[1] = z + z;
+        o[2] = z - x * y;
+        o[3] = fma(x, y, z);
+        o[4] = z / 4.0f;
+        o[5] = fabs(-z);
+        o[6] = z > 0.0f ? 1.0f : 0.0f;
+        o[7] = (float)(int)(z * 0x1p100f * 0x1p49f);
+        o[8] = ldexp(z, -3);
+        o[9] = ldexp(y, -80);
     }";
-    // 2^-70 * 2^-70 = 2^-140, and others below FLT_MIN.
+    let p = |e: i32| 2f32.powi(e);
+    // x * y lands below FLT_MIN; z is a denormal itself.
     let inputs: Vec<f32> = vec![
-        2f32.powi(-70),
-        -2f32.powi(-75),
-        1.5 * 2f32.powi(-64),
+        p(-70),
+        -p(-75),
+        1.5 * p(-64),
         f32::MIN_POSITIVE,
-        2f32.powi(-70),
-        2f32.powi(-70),
-        2f32.powi(-70),
+        p(-70),
+        p(-70),
+        p(-70),
         0.25,
+        f32::from_bits(0x0000_0300),
+        f32::from_bits(0x0040_0000),
+        -f32::from_bits(0x0000_0004),
+        f32::from_bits(0x007f_fffc),
     ];
     let mut s = Setup::new(cl);
-    let k = s.kernel(src, "dmul", "");
+    let k = s.kernel(src, "dops", "");
     let a = s.buffer_from(&bytes_of(&inputs));
-    let out = s.zeroed(16);
+    let out = s.zeroed(4 * 10 * 4);
     s.arg(k, 0, &a);
     s.arg(k, 1, &out);
     s.run(k, &[4], None, None);
-    let got = f32s(&cl.read(s.q, out, 0, 16));
-    let want: Vec<f32> = (0..4).map(|i| inputs[i] * inputs[i + 4]).collect();
-    assert!(want.iter().all(|w| w.is_subnormal()));
-    assert_eq!(got, want, "{}", cl.how);
+    let got = f32s(&cl.read(s.q, out, 0, 4 * 10 * 4));
+    // ldexp rounds once, to nearest even (f64 holds these exactly).
+    let ldexp = |v: f32, n: i32| (v as f64 * 2f64.powi(n)) as f32;
+    for i in 0..4 {
+        let (x, y, z) = (inputs[i], inputs[i + 4], inputs[i + 8]);
+        assert!((x * y).is_subnormal() && z.is_subnormal());
+        let want = [
+            x * y,
+            z + z,
+            z - x * y,
+            x.mul_add(y, z),
+            z / 4.0,
+            z.abs(),
+            (z > 0.0) as i32 as f32,
+            (z * p(100) * p(49)) as i32 as f32,
+            ldexp(z, -3),
+            ldexp(y, -80),
+        ];
+        for (j, w) in want.iter().enumerate() {
+            assert_eq!(
+                got[10 * i + j].to_bits(),
+                w.to_bits(),
+                "{}: operation {j} on x={x:e} y={y:e} z={z:e}",
+                cl.how
+            );
+        }
+    }
 }
 
 /// sinpi(n) is a zero of n's sign, cospi(n + 0.5) is +0, tanpi(n) is a

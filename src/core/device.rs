@@ -368,11 +368,21 @@ impl Device {
         storage.max(128 * 8)
     }
 
-    /// Whether kernels keep single-precision denormals: Vulkan promises it
-    /// (shaderDenormPreserveFloat32) once a shader asks for it, which
-    /// vkcl's kernels do. Elsewhere whether they are kept is the driver's
-    /// choice, so CL_FP_DENORM is not claimed.
+    /// Whether kernels keep single-precision denormals (CL_FP_DENORM).
+    /// Vulkan promises it (shaderDenormPreserveFloat32) once a shader asks
+    /// for it, which vkcl's kernels then do. Mesa's lavapipe promises
+    /// nothing, but runs compute shaders as native code on worker threads
+    /// that keep the CPU's default floating-point state (denormals neither
+    /// flushed nor read as zero; Mesa sets flush-to-zero only for its
+    /// rasterizer threads), so its kernels keep them too; the test suite
+    /// checks it there. Elsewhere it is the driver's choice and not claimed.
     pub fn preserves_denormals(&self) -> bool {
+        self.asks_denorm_preserve() || self.is_llvmpipe()
+    }
+
+    /// Whether kernels declare that they keep single-precision denormals
+    /// (the DenormPreserve execution mode, which Vulkan then honours).
+    pub fn asks_denorm_preserve(&self) -> bool {
         self.info.props12.shader_denorm_preserve_float32 != 0
     }
 

@@ -131,7 +131,8 @@ pub fn device_caps(d: &Device) -> DeviceCaps {
         subgroup_size: d.subgroup_size(),
         max_work_group_size: d.max_work_group_size() as u32,
         max_push_constants: i.props.limits.max_push_constants_size,
-        denorm_preserve_f32: d.preserves_denormals(),
+        denorm_preserve_f32: d.asks_denorm_preserve(),
+        keeps_denormals_f32: d.preserves_denormals(),
         fences_halt: d.is_llvmpipe(),
         vulkan_memory_model: i.features12.vulkan_memory_model != 0
             && i.features12.vulkan_memory_model_device_scope != 0,

@@ -559,6 +559,89 @@ impl Emit<'_> {
         self.op(Op::Bitcast, ty, &[r])
     }
 
+    /// ldexp(x, n): x times 2^n rounded once, to nearest even where it
+    /// lands among the denormals (libclc's float ldexp truncates there),
+    /// worked on the bits: the mantissa with its leading one in place, the
+    /// exponent moved by n, and a rounded shift below the normal range.
+    fn ldexp(&mut self, x: Word, n: Word, ty: Word, nty: Word) -> Word {
+        let w = width(self.ctx, ty).unwrap_or(32);
+        let m: u64 = if w == 64 { 52 } else { 23 };
+        let top: u64 = (1 << (w - 1 - m as u32)) - 1;
+        let (sign_mask, it) = self.sign_bit(ty);
+        let bt = self.bool_like(ty);
+        let k = |e: &mut Self, v: u64| e.konst(it, v);
+        let (bits, _) = self.as_int(x, ty);
+        let sign = self.op(Op::BitwiseAnd, it, &[bits, sign_mask]);
+        let magnitude_mask = self.op(Op::Not, it, &[sign_mask]);
+        let abs = self.op(Op::BitwiseAnd, it, &[bits, magnitude_mask]);
+        // Zeros, infinities and NaNs are their own ldexp.
+        let (zero, inf) = (k(self, 0), k(self, top << m));
+        let is_zero = self.op(Op::IEqual, bt, &[abs, zero]);
+        let special = self.op(Op::UGreaterThanEqual, bt, &[abs, inf]);
+        let keep = self.op(Op::LogicalOr, bt, &[is_zero, special]);
+        // The mantissa with its leading one at bit m, and the biased
+        // exponent that goes with it (below 1 for denormals).
+        let (one, implicit) = (k(self, 1), k(self, 1 << m));
+        let fraction_mask = k(self, (1 << m) - 1);
+        let denormal = self.op(Op::ULessThan, bt, &[abs, implicit]);
+        let lz = self.clz(abs, it);
+        let field = k(self, u64::from(w) - 1 - m);
+        let shift = self.op(Op::ISub, it, &[lz, field]);
+        let shifted = self.op(Op::ShiftLeftLogical, it, &[abs, shift]);
+        let denormal_exponent = self.op(Op::ISub, it, &[one, shift]);
+        let fraction = self.op(Op::BitwiseAnd, it, &[abs, fraction_mask]);
+        let normal_mantissa = self.op(Op::BitwiseOr, it, &[fraction, implicit]);
+        let mk = k(self, m);
+        let normal_exponent = self.op(Op::ShiftRightLogical, it, &[abs, mk]);
+        let mantissa = self.select(it, denormal, shifted, normal_mantissa);
+        let exponent = self.select(it, denormal, denormal_exponent, normal_exponent);
+        // n, kept within what can still matter, in the bits' width.
+        let n = match (shape(self.ctx, ty).and_then(|s| s.1), shape(self.ctx, nty)) {
+            (Some(lanes), Some((_, None))) => {
+                let vt = shaped_like(self.ctx, nty, ty);
+                let parts = vec![n; lanes as usize];
+                self.op(Op::CompositeConstruct, vt, &parts)
+            }
+            _ => n,
+        };
+        let nt = shaped_like(self.ctx, shape(self.ctx, nty).map_or(nty, |s| s.0), ty);
+        let (lo, hi) = (self.konst(nt, (-4096i64) as u64), self.konst(nt, 4096));
+        let n = self.glsl(G::SClamp, nt, &[n, lo, hi]);
+        let n = self.resize(n, nt, w, true);
+        let e = self.op(Op::IAdd, it, &[exponent, n]);
+        let emax = k(self, top);
+        let overflow = self.op(Op::SGreaterThanEqual, bt, &[e, emax]);
+        let normal = self.op(Op::SGreaterThanEqual, bt, &[e, one]);
+        let mantissa_fraction = self.op(Op::BitwiseAnd, it, &[mantissa, fraction_mask]);
+        let placed = self.op(Op::ShiftLeftLogical, it, &[e, mk]);
+        let normal_bits = self.op(Op::BitwiseOr, it, &[placed, mantissa_fraction]);
+        // Below the normal range: shift right by 1 - e (at most m + 2,
+        // which already leaves less than half the smallest denormal) and
+        // round to nearest even; a carry into the exponent field is right.
+        let s = self.op(Op::ISub, it, &[one, e]);
+        let most = k(self, m + 2);
+        let s = self.glsl(G::UMin, it, &[s, most]);
+        let q = self.op(Op::ShiftRightLogical, it, &[mantissa, s]);
+        let below = self.op(Op::ShiftLeftLogical, it, &[one, s]);
+        let below = self.op(Op::ISub, it, &[below, one]);
+        let rest = self.op(Op::BitwiseAnd, it, &[mantissa, below]);
+        let s1 = self.op(Op::ISub, it, &[s, one]);
+        let half = self.op(Op::ShiftLeftLogical, it, &[one, s1]);
+        let above_half = self.op(Op::UGreaterThan, bt, &[rest, half]);
+        let at_half = self.op(Op::IEqual, bt, &[rest, half]);
+        let odd = self.op(Op::BitwiseAnd, it, &[q, one]);
+        let odd = self.op(Op::IEqual, bt, &[odd, one]);
+        let tie_up = self.op(Op::LogicalAnd, bt, &[at_half, odd]);
+        let up = self.op(Op::LogicalOr, bt, &[above_half, tie_up]);
+        let q1 = self.op(Op::IAdd, it, &[q, one]);
+        let denormal_bits = self.select(it, up, q1, q);
+        let r = self.select(it, normal, normal_bits, denormal_bits);
+        let r = self.select(it, overflow, inf, r);
+        let r = self.op(Op::BitwiseOr, it, &[sign, r]);
+        let r = self.select(it, keep, bits, r);
+        self.op(Op::Bitcast, ty, &[r])
+    }
+
     fn float_zero(&mut self, ty: Word) -> Word {
         let w = width(self.ctx, ty).unwrap_or(32);
         let it = self.int_like(ty, w);
@@ -731,6 +814,10 @@ pub fn lower(
         C::bitselect => e.bitselect(arg(0)?, arg(1)?, arg(2)?, ty),
         C::copysign => e.copysign(arg(0)?, arg(1)?, ty),
         C::fdim => e.fdim(arg(0)?, arg(1)?, ty),
+        C::ldexp => {
+            let nty = *arg_types.get(1).ok_or("ldexp needs two operands")?;
+            e.ldexp(arg(0)?, arg(1)?, ty, nty)
+        }
         // 1 / x: Vulkan's division (2.5 ULP) is well within both.
         C::half_recip | C::native_recip => {
             let w = width(e.ctx, ty).unwrap_or(32);

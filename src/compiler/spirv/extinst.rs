@@ -13,6 +13,7 @@ use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, GlslStd450Op as G, Op, OpenclStd100Op as C, StorageClass, Word};
 
 use crate::compiler::spirv::ctx::{Ctx, id_at};
+use crate::compiler::spirv::finish::DeviceCaps;
 use crate::compiler::spirv::{Options, exact, fp16, half, inline, libclc, memcopy};
 
 enum Lowering {
@@ -113,22 +114,34 @@ fn relaxed(op: C) -> Option<Lowering> {
     })
 }
 
-pub fn run(ctx: &mut Ctx, fid: Word, options: Options, float64: bool) -> Result<(), String> {
+pub fn run(ctx: &mut Ctx, fid: Word, options: Options, caps: &DeviceCaps) -> Result<(), String> {
     // Half values live as their bits; cl_khr_fp16 arithmetic is done in
     // float.
     fp16::widen(ctx)?;
     half::retype_half(ctx);
     fp16::lower_conversions(ctx)?;
     pi_zero_signs(ctx);
-    if float64 {
+    if caps.float64 {
         in_double(ctx, &[C::tgamma, C::erfc]);
+        if !options.relaxed_math {
+            fma_in_double(ctx);
+        }
     }
+    if caps.keeps_denormals_f32 && !options.denorms_are_zero {
+        denormal_ranges(ctx);
+    }
+    let subnormals = libclc::Subnormals {
+        float: caps.keeps_denormals_f32 && !options.denorms_are_zero,
+        // OpenCL requires double denormals, and Vulkan drivers keep them.
+        double: true,
+    };
     let mut linker: Option<libclc::Linker> = None;
     let mut fusable: HashSet<Word> = HashSet::new();
     let mut rounds = 0;
     while lower(
         ctx,
         &mut linker,
+        subnormals,
         rounds == 0,
         options.relaxed_math,
         &mut fusable,
@@ -219,6 +232,152 @@ fn in_double(ctx: &mut Ctx, ops: &[C]) {
             Some(ty),
             Some(rid),
             vec![Operand::IdRef(r)],
+        ));
+        None
+    });
+}
+
+/// Single-precision `fma` on devices with doubles: the product of two
+/// floats is exact in double, the sum is rounded to odd there and then
+/// once to float, which is the correctly rounded fma for every input,
+/// denormals included (libclc's integer fma flushes denormal operands and
+/// mistakes their exponent). Vulkan's own Fma may round twice.
+fn fma_in_double(ctx: &mut Ctx) {
+    rewrite_builtins(ctx, |ctx, out, op, i| {
+        let (Some(ty), Some(rid)) = (i.result_type, i.result_id) else {
+            return Some(i);
+        };
+        let (C::fma, Some(32), [_, _, a, b, c]) = (op, exact::width(ctx, ty), &i.operands[..])
+        else {
+            return Some(i);
+        };
+        let (Some(a), Some(b), Some(c)) = (a.id_ref_any(), b.id_ref_any(), c.id_ref_any()) else {
+            return Some(i);
+        };
+        let double = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(64)]);
+        let wide = exact::shaped_like(ctx, double, ty);
+        let mut widen = |x: Word| {
+            let w = ctx.fresh();
+            out.push(Instruction::new(
+                Op::FConvert,
+                Some(wide),
+                Some(w),
+                vec![Operand::IdRef(x)],
+            ));
+            w
+        };
+        let operands = [widen(a), widen(b), widen(c)];
+        let r = ctx.fresh();
+        fp16::fma_to_odd(ctx, out, wide, r, operands);
+        out.push(Instruction::new(
+            Op::FConvert,
+            Some(ty),
+            Some(rid),
+            vec![Operand::IdRef(r)],
+        ));
+        None
+    });
+}
+
+/// Single-precision built-ins that libclc's SPIR-V library computes as if
+/// denormals were flushed, on devices that keep them: `exp` and `exp2`
+/// give 0 for results below FLT_MIN, and `fmod`, `remainder` and `remquo`
+/// go wrong for a denormal divisor. Each gets arguments where libclc is
+/// right and its result is scaled back by a power of two:
+///
+/// * exp2(x) = exp2(x + 24) * 2^-24 (x + 24 is exact there), and
+///   exp(x) = exp(x + c) * (1 + d) * 2^-24 where c + d = 24 ln 2 and c is
+///   a multiple of x's spacing, so that x + c is exact. The error a
+///   normal result had shrinks by the scaling to well under a denormal's
+///   unit in the last place.
+/// * For a denormal divisor y, with Y = y * 2^24 (a multiple of y):
+///   r = fmod(x, Y) leaves the quotient's low 24 bits and x's sign, and
+///   op(r * 2^24, Y) * 2^-24 is op(x, y), remquo's quotient bits included.
+fn denormal_ranges(ctx: &mut Ctx) {
+    let mut glsl = ctx.ext_import("GLSL.std.450");
+    rewrite_builtins(ctx, |ctx, out, op, i| {
+        let (Some(ty), Some(rid), Some(x)) = (i.result_type, i.result_id, id_at(&i, 2)) else {
+            return Some(i);
+        };
+        let exponential = matches!(op, C::exp | C::exp2);
+        if exact::width(ctx, ty) != Some(32)
+            || !(exponential || matches!(op, C::fmod | C::remainder | C::remquo))
+        {
+            return Some(i);
+        }
+        let mut e = exact::Emit {
+            ctx,
+            out,
+            glsl: &mut glsl,
+        };
+        let (it, bt) = (e.int_like(ty, 32), e.bool_like(ty));
+        let float = |e: &mut exact::Emit, v: f32| {
+            let bits = e.konst(it, u64::from(v.to_bits()));
+            e.op(Op::Bitcast, ty, &[bits])
+        };
+        // The built-in again, on other operands.
+        let call = |e: &mut exact::Emit, op: C, operands: &[Word]| {
+            let mut again = i.clone();
+            again.operands.truncate(1);
+            again
+                .operands
+                .push(Operand::LiteralExtInstInteger(op as u32));
+            again
+                .operands
+                .extend(operands.iter().map(|&o| Operand::IdRef(o)));
+            let r = e.ctx.fresh();
+            again.result_id = Some(r);
+            e.out.push(again);
+            r
+        };
+        let (up, down) = (float(&mut e, 2f32.powi(24)), float(&mut e, 2f32.powi(-24)));
+        let value = if exponential {
+            let (limit, shift) = if op == C::exp2 {
+                (-126.0, 24.0)
+            } else {
+                (-87.0, 24.0 * std::f64::consts::LN_2)
+            };
+            // Arguments here are multiples of 2^-17.
+            let near = (shift * 131072.0).round() / 131072.0;
+            let (limit, near, rest) = (
+                float(&mut e, limit),
+                float(&mut e, near as f32),
+                float(&mut e, (shift - near) as f32),
+            );
+            let low = e.op(Op::FOrdLessThan, bt, &[x, limit]);
+            let moved = e.op(Op::FAdd, ty, &[x, near]);
+            let arg = e.select(ty, low, moved, x);
+            let r = call(&mut e, op, &[arg]);
+            let part = e.op(Op::FMul, ty, &[r, rest]);
+            let r2 = e.op(Op::FAdd, ty, &[r, part]);
+            let scaled = e.op(Op::FMul, ty, &[r2, down]);
+            e.select(ty, low, scaled, r)
+        } else {
+            let Some(y) = id_at(&i, 3) else {
+                return Some(i);
+            };
+            let rest: Vec<Word> = (4..i.operands.len()).filter_map(|n| id_at(&i, n)).collect();
+            let ay = e.glsl(G::FAbs, ty, &[y]);
+            let (smallest, zero) = (float(&mut e, f32::MIN_POSITIVE), float(&mut e, 0.0));
+            let below = e.op(Op::FOrdLessThan, bt, &[ay, smallest]);
+            let nonzero = e.op(Op::FOrdNotEqual, bt, &[ay, zero]);
+            let small = e.op(Op::LogicalAnd, bt, &[below, nonzero]);
+            let big_y = e.op(Op::FMul, ty, &[y, up]);
+            let r1 = call(&mut e, C::fmod, &[x, big_y]);
+            let big_r1 = e.op(Op::FMul, ty, &[r1, up]);
+            let xs = e.select(ty, small, big_r1, x);
+            let ys = e.select(ty, small, big_y, y);
+            let mut operands = vec![xs, ys];
+            operands.extend(rest);
+            let r = call(&mut e, op, &operands);
+            let scaled = e.op(Op::FMul, ty, &[r, down]);
+            e.select(ty, small, scaled, r)
+        };
+        e.out.push(Instruction::new(
+            Op::CopyObject,
+            Some(ty),
+            Some(rid),
+            vec![Operand::IdRef(value)],
         ));
         None
     });
@@ -351,6 +510,7 @@ fn no_contraction(ctx: &mut Ctx, fusable: &HashSet<Word>) {
 fn lower(
     ctx: &mut Ctx,
     linker: &mut Option<libclc::Linker>,
+    subnormals: libclc::Subnormals,
     kernel_code: bool,
     relaxed_math: bool,
     fusable: &mut HashSet<Word>,
@@ -552,7 +712,8 @@ fn lower(
                         let lk = match linker {
                             Some(l) => l,
                             None => {
-                                let l = linker.insert(libclc::Linker::new(libclc::library()?));
+                                let l = linker
+                                    .insert(libclc::Linker::new(libclc::library()?, subnormals));
                                 l.begin(ctx);
                                 l
                             }

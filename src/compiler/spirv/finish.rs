@@ -40,9 +40,12 @@ pub struct DeviceCaps {
     /// guaranteed minimum (128).
     pub max_push_constants: u32,
     /// shaderDenormPreserveFloat32: kernels declare that single-precision
-    /// denormals are kept (the DenormPreserve execution mode), which
-    /// CL_DEVICE_SINGLE_FP_CONFIG then reports as CL_FP_DENORM.
+    /// denormals are kept (the DenormPreserve execution mode).
     pub denorm_preserve_f32: bool,
+    /// Kernels keep single-precision denormals (CL_FP_DENORM in
+    /// CL_DEVICE_SINGLE_FP_CONFIG), declared or not; libclc's functions
+    /// are then told so.
+    pub keeps_denormals_f32: bool,
     /// The driver makes a memory barrier (`OpMemoryBarrier`, or the one it
     /// puts around an ordered atomic) a control barrier: Mesa 22.3's
     /// llvmpipe, whose work-items of a work-group are coroutines that then

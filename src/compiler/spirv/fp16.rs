@@ -395,18 +395,26 @@ fn next_after(
     Ok(())
 }
 
-/// `a * b + c` for half operands widened to float, as float `r` rounded to
-/// odd: the product of two halves is exact in float, the sum and its
-/// error are exact by Knuth's two-sum, and a result with an error moves to
-/// its odd neighbour, so that rounding it to half once more (which has
-/// fewer than half the bits, less two) gives the correctly rounded fma.
-fn fma_to_odd(ctx: &mut Ctx, out: &mut Vec<Instruction>, ty: Word, r: Word, [a, b, c]: [Word; 3]) {
+/// `a * b + c` of operands whose product is exact in type `ty` (halves
+/// widened to float, floats widened to double), as `r` of type `ty`
+/// rounded to odd: the sum and its error are exact by Knuth's two-sum,
+/// and a result with an error moves to its odd neighbour, so that rounding
+/// it once more to a type with fewer than half the bits, less two, gives
+/// the correctly rounded fma.
+pub(crate) fn fma_to_odd(
+    ctx: &mut Ctx,
+    out: &mut Vec<Instruction>,
+    ty: Word,
+    r: Word,
+    [a, b, c]: [Word; 3],
+) {
+    let bits_of = exact::width(ctx, ty).unwrap_or(32);
     let mut e = Emit {
         ctx,
         out,
         glsl: &mut None,
     };
-    let (ut, bt) = (e.int_like(ty, 32), e.bool_like(ty));
+    let (ut, bt) = (e.int_like(ty, bits_of), e.bool_like(ty));
     let exact = |e: &mut Emit, op: Op, x: Word, y: Word| {
         let id = e.op(op, ty, &[x, y]);
         e.ctx.decorate(id, Decoration::NoContraction, vec![]);

@@ -32,6 +32,19 @@ pub struct Library {
     opencl_std: Option<Word>,
     /// Target id -> indexes of its decorations in `module.annotations`.
     decorations: HashMap<Word, Vec<usize>>,
+    /// The library's `OpConstantTrue` and `OpConstantFalse`.
+    true_false: Option<(Word, Word)>,
+}
+
+/// Whether denormals are kept, as the device and the build options
+/// decide. libclc asks `__clc_fp32_subnormals_supported` and
+/// `__clc_fp64_subnormals_supported`, which its SPIR-V library answers
+/// "no" for every type; its `fma`, `ldexp`, `rootn` and `remquo` then
+/// flush denormal operands. The copies answer with these instead.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Subnormals {
+    pub float: bool,
+    pub double: bool,
 }
 
 const LIBRARY_PATHS: &[&str] = &[
@@ -100,6 +113,14 @@ fn load() -> Result<Library, String> {
             }
         }
     }
+    let constant = |op: Op| {
+        module
+            .types_global_values
+            .iter()
+            .find(|i| i.class.opcode == op)
+            .and_then(|i| i.result_id)
+    };
+    let true_false = constant(Op::ConstantTrue).zip(constant(Op::ConstantFalse));
     log::debug!(target: "vkcl::compiler", "libclc: {} ({} functions)", path.display(), exports.len());
     Ok(Library {
         module,
@@ -108,6 +129,7 @@ fn load() -> Result<Library, String> {
         globals,
         opencl_std,
         decorations,
+        true_false,
     })
 }
 
@@ -124,6 +146,7 @@ pub struct Linker {
     map: HashMap<Word, Word>,
     /// The module's constants by their text, for reuse.
     existing: HashMap<String, Word>,
+    subnormals: Subnormals,
 }
 
 /// What identifies a constant: its opcode, type and operands.
@@ -132,11 +155,12 @@ fn global_key(i: &Instruction) -> String {
 }
 
 impl Linker {
-    pub fn new(lib: &'static Library) -> Linker {
+    pub fn new(lib: &'static Library, subnormals: Subnormals) -> Linker {
         Linker {
             lib,
             map: HashMap::new(),
             existing: HashMap::new(),
+            subnormals,
         }
     }
 
@@ -260,15 +284,20 @@ impl Linker {
             .as_ref()
             .ok_or("libclc function without definition")?;
         let fid = def.result_id.ok_or("libclc function without id")?;
+        let name = self
+            .lib
+            .exports
+            .iter()
+            .find_map(|(k, &v)| (v == n).then_some(k.as_str()))
+            .unwrap_or("?");
         if src.blocks.is_empty() {
-            let name = self
-                .lib
-                .exports
-                .iter()
-                .find_map(|(k, &v)| (v == n).then_some(k.as_str()))
-                .unwrap_or("?");
             return Err(format!("libclc's {name} has no body"));
         }
+        let answer = match name {
+            "__clc_fp32_subnormals_supported" => Some(self.subnormals.float),
+            "__clc_fp64_subnormals_supported" => Some(self.subnormals.double),
+            _ => None,
+        };
         let ours = ctx.fresh();
         self.map.insert(fid, ours);
         // Fresh ids for everything the function defines.
@@ -316,6 +345,14 @@ impl Linker {
             }
             for i in &mut b.instructions {
                 remap(self, ctx, i)?;
+            }
+        }
+        if let (Some(yes), Some((t, f))) = (answer, self.lib.true_false) {
+            let value = self.id(ctx, if yes { t } else { f })?;
+            for i in copy.blocks.iter_mut().flat_map(|b| &mut b.instructions) {
+                if i.class.opcode == Op::ReturnValue {
+                    i.operands = vec![Operand::IdRef(value)];
+                }
             }
         }
         ctx.module.functions.push(copy);

@@ -65,6 +65,8 @@ pub struct Options {
     /// `-cl-mad-enable` (or the relaxed options): multiplies and adds may
     /// be fused; otherwise every float operation rounds on its own.
     pub contract: bool,
+    /// `-cl-denorms-are-zero`: single-precision denormals may be flushed.
+    pub denorms_are_zero: bool,
 }
 
 impl Options {
@@ -75,6 +77,7 @@ impl Options {
         Options {
             relaxed_math,
             contract: relaxed_math || has(&["-cl-mad-enable"]),
+            denorms_are_zero: has(&["-cl-denorms-are-zero"]),
         }
     }
 }
@@ -137,7 +140,7 @@ fn rewrite_module(
     // Built-ins first: vloadn/vstoren become pointer arithmetic (lowered
     // by the addressing pass), and math on 8/16-component vectors is then
     // split by the vectors pass like any other operation.
-    extinst::run(&mut ctx, fid, options, caps.float64)?;
+    extinst::run(&mut ctx, fid, options, caps)?;
     convert::run(&mut ctx)?;
     lap("built-ins");
     vectors::run(&mut ctx)?;
