@@ -19,6 +19,7 @@ both_ways!(
     unary_math,
     binary_math,
     narrowing_with_rounding_modes,
+    narrowing_to_half_with_rounding_modes,
     conversions_to_and_from_integers,
     double_vectors,
 );
@@ -315,6 +316,98 @@ fn narrowing_with_rounding_modes(cl: &Cl) {
             let flushed = w.abs() < f32::MIN_POSITIVE && g.abs() <= f32::MIN_POSITIVE;
             if g.to_bits() != w.to_bits() && !(g.is_nan() && w.is_nan()) && !flushed {
                 bad.push(format!("mode {mode} of {:e}: {g:e}, want {w:e}", x[i]));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{}: {:?}",
+        cl.how,
+        &bad[..bad.len().min(10)]
+    );
+}
+
+/// Double `x` as half bits in rounding `mode` (0 to nearest even, 1 toward
+/// zero, 2 toward +infinity, 3 toward -infinity), by search among the
+/// finite halves.
+fn half_of(x: f64, mode: u32) -> u16 {
+    if x.is_nan() {
+        return 0x7E00;
+    }
+    let sign = if x.is_sign_negative() { 0x8000 } else { 0 };
+    let a = x.abs();
+    if a.is_infinite() {
+        return sign | 0x7C00;
+    }
+    // The largest half at or below |x| (0x7C00 stands for beyond 65504).
+    let lo = (0..0x7C00u16)
+        .rev()
+        .find(|&h| half_value(h) <= a)
+        .unwrap_or(0);
+    if half_value(lo) == a {
+        return sign | lo;
+    }
+    let hi = lo + 1;
+    // Beyond the largest half, the next step would be 65536.
+    let hi_value = if hi == 0x7C00 {
+        65536.0
+    } else {
+        half_value(hi)
+    };
+    let up = match mode {
+        0 => {
+            let (below, above) = (a - half_value(lo), hi_value - a);
+            below > above || (below == above && lo & 1 == 1)
+        }
+        1 => false,
+        2 => sign == 0,
+        _ => sign != 0,
+    };
+    sign | if up { hi } else { lo }
+}
+
+fn narrowing_to_half_with_rounding_modes(cl: &Cl) {
+    if !has_fp64(cl) {
+        return;
+    }
+    let n = 256usize;
+    let mut x = inputs(n, 6);
+    // Halves' edges: overflow, ties, denormals, below the smallest.
+    let edges = [
+        65504.0,
+        65519.99,
+        65520.0,
+        -70000.0,
+        1.0 + 2f64.powi(-11),
+        1.0 + 3.0 * 2f64.powi(-11),
+        1.0 + 2f64.powi(-11) + 2f64.powi(-40),
+        2f64.powi(-24),
+        3.0 * 2f64.powi(-25),
+        -2f64.powi(-26),
+        1.0e-300,
+        -1.0e-300,
+        6.1e-5,
+        1.0 / 3.0,
+    ];
+    x[100..100 + edges.len()].copy_from_slice(&edges);
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SOURCE, "narrow_half", OPTIONS);
+    let bi = s.buffer_from(&bytes_of(&x));
+    let bo = s.zeroed(8 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], None, None);
+    let got = u16s(&cl.read(s.q, bo, 0, 8 * n));
+    let mut bad = Vec::new();
+    for i in 0..n {
+        for mode in 0..4 {
+            let (g, w) = (got[4 * i + mode as usize], half_of(x[i], mode));
+            let both_nan = g & 0x7C00 == 0x7C00 && g & 0x3FF != 0 && x[i].is_nan();
+            if g != w && !both_nan {
+                bad.push(format!(
+                    "mode {mode} of {:e}: {g:#06x}, want {w:#06x}",
+                    x[i]
+                ));
             }
         }
     }

@@ -133,6 +133,14 @@ pub fn device_caps(d: &Device) -> DeviceCaps {
         max_push_constants: i.props.limits.max_push_constants_size,
         denorm_preserve_f32: d.asks_denorm_preserve(),
         keeps_denormals_f32: d.preserves_denormals(),
+        signed_zero_inf_nan: {
+            let p = &i.props12;
+            [
+                p.shader_signed_zero_inf_nan_preserve_float16 != 0,
+                p.shader_signed_zero_inf_nan_preserve_float32 != 0,
+                p.shader_signed_zero_inf_nan_preserve_float64 != 0,
+            ]
+        },
         fences_halt: d.is_llvmpipe(),
         vulkan_memory_model: i.features12.vulkan_memory_model != 0
             && i.features12.vulkan_memory_model_device_scope != 0,

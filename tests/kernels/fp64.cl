@@ -74,3 +74,12 @@ kernel void vectors(global const double *in, global double *o) {
     double3 c = cross(v.xyz, v.yzx);
     vstore3(c, i, o + 4 * get_global_size(0));
 }
+
+kernel void narrow_half(global const double *in, global half *o) {
+    int i = get_global_id(0);
+    double x = in[i];
+    vstore_half_rte(x, 4 * i, o);
+    vstore_half_rtz(x, 4 * i + 1, o);
+    vstore_half_rtp(x, 4 * i + 2, o);
+    vstore_half_rtn(x, 4 * i + 3, o);
+}

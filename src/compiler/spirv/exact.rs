@@ -666,15 +666,36 @@ impl Emit<'_> {
     /// maxmag/minmag: the operand of greater (smaller) magnitude, else
     /// fmax (fmin) of the two.
     fn magnitude_pick(&mut self, x: Word, y: Word, ty: Word, greater: bool) -> Word {
-        let glsl_abs = |e: &mut Self, v: Word| e.glsl(G::FAbs, ty, &[v]);
-        let (ax, ay) = (glsl_abs(self, x), glsl_abs(self, y));
+        // Compared on the bits: NVIDIA's float comparisons and min/max
+        // take denormals for zeros even where kernels keep them.
+        let (sign, it) = self.sign_bit(ty);
         let bt = self.bool_like(ty);
-        let (first, second) = if greater { (ax, ay) } else { (ay, ax) };
-        let x_wins = self.op(Op::FOrdGreaterThan, bt, &[first, second]);
-        let y_wins = self.op(Op::FOrdGreaterThan, bt, &[second, first]);
-        let tie = self.glsl(if greater { G::NMax } else { G::NMin }, ty, &[x, y]);
+        let (bx, _) = self.as_int(x, ty);
+        let (by, _) = self.as_int(y, ty);
+        let mask = self.op(Op::Not, it, &[sign]);
+        let (mx, my) = (
+            self.op(Op::BitwiseAnd, it, &[bx, mask]),
+            self.op(Op::BitwiseAnd, it, &[by, mask]),
+        );
+        let (first, second) = if greater { (mx, my) } else { (my, mx) };
+        let x_wins = self.op(Op::UGreaterThan, bt, &[first, second]);
+        let y_wins = self.op(Op::UGreaterThan, bt, &[second, first]);
+        // Equal magnitudes: fmax takes the positive one, fmin the negative.
+        let x_sign = self.op(Op::BitwiseAnd, it, &[bx, sign]);
+        let zero = self.konst(it, 0);
+        let x_positive = self.op(Op::IEqual, bt, &[x_sign, zero]);
+        let tie = if greater {
+            self.select(ty, x_positive, x, y)
+        } else {
+            self.select(ty, x_positive, y, x)
+        };
         let r = self.select(ty, y_wins, y, tie);
-        self.select(ty, x_wins, x, r)
+        let r = self.select(ty, x_wins, x, r);
+        // A NaN operand gives the other operand (fmax and fmin).
+        let nan_x = self.op(Op::FUnordNotEqual, bt, &[x, x]);
+        let nan_y = self.op(Op::FUnordNotEqual, bt, &[y, y]);
+        let r = self.select(ty, nan_x, y, r);
+        self.select(ty, nan_y, x, r)
     }
 
     /// nan(code): a quiet NaN carrying `code` in its mantissa.
@@ -704,15 +725,28 @@ impl Emit<'_> {
 
     /// nextafter(x, y): the next representable value after x toward y.
     fn nextafter(&mut self, x: Word, y: Word, ty: Word) -> Word {
+        // On the bits, like maxmag: float comparisons may see denormals
+        // as zeros.
         let (sign, it) = self.sign_bit(ty);
         let bt = self.bool_like(ty);
         let (bx, _) = self.as_int(x, ty);
         let (by, _) = self.as_int(y, ty);
         let one = self.konst(it, 1);
+        let zero = self.konst(it, 0);
+        let mask = self.op(Op::Not, it, &[sign]);
+        // Sign and magnitude as one ordered signed integer.
+        let ordered = |e: &mut Self, b: Word| {
+            let m = e.op(Op::BitwiseAnd, it, &[b, mask]);
+            let negative = e.is_negative(b, it);
+            let minus = e.op(Op::SNegate, it, &[m]);
+            (e.select(it, negative, minus, m), m)
+        };
+        let (ox, mx) = ordered(self, bx);
+        let (oy, _) = ordered(self, by);
         // Moving away from zero adds one to the bits, toward zero takes
         // one away; from ±0 the step is to the smallest denormal of y's sign.
         let away = {
-            let x_pos = self.op(Op::FOrdLessThan, bt, &[x, y]);
+            let x_pos = self.op(Op::SLessThan, bt, &[ox, oy]);
             let x_neg_bits = self.is_negative(bx, it);
             self.op(Op::LogicalNotEqual, bt, &[x_pos, x_neg_bits])
         };
@@ -721,12 +755,11 @@ impl Emit<'_> {
         let stepped = self.select(it, away, up, down);
         let ysign = self.op(Op::BitwiseAnd, it, &[by, sign]);
         let from_zero = self.op(Op::BitwiseOr, it, &[ysign, one]);
-        let zero = self.float_zero(ty);
-        let x_zero = self.op(Op::FOrdEqual, bt, &[x, zero]);
+        let x_zero = self.op(Op::IEqual, bt, &[mx, zero]);
         let r = self.select(it, x_zero, from_zero, stepped);
         let r = self.op(Op::Bitcast, ty, &[r]);
-        // Equal operands give y; NaN operands give NaN.
-        let same = self.op(Op::FOrdEqual, bt, &[x, y]);
+        // Equal operands (±0 included) give y; NaN operands give NaN.
+        let same = self.op(Op::IEqual, bt, &[ox, oy]);
         let r = self.select(ty, same, y, r);
         let nan_x = self.op(Op::FUnordNotEqual, bt, &[x, x]);
         let r = self.select(ty, nan_x, x, r);

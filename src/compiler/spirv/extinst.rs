@@ -121,6 +121,12 @@ pub fn run(ctx: &mut Ctx, fid: Word, options: Options, caps: &DeviceCaps) -> Res
     half::retype_half(ctx);
     fp16::lower_conversions(ctx)?;
     pi_zero_signs(ctx);
+    sign_of_argument(ctx, &[C::atanpi]);
+    gamma_of_doubles(ctx);
+    nan_passes_through(ctx);
+    if !options.relaxed_math {
+        divisors_in_range(ctx);
+    }
     if caps.float64 {
         in_double(ctx, &[C::tgamma, C::erfc]);
         if !options.relaxed_math {
@@ -383,6 +389,307 @@ fn denormal_ranges(ctx: &mut Ctx) {
     });
 }
 
+/// Single-precision division of the kernel's own code (`/` and
+/// `half_divide`) with its divisor moved into the range where Vulkan
+/// bounds the error of OpFDiv, 2^-126 to 2^126: both operands are scaled
+/// by 1/4 above it and by 2^24 for denormal divisors, which changes no
+/// quotient that is not zero or infinite anyway. NVIDIA divides through
+/// a reciprocal that is flushed to zero for divisors above 2^126 (CTS
+/// bruteforce `divide`: 2^60 / 2^126 gave 0).
+fn divisors_in_range(ctx: &mut Ctx) {
+    let ocl = ctx.ext_import("OpenCL.std");
+    let mut glsl = ctx.ext_import("GLSL.std.450");
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    for f in &mut functions {
+        for b in &mut f.blocks {
+            let mut out = Vec::with_capacity(b.instructions.len());
+            for i in std::mem::take(&mut b.instructions) {
+                let (x, y) = match (i.class.opcode, ocl.and_then(|set| opencl_op(&i, set))) {
+                    (Op::FDiv, _) => (id_at(&i, 0), id_at(&i, 1)),
+                    (_, Some(C::half_divide)) => (id_at(&i, 2), id_at(&i, 3)),
+                    _ => (None, None),
+                };
+                let (Some(x), Some(y), Some(ty), Some(rid)) = (x, y, i.result_type, i.result_id)
+                else {
+                    out.push(i);
+                    continue;
+                };
+                if exact::width(ctx, ty) != Some(32) {
+                    out.push(i);
+                    continue;
+                }
+                let mut e = exact::Emit {
+                    ctx,
+                    out: &mut out,
+                    glsl: &mut glsl,
+                };
+                let (it, bt) = (e.int_like(ty, 32), e.bool_like(ty));
+                let float = |e: &mut exact::Emit, v: f32| {
+                    let bits = e.konst(it, u64::from(v.to_bits()));
+                    e.op(Op::Bitcast, ty, &[bits])
+                };
+                let yb = e.op(Op::Bitcast, it, &[y]);
+                let mask = e.konst(it, 0x7fff_ffff);
+                let magnitude = e.op(Op::BitwiseAnd, it, &[yb, mask]);
+                let (top, smallest, zero) = (
+                    e.konst(it, u64::from(2f32.powi(126).to_bits())),
+                    e.konst(it, u64::from(f32::MIN_POSITIVE.to_bits())),
+                    e.konst(it, 0),
+                );
+                let big = e.op(Op::UGreaterThan, bt, &[magnitude, top]);
+                let below = e.op(Op::ULessThan, bt, &[magnitude, smallest]);
+                let nonzero = e.op(Op::INotEqual, bt, &[magnitude, zero]);
+                let tiny = e.op(Op::LogicalAnd, bt, &[below, nonzero]);
+                let (quarter, up, one) = (
+                    float(&mut e, 0.25),
+                    float(&mut e, 2f32.powi(24)),
+                    float(&mut e, 1.0),
+                );
+                let scale = e.select(ty, tiny, up, one);
+                let scale = e.select(ty, big, quarter, scale);
+                let xs = e.op(Op::FMul, ty, &[x, scale]);
+                let ys = e.op(Op::FMul, ty, &[y, scale]);
+                e.out.push(Instruction::new(
+                    Op::FDiv,
+                    Some(ty),
+                    Some(rid),
+                    vec![Operand::IdRef(xs), Operand::IdRef(ys)],
+                ));
+            }
+            b.instructions = out;
+        }
+    }
+    ctx.module.functions = functions;
+}
+
+/// Double-precision `tgamma` for -185 < x < 171.625, where libclc's exp(lgamma(|x|))
+/// loses the absolute error of lgamma (CTS bruteforce: 31 ULP at -2^-63,
+/// 19 ULP near -8): libclc's tgamma is taken only between 1 and 2, where
+/// lgamma is near zero, and moved to x by exact factors,
+/// Γ(a) = Γ(a - n) (a - 1) ... (a - n + 1), or Γ(a) = Γ(1 + a) / a below 1
+/// (where rounding 1 + a matters little: Γ is flat near 1); negative x
+/// by reflection, Γ(x) = -π / (x sinpi(x) Γ(-x)); and |x| < 2^-14 by the
+/// series 1/x - γ + c1 x + c2 x².
+fn gamma_of_doubles(ctx: &mut Ctx) {
+    const EULER: f64 = 0.577_215_664_901_532_9;
+    const C1: f64 = 0.989_055_995_327_972_5;
+    const C2: f64 = -0.907_479_076_080_886_3;
+    let mut glsl = ctx.ext_import("GLSL.std.450");
+    rewrite_builtins(ctx, |ctx, out, op, i| {
+        let (Some(ty), Some(rid), Some(x)) = (i.result_type, i.result_id, id_at(&i, 2)) else {
+            return Some(i);
+        };
+        if op != C::tgamma || exact::width(ctx, ty) != Some(64) {
+            return Some(i);
+        }
+        let mut e = exact::Emit {
+            ctx,
+            out,
+            glsl: &mut glsl,
+        };
+        let (it, bt) = (e.int_like(ty, 64), e.bool_like(ty));
+        let float = |e: &mut exact::Emit, v: f64| {
+            let bits = e.konst(it, v.to_bits());
+            e.op(Op::Bitcast, ty, &[bits])
+        };
+        let call = |e: &mut exact::Emit, op: C, arg: Word| {
+            let mut again = i.clone();
+            again.operands.truncate(1);
+            again
+                .operands
+                .push(Operand::LiteralExtInstInteger(op as u32));
+            again.operands.push(Operand::IdRef(arg));
+            let r = e.ctx.fresh();
+            again.result_id = Some(r);
+            e.out.push(again);
+            r
+        };
+        let one = float(&mut e, 1.0);
+        let ax = e.glsl(G::FAbs, ty, &[x]);
+        // Γ(|x|) overflows from 171.62 on; negative x reach down to -185
+        // (where Γ(x) has underflowed), with Γ(|x|) scaled by 2^-512.
+        let (finite, reach, zero) = (
+            float(&mut e, 171.625),
+            float(&mut e, 185.0),
+            float(&mut e, 0.0),
+        );
+        let negative = e.op(Op::FOrdLessThan, bt, &[x, zero]);
+        let below_finite = e.op(Op::FOrdLessThan, bt, &[ax, finite]);
+        let below_reach = e.op(Op::FOrdLessThan, bt, &[ax, reach]);
+        let far_negative = e.op(Op::LogicalAnd, bt, &[negative, below_reach]);
+        let in_range = e.op(Op::LogicalOr, bt, &[below_finite, far_negative]);
+        let small_scale = float(&mut e, 2f64.powi(-512));
+        // Where x Γ(|x|) sinpi(x) could overflow on the way to a tiny Γ(x).
+        let big = float(&mut e, 160.0);
+        let large = e.op(Op::FOrdGreaterThanEqual, bt, &[ax, big]);
+        let scaled = e.op(Op::LogicalAnd, bt, &[negative, large]);
+        let below_one = e.op(Op::FOrdLessThan, bt, &[ax, one]);
+        let whole = e.glsl(G::Floor, ty, &[ax]);
+        // Γ's argument between 1 and 2.
+        let lifted = e.op(Op::FAdd, ty, &[ax, one]);
+        let fraction = e.op(Op::FSub, ty, &[ax, whole]);
+        let shifted = e.op(Op::FAdd, ty, &[fraction, one]);
+        let y = e.select(ty, below_one, lifted, shifted);
+        let arg = e.select(ty, in_range, y, x);
+        let g = call(&mut e, C::tgamma, arg);
+        // (a - 1) (a - 2) ... down to the argument's whole part: up to 183
+        // roundings of half an ULP at worst, which mostly cancel (CTS
+        // bruteforce measures a few ULP).
+        let mut product = e.select(ty, scaled, small_scale, one);
+        for k in 1..185 {
+            let kf = float(&mut e, f64::from(k));
+            let used = e.op(Op::FOrdGreaterThan, bt, &[whole, kf]);
+            let factor = e.op(Op::FSub, ty, &[ax, kf]);
+            let factor = e.select(ty, used, factor, one);
+            product = e.op(Op::FMul, ty, &[product, factor]);
+        }
+        let up = e.op(Op::FMul, ty, &[g, product]);
+        let down = e.op(Op::FDiv, ty, &[g, ax]);
+        let positive = e.select(ty, below_one, down, up);
+        // Reflection for negative x; NaN at the poles.
+        let s = call(&mut e, C::sinpi, x);
+        let xs = e.op(Op::FMul, ty, &[x, s]);
+        let d = e.op(Op::FMul, ty, &[xs, positive]);
+        let minus_pi = float(&mut e, -std::f64::consts::PI);
+        let reflected = e.op(Op::FDiv, ty, &[minus_pi, d]);
+        let unscale = e.op(Op::FMul, ty, &[reflected, small_scale]);
+        let reflected = e.select(ty, scaled, unscale, reflected);
+        let floor_x = e.glsl(G::Floor, ty, &[x]);
+        let pole = e.op(Op::FOrdEqual, bt, &[floor_x, x]);
+        let nan = float(&mut e, f64::NAN);
+        let reflected = e.select(ty, pole, nan, reflected);
+        let moderate = e.select(ty, negative, reflected, positive);
+        // Near zero.
+        let (c1, c2, euler) = (float(&mut e, C1), float(&mut e, C2), float(&mut e, EULER));
+        let t = e.op(Op::FMul, ty, &[c2, x]);
+        let t = e.op(Op::FAdd, ty, &[t, c1]);
+        let t = e.op(Op::FMul, ty, &[t, x]);
+        let t = e.op(Op::FSub, ty, &[t, euler]);
+        let inverse = e.op(Op::FDiv, ty, &[one, x]);
+        let series = e.op(Op::FAdd, ty, &[inverse, t]);
+        let limit = float(&mut e, 2f64.powi(-14));
+        let tiny = e.op(Op::FOrdLessThan, bt, &[ax, limit]);
+        let near = e.select(ty, tiny, series, moderate);
+        let v = e.select(ty, in_range, near, g);
+        e.out.push(Instruction::new(
+            Op::CopyObject,
+            Some(ty),
+            Some(rid),
+            vec![Operand::IdRef(v)],
+        ));
+        None
+    });
+}
+
+/// Double-precision functions of one argument give a NaN for a NaN,
+/// found on the bits: NVIDIA's double `rsqrt` of a signalling NaN is 0
+/// (its reciprocal square root looks at the upper half of the bits, an
+/// infinity there) and libclc's `acospi` of a NaN came out as 0.5 (CTS
+/// bruteforce).
+fn nan_passes_through(ctx: &mut Ctx) {
+    const UNARY: &[C] = &[
+        C::acos,
+        C::acosh,
+        C::acospi,
+        C::asin,
+        C::asinh,
+        C::asinpi,
+        C::atan,
+        C::atanh,
+        C::atanpi,
+        C::cbrt,
+        C::cos,
+        C::cosh,
+        C::cospi,
+        C::erf,
+        C::erfc,
+        C::exp,
+        C::exp2,
+        C::exp10,
+        C::expm1,
+        C::log,
+        C::log2,
+        C::log10,
+        C::log1p,
+        C::rsqrt,
+        C::sin,
+        C::sinh,
+        C::sinpi,
+        C::sqrt,
+        C::tan,
+        C::tanh,
+        C::tanpi,
+        C::tgamma,
+    ];
+    let mut glsl = ctx.ext_import("GLSL.std.450");
+    rewrite_builtins(ctx, |ctx, out, op, mut i| {
+        let (Some(ty), Some(rid), Some(x)) = (i.result_type, i.result_id, id_at(&i, 2)) else {
+            return Some(i);
+        };
+        if !UNARY.contains(&op) || exact::width(ctx, ty) != Some(64) {
+            return Some(i);
+        }
+        let r = ctx.fresh();
+        i.result_id = Some(r);
+        out.push(i);
+        let mut e = exact::Emit {
+            ctx,
+            out,
+            glsl: &mut glsl,
+        };
+        let (it, bt) = (e.int_like(ty, 64), e.bool_like(ty));
+        let xb = e.op(Op::Bitcast, it, &[x]);
+        let mask = e.konst(it, (1 << 63) - 1);
+        let magnitude = e.op(Op::BitwiseAnd, it, &[xb, mask]);
+        let inf = e.konst(it, 0x7ff0_0000_0000_0000);
+        let nan = e.op(Op::UGreaterThan, bt, &[magnitude, inf]);
+        let v = e.select(ty, nan, x, r);
+        e.out.push(Instruction::new(
+            Op::CopyObject,
+            Some(ty),
+            Some(rid),
+            vec![Operand::IdRef(v)],
+        ));
+        None
+    });
+}
+
+/// Odd functions whose result takes the argument's sign, zeros included:
+/// libclc's double `atanpi(-0)` is +0 (CTS math_edge_cases).
+fn sign_of_argument(ctx: &mut Ctx, ops: &[C]) {
+    let mut glsl = ctx.ext_import("GLSL.std.450");
+    rewrite_builtins(ctx, |ctx, out, op, mut i| {
+        let (Some(ty), Some(rid), Some(x)) = (i.result_type, i.result_id, id_at(&i, 2)) else {
+            return Some(i);
+        };
+        let Some(bits) = exact::width(ctx, ty).filter(|_| ops.contains(&op)) else {
+            return Some(i);
+        };
+        let r = ctx.fresh();
+        i.result_id = Some(r);
+        out.push(i);
+        let mut e = exact::Emit {
+            ctx,
+            out,
+            glsl: &mut glsl,
+        };
+        let it = e.int_like(ty, bits);
+        let sign = e.konst(it, 1 << (bits - 1));
+        let magnitude = e.konst(it, (1 << (bits - 1)) - 1);
+        let (xb, rb) = (e.op(Op::Bitcast, it, &[x]), e.op(Op::Bitcast, it, &[r]));
+        let xs = e.op(Op::BitwiseAnd, it, &[xb, sign]);
+        let rm = e.op(Op::BitwiseAnd, it, &[rb, magnitude]);
+        let v = e.op(Op::BitwiseOr, it, &[rm, xs]);
+        e.out.push(Instruction::new(
+            Op::Bitcast,
+            Some(ty),
+            Some(rid),
+            vec![Operand::IdRef(v)],
+        ));
+        None
+    });
+}
+
 /// The signs of the zeros `sinpi`, `cospi` and `tanpi` give at whole and
 /// half numbers, and of `tgamma`'s infinities at zeros, which libclc gets
 /// wrong: `cospi(n + 0.5)` is +0, `sinpi(n)` has the sign of `n`, and
@@ -448,8 +755,10 @@ fn pi_zero_signs(ctx: &mut Ctx) {
         if op == C::tgamma {
             // Far below zero, between the poles, the result is a zero of
             // the sign tgamma has there (negative after odd floors), where
-            // libclc can give infinities.
-            let limit = e.konst(ty, exact::float_bits(bits, -64.0));
+            // libclc can give infinities: from -64 for floats, -185 for
+            // doubles.
+            let far = if bits <= 32 { -64.0 } else { -185.0 };
+            let limit = e.konst(ty, exact::float_bits(bits, far));
             let far = e.op(Op::FOrdLessThan, bt, &[x, limit]);
             let floor = e.glsl(G::Floor, ty, &[x]);
             let between = e.op(Op::FOrdNotEqual, bt, &[floor, x]);
@@ -616,8 +925,10 @@ fn lower(
                         continue;
                     }
                 }
-                // libclc's own fma calls become a multiply and an add,
-                // each rounded (see `no_contraction`).
+                // libclc's own single-precision fma calls become a multiply
+                // and an add, each rounded (see `no_contraction`); its
+                // double algorithms (argument reduction for sin and cos,
+                // fmod's steps) need the exact product fma keeps.
                 let single = i
                     .result_type
                     .is_some_and(|t| exact::width(ctx, t) == Some(32));
@@ -625,7 +936,7 @@ fn lower(
                     .result_type
                     .is_some_and(|t| exact::width(ctx, t) == Some(64));
                 let lowered = match op {
-                    C::fma if !kernel_code => Some(Lowering::MulAdd),
+                    C::fma if !kernel_code && !double => Some(Lowering::MulAdd),
                     // libclc has no double fma of its own; Vulkan's is the
                     // hardware's (the tests check it rounds once).
                     C::fma if double => Some(Lowering::Glsl(G::Fma)),

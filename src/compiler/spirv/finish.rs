@@ -42,6 +42,11 @@ pub struct DeviceCaps {
     /// shaderDenormPreserveFloat32: kernels declare that single-precision
     /// denormals are kept (the DenormPreserve execution mode).
     pub denorm_preserve_f32: bool,
+    /// shaderSignedZeroInfNanPreserveFloat16/32/64: kernels may declare
+    /// that zero signs, infinities and NaNs are kept through float
+    /// operations of that width (otherwise Vulkan lets drivers assume
+    /// there are none).
+    pub signed_zero_inf_nan: [bool; 3],
     /// Kernels keep single-precision denormals (CL_FP_DENORM in
     /// CL_DEVICE_SINGLE_FP_CONFIG), declared or not; libclc's functions
     /// are then told so.
@@ -272,6 +277,22 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
     if caps.denorm_preserve_f32 {
         need.push(Capability::DenormPreserve);
     }
+    // OpenCL's float arithmetic is IEEE 754's: zero signs, infinities and
+    // NaNs are results like any other (NVIDIA's compiler otherwise folds
+    // NaN tests and zero signs away).
+    let preserved: Vec<u32> = [
+        (16, Capability::Float16),
+        (32, Capability::Shader),
+        (64, Capability::Float64),
+    ]
+    .into_iter()
+    .zip(caps.signed_zero_inf_nan)
+    .filter(|((_, c), yes)| *yes && need.contains(c))
+    .map(|((width, _), _)| width)
+    .collect();
+    if !preserved.is_empty() {
+        need.push(Capability::SignedZeroInfNanPreserve);
+    }
     if ctx.vulkan_memory_model {
         need.push(Capability::VulkanMemoryModel);
         need.push(Capability::VulkanMemoryModelDeviceScope);
@@ -349,6 +370,18 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
                 Operand::IdRef(fid),
                 Operand::ExecutionMode(ExecutionMode::DenormPreserve),
                 Operand::LiteralBit32(32),
+            ],
+        ));
+    }
+    for width in preserved {
+        ctx.module.execution_modes.push(Instruction::new(
+            Op::ExecutionMode,
+            None,
+            None,
+            vec![
+                Operand::IdRef(fid),
+                Operand::ExecutionMode(ExecutionMode::SignedZeroInfNanPreserve),
+                Operand::LiteralBit32(width),
             ],
         ));
     }

@@ -536,9 +536,13 @@ pub fn lower_conversions(ctx: &mut Ctx) -> Result<(), String> {
                             f
                         }
                     } else {
-                        if exact::width(e.ctx, sc) != Some(32) {
-                            return Err("conversions from double to half are not supported".into());
-                        }
+                        // From double through float rounded to odd, which
+                        // keeps what the rounding to half needs.
+                        let x = match exact::width(e.ctx, sc) {
+                            Some(32) => x,
+                            Some(64) => half::double_to_float_odd(&mut e, x, float),
+                            _ => return Err("unexpected conversion to half".into()),
+                        };
                         let mode = modes.get(&rid).copied().unwrap_or(FPRoundingMode::RTE);
                         half::float_to_half(&mut e, x, short, mode)
                     };

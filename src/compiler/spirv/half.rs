@@ -12,10 +12,10 @@
 use std::collections::HashMap;
 
 use rspirv::dr::{Instruction, Operand};
-use rspirv::spirv::{FPRoundingMode, Op, OpenclStd100Op as C, Word};
+use rspirv::spirv::{FPRoundingMode, GlslStd450Op as G, Op, OpenclStd100Op as C, Word};
 
 use crate::compiler::spirv::ctx::{Ctx, id_at};
-use crate::compiler::spirv::exact::Emit;
+use crate::compiler::spirv::exact::{self, Emit};
 
 /// Replaces the module's 16-bit float type by the 16-bit integer type.
 pub fn retype_half(ctx: &mut Ctx) {
@@ -196,17 +196,29 @@ pub fn lower(
                 parts.push(half_to_float(e, bits, float));
             }
             Some(d) => {
+                // vstore_half of doubles: through float rounded to odd.
+                let double = exact::width(e.ctx, value_ty) == Some(64);
+                let component = if double {
+                    e.ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(64)])
+                } else {
+                    float
+                };
                 let x = if n == 1 {
                     d
                 } else {
                     let id = e.ctx.fresh();
                     e.out.push(Instruction::new(
                         Op::CompositeExtract,
-                        Some(float),
+                        Some(component),
                         Some(id),
                         vec![Operand::IdRef(d), Operand::LiteralBit32(k)],
                     ));
                     id
+                };
+                let x = if double {
+                    double_to_float_odd(e, x, float)
+                } else {
+                    x
                 };
                 let bits = float_to_half(e, x, short, mode.unwrap_or(FPRoundingMode::RTE));
                 e.out.push(Instruction::new(
@@ -277,6 +289,31 @@ pub(crate) fn half_to_float(e: &mut Emit, bits: Word, float: Word) -> Word {
     let magnitude = e.select(u, is_tiny, tiny, magnitude);
     let r = e.op(Op::BitwiseOr, u, &[magnitude, sign]);
     e.op(Op::Bitcast, float, &[r])
+}
+
+/// Double `x` as a float rounded to odd: the nearest float, moved to its
+/// odd neighbour on the side of `x` where it is not exact. Float keeps
+/// more than half's bits plus two, so rounding this once more to half, in
+/// any rounding mode, is rounding `x` itself.
+pub(crate) fn double_to_float_odd(e: &mut Emit, x: Word, float: Word) -> Word {
+    let double = e.ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(64)]);
+    let (ut, bt) = (e.ctx.uint(32), e.ctx.ty(Op::TypeBool, vec![]));
+    let f = e.op(Op::FConvert, float, &[x]);
+    let back = e.op(Op::FConvert, double, &[f]);
+    let inexact = e.op(Op::FOrdNotEqual, bt, &[back, x]);
+    let bits = e.op(Op::Bitcast, ut, &[f]);
+    let (one, zero) = (e.konst(ut, 1), e.konst(ut, 0));
+    let low = e.op(Op::BitwiseAnd, ut, &[bits, one]);
+    let even = e.op(Op::IEqual, bt, &[low, zero]);
+    let adjust = e.op(Op::LogicalAnd, bt, &[inexact, even]);
+    let ax = e.glsl(G::FAbs, double, &[x]);
+    let aback = e.glsl(G::FAbs, double, &[back]);
+    let away = e.op(Op::FOrdGreaterThan, bt, &[ax, aback]);
+    let bigger = e.op(Op::IAdd, ut, &[bits, one]);
+    let smaller = e.op(Op::ISub, ut, &[bits, one]);
+    let moved = e.select(ut, away, bigger, smaller);
+    let odd = e.select(ut, adjust, moved, bits);
+    e.op(Op::Bitcast, float, &[odd])
 }
 
 /// Half bits of float `x`, rounded with `mode`.

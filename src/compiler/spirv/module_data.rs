@@ -475,8 +475,14 @@ fn pointee_layout(g: &Globals, v: Word) -> Result<(u32, u32), String> {
     layout(g, pointee(g, v)?)
 }
 
+/// The alignment every variable of a segment gets at least.
+const VECTOR_ALIGN: u32 = 16;
+
 /// Offsets of `vars` from `start`, each aligned as its type and its
-/// `Alignment` decoration ask; and the end.
+/// `Alignment` decoration ask, and at least to 16 bytes; and the end.
+/// Code reads byte tables as wider vectors (libclc's bits of 2/pi as
+/// `uint4` at multiples of 16 bytes), and NVIDIA's 16-byte loads ignore
+/// the low bits of an address that is not 16-byte aligned.
 fn place(
     module: &Module,
     g: &Globals,
@@ -488,7 +494,7 @@ fn place(
     for &v in vars {
         let (size, align) = pointee_layout(g, v)?;
         let decorated = decoration_literal(module, v, Decoration::Alignment);
-        let align = u64::from(align.max(decorated.unwrap_or(1)).max(1));
+        let align = u64::from(align.max(decorated.unwrap_or(1)).max(VECTOR_ALIGN));
         let at = end.next_multiple_of(align);
         offsets.insert(v, at);
         end = at + u64::from(size);
@@ -756,21 +762,21 @@ mod tests {
                 .find(|n| n.operands.get(1) == Some(&Operand::LiteralString(name.into())))
                 .and_then(|n| id_at(n, 0))
         };
-        // table at 0 (16 bytes), counter at 16, ptr at 24, s at 32 (24
-        // bytes), v at 64 (16-byte aligned).
+        // Every variable 16-byte aligned: table at 0 (16 bytes), counter
+        // at 16, ptr at 32, s at 48 (24 bytes), v at 80.
         let at = |name| l.offsets[&id(name).expect("named")];
         assert_eq!(
             [at("table"), at("counter"), at("ptr"), at("s"), at("v")],
-            [0, 16, 24, 32, 64]
+            [0, 16, 32, 48, 80]
         );
-        assert_eq!(l.data.bytes.len(), 80);
+        assert_eq!(l.data.bytes.len(), 96);
         assert_eq!(
             &l.data.bytes[0..16],
             &[1, 0, 0, 0, 7, 0, 0, 0, 7, 0, 0, 0, 1, 0, 0, 0]
         );
-        assert_eq!(l.data.bytes[32], 97);
-        assert_eq!(l.data.bytes[40], 77);
-        assert_eq!(&l.data.bytes[64..68], &2f32.to_le_bytes());
+        assert_eq!(l.data.bytes[48], 97);
+        assert_eq!(l.data.bytes[56], 77);
+        assert_eq!(&l.data.bytes[80..84], &2f32.to_le_bytes());
         // `ptr` holds &table[2]; `s.p` holds &counter.
         let mut relocs = l.data.relocations.clone();
         relocs.sort_by_key(|r| r.at);
@@ -778,19 +784,19 @@ mod tests {
             relocs,
             [
                 Relocation {
-                    at: 24,
+                    at: 32,
                     target: 8,
                     program: false
                 },
                 Relocation {
-                    at: 48,
+                    at: 64,
                     target: 16,
                     program: false
                 },
             ]
         );
         let bytes = l.data.resolve(0x1000, 0);
-        assert_eq!(&bytes[24..32], &0x1008u64.to_le_bytes());
+        assert_eq!(&bytes[32..40], &0x1008u64.to_le_bytes());
         let words = ctx.module.assemble();
         assert_eq!(global_variable_bytes(&words), 16 + 4 + 8 + 24 + 16);
         assert_eq!(program_data(&words).unwrap(), l.data);
