@@ -20,6 +20,7 @@ both_ways!(
     async_work_group_copies,
     dimensions_out_of_range,
     local_struct_through_a_helper,
+    packed_struct_members_in_place,
 );
 
 const SOURCE: &str = include_str!("kernels/data.cl");
@@ -426,4 +427,54 @@ fn local_struct_through_a_helper(cl: &Cl) {
     s.arg(k, 0, &out);
     s.run(k, &[64], Some(&[16]), None);
     assert!(s.words(out, 64).iter().all(|&w| w == 641), "{}", cl.how);
+}
+
+/// Members of a packed struct in a buffer sit at the offsets the packing
+/// gives (a float8 right after a char), for addresses, loads and stores.
+fn packed_struct_members_in_place(cl: &Cl) {
+    let src = "typedef struct __attribute__((packed)) { char c; float8 v; short s; } P;
+        kernel void packed(global P *p, global uint *out) {
+            int i = get_global_id(0);
+            out[2 * i] = (uint)((global uchar *)&p[i].v - (global uchar *)&p[0]);
+            out[2 * i + 1] = as_uint(p[i].v.s3);
+            p[i].s = (short)(p[i].c * 3);
+        }";
+    const SIZE: usize = 1 + 32 + 2;
+    let n = 8usize;
+    let mut bytes = vec![0u8; SIZE * n];
+    for i in 0..n {
+        let at = SIZE * i;
+        bytes[at] = i as u8 + 1;
+        for k in 0..8 {
+            let v = (i * 10 + k) as f32;
+            bytes[at + 1 + 4 * k..at + 5 + 4 * k].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    let mut s = Setup::new(cl);
+    let k = s.kernel(src, "packed", "");
+    let p = s.buffer_from(&bytes);
+    let out = s.zeroed(8 * n);
+    s.arg(k, 0, &p);
+    s.arg(k, 1, &out);
+    s.run(k, &[n], None, None);
+    let got = s.words(out, 2 * n);
+    let after = cl.read(s.q, p, 0, SIZE * n);
+    for i in 0..n {
+        assert_eq!(
+            got[2 * i] as usize,
+            SIZE * i + 1,
+            "{}: offset of p[{i}].v",
+            cl.how
+        );
+        assert_eq!(
+            f32::from_bits(got[2 * i + 1]),
+            (i * 10 + 3) as f32,
+            "{}: p[{i}].v.s3",
+            cl.how
+        );
+        let at = SIZE * i + 33;
+        let stored = i16::from_le_bytes([after[at], after[at + 1]]);
+        assert_eq!(stored, 3 * (i as i16 + 1), "{}: p[{i}].s", cl.how);
+        assert_eq!(after[SIZE * i], i as u8 + 1, "{}: p[{i}].c", cl.how);
+    }
 }

@@ -59,7 +59,160 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     rewrite_accesses(ctx, &types)?;
     split_underaligned_vectors(ctx);
     integer_steps(ctx);
+    packed_member_addresses(ctx);
     Ok(())
+}
+
+/// Access chains on device addresses that pass through a packed struct
+/// become integer arithmetic on the address (each member's `Offset`, each
+/// element's `ArrayStride`): NVIDIA's compiler places the members of such
+/// a struct at its own offsets, not the `Offset`s the module declares
+/// (CTS vectors `vec_align_packed_struct_arr`: a float8 after a char read
+/// as 2 bytes further on).
+fn packed_member_addresses(ctx: &mut Ctx) {
+    let packed: HashSet<Word> = ctx
+        .module
+        .annotations
+        .iter()
+        .filter(|a| a.operands.get(1) == Some(&Operand::Decoration(Decoration::CPacked)))
+        .filter_map(|a| id_at(a, 0))
+        .collect();
+    if packed.is_empty() {
+        return;
+    }
+    let mut offsets: HashMap<(Word, u32), u32> = HashMap::new();
+    for a in &ctx.module.annotations {
+        if let (Op::MemberDecorate, Some(t), Some(Operand::LiteralBit32(m))) =
+            (a.class.opcode, id_at(a, 0), a.operands.get(1))
+        {
+            if let (Some(Operand::Decoration(Decoration::Offset)), Some(Operand::LiteralBit32(o))) =
+                (a.operands.get(2), a.operands.get(3))
+            {
+                offsets.insert((t, *m), *o);
+            }
+        }
+    }
+    let constants: HashMap<Word, u64> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::Constant)
+        .filter_map(|i| {
+            let v = match i.operands.first()? {
+                Operand::LiteralBit32(v) => u64::from(*v),
+                Operand::LiteralBit64(v) => *v,
+                _ => return None,
+            };
+            Some((i.result_id?, v))
+        })
+        .collect();
+    let types = ctx.value_types();
+    let u64t = ctx.uint(64);
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    for b in functions.iter_mut().flat_map(|f| f.blocks.iter_mut()) {
+        let mut out = Prologue {
+            code: Vec::with_capacity(b.instructions.len()),
+        };
+        for i in std::mem::take(&mut b.instructions) {
+            match packed_chain(ctx, &types, &packed, &offsets, &constants, &i) {
+                Some(steps) => {
+                    let base = id_at(&i, 0).expect("a chain has a base");
+                    let mut address = out.op(ctx, Op::ConvertPtrToU, u64t, &[base]);
+                    for (index, scale) in steps {
+                        let bytes = match index {
+                            None => ctx.const_int(u64t, scale),
+                            Some(x) => {
+                                let x = match types.get(&x) {
+                                    Some(&t) if t == u64t => x,
+                                    _ => out.op(ctx, Op::SConvert, u64t, &[x]),
+                                };
+                                let k = ctx.const_int(u64t, scale);
+                                out.op(ctx, Op::IMul, u64t, &[x, k])
+                            }
+                        };
+                        address = out.op(ctx, Op::IAdd, u64t, &[address, bytes]);
+                    }
+                    out.code.push(Instruction::new(
+                        Op::ConvertUToPtr,
+                        i.result_type,
+                        i.result_id,
+                        vec![Operand::IdRef(address)],
+                    ));
+                }
+                None => out.code.push(i),
+            }
+        }
+        b.instructions = out.code;
+    }
+    ctx.module.functions = functions;
+}
+
+/// For an access chain on a device address that enters a packed struct:
+/// the bytes each index adds, as (run-time index, scale) or (None, a
+/// constant number of bytes).
+fn packed_chain(
+    ctx: &Ctx,
+    types: &HashMap<Word, Word>,
+    packed: &HashSet<Word>,
+    offsets: &HashMap<(Word, u32), u32>,
+    constants: &HashMap<Word, u64>,
+    i: &Instruction,
+) -> Option<Vec<(Option<Word>, u64)>> {
+    let element_step = match i.class.opcode {
+        Op::PtrAccessChain | Op::InBoundsPtrAccessChain => true,
+        Op::AccessChain | Op::InBoundsAccessChain => false,
+        _ => return None,
+    };
+    let base_type = *types.get(&id_at(i, 0)?)?;
+    let (class, mut ty) = ctx.pointer_parts(base_type)?;
+    if class != StorageClass::PhysicalStorageBuffer {
+        return None;
+    }
+    let mut steps = Vec::new();
+    let mut through_packed = false;
+    let indexes: Vec<Word> = (1..i.operands.len()).filter_map(|n| id_at(i, n)).collect();
+    for (n, &x) in indexes.iter().enumerate() {
+        let constant = constants.get(&x).copied();
+        if n == 0 && element_step {
+            let stride = ctx.decoration_literal(base_type, Decoration::ArrayStride)?;
+            steps.push(match constant {
+                Some(c) => (None, c.wrapping_mul(u64::from(stride))),
+                None => (Some(x), u64::from(stride)),
+            });
+            continue;
+        }
+        let t = ctx.global(ty)?;
+        match t.class.opcode {
+            Op::TypeStruct => {
+                through_packed |= packed.contains(&ty);
+                let m = u32::try_from(constant?).ok()?;
+                steps.push((None, u64::from(*offsets.get(&(ty, m))?)));
+                ty = id_at(t, m as usize)?;
+            }
+            Op::TypeArray | Op::TypeRuntimeArray => {
+                let stride = ctx.decoration_literal(ty, Decoration::ArrayStride)?;
+                steps.push(match constant {
+                    Some(c) => (None, c.wrapping_mul(u64::from(stride))),
+                    None => (Some(x), u64::from(stride)),
+                });
+                ty = id_at(t, 0)?;
+            }
+            Op::TypeVector => {
+                let component = id_at(t, 0)?;
+                let size = match ctx.global(component)?.operands.first()? {
+                    Operand::LiteralBit32(w) => u64::from(*w / 8),
+                    _ => return None,
+                };
+                steps.push(match constant {
+                    Some(c) => (None, c * size),
+                    None => (Some(x), size),
+                });
+                ty = component;
+            }
+            _ => return None,
+        }
+    }
+    through_packed.then_some(steps)
 }
 
 /// Steps of a run-time or negative number of elements on device addresses
