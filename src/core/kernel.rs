@@ -133,6 +133,9 @@ pub fn device_caps(d: &Device) -> DeviceCaps {
         max_push_constants: i.props.limits.max_push_constants_size,
         denorm_preserve_f32: d.asks_denorm_preserve(),
         keeps_denormals_f32: d.preserves_denormals(),
+        // Mesa 22.3's llvmpipe computes a double fma as a multiply and an
+        // add (tests/fp64.rs checks fma against the host either way).
+        double_fma_rounds_twice: d.is_llvmpipe(),
         signed_zero_inf_nan: {
             let p = &i.props12;
             [

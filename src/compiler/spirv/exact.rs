@@ -174,7 +174,7 @@ impl Emit<'_> {
         (lo, hi, t32)
     }
 
-    fn clz(&mut self, x: Word, ty: Word) -> Word {
+    pub(crate) fn clz(&mut self, x: Word, ty: Word) -> Word {
         let w = width(self.ctx, ty).unwrap_or(32);
         match w {
             32 => self.clz32(x, ty),
@@ -379,7 +379,7 @@ impl Emit<'_> {
     }
 
     /// The high half of the full product of two 64-bit values.
-    fn mul_hi64(&mut self, x: Word, y: Word, ty: Word, signed: bool) -> Word {
+    pub(crate) fn mul_hi64(&mut self, x: Word, y: Word, ty: Word, signed: bool) -> Word {
         let (xl, xh, t32) = self.halves(x, ty);
         let (yl, yh, _) = self.halves(y, ty);
         let wide = |e: &mut Self, v: Word| e.op(Op::UConvert, ty, &[v]);

@@ -14,7 +14,7 @@ use rspirv::spirv::{Decoration, GlslStd450Op as G, Op, OpenclStd100Op as C, Stor
 
 use crate::compiler::spirv::ctx::{Ctx, id_at};
 use crate::compiler::spirv::finish::DeviceCaps;
-use crate::compiler::spirv::{Options, exact, fp16, half, inline, libclc, memcopy};
+use crate::compiler::spirv::{Options, exact, fma64, fp16, half, inline, libclc, memcopy};
 
 enum Lowering {
     Glsl(G),
@@ -150,6 +150,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, options: Options, caps: &DeviceCaps) -> Res
         subnormals,
         rounds == 0,
         options.relaxed_math,
+        caps.double_fma_rounds_twice,
         &mut fusable,
     )? {
         rounds += 1;
@@ -822,6 +823,7 @@ fn lower(
     subnormals: libclc::Subnormals,
     kernel_code: bool,
     relaxed_math: bool,
+    soft_double_fma: bool,
     fusable: &mut HashSet<Word>,
 ) -> Result<bool, String> {
     let Some(ocl) = ctx.ext_import("OpenCL.std") else {
@@ -922,6 +924,18 @@ fn lower(
                         glsl: &mut glsl,
                     };
                     if exact::lower(&mut e, op, (rty, rid), &ids, &arg_types)? {
+                        continue;
+                    }
+                    if let (C::fma, true, Some(64), &[a, b, c]) =
+                        (op, soft_double_fma, exact::width(e.ctx, rty), &ids[..])
+                    {
+                        let v = fma64::fma(&mut e, a, b, c, rty);
+                        out.push(Instruction::new(
+                            Op::CopyObject,
+                            Some(rty),
+                            Some(rid),
+                            vec![Operand::IdRef(v)],
+                        ));
                         continue;
                     }
                 }

@@ -47,6 +47,9 @@ pub struct DeviceCaps {
     /// operations of that width (otherwise Vulkan lets drivers assume
     /// there are none).
     pub signed_zero_inf_nan: [bool; 3],
+    /// The driver's double `Fma` rounds the product before adding
+    /// (lavapipe): double fma is then worked out on the bits.
+    pub double_fma_rounds_twice: bool,
     /// Kernels keep single-precision denormals (CL_FP_DENORM in
     /// CL_DEVICE_SINGLE_FP_CONFIG), declared or not; libclc's functions
     /// are then told so.

@@ -13,6 +13,7 @@ pub mod ctx;
 pub mod exact;
 pub mod extinst;
 pub mod finish;
+pub mod fma64;
 pub mod fp16;
 pub mod groups;
 pub mod half;
