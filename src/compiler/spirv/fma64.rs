@@ -89,7 +89,7 @@ impl Fma<'_, '_> {
     /// fell off.
     fn shift_right(&mut self, (h, l): Wide, s: Word) -> (Wide, Word) {
         let zero = self.k(0);
-        let (k63, k64, k128) = (self.k(63), self.k(64), self.k(128));
+        let (k64, k128) = (self.k(64), self.k(128));
         // 1 to 63.
         let s1 = self.min_u(s, 63);
         let inv = self.op(Op::ISub, &[k64, s1]);
@@ -122,7 +122,6 @@ impl Fma<'_, '_> {
             self.op(Op::ULessThan, &[s, k64]),
             self.op(Op::ULessThan, &[s, k128]),
         );
-        let _ = k63;
         let lo = self.pick(medium, b_lo, zero);
         let lo = self.pick(small, a_lo, lo);
         let lo = self.pick(is_zero, l, lo);
@@ -199,7 +198,7 @@ pub(crate) fn fma(e: &mut Emit, a: Word, b: Word, c: Word, ty: Word) -> Word {
     // The product, its top bit moved to bit 105.
     let ph = f.e.mul_hi64(ma, mb, it, false);
     let pl = f.op(Op::IMul, &[ma, mb]);
-    let (k1, k11, k41, k53, k63) = (f.k(1), f.k(11), f.k(41), f.k(53), f.k(63));
+    let (k1, k63) = (f.k(1), f.k(63));
     // Bit 105 of the product is bit 41 of its high half.
     let bit105 = f.k(1 << 41);
     let low_top = f.op(Op::ULessThan, &[ph, bit105]);
@@ -209,7 +208,6 @@ pub(crate) fn fma(e: &mut Emit, a: Word, b: Word, c: Word, ty: Word) -> Word {
     let pl2 = f.op(Op::ShiftLeftLogical, &[pl, k1]);
     let ph = f.pick(low_top, ph2, ph);
     let pl = f.pick(low_top, pl2, pl);
-    let _ = (k11, k41, k53);
     // Then to bit 125.
     let (k20, k44, k9) = (f.k(20), f.k(44), f.k(9));
     let ph = f.op(Op::ShiftLeftLogical, &[ph, k20]);
