@@ -119,18 +119,13 @@ fn packed_member_addresses(ctx: &mut Ctx) {
                     let base = id_at(&i, 0).expect("a chain has a base");
                     let mut address = out.op(ctx, Op::ConvertPtrToU, u64t, &[base]);
                     for (index, scale) in steps {
-                        let bytes = match index {
-                            None => ctx.const_int(u64t, scale),
-                            Some(x) => {
-                                let x = match types.get(&x) {
-                                    Some(&t) if t == u64t => x,
-                                    _ => out.op(ctx, Op::SConvert, u64t, &[x]),
-                                };
-                                let k = ctx.const_int(u64t, scale);
-                                out.op(ctx, Op::IMul, u64t, &[x, k])
+                        address = match index {
+                            None => {
+                                let bytes = ctx.const_int(u64t, scale);
+                                out.op(ctx, Op::IAdd, u64t, &[address, bytes])
                             }
+                            Some(x) => add_elements(ctx, &mut out, &types, address, x, scale),
                         };
-                        address = out.op(ctx, Op::IAdd, u64t, &[address, bytes]);
                     }
                     out.code.push(Instruction::new(
                         Op::ConvertUToPtr,
@@ -254,15 +249,8 @@ fn integer_steps(ctx: &mut Ctx) {
                 out.code.push(i);
                 continue;
             };
-            let stride = ctx.const_int(u64t, u64::from(stride));
             let address = out.op(ctx, Op::ConvertPtrToU, u64t, &[base]);
-            // Element indices are signed.
-            let step = match types.get(&step) {
-                Some(&t) if t == u64t => step,
-                _ => out.op(ctx, Op::SConvert, u64t, &[step]),
-            };
-            let bytes = out.op(ctx, Op::IMul, u64t, &[step, stride]);
-            let moved = out.op(ctx, Op::IAdd, u64t, &[address, bytes]);
+            let moved = add_elements(ctx, &mut out, &types, address, step, u64::from(stride));
             let rest = &i.operands[2..];
             if rest.is_empty() {
                 out.code.push(Instruction::new(
@@ -286,6 +274,26 @@ fn integer_steps(ctx: &mut Ctx) {
         b.instructions = out.code;
     }
     ctx.module.functions = functions;
+}
+
+/// 64-bit `address` moved by `index` elements of `stride` bytes; element
+/// indices are signed.
+fn add_elements(
+    ctx: &mut Ctx,
+    out: &mut Prologue,
+    types: &HashMap<Word, Word>,
+    address: Word,
+    index: Word,
+    stride: u64,
+) -> Word {
+    let u64t = ctx.uint(64);
+    let index = match types.get(&index) {
+        Some(&t) if t == u64t => index,
+        _ => out.op(ctx, Op::SConvert, u64t, &[index]),
+    };
+    let stride = ctx.const_int(u64t, stride);
+    let bytes = out.op(ctx, Op::IMul, u64t, &[index, stride]);
+    out.op(ctx, Op::IAdd, u64t, &[address, bytes])
 }
 
 /// For a step on a device address that [`integer_steps`] rewrites (not a

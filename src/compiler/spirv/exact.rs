@@ -100,6 +100,31 @@ impl Emit<'_> {
         shaped_like(self.ctx, b, like)
     }
 
+    /// Constant `v` of float type `ty` (splat over vectors).
+    pub(crate) fn float(&mut self, ty: Word, v: f64) -> Word {
+        let w = width(self.ctx, ty).unwrap_or(32);
+        self.konst(ty, float_bits(w, v))
+    }
+
+    /// Whether float `x` of type `ty` is a denormal, read on the bits:
+    /// NVIDIA's float comparisons may take denormals for zeros.
+    pub(crate) fn is_denormal(&mut self, x: Word, ty: Word) -> Word {
+        let (sign, it) = self.sign_bit(ty);
+        let bt = self.bool_like(ty);
+        let w = width(self.ctx, ty).unwrap_or(32);
+        let (bits, _) = self.as_int(x, ty);
+        let mask = self.op(Op::Not, it, &[sign]);
+        let magnitude = self.op(Op::BitwiseAnd, it, &[bits, mask]);
+        let smallest = match w {
+            64 => f64::MIN_POSITIVE.to_bits(),
+            _ => u64::from(f32::MIN_POSITIVE.to_bits()),
+        };
+        let (smallest, zero) = (self.konst(it, smallest), self.konst(it, 0));
+        let below = self.op(Op::ULessThan, bt, &[magnitude, smallest]);
+        let nonzero = self.op(Op::INotEqual, bt, &[magnitude, zero]);
+        self.op(Op::LogicalAnd, bt, &[below, nonzero])
+    }
+
     /// Constant `v` of integer type `ty` (splat over vectors).
     pub(crate) fn konst(&mut self, ty: Word, v: u64) -> Word {
         let (c, lanes) = shape(self.ctx, ty).expect("a value type");

@@ -130,7 +130,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, options: Options, caps: &DeviceCaps) -> Res
     if caps.float64 {
         in_double(ctx, &[C::tgamma, C::erfc]);
         if !options.relaxed_math {
-            fma_in_double(ctx);
+            in_double(ctx, &[C::fma]);
         }
     }
     if caps.keeps_denormals_f32 && !options.denorms_are_zero {
@@ -204,10 +204,66 @@ fn rewrite_builtins(
     ctx.module.functions = functions;
 }
 
+/// The results of the built-ins `wanted` picks (by op and result type)
+/// fixed up: each built-in keeps computing under a fresh id, and `fix`
+/// makes, from its op, type, first argument and that result, the value
+/// the original id then holds.
+fn fix_up_results(
+    ctx: &mut Ctx,
+    wanted: impl Fn(&Ctx, C, Word) -> bool,
+    mut fix: impl FnMut(&mut exact::Emit, C, Word, Word, Word) -> Word,
+) {
+    let mut glsl = ctx.ext_import("GLSL.std.450");
+    rewrite_builtins(ctx, |ctx, out, op, mut i| {
+        let (Some(ty), Some(rid), Some(x)) = (i.result_type, i.result_id, id_at(&i, 2)) else {
+            return Some(i);
+        };
+        if !wanted(ctx, op, ty) {
+            return Some(i);
+        }
+        let r = ctx.fresh();
+        i.result_id = Some(r);
+        out.push(i);
+        let mut e = exact::Emit {
+            ctx,
+            out,
+            glsl: &mut glsl,
+        };
+        let v = fix(&mut e, op, ty, x, r);
+        e.out.push(Instruction::new(
+            Op::CopyObject,
+            Some(ty),
+            Some(rid),
+            vec![Operand::IdRef(v)],
+        ));
+        None
+    });
+}
+
+/// OpenCL.std instruction `i` again, as `op` on `operands`; its result.
+fn call_again(e: &mut exact::Emit, i: &Instruction, op: C, operands: &[Word]) -> Word {
+    let mut again = i.clone();
+    again.operands.truncate(1);
+    again
+        .operands
+        .push(Operand::LiteralExtInstInteger(op as u32));
+    again
+        .operands
+        .extend(operands.iter().map(|&o| Operand::IdRef(o)));
+    let r = e.ctx.fresh();
+    again.result_id = Some(r);
+    e.out.push(again);
+    r
+}
+
 /// Single-precision `ops` computed in double and rounded once, on devices
 /// with doubles: libclc's float `tgamma` and `erfc` miss OpenCL's 16 ULP
 /// (CTS bruteforce: 17 ULP near -8 and infinities for tiny results of
-/// tgamma, 48 ULP for erfc near 8), its double ones are far within.
+/// tgamma, 48 ULP for erfc near 8), its double ones are far within. `fma`
+/// in double is the exact product, the sum rounded to odd there and then
+/// once to float: the correctly rounded fma for every input, denormals
+/// included (libclc's integer fma flushes denormal operands and mistakes
+/// their exponent; Vulkan's own Fma may round twice).
 fn in_double(ctx: &mut Ctx, ops: &[C]) {
     rewrite_builtins(ctx, |ctx, out, op, mut i| {
         let (Some(ty), Some(rid)) = (i.result_type, i.result_id) else {
@@ -231,51 +287,16 @@ fn in_double(ctx: &mut Ctx, ops: &[C]) {
             }
         }
         let r = ctx.fresh();
-        i.result_type = Some(wide);
-        i.result_id = Some(r);
-        out.push(i);
-        out.push(Instruction::new(
-            Op::FConvert,
-            Some(ty),
-            Some(rid),
-            vec![Operand::IdRef(r)],
-        ));
-        None
-    });
-}
-
-/// Single-precision `fma` on devices with doubles: the product of two
-/// floats is exact in double, the sum is rounded to odd there and then
-/// once to float, which is the correctly rounded fma for every input,
-/// denormals included (libclc's integer fma flushes denormal operands and
-/// mistakes their exponent). Vulkan's own Fma may round twice.
-fn fma_in_double(ctx: &mut Ctx) {
-    rewrite_builtins(ctx, |ctx, out, op, i| {
-        let (Some(ty), Some(rid)) = (i.result_type, i.result_id) else {
-            return Some(i);
-        };
-        let (C::fma, Some(32), [_, _, a, b, c]) = (op, exact::width(ctx, ty), &i.operands[..])
-        else {
-            return Some(i);
-        };
-        let (Some(a), Some(b), Some(c)) = (a.id_ref_any(), b.id_ref_any(), c.id_ref_any()) else {
-            return Some(i);
-        };
-        let double = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(64)]);
-        let wide = exact::shaped_like(ctx, double, ty);
-        let mut widen = |x: Word| {
-            let w = ctx.fresh();
-            out.push(Instruction::new(
-                Op::FConvert,
-                Some(wide),
-                Some(w),
-                vec![Operand::IdRef(x)],
-            ));
-            w
-        };
-        let operands = [widen(a), widen(b), widen(c)];
-        let r = ctx.fresh();
-        fp16::fma_to_odd(ctx, out, wide, r, operands);
+        match (op, &i.operands[2..]) {
+            (C::fma, &[Operand::IdRef(a), Operand::IdRef(b), Operand::IdRef(c)]) => {
+                fp16::fma_to_odd(ctx, out, wide, r, [a, b, c]);
+            }
+            _ => {
+                i.result_type = Some(wide);
+                i.result_id = Some(r);
+                out.push(i);
+            }
+        }
         out.push(Instruction::new(
             Op::FConvert,
             Some(ty),
@@ -317,27 +338,8 @@ fn denormal_ranges(ctx: &mut Ctx) {
             out,
             glsl: &mut glsl,
         };
-        let (it, bt) = (e.int_like(ty, 32), e.bool_like(ty));
-        let float = |e: &mut exact::Emit, v: f32| {
-            let bits = e.konst(it, u64::from(v.to_bits()));
-            e.op(Op::Bitcast, ty, &[bits])
-        };
-        // The built-in again, on other operands.
-        let call = |e: &mut exact::Emit, op: C, operands: &[Word]| {
-            let mut again = i.clone();
-            again.operands.truncate(1);
-            again
-                .operands
-                .push(Operand::LiteralExtInstInteger(op as u32));
-            again
-                .operands
-                .extend(operands.iter().map(|&o| Operand::IdRef(o)));
-            let r = e.ctx.fresh();
-            again.result_id = Some(r);
-            e.out.push(again);
-            r
-        };
-        let (up, down) = (float(&mut e, 2f32.powi(24)), float(&mut e, 2f32.powi(-24)));
+        let bt = e.bool_like(ty);
+        let (up, down) = (e.float(ty, 2f64.powi(24)), e.float(ty, 2f64.powi(-24)));
         let value = if exponential {
             let (limit, shift) = if op == C::exp2 {
                 (-126.0, 24.0)
@@ -347,14 +349,14 @@ fn denormal_ranges(ctx: &mut Ctx) {
             // Arguments here are multiples of 2^-17.
             let near = (shift * 131072.0).round() / 131072.0;
             let (limit, near, rest) = (
-                float(&mut e, limit),
-                float(&mut e, near as f32),
-                float(&mut e, (shift - near) as f32),
+                e.float(ty, limit),
+                e.float(ty, near),
+                e.float(ty, shift - near),
             );
             let low = e.op(Op::FOrdLessThan, bt, &[x, limit]);
             let moved = e.op(Op::FAdd, ty, &[x, near]);
             let arg = e.select(ty, low, moved, x);
-            let r = call(&mut e, op, &[arg]);
+            let r = call_again(&mut e, &i, op, &[arg]);
             let part = e.op(Op::FMul, ty, &[r, rest]);
             let r2 = e.op(Op::FAdd, ty, &[r, part]);
             let scaled = e.op(Op::FMul, ty, &[r2, down]);
@@ -364,19 +366,15 @@ fn denormal_ranges(ctx: &mut Ctx) {
                 return Some(i);
             };
             let rest: Vec<Word> = (4..i.operands.len()).filter_map(|n| id_at(&i, n)).collect();
-            let ay = e.glsl(G::FAbs, ty, &[y]);
-            let (smallest, zero) = (float(&mut e, f32::MIN_POSITIVE), float(&mut e, 0.0));
-            let below = e.op(Op::FOrdLessThan, bt, &[ay, smallest]);
-            let nonzero = e.op(Op::FOrdNotEqual, bt, &[ay, zero]);
-            let small = e.op(Op::LogicalAnd, bt, &[below, nonzero]);
+            let small = e.is_denormal(y, ty);
             let big_y = e.op(Op::FMul, ty, &[y, up]);
-            let r1 = call(&mut e, C::fmod, &[x, big_y]);
+            let r1 = call_again(&mut e, &i, C::fmod, &[x, big_y]);
             let big_r1 = e.op(Op::FMul, ty, &[r1, up]);
             let xs = e.select(ty, small, big_r1, x);
             let ys = e.select(ty, small, big_y, y);
             let mut operands = vec![xs, ys];
             operands.extend(rest);
-            let r = call(&mut e, op, &operands);
+            let r = call_again(&mut e, &i, op, &operands);
             let scaled = e.op(Op::FMul, ty, &[r, down]);
             e.select(ty, small, scaled, r)
         };
@@ -425,26 +423,16 @@ fn divisors_in_range(ctx: &mut Ctx) {
                     glsl: &mut glsl,
                 };
                 let (it, bt) = (e.int_like(ty, 32), e.bool_like(ty));
-                let float = |e: &mut exact::Emit, v: f32| {
-                    let bits = e.konst(it, u64::from(v.to_bits()));
-                    e.op(Op::Bitcast, ty, &[bits])
-                };
                 let yb = e.op(Op::Bitcast, it, &[y]);
                 let mask = e.konst(it, 0x7fff_ffff);
                 let magnitude = e.op(Op::BitwiseAnd, it, &[yb, mask]);
-                let (top, smallest, zero) = (
-                    e.konst(it, u64::from(2f32.powi(126).to_bits())),
-                    e.konst(it, u64::from(f32::MIN_POSITIVE.to_bits())),
-                    e.konst(it, 0),
-                );
+                let top = e.konst(it, u64::from(2f32.powi(126).to_bits()));
                 let big = e.op(Op::UGreaterThan, bt, &[magnitude, top]);
-                let below = e.op(Op::ULessThan, bt, &[magnitude, smallest]);
-                let nonzero = e.op(Op::INotEqual, bt, &[magnitude, zero]);
-                let tiny = e.op(Op::LogicalAnd, bt, &[below, nonzero]);
+                let tiny = e.is_denormal(y, ty);
                 let (quarter, up, one) = (
-                    float(&mut e, 0.25),
-                    float(&mut e, 2f32.powi(24)),
-                    float(&mut e, 1.0),
+                    e.float(ty, 0.25),
+                    e.float(ty, 2f64.powi(24)),
+                    e.float(ty, 1.0),
                 );
                 let scale = e.select(ty, tiny, up, one);
                 let scale = e.select(ty, big, quarter, scale);
@@ -488,40 +476,20 @@ fn gamma_of_doubles(ctx: &mut Ctx) {
             out,
             glsl: &mut glsl,
         };
-        let (it, bt) = (e.int_like(ty, 64), e.bool_like(ty));
-        let float = |e: &mut exact::Emit, v: f64| {
-            let bits = e.konst(it, v.to_bits());
-            e.op(Op::Bitcast, ty, &[bits])
-        };
-        let call = |e: &mut exact::Emit, op: C, arg: Word| {
-            let mut again = i.clone();
-            again.operands.truncate(1);
-            again
-                .operands
-                .push(Operand::LiteralExtInstInteger(op as u32));
-            again.operands.push(Operand::IdRef(arg));
-            let r = e.ctx.fresh();
-            again.result_id = Some(r);
-            e.out.push(again);
-            r
-        };
-        let one = float(&mut e, 1.0);
+        let bt = e.bool_like(ty);
+        let one = e.float(ty, 1.0);
         let ax = e.glsl(G::FAbs, ty, &[x]);
         // Γ(|x|) overflows from 171.62 on; negative x reach down to -185
         // (where Γ(x) has underflowed), with Γ(|x|) scaled by 2^-512.
-        let (finite, reach, zero) = (
-            float(&mut e, 171.625),
-            float(&mut e, 185.0),
-            float(&mut e, 0.0),
-        );
+        let (finite, reach, zero) = (e.float(ty, 171.625), e.float(ty, 185.0), e.float(ty, 0.0));
         let negative = e.op(Op::FOrdLessThan, bt, &[x, zero]);
         let below_finite = e.op(Op::FOrdLessThan, bt, &[ax, finite]);
         let below_reach = e.op(Op::FOrdLessThan, bt, &[ax, reach]);
         let far_negative = e.op(Op::LogicalAnd, bt, &[negative, below_reach]);
         let in_range = e.op(Op::LogicalOr, bt, &[below_finite, far_negative]);
-        let small_scale = float(&mut e, 2f64.powi(-512));
+        let small_scale = e.float(ty, 2f64.powi(-512));
         // Where x Γ(|x|) sinpi(x) could overflow on the way to a tiny Γ(x).
-        let big = float(&mut e, 160.0);
+        let big = e.float(ty, 160.0);
         let large = e.op(Op::FOrdGreaterThanEqual, bt, &[ax, big]);
         let scaled = e.op(Op::LogicalAnd, bt, &[negative, large]);
         let below_one = e.op(Op::FOrdLessThan, bt, &[ax, one]);
@@ -532,13 +500,13 @@ fn gamma_of_doubles(ctx: &mut Ctx) {
         let shifted = e.op(Op::FAdd, ty, &[fraction, one]);
         let y = e.select(ty, below_one, lifted, shifted);
         let arg = e.select(ty, in_range, y, x);
-        let g = call(&mut e, C::tgamma, arg);
+        let g = call_again(&mut e, &i, C::tgamma, &[arg]);
         // (a - 1) (a - 2) ... down to the argument's whole part: up to 183
         // roundings of half an ULP at worst, which mostly cancel (CTS
         // bruteforce measures a few ULP).
         let mut product = e.select(ty, scaled, small_scale, one);
         for k in 1..185 {
-            let kf = float(&mut e, f64::from(k));
+            let kf = e.float(ty, f64::from(k));
             let used = e.op(Op::FOrdGreaterThan, bt, &[whole, kf]);
             let factor = e.op(Op::FSub, ty, &[ax, kf]);
             let factor = e.select(ty, used, factor, one);
@@ -548,27 +516,27 @@ fn gamma_of_doubles(ctx: &mut Ctx) {
         let down = e.op(Op::FDiv, ty, &[g, ax]);
         let positive = e.select(ty, below_one, down, up);
         // Reflection for negative x; NaN at the poles.
-        let s = call(&mut e, C::sinpi, x);
+        let s = call_again(&mut e, &i, C::sinpi, &[x]);
         let xs = e.op(Op::FMul, ty, &[x, s]);
         let d = e.op(Op::FMul, ty, &[xs, positive]);
-        let minus_pi = float(&mut e, -std::f64::consts::PI);
+        let minus_pi = e.float(ty, -std::f64::consts::PI);
         let reflected = e.op(Op::FDiv, ty, &[minus_pi, d]);
         let unscale = e.op(Op::FMul, ty, &[reflected, small_scale]);
         let reflected = e.select(ty, scaled, unscale, reflected);
         let floor_x = e.glsl(G::Floor, ty, &[x]);
         let pole = e.op(Op::FOrdEqual, bt, &[floor_x, x]);
-        let nan = float(&mut e, f64::NAN);
+        let nan = e.float(ty, f64::NAN);
         let reflected = e.select(ty, pole, nan, reflected);
         let moderate = e.select(ty, negative, reflected, positive);
         // Near zero.
-        let (c1, c2, euler) = (float(&mut e, C1), float(&mut e, C2), float(&mut e, EULER));
+        let (c1, c2, euler) = (e.float(ty, C1), e.float(ty, C2), e.float(ty, EULER));
         let t = e.op(Op::FMul, ty, &[c2, x]);
         let t = e.op(Op::FAdd, ty, &[t, c1]);
         let t = e.op(Op::FMul, ty, &[t, x]);
         let t = e.op(Op::FSub, ty, &[t, euler]);
         let inverse = e.op(Op::FDiv, ty, &[one, x]);
         let series = e.op(Op::FAdd, ty, &[inverse, t]);
-        let limit = float(&mut e, 2f64.powi(-14));
+        let limit = e.float(ty, 2f64.powi(-14));
         let tiny = e.op(Op::FOrdLessThan, bt, &[ax, limit]);
         let near = e.select(ty, tiny, series, moderate);
         let v = e.select(ty, in_range, near, g);
@@ -622,73 +590,39 @@ fn nan_passes_through(ctx: &mut Ctx) {
         C::tanpi,
         C::tgamma,
     ];
-    let mut glsl = ctx.ext_import("GLSL.std.450");
-    rewrite_builtins(ctx, |ctx, out, op, mut i| {
-        let (Some(ty), Some(rid), Some(x)) = (i.result_type, i.result_id, id_at(&i, 2)) else {
-            return Some(i);
-        };
-        if !UNARY.contains(&op) || exact::width(ctx, ty) != Some(64) {
-            return Some(i);
-        }
-        let r = ctx.fresh();
-        i.result_id = Some(r);
-        out.push(i);
-        let mut e = exact::Emit {
-            ctx,
-            out,
-            glsl: &mut glsl,
-        };
-        let (it, bt) = (e.int_like(ty, 64), e.bool_like(ty));
-        let xb = e.op(Op::Bitcast, it, &[x]);
-        let mask = e.konst(it, (1 << 63) - 1);
-        let magnitude = e.op(Op::BitwiseAnd, it, &[xb, mask]);
-        let inf = e.konst(it, 0x7ff0_0000_0000_0000);
-        let nan = e.op(Op::UGreaterThan, bt, &[magnitude, inf]);
-        let v = e.select(ty, nan, x, r);
-        e.out.push(Instruction::new(
-            Op::CopyObject,
-            Some(ty),
-            Some(rid),
-            vec![Operand::IdRef(v)],
-        ));
-        None
-    });
+    fix_up_results(
+        ctx,
+        |ctx, op, ty| UNARY.contains(&op) && exact::width(ctx, ty) == Some(64),
+        |e, _, ty, x, r| {
+            let (it, bt) = (e.int_like(ty, 64), e.bool_like(ty));
+            let xb = e.op(Op::Bitcast, it, &[x]);
+            let mask = e.konst(it, (1 << 63) - 1);
+            let magnitude = e.op(Op::BitwiseAnd, it, &[xb, mask]);
+            let inf = e.konst(it, 0x7ff0_0000_0000_0000);
+            let nan = e.op(Op::UGreaterThan, bt, &[magnitude, inf]);
+            e.select(ty, nan, x, r)
+        },
+    );
 }
 
 /// Odd functions whose result takes the argument's sign, zeros included:
 /// libclc's double `atanpi(-0)` is +0 (CTS math_edge_cases).
 fn sign_of_argument(ctx: &mut Ctx, ops: &[C]) {
-    let mut glsl = ctx.ext_import("GLSL.std.450");
-    rewrite_builtins(ctx, |ctx, out, op, mut i| {
-        let (Some(ty), Some(rid), Some(x)) = (i.result_type, i.result_id, id_at(&i, 2)) else {
-            return Some(i);
-        };
-        let Some(bits) = exact::width(ctx, ty).filter(|_| ops.contains(&op)) else {
-            return Some(i);
-        };
-        let r = ctx.fresh();
-        i.result_id = Some(r);
-        out.push(i);
-        let mut e = exact::Emit {
-            ctx,
-            out,
-            glsl: &mut glsl,
-        };
-        let it = e.int_like(ty, bits);
-        let sign = e.konst(it, 1 << (bits - 1));
-        let magnitude = e.konst(it, (1 << (bits - 1)) - 1);
-        let (xb, rb) = (e.op(Op::Bitcast, it, &[x]), e.op(Op::Bitcast, it, &[r]));
-        let xs = e.op(Op::BitwiseAnd, it, &[xb, sign]);
-        let rm = e.op(Op::BitwiseAnd, it, &[rb, magnitude]);
-        let v = e.op(Op::BitwiseOr, it, &[rm, xs]);
-        e.out.push(Instruction::new(
-            Op::Bitcast,
-            Some(ty),
-            Some(rid),
-            vec![Operand::IdRef(v)],
-        ));
-        None
-    });
+    fix_up_results(
+        ctx,
+        |_, op, _| ops.contains(&op),
+        |e, _, ty, x, r| {
+            let bits = exact::width(e.ctx, ty).unwrap_or(32);
+            let it = e.int_like(ty, bits);
+            let sign = e.konst(it, 1 << (bits - 1));
+            let magnitude = e.konst(it, (1 << (bits - 1)) - 1);
+            let (xb, rb) = (e.op(Op::Bitcast, it, &[x]), e.op(Op::Bitcast, it, &[r]));
+            let xs = e.op(Op::BitwiseAnd, it, &[xb, sign]);
+            let rm = e.op(Op::BitwiseAnd, it, &[rb, magnitude]);
+            let v = e.op(Op::BitwiseOr, it, &[rm, xs]);
+            e.op(Op::Bitcast, ty, &[v])
+        },
+    );
 }
 
 /// The signs of the zeros `sinpi`, `cospi` and `tanpi` give at whole and
@@ -699,21 +633,8 @@ fn sign_of_argument(ctx: &mut Ctx, ops: &[C]) {
 /// -64, between poles) a zero of the sign tgamma has there. The built-in's
 /// result is fixed up there.
 fn pi_zero_signs(ctx: &mut Ctx) {
-    rewrite_builtins(ctx, |ctx, out, op, mut i| {
-        let (C::sinpi | C::cospi | C::tanpi | C::tgamma, Some(ty), Some(rid), Some(x)) =
-            (op, i.result_type, i.result_id, id_at(&i, 2))
-        else {
-            return Some(i);
-        };
-        let r = ctx.fresh();
-        i.result_id = Some(r);
-        out.push(i);
-        let mut glsl = None;
-        let mut e = exact::Emit {
-            ctx,
-            out,
-            glsl: &mut glsl,
-        };
+    let wanted = |_: &Ctx, op, _| matches!(op, C::sinpi | C::cospi | C::tanpi | C::tgamma);
+    fix_up_results(ctx, wanted, |e, op, ty, x, r| {
         // On the bits: drivers need not keep the sign of a float zero
         // through float selects and compares.
         let bt = e.bool_like(ty);
@@ -741,7 +662,7 @@ fn pi_zero_signs(ctx: &mut Ctx) {
                 C::sinpi => x_sign,
                 _ => {
                     // tanpi: the other sign for odd whole numbers.
-                    let odd = odd(&mut e, x);
+                    let odd = odd(e, x);
                     let flipped = e.op(Op::BitwiseXor, it, &[x_sign, sign]);
                     e.select(it, odd, flipped, x_sign)
                 }
@@ -764,17 +685,11 @@ fn pi_zero_signs(ctx: &mut Ctx) {
             let floor = e.glsl(G::Floor, ty, &[x]);
             let between = e.op(Op::FOrdNotEqual, bt, &[floor, x]);
             let far = e.op(Op::LogicalAnd, bt, &[far, between]);
-            let odd = odd(&mut e, floor);
+            let odd = odd(e, floor);
             let tiny = e.select(it, odd, sign, izero);
             chosen = e.select(it, far, tiny, chosen);
         }
-        out.push(Instruction::new(
-            Op::Bitcast,
-            Some(ty),
-            Some(rid),
-            vec![Operand::IdRef(chosen)],
-        ));
-        None
+        e.op(Op::Bitcast, ty, &[chosen])
     });
 }
 

@@ -363,27 +363,24 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
             Operand::LiteralBit32(1),
         ],
     )];
-    if caps.denorm_preserve_f32 {
-        // SPIR-V 1.4's float controls (the module is 1.5).
+    // SPIR-V 1.4's float controls (the module is 1.5), each for a width.
+    let float_controls = caps
+        .denorm_preserve_f32
+        .then_some((ExecutionMode::DenormPreserve, 32))
+        .into_iter()
+        .chain(
+            preserved
+                .into_iter()
+                .map(|width| (ExecutionMode::SignedZeroInfNanPreserve, width)),
+        );
+    for (mode, width) in float_controls {
         ctx.module.execution_modes.push(Instruction::new(
             Op::ExecutionMode,
             None,
             None,
             vec![
                 Operand::IdRef(fid),
-                Operand::ExecutionMode(ExecutionMode::DenormPreserve),
-                Operand::LiteralBit32(32),
-            ],
-        ));
-    }
-    for width in preserved {
-        ctx.module.execution_modes.push(Instruction::new(
-            Op::ExecutionMode,
-            None,
-            None,
-            vec![
-                Operand::IdRef(fid),
-                Operand::ExecutionMode(ExecutionMode::SignedZeroInfNanPreserve),
+                Operand::ExecutionMode(mode),
                 Operand::LiteralBit32(width),
             ],
         ));
