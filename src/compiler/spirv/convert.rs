@@ -275,12 +275,35 @@ fn round_narrowed_float(e: &mut Emit, x: Word, sty: Word, rty: Word, mode: FPRou
     let it = e.int_like(rty, fw);
     let bt = e.bool_like(sty);
     let r = e.op(Op::FConvert, rty, &[x]);
-    let back = e.op(Op::FConvert, sty, &[r]);
     let bits = e.op(Op::Bitcast, it, &[r]);
+    let back = widen_exactly(e, r, bits, rty, sty);
     let above = e.op(Op::FOrdGreaterThan, bt, &[back, x]);
     let below = e.op(Op::FOrdLessThan, bt, &[back, x]);
     let chosen = step_for_mode(e, bits, it, bt, mode, above, below);
     e.op(Op::Bitcast, rty, &[chosen])
+}
+
+/// Float `r` (with bits `bits`) in the wider float type `sty`. A float
+/// denormal is rebuilt from its bits as an integer times 2^-149, exact in
+/// double: devices that flush float denormals (NVIDIA, where CL_FP_DENORM
+/// is not claimed) may read one as zero in the widening conversion, and
+/// the rounding step would then go the wrong way.
+fn widen_exactly(e: &mut Emit, r: Word, bits: Word, rty: Word, sty: Word) -> Word {
+    let widened = e.op(Op::FConvert, sty, &[r]);
+    if width(e.ctx, rty) != Some(32) || width(e.ctx, sty) != Some(64) {
+        return widened;
+    }
+    let it = e.int_like(rty, 32);
+    let denormal = e.is_denormal(r, rty);
+    let magnitude_mask = e.konst(it, 0x7fff_ffff);
+    let magnitude = e.op(Op::BitwiseAnd, it, &[bits, magnitude_mask]);
+    let units = e.op(Op::ConvertUToF, sty, &[magnitude]);
+    let unit = e.float(sty, 2f64.powi(-149));
+    let value = e.op(Op::FMul, sty, &[units, unit]);
+    let negated = e.op(Op::FNegate, sty, &[value]);
+    let negative = e.is_negative(bits, it);
+    let rebuilt = e.select(sty, negative, negated, value);
+    e.select(sty, denormal, rebuilt, widened)
 }
 
 /// The bits of a correctly rounded float, moved one step toward rounding
