@@ -7,6 +7,7 @@
 //! persistent `VkPipelineCache`, kept on disk beside the program cache.
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use ash::vk;
 
@@ -18,13 +19,28 @@ use crate::vk::physical::PhysicalInfo;
 const CACHE_PREFIX: &str = "vk-pipelines";
 
 /// One device's `VkPipelineCache`, loaded from disk when the device is
-/// created and saved whenever a new pipeline has grown it. The device
-/// destroys it (`destroy`) before itself.
+/// created and saved as pipelines are added: after the 1st, 2nd, 4th, 8th
+/// ... new pipeline, or a new one at least `SAVE_INTERVAL` after the last
+/// save (each save writes the whole cache, so saving after every pipeline
+/// would cost time growing with the square of their number), and when the
+/// device destroys it (`destroy`) before itself.
 pub struct PipelineCache {
     pub raw: vk::PipelineCache,
     key: cache::Key,
+    saves: Mutex<Saves>,
+}
+
+/// The longest a new pipeline waits for a save, once another comes.
+const SAVE_INTERVAL: Duration = Duration::from_secs(10);
+
+struct Saves {
     /// Size of the data last saved.
-    saved: Mutex<usize>,
+    size: usize,
+    /// Pipelines made through the cache in this process.
+    made: usize,
+    /// The count of pipelines at which the next save happens.
+    next: usize,
+    last: Instant,
 }
 
 impl PipelineCache {
@@ -58,7 +74,30 @@ impl PipelineCache {
         PipelineCache {
             raw,
             key,
-            saved: Mutex::new(data.len()),
+            saves: Mutex::new(Saves {
+                size: data.len(),
+                made: 0,
+                next: 1,
+                last: Instant::now(),
+            }),
+        }
+    }
+
+    /// Counts a new pipeline, saving the cache when the count reaches the
+    /// next power of two.
+    fn pipeline_made(&self, device: &ash::Device) {
+        let due = {
+            let mut s = self.saves.lock().unwrap_or_else(|e| e.into_inner());
+            s.made += 1;
+            let due = s.made >= s.next || s.last.elapsed() >= SAVE_INTERVAL;
+            if due {
+                s.next = s.next.max(s.made * 2);
+                s.last = Instant::now();
+            }
+            due
+        };
+        if due {
+            self.save(device);
         }
     }
 
@@ -75,10 +114,10 @@ impl PipelineCache {
                 return;
             }
         };
-        let mut saved = self.saved.lock().unwrap_or_else(|e| e.into_inner());
-        if data.len() > *saved {
+        let mut s = self.saves.lock().unwrap_or_else(|e| e.into_inner());
+        if data.len() > s.size {
             cache::store_blob(CACHE_PREFIX, &self.key, &data);
-            *saved = data.len();
+            s.size = data.len();
         }
     }
 
@@ -87,6 +126,7 @@ impl PipelineCache {
     /// # Safety
     /// No pipeline creation uses the cache any more.
     pub unsafe fn destroy(&self, device: &ash::Device) {
+        self.save(device);
         // SAFETY: as the caller promises.
         unsafe { device.destroy_pipeline_cache(self.raw, None) };
     }
@@ -283,7 +323,7 @@ impl KernelModule {
                 return Err(e);
             }
         };
-        cache.save(d);
+        cache.pipeline_made(d);
         Ok(ComputePipeline {
             device: self.device.clone(),
             layout,
