@@ -390,18 +390,30 @@ impl HostBuffer {
         let raw = unsafe { d.create_buffer(&info, None) }.ok()?;
         // SAFETY: `raw` was just created on this device.
         let req = unsafe { d.get_buffer_memory_requirements(raw) };
-        let types = req.memory_type_bits & host_props.memory_type_bits;
-        if types == 0 || req.size > size {
+        // Only a host-coherent type: the application reads and writes the
+        // pages directly, where nothing flushes or invalidates them.
+        let coherent =
+            vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+        let allowed = req.memory_type_bits & host_props.memory_type_bits;
+        let props = &device.memory_props;
+        let memory_type = (0..props.memory_type_count).find(|&t| {
+            allowed & (1 << t) != 0
+                && props.memory_types[t as usize]
+                    .property_flags
+                    .contains(coherent)
+        });
+        log::trace!(target: "vkcl::memory", "host memory types {allowed:#x} allowed, {memory_type:?} chosen");
+        let Some(memory_type) = memory_type.filter(|_| req.size <= size) else {
             // SAFETY: the buffer is unused.
             unsafe { d.destroy_buffer(raw, None) };
             return None;
-        }
+        };
         let mut host = vk::ImportMemoryHostPointerInfoEXT::default()
             .handle_type(handle)
             .host_pointer(start as *mut c_void);
         let alloc = vk::MemoryAllocateInfo::default()
             .allocation_size(size)
-            .memory_type_index(types.trailing_zeros())
+            .memory_type_index(memory_type)
             .push_next(&mut host);
         // SAFETY: an aligned range of application pages, a memory type the
         // driver allows for it.
