@@ -889,6 +889,7 @@ fn device_feature_macros(cl: &Cl) {
     // OpenCL C extensions the device reports are defined.
     let present: Vec<&str> = [
         "cl_khr_fp16",
+        "cl_khr_fp64",
         "cl_khr_byte_addressable_store",
         "cl_khr_global_int32_base_atomics",
         "cl_khr_global_int32_extended_atomics",

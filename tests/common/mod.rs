@@ -207,10 +207,6 @@ pub fn environment() -> &'static PathBuf {
             if env!("CARGO_CRATE_NAME").ends_with("_device_local") {
                 std::env::set_var("VKCL_DEVICE_LOCAL", "1");
             }
-            // Double precision is offered only when asked for.
-            if env!("CARGO_CRATE_NAME") == "fp64" {
-                std::env::set_var("VKCL_FP64", "1");
-            }
         }
         dir
     })
