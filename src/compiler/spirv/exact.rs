@@ -100,6 +100,16 @@ impl Emit<'_> {
         shaped_like(self.ctx, b, like)
     }
 
+    /// Gives result id `id` (of type `ty`) the computed `value`.
+    pub(crate) fn assign(&mut self, ty: Word, id: Word, value: Word) {
+        self.out.push(Instruction::new(
+            Op::CopyObject,
+            Some(ty),
+            Some(id),
+            vec![Operand::IdRef(value)],
+        ));
+    }
+
     /// Constant `v` of float type `ty` (splat over vectors).
     pub(crate) fn float(&mut self, ty: Word, v: f64) -> Word {
         let w = width(self.ctx, ty).unwrap_or(32);
@@ -900,12 +910,7 @@ pub fn lower(
         }
         _ => return Ok(false),
     };
-    e.out.push(Instruction::new(
-        Op::CopyObject,
-        Some(rty),
-        Some(rid),
-        vec![Operand::IdRef(value)],
-    ));
+    e.assign(rty, rid, value);
     Ok(true)
 }
 
@@ -977,11 +982,6 @@ pub fn lower_relational(e: &mut Emit, i: &Instruction, arg_types: &[Word]) -> Re
         }
         _ => return Ok(false),
     };
-    e.out.push(Instruction::new(
-        Op::CopyObject,
-        Some(rty),
-        Some(rid),
-        vec![Operand::IdRef(value)],
-    ));
+    e.assign(rty, rid, value);
     Ok(true)
 }

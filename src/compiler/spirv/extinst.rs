@@ -230,12 +230,7 @@ fn fix_up_results(
             glsl: &mut glsl,
         };
         let v = fix(&mut e, op, ty, x, r);
-        e.out.push(Instruction::new(
-            Op::CopyObject,
-            Some(ty),
-            Some(rid),
-            vec![Operand::IdRef(v)],
-        ));
+        e.assign(ty, rid, v);
         None
     });
 }
@@ -378,12 +373,7 @@ fn denormal_ranges(ctx: &mut Ctx) {
             let scaled = e.op(Op::FMul, ty, &[r, down]);
             e.select(ty, small, scaled, r)
         };
-        e.out.push(Instruction::new(
-            Op::CopyObject,
-            Some(ty),
-            Some(rid),
-            vec![Operand::IdRef(value)],
-        ));
+        e.assign(ty, rid, value);
         None
     });
 }
@@ -540,12 +530,7 @@ fn gamma_of_doubles(ctx: &mut Ctx) {
         let tiny = e.op(Op::FOrdLessThan, bt, &[ax, limit]);
         let near = e.select(ty, tiny, series, moderate);
         let v = e.select(ty, in_range, near, g);
-        e.out.push(Instruction::new(
-            Op::CopyObject,
-            Some(ty),
-            Some(rid),
-            vec![Operand::IdRef(v)],
-        ));
+        e.assign(ty, rid, v);
         None
     });
 }
