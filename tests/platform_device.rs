@@ -12,6 +12,7 @@ both_ways!(
     platform_info_answers,
     device_ids_by_type,
     every_device_query,
+    vendor_identity_is_vkcl,
     device_handles_are_checked,
     sub_devices_and_device_refcounts,
     extension_functions,
@@ -625,3 +626,22 @@ const OPENCL_3_0_FUNCTIONS: &[&str] = &[
     "clEnqueueTask",
     "clSetCommandQueueProperty",
 ];
+
+/// Libraries switch to a GPU vendor's own paths (inline assembly, vendor
+/// queries) on that vendor's CL_DEVICE_VENDOR string: vkcl reports its
+/// own, and shows the hardware by name and PCI vendor id.
+fn vendor_identity_is_vkcl(cl: &Cl) {
+    let d = cl.device();
+    let string = |param| c_string(&cl.device_bytes(d, param).unwrap());
+    assert_eq!(string(CL_DEVICE_VENDOR), "vkcl", "{}", cl.how);
+    for maker in ["NVIDIA", "Advanced Micro Devices", "AMD", "Intel", "Apple", "ARM"] {
+        assert!(
+            !string(CL_DEVICE_VENDOR).contains(maker) && !string(CL_DRIVER_VERSION).contains(maker),
+            "{}: vendor and driver version name no hardware maker",
+            cl.how
+        );
+    }
+    assert!(!string(CL_DEVICE_NAME).is_empty());
+    let id = u32_of(&cl.device_bytes(d, CL_DEVICE_VENDOR_ID).unwrap());
+    assert_ne!(id, 0, "{}: the hardware's vendor id", cl.how);
+}

@@ -35,6 +35,9 @@ both_ways!(
     link_a_library,
     link_objects_of_different_spirv_versions,
     unresolved_link_fails_with_log,
+    inline_functions_clang_does_not_inline,
+    unrunnable_kernels_fail_the_build,
+    inline_assembly_fails_the_build,
     compile_needs_source_or_il,
     // Program binaries
     binaries_round_trip,
@@ -1153,6 +1156,95 @@ fn unresolved_link_fails_with_log(cl: &Cl) {
     );
     release_program(cl, p);
     release_program(cl, obj);
+    release_context(cl, c);
+}
+
+/// C99 `inline` functions that clang leaves as calls (too large, `noinline`,
+/// an unoptimised build) still have a body to call.
+fn inline_functions_clang_does_not_inline(cl: &Cl) {
+    const SRC: &str = "inline int helper(int x) { return x * 3 + 1; }\n\
+         __attribute__((noinline)) inline int big(int x) { return x * 5 + 2; }\n\
+         kernel void k(global int* o) { int i = get_global_id(0); o[i] = helper(i) + big(i); }\n";
+    for options in ["", "-cl-opt-disable"] {
+        let mut s = Setup::new(cl);
+        let k = s.kernel(SRC, "k", options);
+        let out = s.zeroed(16 * 4);
+        s.arg(k, 0, &out);
+        s.run(k, &[16], None, None);
+        let want: Vec<u32> = (0..16).map(|i| 8 * i + 3).collect();
+        assert_eq!(s.words(out, 16), want, "{}: options {options:?}", cl.how);
+    }
+    // The same through clCompileProgram and clLinkProgram.
+    let c = cl.context();
+    let obj = compiled(cl, c, SRC);
+    let (p, err) = link(cl, c, "", &[obj]);
+    assert_eq!(err, CL_SUCCESS, "{}: link log: {}", cl.how, build_log(cl, p));
+    release_program(cl, p);
+    release_program(cl, obj);
+    release_context(cl, c);
+}
+
+/// A kernel the rewriter cannot turn into a Vulkan shader fails the build
+/// or the link, with a log naming the kernel and the construct, rather
+/// than its first enqueue. (A generic pointer made from an arbitrary
+/// integer is such a construct today.)
+fn unrunnable_kernels_fail_the_build(cl: &Cl) {
+    const SRC: &str = "kernel void from_int(global int* o, ulong a) {\n\
+             generic int* p = (generic int*)a;\n\
+             if (a) *p = 1;\n\
+             o[get_global_id(0)] = 5;\n\
+         }\n\
+         kernel void fine(global int* o) { o[0] = 1; }\n";
+    let c = cl.context();
+    let p = with_source(cl, c, SRC);
+    assert_eq!(build(cl, p, "-cl-std=CL3.0"), CL_BUILD_PROGRAM_FAILURE);
+    assert_eq!(build_status(cl, p), CL_BUILD_ERROR);
+    let log = build_log(cl, p);
+    assert!(
+        log.contains("from_int") && log.contains("generic pointers made from integers"),
+        "{}: the log names the kernel and the construct: {log:?}",
+        cl.how
+    );
+    assert_eq!(
+        program_info(cl, p, CL_PROGRAM_KERNEL_NAMES),
+        Err(CL_INVALID_PROGRAM_EXECUTABLE)
+    );
+    release_program(cl, p);
+
+    let obj = with_source(cl, c, SRC);
+    assert_eq!(compile(cl, obj, "-cl-std=CL3.0", &[]), CL_SUCCESS);
+    let (linked, err) = link(cl, c, "", &[obj]);
+    assert_eq!(err, CL_LINK_PROGRAM_FAILURE);
+    assert!(!linked.is_null(), "a failed link still returns its program");
+    let log = build_log(cl, linked);
+    assert!(log.contains("from_int"), "{}: link log {log:?}", cl.how);
+    release_program(cl, linked);
+    release_program(cl, obj);
+    release_context(cl, c);
+}
+
+/// Inline assembly (written for a vendor's own compiler) fails the build
+/// with a log that says so and where.
+fn inline_assembly_fails_the_build(cl: &Cl) {
+    let c = cl.context();
+    for asm in ["asm volatile", "__asm__ volatile", "__asm__"] {
+        let src = format!(
+            "kernel void k(global uint* o) {{\n\
+                 uint r;\n\
+                 {asm} (\"lop3.b32 %0, %1, %2, %3, 0x96;\" : \"=r\"(r) : \"r\"(o[0]), \"r\"(o[1]), \"r\"(o[2]));\n\
+                 o[1] = r;\n\
+             }}\n"
+        );
+        let p = with_source(cl, c, &src);
+        assert_eq!(build(cl, p, ""), CL_BUILD_PROGRAM_FAILURE, "{}: {asm}", cl.how);
+        let log = build_log(cl, p);
+        assert!(
+            log.contains("program.cl:3") && log.contains("inline assembly is not supported"),
+            "{}: {asm}: {log:?}",
+            cl.how
+        );
+        release_program(cl, p);
+    }
     release_context(cl, c);
 }
 

@@ -359,7 +359,7 @@ impl FrontEnd {
         device: &DeviceMacros,
     ) -> Result<Compiled, CompileError> {
         let mut key =
-            cache::Key::new("opencl-c, SPIR-V 1.0 or 1.3, convergent sub-groups, not vectorised");
+            cache::Key::new("opencl-c, SPIR-V 1.0 or 1.3, convergent sub-groups, not vectorised, gnu89 inline");
         key.add(self.version.as_bytes());
         key.add(options.clang.join("\u{1}").as_bytes());
         key.add(options.cl_std.as_bytes());
@@ -428,6 +428,12 @@ impl FrontEnd {
                 .arg("-include")
                 .arg(&prelude)
                 .arg("-fno-discard-value-names")
+                // C99 makes a plain `inline` definition an inline-only one:
+                // a call clang does not inline (a large function,
+                // `noinline`, -O0) then names a function that no module
+                // defines. OpenCL code is written for compilers that emit
+                // the function anyway, as GNU C's `inline` does.
+                .arg("-fgnu89-inline")
                 // Lifetime markers mean nothing to Vulkan, and with them
                 // clang routes loop exits through cleanup switches that the
                 // optimiser narrows to odd widths (i3).
@@ -490,6 +496,18 @@ impl FrontEnd {
             other => other,
         };
         let optimise = !options.opt_disable;
+        // Inline assembly crashes llvm-spirv or is unknown to clang in
+        // OpenCL mode: say what it is, where.
+        let fail = |log: String| match inline_assembly(source, headers) {
+            Some(at) => CompileError {
+                log: format!(
+                    "{at}: error: inline assembly is not supported: vkcl runs kernels as Vulkan SPIR-V, which cannot hold a GPU's native instructions\n{}",
+                    // llvm-spirv's crash report says nothing more.
+                    if log.contains("Stack dump") { "" } else { &log }
+                ),
+            },
+            None => CompileError { log },
+        };
         let log = match translate(optimise) {
             Ok(log) => log,
             Err(log)
@@ -514,6 +532,42 @@ impl FrontEnd {
         }
         Ok(Compiled { spirv, log })
     }
+}
+
+/// Where the source or one of its headers uses inline assembly (`asm`,
+/// `__asm`, `__asm__` followed by `(`, a qualifier or `goto`), as
+/// "file:line".
+fn inline_assembly(source: &str, headers: &[(String, Vec<u8>)]) -> Option<String> {
+    let find = |text: &str| -> Option<usize> {
+        let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        text.lines().position(|line| {
+            let mut rest = line;
+            while let Some(at) = rest.find("asm") {
+                let before = rest[..at].trim_end_matches('_');
+                let after = rest[at + 3..].trim_start_matches('_');
+                let word_starts = !before.ends_with(ident);
+                let next = after.trim_start();
+                let word_ends = !after.starts_with(ident);
+                if word_starts
+                    && word_ends
+                    && (next.starts_with('(')
+                        || ["volatile", "__volatile__", "goto", "inline"]
+                            .iter()
+                            .any(|q| next.starts_with(q)))
+                {
+                    return true;
+                }
+                rest = &rest[at + 3..];
+            }
+            false
+        })
+    };
+    if let Some(line) = find(source) {
+        return Some(format!("program.cl:{}", line + 1));
+    }
+    headers.iter().find_map(|(name, body)| {
+        find(&String::from_utf8_lossy(body)).map(|line| format!("{name}:{}", line + 1))
+    })
 }
 
 /// SPIR-V bytes as words, in either byte order.
@@ -575,6 +629,19 @@ mod tests {
             Err(ClError(CL_INVALID_LINKER_OPTIONS))
         );
         assert_eq!(Options::parse("", Purpose::Build).unwrap().cl_std, "CL1.2");
+    }
+
+    #[test]
+    fn inline_assembly_is_found() {
+        let src = "kernel void k() {}\nvoid f() { uint r; asm volatile (\"x\" : \"=r\"(r)); }\n";
+        assert_eq!(inline_assembly(src, &[]).as_deref(), Some("program.cl:2"));
+        assert_eq!(
+            inline_assembly("int x;\n__asm__(\"nop\");", &[]).as_deref(),
+            Some("program.cl:2")
+        );
+        assert_eq!(inline_assembly("int spasm(int asmx); // asm", &[]), None);
+        let h = vec![("h.h".to_string(), b"\n\n__asm (\"nop\");".to_vec())];
+        assert_eq!(inline_assembly("", &h).as_deref(), Some("h.h:3"));
     }
 
     #[test]

@@ -166,19 +166,16 @@ impl Device {
         }
     }
 
-    pub fn vendor_name(&self) -> String {
-        match self.info.props.vendor_id {
-            0x1002 | 0x1022 => "AMD".into(),
-            0x10DE => "NVIDIA Corporation".into(),
-            0x8086 => "Intel(R) Corporation".into(),
-            0x13B5 => "ARM".into(),
-            0x5143 => "Qualcomm".into(),
-            0x1010 => "Imagination Technologies".into(),
-            0x106B => "Apple".into(),
-            0x144D => "Samsung".into(),
-            0x10005 => "Mesa".into(),
-            id => format!("Vulkan vendor 0x{id:x}"),
-        }
+    /// CL_DEVICE_VENDOR: vkcl itself, never the hardware maker's string.
+    /// Libraries compare this string with the vendors' own OpenCL
+    /// ("NVIDIA Corporation", "Advanced Micro Devices, Inc.", ...) and then
+    /// take paths that only that vendor's compiler runs: inline PTX or GCN
+    /// assembly, `cl_nv_*`/`cl_amd_*` queries. The hardware stays visible
+    /// through CL_DEVICE_NAME (the Vulkan device name) and
+    /// CL_DEVICE_VENDOR_ID (its PCI vendor id), which portable code uses
+    /// for tuning.
+    pub fn vendor_name(&self) -> &'static str {
+        crate::core::platform::VENDOR
     }
 
     /// The Vulkan driver behind the device, for humans.

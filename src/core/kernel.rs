@@ -299,18 +299,12 @@ impl Kernel {
             .program
             .device_index(device)
             .ok_or("the program is not built for this device")?;
-        let build = self.program.build_of(i);
-        let spirv = build
+        let rewritten = self.program.rewritten(i, &self.info, &classes)?;
+        let spirv = self
+            .program
+            .build_of(i)
             .spirv
             .ok_or("the program has no executable for this device")?;
-        let options = crate::compiler::spirv::Options::from_build_options(&build.options);
-        let rewritten = crate::compiler::spirv::rewrite_for_images(
-            &spirv,
-            &self.info,
-            &device_caps(device),
-            options,
-            &classes,
-        )?;
         if let Some(dir) = std::env::var_os("VKCL_DUMP_DIR") {
             // For debugging the rewriter: the Vulkan module of each kernel.
             let path = std::path::Path::new(&dir).join(format!("{}.spv", self.info.name));
@@ -393,11 +387,11 @@ impl Kernel {
         }
         Ok(Arc::new(Compiled {
             module,
-            push: rewritten.push,
-            printf: rewritten.printf,
-            scratch: rewritten.scratch,
+            push: rewritten.push.clone(),
+            printf: rewritten.printf.clone(),
+            scratch: rewritten.scratch.clone(),
             data,
-            images: rewritten.images,
+            images: rewritten.images.clone(),
             literal_samplers,
             classes,
             pipelines: Mutex::new(HashMap::new()),

@@ -10,7 +10,10 @@ use opencl_sys::*;
 use crate::compiler::cache::fnv1a;
 use crate::compiler::frontend::{self, DeviceMacros, Options, Purpose};
 use crate::compiler::link;
+use crate::compiler::spirv::images::ImageClass;
 use crate::compiler::spirv::module_data;
+use crate::compiler::spirv::reflect::ArgKind;
+use crate::compiler::spirv::{self as rewriter, Rewritten};
 use crate::compiler::spirv::reflect::{self, KernelInfo};
 use crate::core::context::Context;
 use crate::core::device::Device;
@@ -69,7 +72,17 @@ pub struct Program {
     /// variables and constant data (see the module_data pass), made when
     /// a kernel first needs it and kept for the program's life.
     segments: Mutex<HashMap<usize, Arc<DeviceBuffer>>>,
+    /// Kernels rewritten for Vulkan: made for every kernel when an
+    /// executable is built (so that a kernel vkcl cannot run fails the
+    /// build, not its first enqueue) and again for other image classes.
+    rewrites: Mutex<HashMap<RewriteKey, Arc<Rewritten>>>,
 }
+
+/// A device index, a kernel name and the classes of its image arguments.
+type RewriteKey = (usize, String, Vec<ImageClass>);
+
+/// The kernels of a build, rewritten.
+type Rewrites = Vec<(RewriteKey, Arc<Rewritten>)>;
 
 impl ClObject for Program {
     const INVALID: i32 = CL_INVALID_PROGRAM;
@@ -297,6 +310,7 @@ impl Program {
             kernels_attached: AtomicUsize::new(0),
             spec_values: Mutex::new(HashMap::new()),
             segments: Mutex::new(HashMap::new()),
+            rewrites: Mutex::new(HashMap::new()),
         })
     }
 
@@ -345,9 +359,111 @@ impl Program {
     fn finish(&self, targets: &[usize], build: Build) {
         let mut builds = self.builds();
         let mut segments = self.segments.lock().unwrap_or_else(|e| e.into_inner());
+        let mut rewrites = self.rewrites.lock().unwrap_or_else(|e| e.into_inner());
         for &i in targets {
             builds[i] = build.clone();
             segments.remove(&i);
+        }
+        rewrites.retain(|(i, _, _), _| !targets.contains(i));
+    }
+
+    /// `kernel` of the build at device index `i` rewritten for Vulkan with
+    /// image arguments of `classes`, made once.
+    pub fn rewritten(
+        &self,
+        i: usize,
+        kernel: &KernelInfo,
+        classes: &[ImageClass],
+    ) -> Result<Arc<Rewritten>, String> {
+        let key = (i, kernel.name.clone(), classes.to_vec());
+        if let Some(r) = self.rewrites().get(&key) {
+            return Ok(r.clone());
+        }
+        let build = self.build_of(i);
+        let spirv = build
+            .spirv
+            .ok_or("the program has no executable for this device")?;
+        let r = Arc::new(rewrite_kernel(
+            &self.devices[i],
+            &spirv,
+            &build.options,
+            kernel,
+            classes,
+        )?);
+        self.rewrites().insert(key, r.clone());
+        Ok(r)
+    }
+
+    fn rewrites(&self) -> MutexGuard<'_, HashMap<RewriteKey, Arc<Rewritten>>> {
+        self.rewrites.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Rewrites every kernel of an executable for each device at `targets`
+    /// (image arguments as floats, the classes a kernel starts with) and
+    /// keeps the results; the first kernel that cannot run fails with a
+    /// log naming it and the construct.
+    fn rewrite_all(&self, targets: &[usize], build: &Build) -> Result<Rewrites, String> {
+        let Some(spirv) = &build.spirv else {
+            return Ok(Vec::new());
+        };
+        if build.binary_type != CL_PROGRAM_BINARY_TYPE_EXECUTABLE {
+            return Ok(Vec::new());
+        }
+        let jobs: Vec<(usize, &KernelInfo)> = targets
+            .iter()
+            .flat_map(|&i| build.kernels.iter().map(move |k| (i, k)))
+            .collect();
+        let next = AtomicUsize::new(0);
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(jobs.len());
+        let results: Vec<Vec<(RewriteKey, Result<Rewritten, String>)>> =
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..workers)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            let mut done = Vec::new();
+                            loop {
+                                let n = next.fetch_add(1, Ordering::Relaxed);
+                                let Some(&(i, kernel)) = jobs.get(n) else {
+                                    return done;
+                                };
+                                let classes = float_classes(kernel);
+                                let r = rewrite_kernel(
+                                    &self.devices[i],
+                                    spirv,
+                                    &build.options,
+                                    kernel,
+                                    &classes,
+                                );
+                                done.push(((i, kernel.name.clone(), classes), r));
+                            }
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_default())
+                    .collect()
+            });
+        let mut failures = Vec::new();
+        let mut rewrites = Vec::new();
+        for (key, r) in results.into_iter().flatten() {
+            match r {
+                Ok(r) => rewrites.push((key, Arc::new(r))),
+                Err(e) => failures.push(format!(
+                    "kernel {} cannot run on {}: {e}",
+                    key.1,
+                    self.devices[key.0].name()
+                )),
+            }
+        }
+        if failures.is_empty() {
+            Ok(rewrites)
+        } else {
+            failures.sort();
+            failures.dedup();
+            Err(failures.join("\n"))
         }
     }
 
@@ -384,8 +500,49 @@ impl Program {
             Ok(b) => (b, CL_SUCCESS),
             Err((b, code)) => (b, code),
         };
-        self.finish(targets, build);
-        code
+        self.finish_checked(targets, build, code, CL_BUILD_PROGRAM_FAILURE)
+    }
+
+    /// Ends a build with `build` (status `code`): an executable's kernels
+    /// are rewritten first, and one that cannot run fails the build with
+    /// `failure` and a log saying why.
+    fn finish_checked(
+        &self,
+        targets: &[usize],
+        mut build: Build,
+        code: cl_int,
+        failure: cl_int,
+    ) -> cl_int {
+        if code != CL_SUCCESS {
+            self.finish(targets, build);
+            return code;
+        }
+        match self.rewrite_all(targets, &build) {
+            Ok(rewrites) => {
+                self.finish(targets, build);
+                self.rewrites().extend(rewrites);
+                CL_SUCCESS
+            }
+            Err(why) => {
+                if !build.log.is_empty() && !build.log.ends_with('\n') {
+                    build.log.push('\n');
+                }
+                build.log.push_str(&why);
+                build.log.push('\n');
+                log::debug!(target: "vkcl::program", "{why}");
+                self.finish(
+                    targets,
+                    Build {
+                        status: CL_BUILD_ERROR,
+                        binary_type: CL_PROGRAM_BINARY_TYPE_NONE,
+                        spirv: None,
+                        kernels: Vec::new(),
+                        ..build
+                    },
+                );
+                failure
+            }
+        }
     }
 
     fn compute_build(
@@ -545,7 +702,7 @@ impl Program {
         match linked {
             Ok((kernels, spirv)) => {
                 let arg_info = inputs.iter().all(|p| p.build_of(0).arg_info);
-                self.finish(
+                self.finish_checked(
                     &all,
                     Build {
                         status: CL_BUILD_SUCCESS,
@@ -560,15 +717,44 @@ impl Program {
                         kernels,
                         arg_info,
                     },
-                );
-                CL_SUCCESS
+                    CL_SUCCESS,
+                    CL_LINK_PROGRAM_FAILURE,
+                )
             }
             Err(log) => {
+                log::debug!(target: "vkcl::program", "link failed: {log}");
                 self.finish(&all, failed(log));
                 CL_LINK_PROGRAM_FAILURE
             }
         }
     }
+}
+
+/// Image arguments read as floats, the classes a kernel starts with.
+fn float_classes(kernel: &KernelInfo) -> Vec<ImageClass> {
+    let images = kernel
+        .args
+        .iter()
+        .filter(|a| a.kind == ArgKind::Image)
+        .count();
+    vec![ImageClass::Float; images]
+}
+
+/// `kernel` of `spirv`, built with `options`, rewritten for `device`.
+fn rewrite_kernel(
+    device: &Device,
+    spirv: &[u32],
+    options: &str,
+    kernel: &KernelInfo,
+    classes: &[ImageClass],
+) -> Result<Rewritten, String> {
+    rewriter::rewrite_for_images(
+        spirv,
+        kernel,
+        &crate::core::kernel::device_caps(device),
+        rewriter::Options::from_build_options(options),
+        classes,
+    )
 }
 
 /// Checks application IL: a SPIR-V module (1.0 to 1.6) that validates.
