@@ -47,6 +47,7 @@ both_ways!(
     program_from_il,
     malformed_il_is_rejected,
     specialization_constants,
+    il_from_older_translators,
     // Kernel objects
     create_kernel_errors,
     kernels_in_program,
@@ -520,6 +521,71 @@ fn specialization_constants(cl: &Cl) {
     };
     assert_eq!(r, CL_INVALID_PROGRAM);
     unsafe { cl.clReleaseProgram.unwrap()(p) };
+}
+
+/// The shape older SPIR-V translators give kernels: built-in variables in
+/// UniformConstant (one loaded whole, one through an access chain), imported
+/// by linkage, and a decoration group. out[gid] = gid * 10 + lid.
+const OLDER_TRANSLATOR: &str = r#"
+               OpCapability Addresses
+               OpCapability Linkage
+               OpCapability Kernel
+               OpCapability Int64
+               OpMemoryModel Physical64 OpenCL
+               OpEntryPoint Kernel %k "older"
+               OpDecorate %group FuncParamAttr NoCapture
+      %group = OpDecorationGroup
+               OpDecorate %gid BuiltIn GlobalInvocationId
+               OpDecorate %gid Constant
+               OpDecorate %gid LinkageAttributes "__spirv_BuiltInGlobalInvocationId" Import
+               OpDecorate %lid BuiltIn LocalInvocationId
+               OpDecorate %lid Constant
+               OpDecorate %lid LinkageAttributes "__spirv_BuiltInLocalInvocationId" Import
+               OpGroupDecorate %group %out
+      %ulong = OpTypeInt 64 0
+       %uint = OpTypeInt 32 0
+    %uint_0 = OpConstant %uint 0
+   %ulong_10 = OpConstant %ulong 10
+    %v3ulong = OpTypeVector %ulong 3
+        %puc = OpTypePointer UniformConstant %v3ulong
+       %pucl = OpTypePointer UniformConstant %ulong
+       %void = OpTypeVoid
+        %pgl = OpTypePointer CrossWorkgroup %ulong
+         %fn = OpTypeFunction %void %pgl
+        %gid = OpVariable %puc UniformConstant
+        %lid = OpVariable %puc UniformConstant
+          %k = OpFunction %void None %fn
+        %out = OpFunctionParameter %pgl
+      %entry = OpLabel
+        %ids = OpLoad %v3ulong %gid
+          %i = OpCompositeExtract %ulong %ids 0
+         %lp = OpInBoundsAccessChain %pucl %lid %uint_0
+          %l = OpLoad %ulong %lp
+        %i10 = OpIMul %ulong %i %ulong_10
+          %v = OpIAdd %ulong %i10 %l
+          %p = OpInBoundsPtrAccessChain %pgl %out %i
+               OpStore %p %v Aligned 8
+               OpReturn
+               OpFunctionEnd
+"#;
+
+fn il_from_older_translators(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let p = with_il(cl, s.c, &assemble(OLDER_TRANSLATOR)).unwrap();
+    assert_eq!(build(cl, p, ""), CL_SUCCESS, "{}: {}", cl.how, build_log(cl, p));
+    let mut e = 0;
+    let k = unsafe { cl.clCreateKernel.unwrap()(p, c"older".as_ptr(), &mut e) };
+    assert_eq!(e, CL_SUCCESS);
+    let out = s.zeroed(8 * 8);
+    s.arg(k, 0, &out);
+    s.run(k, &[8], Some(&[4]), None);
+    let got: Vec<u64> = cl.read(s.q, out, 0, 64).chunks_exact(8).map(u64_of).collect();
+    let want: Vec<u64> = (0..8).map(|i| i * 10 + i % 4).collect();
+    assert_eq!(got, want, "{}", cl.how);
+    unsafe {
+        cl.clReleaseKernel.unwrap()(k);
+        cl.clReleaseProgram.unwrap()(p);
+    }
 }
 
 /// Assembles SPIR-V text with spirv-as for SPIR-V 1.0.

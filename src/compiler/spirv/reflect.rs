@@ -80,7 +80,174 @@ pub fn load(words: &[u32]) -> Result<Module, String> {
     let mut m = rspirv::dr::load_words(&words).map_err(|e| format!("malformed SPIR-V: {e:?}"))?;
     restore_constant_access_chains(&mut m, &chains);
     flatten_decoration_groups(&mut m);
+    builtins_as_input(&mut m);
     Ok(m)
+}
+
+/// Loads of one component of a built-in vector through an access chain
+/// (as some producers write `get_global_id(0)`) become a load of the
+/// whole vector and an extract, the form the rewrite replaces.
+fn loads_through_chains(m: &mut Module, builtins: &std::collections::HashSet<u32>) {
+    let chains = [Op::AccessChain, Op::InBoundsAccessChain];
+    let vectors: HashMap<u32, u32> = m
+        .types_global_values
+        .iter()
+        .filter(|v| v.class.opcode == Op::Variable && v.result_id.is_some_and(|r| builtins.contains(&r)))
+        .filter_map(|v| {
+            let ptr = v.result_type?;
+            let pointee = m
+                .types_global_values
+                .iter()
+                .find(|t| t.class.opcode == Op::TypePointer && t.result_id == Some(ptr))?
+                .operands
+                .get(1)
+                .and_then(id)?;
+            Some((v.result_id?, pointee))
+        })
+        .collect();
+    let Some(header) = m.header.as_mut() else {
+        return;
+    };
+    let bound = &mut header.bound;
+    for f in m.functions.iter_mut() {
+        // Chain result → (variable, index).
+        let mut into: HashMap<u32, (u32, u32)> = HashMap::new();
+        for i in f.blocks.iter().flat_map(|b| &b.instructions) {
+            if chains.contains(&i.class.opcode) && i.operands.len() == 2 {
+                if let (Some(base), Some(index), Some(r)) =
+                    (id(&i.operands[0]), id(&i.operands[1]), i.result_id)
+                {
+                    if vectors.contains_key(&base) {
+                        into.insert(r, (base, index));
+                    }
+                }
+            }
+        }
+        if into.is_empty() {
+            continue;
+        }
+        for block in f.blocks.iter_mut() {
+            let mut out = Vec::with_capacity(block.instructions.len() + 1);
+            for i in std::mem::take(&mut block.instructions) {
+                let through = (i.class.opcode == Op::Load)
+                    .then(|| i.operands.first().and_then(id))
+                    .flatten()
+                    .and_then(|p| into.get(&p).copied());
+                match (through, i.result_type, i.result_id) {
+                    (Some((var, index)), Some(ty), Some(r)) => {
+                        let whole = *bound;
+                        *bound += 1;
+                        out.push(Instruction::new(
+                            Op::Load,
+                            Some(vectors[&var]),
+                            Some(whole),
+                            vec![Operand::IdRef(var)],
+                        ));
+                        out.push(Instruction::new(
+                            Op::VectorExtractDynamic,
+                            Some(ty),
+                            Some(r),
+                            vec![Operand::IdRef(whole), Operand::IdRef(index)],
+                        ));
+                    }
+                    _ => out.push(i),
+                }
+            }
+            block.instructions = out;
+        }
+        // The chains nothing else uses go.
+        let used: std::collections::HashSet<u32> = f
+            .blocks
+            .iter()
+            .flat_map(|b| &b.instructions)
+            .flat_map(|i| i.operands.iter().filter_map(id))
+            .collect();
+        for block in f.blocks.iter_mut() {
+            block.instructions.retain(|i| {
+                !i.result_id
+                    .is_some_and(|r| into.contains_key(&r) && !used.contains(&r))
+            });
+        }
+    }
+}
+
+/// Older SPIR-V translators declare OpenCL's built-in variables
+/// (`__spirv_BuiltInGlobalInvocationId`, ...) in the UniformConstant
+/// storage class; SPIR-V's OpenCL environment and newer producers use
+/// Input. Such variables, and the access chains into them, are moved to
+/// Input, where the rewrite looks for built-ins.
+fn builtins_as_input(m: &mut Module) {
+    let builtins: std::collections::HashSet<u32> = m
+        .annotations
+        .iter()
+        .filter(|a| {
+            a.class.opcode == Op::Decorate
+                && a.operands.get(1) == Some(&Operand::Decoration(rspirv::spirv::Decoration::BuiltIn))
+        })
+        .filter_map(|a| a.operands.first().and_then(id))
+        .collect();
+    let uniform_constant = Operand::StorageClass(StorageClass::UniformConstant);
+    let moved: std::collections::HashSet<u32> = m
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::Variable && i.operands.first() == Some(&uniform_constant))
+        .filter_map(|i| i.result_id)
+        .filter(|v| builtins.contains(v))
+        .collect();
+    if moved.is_empty() {
+        loads_through_chains(m, &builtins);
+        return;
+    }
+    // The pointee of each pointer type, and the Input pointer to it.
+    let pointee = |m: &Module, ptr: u32| -> Option<u32> {
+        m.types_global_values
+            .iter()
+            .find(|t| t.class.opcode == Op::TypePointer && t.result_id == Some(ptr))
+            .and_then(|t| t.operands.get(1).and_then(id))
+    };
+    let input_pointer = |m: &mut Module, to: u32| -> u32 {
+        let input = Operand::StorageClass(StorageClass::Input);
+        if let Some(t) = m.types_global_values.iter().find(|t| {
+            t.class.opcode == Op::TypePointer
+                && t.operands.first() == Some(&input)
+                && t.operands.get(1).and_then(id) == Some(to)
+        }) {
+            return t.result_id.unwrap_or_default();
+        }
+        let header = m.header.as_mut().expect("a loaded module has a header");
+        let new = header.bound;
+        header.bound += 1;
+        // After the pointee's definition, so that it is declared first.
+        let at = m
+            .types_global_values
+            .iter()
+            .position(|t| t.result_id == Some(to))
+            .map_or(0, |p| p + 1);
+        m.types_global_values.insert(
+            at,
+            Instruction::new(Op::TypePointer, None, Some(new), vec![input, Operand::IdRef(to)]),
+        );
+        new
+    };
+    let vars: Vec<(usize, u32)> = m
+        .types_global_values
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| i.result_id.is_some_and(|r| moved.contains(&r)))
+        .filter_map(|(n, i)| Some((n, i.result_type?)))
+        .collect();
+    for (_, ty) in vars {
+        let Some(to) = pointee(m, ty) else { continue };
+        let ptr = input_pointer(m, to);
+        for v in m.types_global_values.iter_mut() {
+            if v.result_id.is_some_and(|r| moved.contains(&r)) && v.result_type == Some(ty) {
+                v.result_type = Some(ptr);
+                v.operands[0] = Operand::StorageClass(StorageClass::Input);
+            }
+        }
+    }
+    loads_through_chains(m, &builtins);
+
 }
 
 /// rspirv reads an `OpSpecConstantOp` access chain only when it has
