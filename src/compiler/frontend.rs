@@ -225,6 +225,11 @@ pub struct DeviceMacros {
     /// OpenCL C extensions and `__opencl_c_*` features the device has.
     pub features: Vec<String>,
     pub image_support: bool,
+    /// The device's compiler ends loops after a fixed number of
+    /// iterations per work-item (Mesa's llvmpipe: 65535 back-edges over all
+    /// the loops of an invocation), so loops are unrolled where LLVM can:
+    /// eight iterations per back-edge.
+    pub bounded_loops: bool,
 }
 
 /// Extension and feature macros clang's OpenCL headers may define on their
@@ -367,6 +372,7 @@ impl FrontEnd {
             options.kernel_arg_info as u8,
             options.opt_disable as u8,
             device.image_support as u8,
+            device.bounded_loops as u8,
         ]);
         key.add(device.cl_ext().as_bytes());
         key.add(source.as_bytes());
@@ -411,7 +417,10 @@ impl FrontEnd {
             || headers
                 .iter()
                 .any(|(_, body)| body.windows(10).any(|w| w == b"sub_group_"));
-        let translate = |optimise: bool, spirv_version: &str| -> Result<String, String> {
+        let ll = dir.join("program.ll");
+        // `thaw`: through LLVM's text form with its `freeze` instructions
+        // (which llvm-spirv 15 cannot translate) made plain copies.
+        let translate = |optimise: bool, thaw: bool, spirv_version: &str| -> Result<String, String> {
             let mut clang = Command::new(&self.clang);
             clang
                 .arg("-x")
@@ -444,6 +453,19 @@ impl FrontEnd {
             if options.kernel_arg_info {
                 clang.arg("-cl-kernel-arg-info");
             }
+            if device.bounded_loops && optimise {
+                // Loops with a known trip count, and (without barriers or
+                // other convergent calls) loops with one known only at run
+                // time, with a remainder loop.
+                clang.args([
+                    "-mllvm",
+                    "-unroll-count=8",
+                    "-mllvm",
+                    "-unroll-allow-remainder",
+                    "-mllvm",
+                    "-unroll-runtime",
+                ]);
+            }
             if uses_subgroups {
                 // LLVM 15 merges identical calls from both arms of a branch
                 // (and calls that differ in one argument, through a
@@ -457,7 +479,14 @@ impl FrontEnd {
                     "-simplifycfg-hoist-common=false",
                 ]);
             }
-            clang.arg("-o").arg(&bc).arg(&src).current_dir(dir);
+            if thaw {
+                clang.arg("-S");
+            }
+            clang
+                .arg("-o")
+                .arg(if thaw { &ll } else { &bc })
+                .arg(&src)
+                .current_dir(dir);
             let out = clang
                 .output()
                 .map_err(|e| format!("cannot run {}: {e}", self.clang.display()))?;
@@ -466,6 +495,21 @@ impl FrontEnd {
                 String::from_utf8_lossy(&out.stderr).replace(&format!("{}/", dir.display()), "");
             if !out.status.success() {
                 return Err(log);
+            }
+            if thaw {
+                let text = std::fs::read_to_string(&ll).map_err(|e| e.to_string())?;
+                std::fs::write(&ll, thaw_freezes(&text)).map_err(|e| e.to_string())?;
+                let out = Command::new(&self.clang)
+                    .args(["-x", "ir", "-target", "spir64-unknown-unknown"])
+                    .args(["-c", "-emit-llvm", "-O0", "-o"])
+                    .arg(&bc)
+                    .arg(&ll)
+                    .output()
+                    .map_err(|e| format!("cannot run {}: {e}", self.clang.display()))?;
+                if !out.status.success() {
+                    log.push_str(&String::from_utf8_lossy(&out.stderr));
+                    return Err(log);
+                }
             }
             let out = Command::new(&self.llvm_spirv)
                 .arg("--preserve-ocl-kernel-arg-type-metadata-through-string")
@@ -488,10 +532,20 @@ impl FrontEnd {
         // widest range of tools; the cl_khr_subgroup_* built-ins exist only
         // as SPIR-V 1.3's OpGroupNonUniform* instructions, which llvm-spirv
         // refuses (by aborting) below that version.
-        let translate = |optimise: bool| match translate(optimise, "1.0") {
+        let translate = |optimise: bool, thaw: bool| match translate(optimise, thaw, "1.0") {
             Err(log) if log.contains("isAllowedToUseVersion") => {
                 log::debug!(target: "vkcl::compiler", "the program needs SPIR-V 1.3");
-                translate(optimise, "1.3")
+                translate(optimise, thaw, "1.3")
+            }
+            other => other,
+        };
+        // Optimised code with `freeze` (clang's div/rem pairing and loop
+        // passes add it) goes through the text form; what still fails is
+        // built unoptimised.
+        let translate = |optimise: bool| match translate(optimise, false) {
+            Err(log) if optimise && log.contains("freeze") => {
+                log::debug!(target: "vkcl::compiler", "the optimised program has freeze instructions: translating it through LLVM's text form");
+                translate(true, true)
             }
             other => other,
         };
@@ -532,6 +586,35 @@ impl FrontEnd {
         }
         Ok(Compiled { spirv, log })
     }
+}
+
+/// LLVM IR text with each `%x = freeze T v` made `%x = bitcast T v to T`:
+/// a plain copy, which is what freezing a defined value is, and the
+/// driver's compiler never sees an undefined one it could exploit.
+fn thaw_freezes(ir: &str) -> String {
+    let mut out = String::with_capacity(ir.len());
+    for line in ir.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        let thawed = body.split_once(" = freeze ").and_then(|(lhs, rest)| {
+            // Metadata attachments follow the operand.
+            let (operand, attached) = match rest.find(", !") {
+                Some(at) => (&rest[..at], &rest[at..]),
+                None => (rest, ""),
+            };
+            let (ty, value) = operand.trim_end().rsplit_once(' ')?;
+            Some(format!("{lhs} = bitcast {ty} {value} to {ty}{attached}"))
+        });
+        match thawed {
+            Some(t) => {
+                out.push_str(&t);
+                if line.ends_with('\n') {
+                    out.push('\n');
+                }
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
 }
 
 /// Where the source or one of its headers uses inline assembly (`asm`,
@@ -629,6 +712,15 @@ mod tests {
             Err(ClError(CL_INVALID_LINKER_OPTIONS))
         );
         assert_eq!(Options::parse("", Purpose::Build).unwrap().cl_std, "CL1.2");
+    }
+
+    #[test]
+    fn freezes_become_copies() {
+        let ir = "  %a = freeze i32 %x\n  %b = add i32 %a, 1\n  %c = freeze <4 x i32> %v, !dbg !7\n";
+        assert_eq!(
+            thaw_freezes(ir),
+            "  %a = bitcast i32 %x to i32\n  %b = add i32 %a, 1\n  %c = bitcast <4 x i32> %v to <4 x i32>, !dbg !7\n"
+        );
     }
 
     #[test]
