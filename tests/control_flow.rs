@@ -32,6 +32,7 @@ both_ways!(
     jump_into_loop,
     switch_shared_targets,
     many_early_returns,
+    long_loops,
 );
 
 const N: usize = 96;
@@ -471,4 +472,58 @@ fn many_early_returns(cl: &Cl) {
         }
         s
     });
+}
+
+/// Loops that run far more than 65535 times in one work-item (Mesa's
+/// llvmpipe ends them there; vkcl unrolls what LLVM can unroll): one with
+/// a trip count known at run time, and nested ones with constant inner
+/// counts around a barrier, the shape of a work-group scan.
+fn long_loops(cl: &Cl) {
+    const SRC: &str = "kernel void runtime_count(global uint* out, uint n) {\n\
+             uint acc = 0, g = get_global_id(0);\n\
+             for (uint i = 0; i < n; i++) acc = acc * 3u + (i ^ g);\n\
+             out[get_global_id(0)] = acc;\n\
+         }\n\
+         kernel void scan_shape(global uint* out, uint units) {\n\
+             local uint t[4][64];\n\
+             uint lid = get_local_id(0), acc = 0;\n\
+             for (uint u = 0; u < units; u++) {\n\
+                 for (int k = 0; k < 64; k++) t[lid][k] = u + k + lid;\n\
+                 barrier(CLK_LOCAL_MEM_FENCE);\n\
+                 for (int k = 0; k < 64; k++) acc += t[3 - lid][k];\n\
+                 barrier(CLK_LOCAL_MEM_FENCE);\n\
+             }\n\
+             out[lid] = acc;\n\
+         }\n";
+    // Optimised builds only: an unoptimised one keeps every back-edge.
+    let options = "";
+    {
+        let mut s = Setup::new(cl);
+        let k = s.kernel(SRC, "runtime_count", options);
+        let out = s.zeroed(2 * 4);
+        let n: u32 = 300_000;
+        s.arg(k, 0, &out);
+        s.arg(k, 1, &n);
+        s.run(k, &[2], None, None);
+        let want: Vec<u32> = (0..2u32)
+            .map(|g| (0..n).fold(0u32, |acc, i| acc.wrapping_mul(3).wrapping_add(i ^ g)))
+            .collect();
+        assert_eq!(s.words(out, 2), want, "{}: runtime_count", cl.how);
+
+        let k = s.kernel(SRC, "scan_shape", options);
+        let out = s.zeroed(4 * 4);
+        let units: u32 = 2_000;
+        s.arg(k, 0, &out);
+        s.arg(k, 1, &units);
+        s.run(k, &[4], Some(&[4]), None);
+        let want: Vec<u32> = (0..4u32)
+            .map(|lid| {
+                let other = 3 - lid;
+                (0..units)
+                    .flat_map(|u| (0..64).map(move |k| u + k + other))
+                    .fold(0u32, u32::wrapping_add)
+            })
+            .collect();
+        assert_eq!(s.words(out, 4), want, "{}: scan_shape", cl.how);
+    }
 }
