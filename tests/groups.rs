@@ -193,6 +193,7 @@ struct Ty {
 impl Ty {
     fn decode(self, b: &[u8]) -> f64 {
         match (self.float, self.bytes, self.signed) {
+            (true, 8, _) => f64::from_le_bytes(b.try_into().unwrap()),
             (true, _, _) => f32::from_le_bytes(b.try_into().unwrap()) as f64,
             (false, 4, true) => i32::from_le_bytes(b.try_into().unwrap()) as f64,
             (false, 4, false) => u32::from_le_bytes(b.try_into().unwrap()) as f64,
@@ -202,6 +203,7 @@ impl Ty {
     }
     fn encode(self, v: f64) -> Vec<u8> {
         match (self.float, self.bytes, self.signed) {
+            (true, 8, _) => v.to_le_bytes().to_vec(),
             (true, _, _) => (v as f32).to_le_bytes().to_vec(),
             (false, 4, true) => (v as i32).to_le_bytes().to_vec(),
             (false, 4, false) => (v as u32).to_le_bytes().to_vec(),
@@ -348,8 +350,18 @@ fn sub_group_collectives(cl: &Cl) {
 }
 
 /// The work-group collectives, per work-group against a host reference.
+/// Doubles, on devices that have them.
+const DOUBLE: Ty = Ty {
+    name: "double",
+    bytes: 8,
+    signed: true,
+    float: true,
+};
+
 fn work_group_collectives(cl: &Cl) {
-    for &t in TYPES {
+    let extensions = c_string(&cl.device_bytes(cl.device(), CL_DEVICE_EXTENSIONS).unwrap());
+    let doubles = extensions.split(' ').any(|e| e == "cl_khr_fp64");
+    for &t in TYPES.iter().chain(doubles.then_some(&DOUBLE)) {
         let options = format!("-cl-std=CL3.0 -DT={}", t.name);
         let shapes: &[(&[usize], &[usize])] = &[
             (&[64], &[16]),

@@ -59,23 +59,33 @@ fn identity(ctx: &mut Ctx, nu: Op, ty: Word) -> Result<Word, String> {
         _ => return Err("group operation on a vector".into()),
     };
     if t.class.opcode == Op::TypeFloat {
-        if width != 32 {
-            return Err(format!(
-                "work-group collectives on {width}-bit floats are not supported yet"
-            ));
-        }
-        let bits: u32 = match nu {
-            Op::GroupNonUniformFAdd => 0,
-            Op::GroupNonUniformFMin => 0x7f80_0000,
-            Op::GroupNonUniformFMax => 0xff80_0000,
+        // Zero, +infinity and -infinity.
+        let (zero, inf) = match width {
+            32 => (0u64, 0x7f80_0000u64),
+            64 => (0, 0x7ff0_0000_0000_0000),
+            _ => {
+                return Err(format!(
+                    "work-group collectives on {width}-bit floats are not supported yet"
+                ));
+            }
+        };
+        let bits = match nu {
+            Op::GroupNonUniformFAdd => zero,
+            Op::GroupNonUniformFMin => inf,
+            Op::GroupNonUniformFMax => inf | 1 << (width - 1),
             _ => return Err(format!("{nu:?} on floats")),
         };
         let id = ctx.fresh();
+        let literal = if width == 64 {
+            Operand::LiteralBit64(bits)
+        } else {
+            Operand::LiteralBit32(bits as u32)
+        };
         ctx.module.types_global_values.push(Instruction::new(
             Op::Constant,
             Some(ty),
             Some(id),
-            vec![Operand::LiteralBit32(bits)],
+            vec![literal],
         ));
         return Ok(id);
     }
