@@ -475,9 +475,10 @@ fn many_early_returns(cl: &Cl) {
 }
 
 /// Loops that run far more than 65535 times in one work-item (Mesa's
-/// llvmpipe ends them there; vkcl unrolls what LLVM can unroll): one with
-/// a trip count known at run time, and nested ones with constant inner
-/// counts around a barrier, the shape of a work-group scan.
+/// llvmpipe ends them there; vkcl unrolls them): one with a trip count
+/// known at run time, optimised and not, nested ones with constant inner
+/// counts around a barrier (the shape of a work-group scan), and a loop
+/// around barriers.
 fn long_loops(cl: &Cl) {
     const SRC: &str = "kernel void runtime_count(global uint* out, uint n) {\n\
              uint acc = 0, g = get_global_id(0);\n\
@@ -491,6 +492,17 @@ fn long_loops(cl: &Cl) {
                  for (int k = 0; k < 64; k++) t[lid][k] = u + k + lid;\n\
                  barrier(CLK_LOCAL_MEM_FENCE);\n\
                  for (int k = 0; k < 64; k++) acc += t[3 - lid][k];\n\
+                 barrier(CLK_LOCAL_MEM_FENCE);\n\
+             }\n\
+             out[lid] = acc;\n\
+         }\n\
+         kernel void barrier_loop(global uint* out, uint n) {\n\
+             local uint t[4];\n\
+             uint lid = get_local_id(0), acc = 0;\n\
+             for (uint i = 0; i < n; i++) {\n\
+                 t[lid] = i + lid;\n\
+                 barrier(CLK_LOCAL_MEM_FENCE);\n\
+                 acc += t[3 - lid];\n\
                  barrier(CLK_LOCAL_MEM_FENCE);\n\
              }\n\
              out[lid] = acc;\n\
@@ -525,5 +537,34 @@ fn long_loops(cl: &Cl) {
             })
             .collect();
         assert_eq!(s.words(out, 4), want, "{}: scan_shape", cl.how);
+
+        // A loop around barriers, which LLVM does not unroll, and the same
+        // arithmetic loop unoptimised: vkcl's rewriter repeats them.
+        let k = s.kernel(SRC, "barrier_loop", options);
+        let out = s.zeroed(4 * 4);
+        let n: u32 = 150_000;
+        s.arg(k, 0, &out);
+        s.arg(k, 1, &n);
+        s.run(k, &[4], Some(&[4]), None);
+        let want: Vec<u32> = (0..4u32)
+            .map(|lid| (0..n).fold(0u32, |acc, i| acc.wrapping_add(i + 3 - lid)))
+            .collect();
+        assert_eq!(s.words(out, 4), want, "{}: barrier_loop", cl.how);
+
+        let k = s.kernel(SRC, "runtime_count", "-cl-opt-disable");
+        let out = s.zeroed(2 * 4);
+        let n: u32 = 200_000;
+        s.arg(k, 0, &out);
+        s.arg(k, 1, &n);
+        s.run(k, &[2], None, None);
+        let want: Vec<u32> = (0..2u32)
+            .map(|g| (0..n).fold(0u32, |acc, i| acc.wrapping_mul(3).wrapping_add(i ^ g)))
+            .collect();
+        assert_eq!(
+            s.words(out, 2),
+            want,
+            "{}: runtime_count unoptimised",
+            cl.how
+        );
     }
 }

@@ -11,6 +11,7 @@ both_ways!(
     vector_swizzles_and_shuffles,
     relational_tests,
     struct_with_padding,
+    packed_longs_off_their_alignment,
     private_array_dynamic_index,
     contended_64bit_atomics,
     c11_atomics_with_order_and_scope,
@@ -476,5 +477,71 @@ fn packed_struct_members_in_place(cl: &Cl) {
         let stored = i16::from_le_bytes([after[at], after[at + 1]]);
         assert_eq!(stored, 3 * (i as i16 + 1), "{}: p[{i}].s", cl.how);
         assert_eq!(after[SIZE * i], i as u8 + 1, "{}: p[{i}].c", cl.how);
+    }
+}
+
+/// `long` and `double` members of packed structs at addresses that are
+/// not multiples of 8, in `__local` and `__global` memory: PyOpenCL's
+/// scans keep `struct __attribute__((packed)) { long value; int dummy; }`
+/// arrays in local memory (NVIDIA's driver loaded such members from the
+/// address rounded down to 8).
+fn packed_longs_off_their_alignment(cl: &Cl) {
+    const SRC: &str = "struct __attribute__((packed)) w { long v; int d; };\n\
+         struct __attribute__((packed)) f { int d; double x; };\n\
+         kernel void k(global long* out, global struct w* g, global struct f* h) {\n\
+             local struct w t[3][17];\n\
+             int l = get_local_id(0);\n\
+             t[l / 17][l % 17].v = ((long)l << 32) | (l + 1);\n\
+             t[l / 17][l % 17].d = l;\n\
+             barrier(CLK_LOCAL_MEM_FENCE);\n\
+             int o = 50 - l;\n\
+             out[l] = t[o / 17][o % 17].v + t[o / 17][o % 17].d;\n\
+             g[l].v = g[l].v * 3;\n\
+             h[l].x = h[l].x * 2.0 + (double)h[l].d;\n\
+         }\n";
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SRC, "k", "");
+    let n = 51usize;
+    let out = s.zeroed(n * 8);
+    let mut g = Vec::new();
+    for l in 0..n as i64 {
+        g.extend_from_slice(&((l << 33) + 5).to_le_bytes());
+        g.extend_from_slice(&(l as i32).to_le_bytes());
+    }
+    let gb = s.buffer_from(&g);
+    let mut h = Vec::new();
+    for l in 0..n {
+        h.extend_from_slice(&(l as i32).to_le_bytes());
+        h.extend_from_slice(&(l as f64 * 0.25).to_le_bytes());
+    }
+    let hb = s.buffer_from(&h);
+    s.arg(k, 0, &out);
+    s.arg(k, 1, &gb);
+    s.arg(k, 2, &hb);
+    s.run(k, &[n], Some(&[n]), None);
+    let got = i64s(&cl.read(s.q, out, 0, n * 8));
+    let want: Vec<i64> = (0..n as i64)
+        .map(|l| (((50 - l) << 32) | (51 - l)) + (50 - l))
+        .collect();
+    assert_eq!(got, want, "{}: local", cl.how);
+    let got = cl.read(s.q, gb, 0, n * 12);
+    for l in 0..n {
+        let v = i64::from_le_bytes(got[l * 12..l * 12 + 8].try_into().unwrap());
+        assert_eq!(
+            v,
+            ((l as i64) << 33) * 3 + 15,
+            "{}: global long {l}",
+            cl.how
+        );
+    }
+    let got = cl.read(s.q, hb, 0, n * 12);
+    for l in 0..n {
+        let x = f64::from_le_bytes(got[l * 12 + 4..l * 12 + 12].try_into().unwrap());
+        assert_eq!(
+            x,
+            l as f64 * 0.5 + l as f64,
+            "{}: global double {l}",
+            cl.how
+        );
     }
 }

@@ -634,7 +634,14 @@ fn vendor_identity_is_vkcl(cl: &Cl) {
     let d = cl.device();
     let string = |param| c_string(&cl.device_bytes(d, param).unwrap());
     assert_eq!(string(CL_DEVICE_VENDOR), "vkcl", "{}", cl.how);
-    for maker in ["NVIDIA", "Advanced Micro Devices", "AMD", "Intel", "Apple", "ARM"] {
+    for maker in [
+        "NVIDIA",
+        "Advanced Micro Devices",
+        "AMD",
+        "Intel",
+        "Apple",
+        "ARM",
+    ] {
         assert!(
             !string(CL_DEVICE_VENDOR).contains(maker) && !string(CL_DRIVER_VERSION).contains(maker),
             "{}: vendor and driver version name no hardware maker",

@@ -36,7 +36,6 @@ both_ways!(
     out_parameter_of_either_address_space,
     half_conversions_through_generic_pointers,
     private_copy_of_a_constant_string,
-    generic_pointer_from_an_integer_is_refused,
     private_and_local_pointers_held_in_memory,
     null_pointers_of_every_address_space,
     fence_of_an_unset_generic_pointer,
@@ -675,19 +674,6 @@ fn private_copy_of_a_constant_string(cl: &Cl) {
     for i in 0..n {
         assert_eq!(got[i], text[idx[i] as usize], "item {i}");
     }
-}
-
-fn generic_pointer_from_an_integer_is_refused(cl: &Cl) {
-    let mut s = Setup::new(cl);
-    let k = s.kernel(SOURCE, "generic_from_integer", OPTIONS);
-    let bb = s.zeroed(16);
-    s.arg(k, 0, &bb);
-    s.arg(k, 1, &0u64);
-    // Not supported: the enqueue fails (the log names the construct).
-    assert_eq!(
-        s.enqueue(k, &[4], None, None),
-        opencl_sys::CL_INVALID_OPERATION
-    );
 }
 
 fn private_and_local_pointers_held_in_memory(cl: &Cl) {

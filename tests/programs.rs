@@ -572,14 +572,24 @@ const OLDER_TRANSLATOR: &str = r#"
 fn il_from_older_translators(cl: &Cl) {
     let mut s = Setup::new(cl);
     let p = with_il(cl, s.c, &assemble(OLDER_TRANSLATOR)).unwrap();
-    assert_eq!(build(cl, p, ""), CL_SUCCESS, "{}: {}", cl.how, build_log(cl, p));
+    assert_eq!(
+        build(cl, p, ""),
+        CL_SUCCESS,
+        "{}: {}",
+        cl.how,
+        build_log(cl, p)
+    );
     let mut e = 0;
     let k = unsafe { cl.clCreateKernel.unwrap()(p, c"older".as_ptr(), &mut e) };
     assert_eq!(e, CL_SUCCESS);
     let out = s.zeroed(8 * 8);
     s.arg(k, 0, &out);
     s.run(k, &[8], Some(&[4]), None);
-    let got: Vec<u64> = cl.read(s.q, out, 0, 64).chunks_exact(8).map(u64_of).collect();
+    let got: Vec<u64> = cl
+        .read(s.q, out, 0, 64)
+        .chunks_exact(8)
+        .map(u64_of)
+        .collect();
     let want: Vec<u64> = (0..8).map(|i| i * 10 + i % 4).collect();
     assert_eq!(got, want, "{}", cl.how);
     unsafe {
@@ -1244,7 +1254,13 @@ fn inline_functions_clang_does_not_inline(cl: &Cl) {
     let c = cl.context();
     let obj = compiled(cl, c, SRC);
     let (p, err) = link(cl, c, "", &[obj]);
-    assert_eq!(err, CL_SUCCESS, "{}: link log: {}", cl.how, build_log(cl, p));
+    assert_eq!(
+        err,
+        CL_SUCCESS,
+        "{}: link log: {}",
+        cl.how,
+        build_log(cl, p)
+    );
     release_program(cl, p);
     release_program(cl, obj);
     release_context(cl, c);
@@ -1302,7 +1318,12 @@ fn inline_assembly_fails_the_build(cl: &Cl) {
              }}\n"
         );
         let p = with_source(cl, c, &src);
-        assert_eq!(build(cl, p, ""), CL_BUILD_PROGRAM_FAILURE, "{}: {asm}", cl.how);
+        assert_eq!(
+            build(cl, p, ""),
+            CL_BUILD_PROGRAM_FAILURE,
+            "{}: {asm}",
+            cl.how
+        );
         let log = build_log(cl, p);
         assert!(
             log.contains("program.cl:3") && log.contains("inline assembly is not supported"),

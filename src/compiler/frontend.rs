@@ -363,8 +363,9 @@ impl FrontEnd {
         options: &Options,
         device: &DeviceMacros,
     ) -> Result<Compiled, CompileError> {
-        let mut key =
-            cache::Key::new("opencl-c, SPIR-V 1.0 or 1.3, convergent sub-groups, not vectorised, gnu89 inline");
+        let mut key = cache::Key::new(
+            "opencl-c, SPIR-V 1.0 or 1.3, convergent sub-groups, not vectorised, gnu89 inline",
+        );
         key.add(self.version.as_bytes());
         key.add(options.clang.join("\u{1}").as_bytes());
         key.add(options.cl_std.as_bytes());
@@ -420,114 +421,115 @@ impl FrontEnd {
         let ll = dir.join("program.ll");
         // `thaw`: through LLVM's text form with its `freeze` instructions
         // (which llvm-spirv 15 cannot translate) made plain copies.
-        let translate = |optimise: bool, thaw: bool, spirv_version: &str| -> Result<String, String> {
-            let mut clang = Command::new(&self.clang);
-            clang
-                .arg("-x")
-                .arg("cl")
-                .arg(format!("-cl-std={}", options.cl_std))
-                .args(["-target", "spir64-unknown-unknown", "-emit-llvm", "-c"])
-                .arg(if optimise { "-O2" } else { "-O0" })
-                // LLVM's vectorisers make vectors SPIR-V cannot hold (more
-                // than 16 components) and Vulkan's drivers split again:
-                // the driver's compiler vectorises for its own hardware.
-                .args(["-fno-vectorize", "-fno-slp-vectorize"])
-                .arg("-Xclang")
-                .arg(format!("-cl-ext={}", device.cl_ext()))
-                .arg("-include")
-                .arg(&prelude)
-                .arg("-fno-discard-value-names")
-                // C99 makes a plain `inline` definition an inline-only one:
-                // a call clang does not inline (a large function,
-                // `noinline`, -O0) then names a function that no module
-                // defines. OpenCL code is written for compilers that emit
-                // the function anyway, as GNU C's `inline` does.
-                .arg("-fgnu89-inline")
-                // Lifetime markers mean nothing to Vulkan, and with them
-                // clang routes loop exits through cleanup switches that the
-                // optimiser narrows to odd widths (i3).
-                .args(["-Xclang", "-disable-lifetime-markers"])
-                .arg("-I")
-                .arg(dir.join("include"))
-                .args(&options.clang);
-            if options.kernel_arg_info {
-                clang.arg("-cl-kernel-arg-info");
-            }
-            if device.bounded_loops && optimise {
-                // Loops with a known trip count, and (without barriers or
-                // other convergent calls) loops with one known only at run
-                // time, with a remainder loop.
-                clang.args([
-                    "-mllvm",
-                    "-unroll-count=8",
-                    "-mllvm",
-                    "-unroll-allow-remainder",
-                    "-mllvm",
-                    "-unroll-runtime",
-                ]);
-            }
-            if uses_subgroups {
-                // LLVM 15 merges identical calls from both arms of a branch
-                // (and calls that differ in one argument, through a
-                // select) although they are convergent: a non-uniform
-                // sub-group operation would then run with lanes from both
-                // arms.
-                clang.args([
-                    "-mllvm",
-                    "-simplifycfg-sink-common=false",
-                    "-mllvm",
-                    "-simplifycfg-hoist-common=false",
-                ]);
-            }
-            if thaw {
-                clang.arg("-S");
-            }
-            clang
-                .arg("-o")
-                .arg(if thaw { &ll } else { &bc })
-                .arg(&src)
-                .current_dir(dir);
-            let out = clang
-                .output()
-                .map_err(|e| format!("cannot run {}: {e}", self.clang.display()))?;
-            // Diagnostics name the file as the application gave it: no path.
-            let mut log =
-                String::from_utf8_lossy(&out.stderr).replace(&format!("{}/", dir.display()), "");
-            if !out.status.success() {
-                return Err(log);
-            }
-            if thaw {
-                let text = std::fs::read_to_string(&ll).map_err(|e| e.to_string())?;
-                std::fs::write(&ll, thaw_freezes(&text)).map_err(|e| e.to_string())?;
-                let out = Command::new(&self.clang)
-                    .args(["-x", "ir", "-target", "spir64-unknown-unknown"])
-                    .args(["-c", "-emit-llvm", "-O0", "-o"])
-                    .arg(&bc)
-                    .arg(&ll)
+        let translate =
+            |optimise: bool, thaw: bool, spirv_version: &str| -> Result<String, String> {
+                let mut clang = Command::new(&self.clang);
+                clang
+                    .arg("-x")
+                    .arg("cl")
+                    .arg(format!("-cl-std={}", options.cl_std))
+                    .args(["-target", "spir64-unknown-unknown", "-emit-llvm", "-c"])
+                    .arg(if optimise { "-O2" } else { "-O0" })
+                    // LLVM's vectorisers make vectors SPIR-V cannot hold (more
+                    // than 16 components) and Vulkan's drivers split again:
+                    // the driver's compiler vectorises for its own hardware.
+                    .args(["-fno-vectorize", "-fno-slp-vectorize"])
+                    .arg("-Xclang")
+                    .arg(format!("-cl-ext={}", device.cl_ext()))
+                    .arg("-include")
+                    .arg(&prelude)
+                    .arg("-fno-discard-value-names")
+                    // C99 makes a plain `inline` definition an inline-only one:
+                    // a call clang does not inline (a large function,
+                    // `noinline`, -O0) then names a function that no module
+                    // defines. OpenCL code is written for compilers that emit
+                    // the function anyway, as GNU C's `inline` does.
+                    .arg("-fgnu89-inline")
+                    // Lifetime markers mean nothing to Vulkan, and with them
+                    // clang routes loop exits through cleanup switches that the
+                    // optimiser narrows to odd widths (i3).
+                    .args(["-Xclang", "-disable-lifetime-markers"])
+                    .arg("-I")
+                    .arg(dir.join("include"))
+                    .args(&options.clang);
+                if options.kernel_arg_info {
+                    clang.arg("-cl-kernel-arg-info");
+                }
+                if device.bounded_loops && optimise {
+                    // Loops with a known trip count, and (without barriers or
+                    // other convergent calls) loops with one known only at run
+                    // time, with a remainder loop.
+                    clang.args([
+                        "-mllvm",
+                        "-unroll-count=8",
+                        "-mllvm",
+                        "-unroll-allow-remainder",
+                        "-mllvm",
+                        "-unroll-runtime",
+                    ]);
+                }
+                if uses_subgroups {
+                    // LLVM 15 merges identical calls from both arms of a branch
+                    // (and calls that differ in one argument, through a
+                    // select) although they are convergent: a non-uniform
+                    // sub-group operation would then run with lanes from both
+                    // arms.
+                    clang.args([
+                        "-mllvm",
+                        "-simplifycfg-sink-common=false",
+                        "-mllvm",
+                        "-simplifycfg-hoist-common=false",
+                    ]);
+                }
+                if thaw {
+                    clang.arg("-S");
+                }
+                clang
+                    .arg("-o")
+                    .arg(if thaw { &ll } else { &bc })
+                    .arg(&src)
+                    .current_dir(dir);
+                let out = clang
                     .output()
                     .map_err(|e| format!("cannot run {}: {e}", self.clang.display()))?;
+                // Diagnostics name the file as the application gave it: no path.
+                let mut log = String::from_utf8_lossy(&out.stderr)
+                    .replace(&format!("{}/", dir.display()), "");
                 if !out.status.success() {
-                    log.push_str(&String::from_utf8_lossy(&out.stderr));
                     return Err(log);
                 }
-            }
-            let out = Command::new(&self.llvm_spirv)
-                .arg("--preserve-ocl-kernel-arg-type-metadata-through-string")
-                .arg(format!("--spirv-max-version={spirv_version}"))
-                // sub_group_rotate; the rewriter makes it a shuffle.
-                .arg("--spirv-ext=+SPV_KHR_subgroup_rotate")
-                .arg(&bc)
-                .arg("-o")
-                .arg(&spv)
-                .output()
-                .map_err(|e| format!("cannot run {}: {e}", self.llvm_spirv.display()))?;
-            log.push_str(&String::from_utf8_lossy(&out.stderr));
-            if out.status.success() {
-                Ok(log)
-            } else {
-                Err(log)
-            }
-        };
+                if thaw {
+                    let text = std::fs::read_to_string(&ll).map_err(|e| e.to_string())?;
+                    std::fs::write(&ll, thaw_freezes(&text)).map_err(|e| e.to_string())?;
+                    let out = Command::new(&self.clang)
+                        .args(["-x", "ir", "-target", "spir64-unknown-unknown"])
+                        .args(["-c", "-emit-llvm", "-O0", "-o"])
+                        .arg(&bc)
+                        .arg(&ll)
+                        .output()
+                        .map_err(|e| format!("cannot run {}: {e}", self.clang.display()))?;
+                    if !out.status.success() {
+                        log.push_str(&String::from_utf8_lossy(&out.stderr));
+                        return Err(log);
+                    }
+                }
+                let out = Command::new(&self.llvm_spirv)
+                    .arg("--preserve-ocl-kernel-arg-type-metadata-through-string")
+                    .arg(format!("--spirv-max-version={spirv_version}"))
+                    // sub_group_rotate; the rewriter makes it a shuffle.
+                    .arg("--spirv-ext=+SPV_KHR_subgroup_rotate")
+                    .arg(&bc)
+                    .arg("-o")
+                    .arg(&spv)
+                    .output()
+                    .map_err(|e| format!("cannot run {}: {e}", self.llvm_spirv.display()))?;
+                log.push_str(&String::from_utf8_lossy(&out.stderr));
+                if out.status.success() {
+                    Ok(log)
+                } else {
+                    Err(log)
+                }
+            };
         // SPIR-V 1.0 wherever it suffices, so that objects link with the
         // widest range of tools; the cl_khr_subgroup_* built-ins exist only
         // as SPIR-V 1.3's OpGroupNonUniform* instructions, which llvm-spirv
@@ -716,7 +718,8 @@ mod tests {
 
     #[test]
     fn freezes_become_copies() {
-        let ir = "  %a = freeze i32 %x\n  %b = add i32 %a, 1\n  %c = freeze <4 x i32> %v, !dbg !7\n";
+        let ir =
+            "  %a = freeze i32 %x\n  %b = add i32 %a, 1\n  %c = freeze <4 x i32> %v, !dbg !7\n";
         assert_eq!(
             thaw_freezes(ir),
             "  %a = bitcast i32 %x to i32\n  %b = add i32 %a, 1\n  %c = bitcast <4 x i32> %v to <4 x i32>, !dbg !7\n"

@@ -136,6 +136,7 @@ pub fn device_caps(d: &Device) -> DeviceCaps {
         // Mesa 22.3's llvmpipe computes a double fma as a multiply and an
         // add (tests/fp64.rs checks fma against the host either way).
         double_fma_rounds_twice: d.is_llvmpipe(),
+        bounded_loops: d.is_llvmpipe(),
         signed_zero_inf_nan: {
             let p = &i.props12;
             [

@@ -343,11 +343,6 @@ kernel void constant_string_copy(global char *out, global const int *idx) {
     out[i] = text[idx[i]];
 }
 
-kernel void generic_from_integer(global float *buf, ulong address) {
-    float *p = (float *)address;
-    buf[get_global_id(0)] = *p;
-}
-
 // Private and local pointers held in memory: a private struct, a __local
 // struct, a program-scope __global struct and a union.
 typedef struct {

@@ -58,6 +58,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     explicit_layout(ctx, &types, &psb_types)?;
     rewrite_accesses(ctx, &types)?;
     split_underaligned_vectors(ctx);
+    split_underaligned_wide_scalars(ctx);
     integer_steps(ctx);
     packed_member_addresses(ctx);
     Ok(())
@@ -376,6 +377,145 @@ fn drop_unused_generic_values(ctx: &mut Ctx) {
     ctx.module
         .annotations
         .retain(|i| !matches!(i.operands.first(), Some(Operand::IdRef(t)) if !kept.contains(t)));
+}
+
+/// 64-bit loads and stores in device memory whose `Aligned` is below 8
+/// (members of packed structs: a `long` after an `int`) become two 32-bit
+/// accesses, low half first: NVIDIA's driver makes an 8-byte access from
+/// the address rounded down to 8 whatever `Aligned` says.
+fn split_underaligned_wide_scalars(ctx: &mut Ctx) {
+    let mut value_type: HashMap<Word, Word> = HashMap::new();
+    for f in &ctx.module.functions {
+        for i in f
+            .parameters
+            .iter()
+            .chain(f.blocks.iter().flat_map(|b| b.instructions.iter()))
+        {
+            if let (Some(r), Some(t)) = (i.result_id, i.result_type) {
+                value_type.insert(r, t);
+            }
+        }
+    }
+    // The 64-bit scalar a device pointer points at.
+    let wide_of = |ctx: &Ctx, ptr: Word| -> Option<Word> {
+        let ty = value_type.get(&ptr).copied().or_else(|| ctx.type_of(ptr))?;
+        let (sc, pointee) = ctx.pointer_parts(ty)?;
+        let t = ctx.global(pointee)?;
+        (sc == StorageClass::PhysicalStorageBuffer
+            && matches!(t.class.opcode, Op::TypeInt | Op::TypeFloat)
+            && t.operands.first() == Some(&Operand::LiteralBit32(64)))
+        .then_some(pointee)
+    };
+    let u32t = ctx.uint(32);
+    let u64t = ctx.uint(64);
+    let pair = ctx.vector(u32t, 2);
+    let half_ptr = ctx.pointer(StorageClass::PhysicalStorageBuffer, u32t);
+    let four = ctx.const_int(u64t, 4);
+    for f in 0..ctx.module.functions.len() {
+        for b in 0..ctx.module.functions[f].blocks.len() {
+            let code = std::mem::take(&mut ctx.module.functions[f].blocks[b].instructions);
+            let mut out = Vec::with_capacity(code.len());
+            for i in code {
+                let store = i.class.opcode == Op::Store;
+                if !store && i.class.opcode != Op::Load {
+                    out.push(i);
+                    continue;
+                }
+                let first = if store { 2 } else { 1 };
+                let aligned = match (i.operands.get(first), i.operands.get(first + 1)) {
+                    (Some(Operand::MemoryAccess(m)), Some(Operand::LiteralBit32(a)))
+                        if m.contains(MemoryAccess::ALIGNED) =>
+                    {
+                        *a
+                    }
+                    _ => 8,
+                };
+                let target = id_at(&i, 0).and_then(|p| Some((p, wide_of(ctx, p)?)));
+                let Some((ptr, wide)) = target.filter(|_| aligned < 8) else {
+                    out.push(i);
+                    continue;
+                };
+                let mut access = i.operands[first..].to_vec();
+                access[1] = Operand::LiteralBit32(aligned.min(4));
+                // The two halves' addresses.
+                let low_addr = ctx.fresh();
+                out.push(Instruction::new(
+                    Op::ConvertPtrToU,
+                    Some(u64t),
+                    Some(low_addr),
+                    vec![Operand::IdRef(ptr)],
+                ));
+                let high_addr = ctx.fresh();
+                out.push(Instruction::new(
+                    Op::IAdd,
+                    Some(u64t),
+                    Some(high_addr),
+                    vec![Operand::IdRef(low_addr), Operand::IdRef(four)],
+                ));
+                let halves: Vec<Word> = [low_addr, high_addr]
+                    .into_iter()
+                    .map(|a| {
+                        let p = ctx.fresh();
+                        out.push(Instruction::new(
+                            Op::ConvertUToPtr,
+                            Some(half_ptr),
+                            Some(p),
+                            vec![Operand::IdRef(a)],
+                        ));
+                        p
+                    })
+                    .collect();
+                if store {
+                    let Some(value) = id_at(&i, 1) else {
+                        out.push(i);
+                        continue;
+                    };
+                    let bits = ctx.fresh();
+                    out.push(Instruction::new(
+                        Op::Bitcast,
+                        Some(pair),
+                        Some(bits),
+                        vec![Operand::IdRef(value)],
+                    ));
+                    for (k, &p) in halves.iter().enumerate() {
+                        let part = ctx.fresh();
+                        out.push(Instruction::new(
+                            Op::CompositeExtract,
+                            Some(u32t),
+                            Some(part),
+                            vec![Operand::IdRef(bits), Operand::LiteralBit32(k as u32)],
+                        ));
+                        let mut ops = vec![Operand::IdRef(p), Operand::IdRef(part)];
+                        ops.extend(access.iter().cloned());
+                        out.push(Instruction::new(Op::Store, None, None, ops));
+                    }
+                } else {
+                    let mut parts = Vec::new();
+                    for &p in &halves {
+                        let part = ctx.fresh();
+                        let mut ops = vec![Operand::IdRef(p)];
+                        ops.extend(access.iter().cloned());
+                        out.push(Instruction::new(Op::Load, Some(u32t), Some(part), ops));
+                        parts.push(Operand::IdRef(part));
+                    }
+                    let bits = ctx.fresh();
+                    out.push(Instruction::new(
+                        Op::CompositeConstruct,
+                        Some(pair),
+                        Some(bits),
+                        parts,
+                    ));
+                    out.push(Instruction::new(
+                        Op::Bitcast,
+                        Some(wide),
+                        i.result_id,
+                        vec![Operand::IdRef(bits)],
+                    ));
+                }
+            }
+            ctx.module.functions[f].blocks[b].instructions = out;
+        }
+    }
 }
 
 /// Vector loads and stores in device memory whose `Aligned` is below the

@@ -50,6 +50,10 @@ pub struct DeviceCaps {
     /// The driver's double `Fma` rounds the product before adding
     /// (lavapipe): double fma is then worked out on the bits.
     pub double_fma_rounds_twice: bool,
+    /// The driver ends a work-item's loops after a fixed number of
+    /// back-edges (Mesa's llvmpipe: 65535 over all loops): innermost loops
+    /// are unrolled (see the unroll pass).
+    pub bounded_loops: bool,
     /// Kernels keep single-precision denormals (CL_FP_DENORM in
     /// CL_DEVICE_SINGLE_FP_CONFIG), declared or not; libclc's functions
     /// are then told so.

@@ -32,6 +32,7 @@ pub mod slots;
 pub mod specialize;
 pub mod structure;
 pub mod sync;
+pub mod unroll;
 pub mod vectors;
 
 use rspirv::binary::Assemble;
@@ -178,8 +179,22 @@ fn rewrite_module(
     sync::run(&mut ctx, caps)?;
     finish::run(&mut ctx, fid, caps)?;
     lap("finish");
-    let words = ctx.module.assemble();
-    crate::compiler::link::validate_vulkan(&words)?;
+    let mut words = ctx.module.assemble();
+    if caps.bounded_loops {
+        unroll::run(&mut ctx);
+        let unrolled = ctx.module.assemble();
+        match crate::compiler::link::validate_vulkan(&unrolled) {
+            Ok(()) => words = unrolled,
+            // The loops stay as they were: what repeating them broke is
+            // a gap in the unroll pass, not a reason to fail the kernel.
+            Err(e) => {
+                log::debug!(target: "vkcl::compiler", "{}: loops not unrolled: {e}", kernel.name);
+                crate::compiler::link::validate_vulkan(&words)?;
+            }
+        }
+    } else {
+        crate::compiler::link::validate_vulkan(&words)?;
+    }
     lap("spirv-val");
     log::debug!(target: "vkcl::compiler", "{} rewritten in {:?} ({} words)", kernel.name, started.elapsed(), words.len());
     Ok(Rewritten {

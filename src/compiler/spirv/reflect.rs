@@ -92,7 +92,9 @@ fn loads_through_chains(m: &mut Module, builtins: &std::collections::HashSet<u32
     let vectors: HashMap<u32, u32> = m
         .types_global_values
         .iter()
-        .filter(|v| v.class.opcode == Op::Variable && v.result_id.is_some_and(|r| builtins.contains(&r)))
+        .filter(|v| {
+            v.class.opcode == Op::Variable && v.result_id.is_some_and(|r| builtins.contains(&r))
+        })
         .filter_map(|v| {
             let ptr = v.result_type?;
             let pointee = m
@@ -182,7 +184,8 @@ fn builtins_as_input(m: &mut Module) {
         .iter()
         .filter(|a| {
             a.class.opcode == Op::Decorate
-                && a.operands.get(1) == Some(&Operand::Decoration(rspirv::spirv::Decoration::BuiltIn))
+                && a.operands.get(1)
+                    == Some(&Operand::Decoration(rspirv::spirv::Decoration::BuiltIn))
         })
         .filter_map(|a| a.operands.first().and_then(id))
         .collect();
@@ -225,7 +228,12 @@ fn builtins_as_input(m: &mut Module) {
             .map_or(0, |p| p + 1);
         m.types_global_values.insert(
             at,
-            Instruction::new(Op::TypePointer, None, Some(new), vec![input, Operand::IdRef(to)]),
+            Instruction::new(
+                Op::TypePointer,
+                None,
+                Some(new),
+                vec![input, Operand::IdRef(to)],
+            ),
         );
         new
     };
@@ -247,7 +255,6 @@ fn builtins_as_input(m: &mut Module) {
         }
     }
     loads_through_chains(m, &builtins);
-
 }
 
 /// rspirv reads an `OpSpecConstantOp` access chain only when it has

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Runs real OpenCL applications against the freshly built vkcl (release),
+# through the ICD loader with vkcl as the only platform, and prints one line
+# per application:  NAME: N passed, N failed, N skipped
+# Exits non-zero on any failure or crash.
+#
+#   scripts/apps.sh [--quick] [APP ...]      APP: pyopencl hashcat opencv
+#
+# pyopencl  PyOpenCL's own test suite, at the version the distribution
+#           packages (the tests come from that release's source archive
+#           on the Python package index); one pytest run per test file, so
+#           that a crash costs one file, counted as one failure.
+# hashcat   `hashcat -b` over several hash modes; each benchmark runs the
+#           kernels' self-test first, and a failed self-test or build is a
+#           failure.
+# opencv    OpenCV's transparent API (UMat) on the OpenCL device against
+#           OpenCV's CPU results (scripts/apps/opencv_tapi.py).
+#
+# --quick runs the part CI runs: a few PyOpenCL test files, one hash mode
+# and OpenCV. Every run is bounded in time (VKCL_APP_TIMEOUT seconds per
+# step, default 1800). Set OCL_ICD_VENDORS to run the same applications
+# against another OpenCL implementation.
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+
+quick=0
+apps=()
+for a in "$@"; do
+    case "$a" in
+        --quick) quick=1 ;;
+        pyopencl | hashcat | opencv) apps+=("$a") ;;
+        *) echo "unknown application $a (pyopencl, hashcat, opencv)" >&2; exit 2 ;;
+    esac
+done
+[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv)
+limit="${VKCL_APP_TIMEOUT:-1800}"
+# The distribution's Python, which has its packages.
+py=/usr/bin/python3
+
+setup_runtime
+apt_install python3 python3-numpy python3-pyopencl python3-pytest python3-mako \
+    hashcat python3-opencv
+if [ -z "${OCL_ICD_VENDORS:-}" ]; then
+    log "cargo build --release --lib"
+    cargo build --release --lib
+    use_built_icd release
+fi
+log "OpenCL platforms: $OCL_ICD_VENDORS"
+# The applications' own caches of program binaries would hide changes in
+# the library under test.
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+export PYOPENCL_NO_CACHE=1 XDG_CACHE_HOME="$scratch/cache" XDG_DATA_HOME="$scratch/data"
+work="$VKCL_ROOT/target/apps"
+mkdir -p "$work"
+
+summary=()
+status=0
+report() { # NAME PASSED FAILED SKIPPED [NOTE]
+    local line="$1: $2 passed, $3 failed, $4 skipped${5:+ ($5)}"
+    summary+=("$line")
+    [ "$3" -eq 0 ] || status=1
+}
+
+# The numbers pytest's last line gives ("3 failed, 20 passed, 2 skipped in 9s").
+pytest_count() { # WORD FILE
+    tail -n 3 "$2" | grep -oE "[0-9]+ $1" | tail -n 1 | grep -oE "^[0-9]+" || echo 0
+}
+
+run_pyopencl() {
+    local version dir files=()
+    version="$("$py" -c 'import pyopencl; print(pyopencl.VERSION_TEXT)')"
+    dir="$work/pyopencl-$version"
+    if [ ! -d "$dir/test" ]; then
+        log "fetching the tests of pyopencl $version (source archive on the Python package index)"
+        local url
+        url="$(curl -sSf https://pypi.org/simple/pyopencl/ |
+            grep -oE "https://[^\"#]*/pyopencl-$version\.tar\.gz" | head -n 1)"
+        [ -n "$url" ] || { echo "no source archive for pyopencl $version" >&2; return 1; }
+        curl -sSfL "$url" | tar -xz -C "$work"
+    fi
+    if [ "$quick" -eq 1 ]; then
+        files=(test_wrapper.py test_enqueue_copy.py test_arrays_in_structs.py test_clrandom.py)
+    else
+        files=(test_wrapper.py test_enqueue_copy.py test_arrays_in_structs.py test_clrandom.py
+            test_array.py test_clmath.py test_algorithm.py)
+    fi
+    local passed=0 failed=0 skipped=0 notes=() f out rc
+    for f in "${files[@]}"; do
+        out="$scratch/pyopencl-$f.log"
+        log "pyopencl: $f"
+        rc=0
+        (cd "$dir/test" && timeout "$limit" "$py" -m pytest -q -p no:cacheprovider \
+            -o addopts="" "$f") >"$out" 2>&1 || rc=$?
+        local p fl e s
+        p="$(pytest_count passed "$out")"
+        fl="$(pytest_count failed "$out")"
+        e="$(pytest_count error "$out")"
+        s="$(pytest_count skipped "$out")"
+        passed=$((passed + p)); skipped=$((skipped + s)); failed=$((failed + fl + e))
+        grep -E "^(FAILED|ERROR) " "$out" | sed 's/^/    /' | cut -c1-200 || true
+        if [ "$rc" -ge 124 ]; then
+            failed=$((failed + 1))
+            notes+=("$f: $( [ "$rc" -eq 124 ] && echo "timed out" || echo "crashed, exit $rc")")
+            tail -n 5 "$out" | sed 's/^/    /'
+        elif [ "$rc" -ne 0 ] && [ "$((fl + e))" -eq 0 ]; then
+            failed=$((failed + 1))
+            notes+=("$f: exit $rc")
+            tail -n 5 "$out" | sed 's/^/    /'
+        fi
+    done
+    report pyopencl "$passed" "$failed" "$skipped" "$(IFS=';'; echo "${notes[*]}")"
+}
+
+run_hashcat() {
+    local modes=(0 100 1400 1700 1000 3200)
+    [ "$quick" -eq 1 ] && modes=(0)
+    local passed=0 failed=0 m out rc notes=()
+    for m in "${modes[@]}"; do
+        out="$scratch/hashcat-$m.log"
+        log "hashcat -b -m $m"
+        rc=0
+        (cd "$scratch" && timeout "$limit" hashcat -b -m "$m" --quiet) >"$out" 2>&1 || rc=$?
+        if [ "$rc" -eq 0 ] && grep -q "^Speed.#" "$out" &&
+            ! grep -qiE "self-test failed|build failed|CL_[A-Z_]+|skipping" "$out"; then
+            passed=$((passed + 1))
+            grep "^Speed.#" "$out" | sed "s/^/    -m $m /"
+        else
+            failed=$((failed + 1))
+            notes+=("-m $m: exit $rc")
+            grep -iE "failed|error|CL_|skipping" "$out" | head -n 5 | sed 's/^/    /'
+        fi
+    done
+    report hashcat "$passed" "$failed" 0 "$(IFS=';'; echo "${notes[*]}")"
+}
+
+run_opencv() {
+    local out="$scratch/opencv.log" rc=0
+    log "opencv transparent API"
+    timeout "$limit" "$py" "$VKCL_ROOT/scripts/apps/opencv_tapi.py" >"$out" 2>&1 || rc=$?
+    grep -vE "^  ok " "$out" | sed 's/^/    /'
+    local p f
+    p="$(tail -n 1 "$out" | grep -oE "^[0-9]+ passed" | grep -oE "^[0-9]+" || echo 0)"
+    f="$(tail -n 1 "$out" | grep -oE "[0-9]+ failed" | grep -oE "^[0-9]+" || echo 0)"
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        f=1
+    fi
+    report opencv "$p" "$f" 0 "$([ "$rc" -ge 124 ] && echo "exit $rc")"
+}
+
+for a in "${apps[@]}"; do
+    "run_$a" || report "$a" 0 1 0 "could not run"
+done
+
+echo
+for line in "${summary[@]}"; do
+    echo "$line"
+done
+exit "$status"
