@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets everything up and runs the whole test suite: formatting, clippy, unit
 # and integration tests (through the ICD loader and by direct linking, with
-# the Khronos validation layer failing on any message), and the cross builds
-# for Windows and 64-bit ARM.
+# the Khronos validation layer failing on any message), the quick part of
+# the application corpus (scripts/apps.sh --quick), and the cross builds for
+# Windows and 64-bit ARM.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 setup_runtime
@@ -22,6 +23,9 @@ log "cargo build (the shared library the integration tests load)"
 cargo build --lib
 log "cargo test"
 cargo test --workspace --no-fail-fast
+
+log "applications (scripts/apps.sh --quick)"
+bash "$VKCL_ROOT/scripts/apps.sh" --quick
 
 log "cross build: x86_64-pc-windows-gnu (vkcl.dll)"
 cargo build --lib --target x86_64-pc-windows-gnu
