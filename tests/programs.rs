@@ -1250,10 +1250,17 @@ fn inline_functions_clang_does_not_inline(cl: &Cl) {
         let want: Vec<u32> = (0..16).map(|i| 8 * i + 3).collect();
         assert_eq!(s.words(out, 16), want, "{}: options {options:?}", cl.how);
     }
-    // The same through clCompileProgram and clLinkProgram.
+    // The same through clCompileProgram and clLinkProgram, with a second
+    // object that defines the same inline function (a shared header).
     let c = cl.context();
     let obj = compiled(cl, c, SRC);
-    let (p, err) = link(cl, c, "", &[obj]);
+    let other = compiled(
+        cl,
+        c,
+        "inline int helper(int x) { return x * 3 + 1; }\n\
+         kernel void k2(global int* o) { o[0] = helper(o[0]); }\n",
+    );
+    let (p, err) = link(cl, c, "", &[obj, other]);
     assert_eq!(
         err,
         CL_SUCCESS,
@@ -1262,6 +1269,7 @@ fn inline_functions_clang_does_not_inline(cl: &Cl) {
         build_log(cl, p)
     );
     release_program(cl, p);
+    release_program(cl, other);
     release_program(cl, obj);
     release_context(cl, c);
 }

@@ -60,8 +60,15 @@ pub fn link(modules: &[Vec<u32>], library: bool) -> Result<Vec<u32>, String> {
             .output()
             .map_err(|e| e.to_string())?;
         if !out.status.success() {
-            let msg = String::from_utf8_lossy(&out.stderr).replace("error: ", "");
-            return Err(msg.trim().to_string());
+            // The linker's diagnostics, wherever it wrote them; never an
+            // empty log.
+            let text = [&out.stderr, &out.stdout]
+                .iter()
+                .map(|b| String::from_utf8_lossy(b).replace("error: ", ""))
+                .map(|t| t.trim().to_string())
+                .find(|t| !t.is_empty())
+                .unwrap_or_else(|| format!("spirv-link failed ({})", out.status));
+            return Err(text);
         }
         let bytes = std::fs::read(&output).map_err(|e| e.to_string())?;
         crate::compiler::frontend::words_of(&bytes)
