@@ -225,11 +225,6 @@ pub struct DeviceMacros {
     /// OpenCL C extensions and `__opencl_c_*` features the device has.
     pub features: Vec<String>,
     pub image_support: bool,
-    /// The device's compiler ends loops after a fixed number of
-    /// iterations per work-item (Mesa's llvmpipe: 65535 back-edges over all
-    /// the loops of an invocation), so loops are unrolled where LLVM can:
-    /// eight iterations per back-edge.
-    pub bounded_loops: bool,
 }
 
 /// Extension and feature macros clang's OpenCL headers may define on their
@@ -373,7 +368,6 @@ impl FrontEnd {
             options.kernel_arg_info as u8,
             options.opt_disable as u8,
             device.image_support as u8,
-            device.bounded_loops as u8,
         ]);
         key.add(device.cl_ext().as_bytes());
         key.add(source.as_bytes());
@@ -454,19 +448,6 @@ impl FrontEnd {
                     .args(&options.clang);
                 if options.kernel_arg_info {
                     clang.arg("-cl-kernel-arg-info");
-                }
-                if device.bounded_loops && optimise {
-                    // Loops with a known trip count, and (without barriers or
-                    // other convergent calls) loops with one known only at run
-                    // time, with a remainder loop.
-                    clang.args([
-                        "-mllvm",
-                        "-unroll-count=8",
-                        "-mllvm",
-                        "-unroll-allow-remainder",
-                        "-mllvm",
-                        "-unroll-runtime",
-                    ]);
                 }
                 if uses_subgroups {
                     // LLVM 15 merges identical calls from both arms of a branch

@@ -127,7 +127,6 @@ pub fn device_macros(d: &Device) -> DeviceMacros {
     DeviceMacros {
         features,
         image_support: d.image_support(),
-        bounded_loops: d.is_llvmpipe(),
     }
 }
 

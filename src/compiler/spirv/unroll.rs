@@ -25,9 +25,14 @@ use rspirv::spirv::{Op, Word};
 use crate::compiler::spirv::ctx::{Ctx, id_at};
 
 /// Copies per back-edge at most.
-const MAX_FACTOR: usize = 8;
-/// Instructions one loop may grow to.
-const BUDGET: usize = 4000;
+const MAX_FACTOR: usize = 16;
+/// Instructions one loop may grow to: llvmpipe compiles large shaders
+/// slowly.
+const BUDGET: usize = 2000;
+/// Barriers one loop may hold once repeated: llvmpipe runs a work-group
+/// with barriers as coroutines, and compiling them grows much faster than
+/// the code (each barrier is a suspension point).
+const BARRIER_BUDGET: usize = 16;
 
 /// Repeats the body of every innermost loop that qualifies.
 pub fn run(ctx: &mut Ctx) {
@@ -118,8 +123,15 @@ fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
         return;
     }
     let size: usize = blocks.iter().map(|&b| f.blocks[b].instructions.len()).sum();
-    let factor = (BUDGET / size.max(1)).min(MAX_FACTOR);
+    let barriers = blocks
+        .iter()
+        .flat_map(|&b| &f.blocks[b].instructions)
+        .filter(|i| i.class.opcode == Op::ControlBarrier)
+        .count();
+    let barrier_cap = BARRIER_BUDGET.checked_div(barriers).unwrap_or(MAX_FACTOR);
+    let factor = (BUDGET / size.max(1)).min(MAX_FACTOR).min(barrier_cap);
     if factor < 2 {
+        log::trace!(target: "vkcl::compiler", "loop {h} not unrolled: {size} instructions, {barriers} barriers");
         return;
     }
     // One back-edge, from the continue target, which only the body's end
@@ -132,13 +144,16 @@ fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
             .collect()
     };
     if preds(h) != [cont] {
+        log::trace!(target: "vkcl::compiler", "loop {h} not unrolled: more than one back-edge");
         return;
     }
     let cont_succ = successors(&f.blocks[ci]);
     if !cont_succ.iter().all(|&s| s == h || s == merge) {
+        log::trace!(target: "vkcl::compiler", "loop {h} not unrolled: its continue target branches elsewhere");
         return;
     }
     if cont != h && preds(cont).len() != 1 {
+        log::trace!(target: "vkcl::compiler", "loop {h} not unrolled: `continue` from within the body");
         return;
     }
     // The merge block is reached from the loop only.
@@ -149,6 +164,7 @@ fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
         .filter(|b| label(b).is_some_and(|l| !in_loop.contains(&l)))
         .any(|b| successors(b).contains(&merge));
     if outside_preds {
+        log::trace!(target: "vkcl::compiler", "loop {h} not unrolled: its merge is reached from outside");
         return;
     }
     let defined: HashSet<Word> = blocks
@@ -196,8 +212,10 @@ fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
         .filter_map(|i| Some((i.result_id?, i.result_type?)))
         .collect();
     if escaping.iter().any(|v| !types.contains_key(v)) {
+        log::trace!(target: "vkcl::compiler", "loop {h} not unrolled: an untyped value escapes");
         return;
     }
+    log::trace!(target: "vkcl::compiler", "loop {h}: {factor} copies of {size} instructions");
 
     // Copies 2..=factor: an id map each (copy 1 is the original).
     let mut maps: Vec<HashMap<Word, Word>> = vec![HashMap::new()];
