@@ -12,6 +12,7 @@ both_ways!(
     relational_tests,
     struct_with_padding,
     packed_longs_off_their_alignment,
+    struct_copied_from_global_into_local,
     private_array_dynamic_index,
     contended_64bit_atomics,
     c11_atomics_with_order_and_scope,
@@ -543,5 +544,38 @@ fn packed_longs_off_their_alignment(cl: &Cl) {
             "{}: global double {l}",
             cl.how
         );
+    }
+}
+
+/// A struct copied from `__global` into a `__local` array element: clang
+/// makes it a `memmove`, which llvm-spirv copies through a private byte
+/// array, word by word through cast pointers (lavapipe moved steps on
+/// such casts by nothing, and every word landed in the first).
+fn struct_copied_from_global_into_local(cl: &Cl) {
+    const SRC: &str = "typedef struct { int a, b, c, d; } S;\n\
+         struct W { S v; };\n\
+         kernel void k(global S* in, global S* out, int n) {\n\
+             local struct W t[64];\n\
+             int l = get_local_id(0);\n\
+             if (l < n) { S x = in[l]; t[l].v = x; }\n\
+             barrier(CLK_LOCAL_MEM_FENCE);\n\
+             if (l < n) out[l] = t[n - 1 - l].v;\n\
+         }\n";
+    for options in ["", "-cl-opt-disable"] {
+        let mut s = Setup::new(cl);
+        let k = s.kernel(SRC, "k", options);
+        let n = 5usize;
+        let input: Vec<i32> = (1..=4 * n as i32).collect();
+        let inb = s.buffer_from(&bytes_of(&input));
+        let out = s.zeroed(16 * n);
+        s.arg(k, 0, &inb);
+        s.arg(k, 1, &out);
+        s.arg(k, 2, &(n as i32));
+        s.run(k, &[8], Some(&[8]), None);
+        let got = i32s(&cl.read(s.q, out, 0, 16 * n));
+        let want: Vec<i32> = (0..n)
+            .flat_map(|l| input[(n - 1 - l) * 4..(n - l) * 4].to_vec())
+            .collect();
+        assert_eq!(got, want, "{}: options {options:?}", cl.how);
     }
 }

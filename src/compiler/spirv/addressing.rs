@@ -216,7 +216,12 @@ fn packed_chain(
 /// 580) misplaces the result of two `OpPtrAccessChain` steps on device
 /// addresses when one goes back by a run-time amount (`vstore3(v, i, p -
 /// k)` stored nowhere); the same address computed as bytes added to the
-/// address is right there, and means the same everywhere.
+/// address is right there, and means the same everywhere. Steps on a
+/// pointer cast from another pointer (`OpBitcast`) become integer
+/// arithmetic too, constant and forwards or not: Mesa 22.3's SPIR-V
+/// translation gives such a cast no element size, so lavapipe moved them by
+/// nothing (struct copies through byte pointers wrote every word to the
+/// first).
 fn integer_steps(ctx: &mut Ctx) {
     // Constant steps forwards stay steps.
     let forwards: HashSet<Word> = ctx
@@ -231,6 +236,14 @@ fn integer_steps(ctx: &mut Ctx) {
         .filter_map(|i| i.result_id)
         .collect();
     let types = ctx.value_types();
+    let casts: HashSet<Word> = ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| f.all_inst_iter())
+        .filter(|i| i.class.opcode == Op::Bitcast)
+        .filter_map(|i| i.result_id)
+        .collect();
     let u64t = ctx.uint(64);
     let mut functions = std::mem::take(&mut ctx.module.functions);
     for b in functions.iter_mut().flat_map(|f| f.blocks.iter_mut()) {
@@ -245,7 +258,8 @@ fn integer_steps(ctx: &mut Ctx) {
             code: Vec::with_capacity(b.instructions.len()),
         };
         for i in std::mem::take(&mut b.instructions) {
-            let Some((base, step, base_type, stride)) = device_step(ctx, &types, &forwards, &i)
+            let Some((base, step, base_type, stride)) =
+                device_step(ctx, &types, &forwards, &casts, &i)
             else {
                 out.code.push(i);
                 continue;
@@ -304,6 +318,7 @@ fn device_step(
     ctx: &Ctx,
     types: &HashMap<Word, Word>,
     forwards: &HashSet<Word>,
+    casts: &HashSet<Word>,
     i: &Instruction,
 ) -> Option<(Word, Word, Word, u32)> {
     if i.class.opcode != Op::PtrAccessChain {
@@ -312,7 +327,7 @@ fn device_step(
     let (base, step) = (id_at(i, 0)?, id_at(i, 1)?);
     let base_type = *types.get(&base)?;
     if ctx.pointer_parts(base_type)?.0 != StorageClass::PhysicalStorageBuffer
-        || forwards.contains(&step)
+        || (forwards.contains(&step) && !casts.contains(&base))
     {
         return None;
     }
