@@ -394,38 +394,37 @@ fn drop_unused_generic_values(ctx: &mut Ctx) {
         .retain(|i| !matches!(i.operands.first(), Some(Operand::IdRef(t)) if !kept.contains(t)));
 }
 
-/// 64-bit loads and stores in device memory whose `Aligned` is below 8
-/// (members of packed structs: a `long` after an `int`) become two 32-bit
-/// accesses, low half first: NVIDIA's driver makes an 8-byte access from
-/// the address rounded down to 8 whatever `Aligned` says.
-fn split_underaligned_wide_scalars(ctx: &mut Ctx) {
-    let mut value_type: HashMap<Word, Word> = HashMap::new();
-    for f in &ctx.module.functions {
-        for i in f
-            .parameters
-            .iter()
-            .chain(f.blocks.iter().flat_map(|b| b.instructions.iter()))
-        {
-            if let (Some(r), Some(t)) = (i.result_id, i.result_type) {
-                value_type.insert(r, t);
-            }
-        }
+/// A load or store through a device address, as the passes that split
+/// accesses see it.
+struct DeviceAccess<'a> {
+    inst: &'a Instruction,
+    ptr: Word,
+    /// The type the pointer points at.
+    pointee: Word,
+    store: bool,
+    /// Where the memory operands start.
+    first: usize,
+    /// The `Aligned` literal, if any.
+    aligned: Option<u32>,
+}
+
+impl DeviceAccess<'_> {
+    /// The memory operands with `Aligned` set to `align` (volatile ones
+    /// stay volatile).
+    fn operands_aligned(&self, align: u32) -> Vec<Operand> {
+        let mut access = self.inst.operands[self.first..].to_vec();
+        access[1] = Operand::LiteralBit32(align);
+        access
     }
-    // The 64-bit scalar a device pointer points at.
-    let wide_of = |ctx: &Ctx, ptr: Word| -> Option<Word> {
-        let ty = value_type.get(&ptr).copied().or_else(|| ctx.type_of(ptr))?;
-        let (sc, pointee) = ctx.pointer_parts(ty)?;
-        let t = ctx.global(pointee)?;
-        (sc == StorageClass::PhysicalStorageBuffer
-            && matches!(t.class.opcode, Op::TypeInt | Op::TypeFloat)
-            && t.operands.first() == Some(&Operand::LiteralBit32(64)))
-        .then_some(pointee)
-    };
-    let u32t = ctx.uint(32);
-    let u64t = ctx.uint(64);
-    let pair = ctx.vector(u32t, 2);
-    let half_ptr = ctx.pointer(StorageClass::PhysicalStorageBuffer, u32t);
-    let four = ctx.const_int(u64t, 4);
+}
+
+/// Calls `split` on every load and store through a device address; where
+/// it returns code, that code replaces the access.
+fn split_device_accesses(
+    ctx: &mut Ctx,
+    mut split: impl FnMut(&mut Ctx, &DeviceAccess) -> Option<Vec<Instruction>>,
+) {
+    let types = ctx.value_types();
     for f in 0..ctx.module.functions.len() {
         for b in 0..ctx.module.functions[f].blocks.len() {
             let code = std::mem::take(&mut ctx.module.functions[f].blocks[b].instructions);
@@ -437,100 +436,94 @@ fn split_underaligned_wide_scalars(ctx: &mut Ctx) {
                     continue;
                 }
                 let first = if store { 2 } else { 1 };
-                let aligned = match (i.operands.get(first), i.operands.get(first + 1)) {
-                    (Some(Operand::MemoryAccess(m)), Some(Operand::LiteralBit32(a)))
-                        if m.contains(MemoryAccess::ALIGNED) =>
-                    {
-                        *a
-                    }
-                    _ => 8,
-                };
-                let target = id_at(&i, 0).and_then(|p| Some((p, wide_of(ctx, p)?)));
-                let Some((ptr, wide)) = target.filter(|_| aligned < 8) else {
-                    out.push(i);
-                    continue;
-                };
-                let mut access = i.operands[first..].to_vec();
-                access[1] = Operand::LiteralBit32(aligned.min(4));
-                // The two halves' addresses.
-                let low_addr = ctx.fresh();
-                out.push(Instruction::new(
-                    Op::ConvertPtrToU,
-                    Some(u64t),
-                    Some(low_addr),
-                    vec![Operand::IdRef(ptr)],
-                ));
-                let high_addr = ctx.fresh();
-                out.push(Instruction::new(
-                    Op::IAdd,
-                    Some(u64t),
-                    Some(high_addr),
-                    vec![Operand::IdRef(low_addr), Operand::IdRef(four)],
-                ));
-                let halves: Vec<Word> = [low_addr, high_addr]
-                    .into_iter()
-                    .map(|a| {
-                        let p = ctx.fresh();
-                        out.push(Instruction::new(
-                            Op::ConvertUToPtr,
-                            Some(half_ptr),
-                            Some(p),
-                            vec![Operand::IdRef(a)],
-                        ));
-                        p
+                let access = id_at(&i, 0).and_then(|ptr| {
+                    let (sc, pointee) = ctx.pointer_parts(*types.get(&ptr)?)?;
+                    (sc == StorageClass::PhysicalStorageBuffer).then_some(DeviceAccess {
+                        inst: &i,
+                        ptr,
+                        pointee,
+                        store,
+                        first,
+                        aligned: match (i.operands.get(first), i.operands.get(first + 1)) {
+                            (Some(Operand::MemoryAccess(m)), Some(Operand::LiteralBit32(a)))
+                                if m.contains(MemoryAccess::ALIGNED) =>
+                            {
+                                Some(*a)
+                            }
+                            _ => None,
+                        },
                     })
-                    .collect();
-                if store {
-                    let Some(value) = id_at(&i, 1) else {
-                        out.push(i);
-                        continue;
-                    };
-                    let bits = ctx.fresh();
-                    out.push(Instruction::new(
-                        Op::Bitcast,
-                        Some(pair),
-                        Some(bits),
-                        vec![Operand::IdRef(value)],
-                    ));
-                    for (k, &p) in halves.iter().enumerate() {
-                        let part = ctx.fresh();
-                        out.push(Instruction::new(
-                            Op::CompositeExtract,
-                            Some(u32t),
-                            Some(part),
-                            vec![Operand::IdRef(bits), Operand::LiteralBit32(k as u32)],
-                        ));
-                        let mut ops = vec![Operand::IdRef(p), Operand::IdRef(part)];
-                        ops.extend(access.iter().cloned());
-                        out.push(Instruction::new(Op::Store, None, None, ops));
-                    }
-                } else {
-                    let mut parts = Vec::new();
-                    for &p in &halves {
-                        let part = ctx.fresh();
-                        let mut ops = vec![Operand::IdRef(p)];
-                        ops.extend(access.iter().cloned());
-                        out.push(Instruction::new(Op::Load, Some(u32t), Some(part), ops));
-                        parts.push(Operand::IdRef(part));
-                    }
-                    let bits = ctx.fresh();
-                    out.push(Instruction::new(
-                        Op::CompositeConstruct,
-                        Some(pair),
-                        Some(bits),
-                        parts,
-                    ));
-                    out.push(Instruction::new(
-                        Op::Bitcast,
-                        Some(wide),
-                        i.result_id,
-                        vec![Operand::IdRef(bits)],
-                    ));
+                });
+                match access.and_then(|a| split(ctx, &a)) {
+                    Some(code) => out.extend(code),
+                    None => out.push(i),
                 }
             }
             ctx.module.functions[f].blocks[b].instructions = out;
         }
     }
+}
+
+/// 64-bit loads and stores in device memory whose `Aligned` is below 8
+/// (members of packed structs: a `long` after an `int`) become two 32-bit
+/// accesses, low half first: NVIDIA's driver makes an 8-byte access from
+/// the address rounded down to 8 whatever `Aligned` says.
+fn split_underaligned_wide_scalars(ctx: &mut Ctx) {
+    split_device_accesses(ctx, |ctx, a| {
+        let t = ctx.global(a.pointee)?;
+        let wide = matches!(t.class.opcode, Op::TypeInt | Op::TypeFloat)
+            && t.operands.first() == Some(&Operand::LiteralBit32(64));
+        let aligned = a.aligned.filter(|&al| wide && al < 8)?;
+        let value = if a.store {
+            Some(id_at(a.inst, 1)?)
+        } else {
+            None
+        };
+        let u32t = ctx.uint(32);
+        let u64t = ctx.uint(64);
+        let pair = ctx.vector(u32t, 2);
+        let half_ptr = ctx.pointer(StorageClass::PhysicalStorageBuffer, u32t);
+        let four = ctx.const_int(u64t, 4);
+        let access = a.operands_aligned(aligned.min(4));
+        let mut out = Prologue { code: Vec::new() };
+        // The two halves' addresses.
+        let low = out.op(ctx, Op::ConvertPtrToU, u64t, &[a.ptr]);
+        let high = out.op(ctx, Op::IAdd, u64t, &[low, four]);
+        let halves = [low, high].map(|at| out.op(ctx, Op::ConvertUToPtr, half_ptr, &[at]));
+        if let Some(value) = value {
+            let bits = out.op(ctx, Op::Bitcast, pair, &[value]);
+            for (k, &p) in halves.iter().enumerate() {
+                let part = ctx.fresh();
+                out.code.push(Instruction::new(
+                    Op::CompositeExtract,
+                    Some(u32t),
+                    Some(part),
+                    vec![Operand::IdRef(bits), Operand::LiteralBit32(k as u32)],
+                ));
+                let mut ops = vec![Operand::IdRef(p), Operand::IdRef(part)];
+                ops.extend(access.iter().cloned());
+                out.code.push(Instruction::new(Op::Store, None, None, ops));
+            }
+        } else {
+            let mut parts = Vec::new();
+            for &p in &halves {
+                let part = ctx.fresh();
+                let mut ops = vec![Operand::IdRef(p)];
+                ops.extend(access.iter().cloned());
+                out.code
+                    .push(Instruction::new(Op::Load, Some(u32t), Some(part), ops));
+                parts.push(part);
+            }
+            let bits = out.op(ctx, Op::CompositeConstruct, pair, &parts);
+            out.code.push(Instruction::new(
+                Op::Bitcast,
+                a.inst.result_type,
+                a.inst.result_id,
+                vec![Operand::IdRef(bits)],
+            ));
+        }
+        Some(out.code)
+    })
 }
 
 /// Vector loads and stores in device memory whose `Aligned` is below the
@@ -539,27 +532,8 @@ fn split_underaligned_wide_scalars(ctx: &mut Ctx) {
 /// the address rounded down to the vector's alignment whatever `Aligned`
 /// says, while they honour it for scalars.
 fn split_underaligned_vectors(ctx: &mut Ctx) {
-    let mut value_type: HashMap<Word, Word> = HashMap::new();
-    for f in &ctx.module.functions {
-        for i in f
-            .parameters
-            .iter()
-            .chain(f.blocks.iter().flat_map(|b| b.instructions.iter()))
-        {
-            if let (Some(r), Some(t)) = (i.result_id, i.result_type) {
-                value_type.insert(r, t);
-            }
-        }
-    }
-    // (component type, count, component bytes) of a PSB pointer's
-    // vector pointee.
-    let vector_of = |ctx: &Ctx, ptr: Word| -> Option<(Word, u32, u32)> {
-        let ty = value_type.get(&ptr).copied().or_else(|| ctx.type_of(ptr))?;
-        let (sc, pointee) = ctx.pointer_parts(ty)?;
-        if sc != StorageClass::PhysicalStorageBuffer {
-            return None;
-        }
-        let v = ctx.global(pointee)?;
+    split_device_accesses(ctx, |ctx, a| {
+        let v = ctx.global(a.pointee)?;
         if v.class.opcode != Op::TypeVector {
             return None;
         }
@@ -568,88 +542,58 @@ fn split_underaligned_vectors(ctx: &mut Ctx) {
             Some(Operand::LiteralBit32(n)) => *n,
             _ => return None,
         };
-        let c = ctx.global(comp)?;
-        let bits = match c.operands.first() {
-            Some(Operand::LiteralBit32(b)) => *b,
+        let bytes = match ctx.global(comp)?.operands.first() {
+            Some(Operand::LiteralBit32(b)) => *b / 8,
             _ => return None,
         };
-        Some((comp, n, bits / 8))
-    };
-    let aligned = |i: &Instruction, first: usize| -> Option<u32> {
-        match (i.operands.get(first), i.operands.get(first + 1)) {
-            (Some(Operand::MemoryAccess(m)), Some(Operand::LiteralBit32(a)))
-                if m.contains(MemoryAccess::ALIGNED) =>
-            {
-                Some(*a)
+        let aligned = a.aligned.filter(|&al| al < bytes * n.next_power_of_two())?;
+        let value = if a.store {
+            Some(id_at(a.inst, 1)?)
+        } else {
+            None
+        };
+        let comp_ptr = ctx.pointer(StorageClass::PhysicalStorageBuffer, comp);
+        // Aligned as a component is.
+        let access = a.operands_aligned(aligned.min(bytes));
+        let mut out = Vec::new();
+        let mut parts = Vec::new();
+        for k in 0..n {
+            let index = ctx.const_u32(k);
+            let at = ctx.fresh();
+            out.push(Instruction::new(
+                Op::AccessChain,
+                Some(comp_ptr),
+                Some(at),
+                vec![Operand::IdRef(a.ptr), Operand::IdRef(index)],
+            ));
+            let part = ctx.fresh();
+            if let Some(value) = value {
+                out.push(Instruction::new(
+                    Op::CompositeExtract,
+                    Some(comp),
+                    Some(part),
+                    vec![Operand::IdRef(value), Operand::LiteralBit32(k)],
+                ));
+                let mut ops = vec![Operand::IdRef(at), Operand::IdRef(part)];
+                ops.extend(access.iter().cloned());
+                out.push(Instruction::new(Op::Store, None, None, ops));
+            } else {
+                let mut ops = vec![Operand::IdRef(at)];
+                ops.extend(access.iter().cloned());
+                out.push(Instruction::new(Op::Load, Some(comp), Some(part), ops));
+                parts.push(Operand::IdRef(part));
             }
-            _ => None,
         }
-    };
-    for f in 0..ctx.module.functions.len() {
-        for b in 0..ctx.module.functions[f].blocks.len() {
-            let code = std::mem::take(&mut ctx.module.functions[f].blocks[b].instructions);
-            let mut out = Vec::with_capacity(code.len());
-            for i in code {
-                let store = i.class.opcode == Op::Store;
-                if !store && i.class.opcode != Op::Load {
-                    out.push(i);
-                    continue;
-                }
-                let first = if store { 2 } else { 1 };
-                let split = id_at(&i, 0)
-                    .and_then(|p| Some((p, vector_of(ctx, p)?, aligned(&i, first)?)))
-                    .filter(|&(_, (_, n, bytes), a)| a < bytes * n.next_power_of_two());
-                let Some((ptr, (comp, n, bytes), a)) = split else {
-                    out.push(i);
-                    continue;
-                };
-                let comp_ptr = ctx.pointer(StorageClass::PhysicalStorageBuffer, comp);
-                // The same memory operands (volatile ones stay volatile),
-                // aligned as a component is.
-                let mut access = i.operands[first..].to_vec();
-                access[1] = Operand::LiteralBit32(a.min(bytes));
-                let mut parts = Vec::new();
-                for k in 0..n {
-                    let index = ctx.const_u32(k);
-                    let at = ctx.fresh();
-                    out.push(Instruction::new(
-                        Op::AccessChain,
-                        Some(comp_ptr),
-                        Some(at),
-                        vec![Operand::IdRef(ptr), Operand::IdRef(index)],
-                    ));
-                    if store {
-                        let Some(value) = id_at(&i, 1) else { break };
-                        let part = ctx.fresh();
-                        out.push(Instruction::new(
-                            Op::CompositeExtract,
-                            Some(comp),
-                            Some(part),
-                            vec![Operand::IdRef(value), Operand::LiteralBit32(k)],
-                        ));
-                        let mut ops = vec![Operand::IdRef(at), Operand::IdRef(part)];
-                        ops.extend(access.iter().cloned());
-                        out.push(Instruction::new(Op::Store, None, None, ops));
-                    } else {
-                        let part = ctx.fresh();
-                        let mut ops = vec![Operand::IdRef(at)];
-                        ops.extend(access.iter().cloned());
-                        out.push(Instruction::new(Op::Load, Some(comp), Some(part), ops));
-                        parts.push(Operand::IdRef(part));
-                    }
-                }
-                if !store {
-                    out.push(Instruction::new(
-                        Op::CompositeConstruct,
-                        i.result_type,
-                        i.result_id,
-                        parts,
-                    ));
-                }
-            }
-            ctx.module.functions[f].blocks[b].instructions = out;
+        if !a.store {
+            out.push(Instruction::new(
+                Op::CompositeConstruct,
+                a.inst.result_type,
+                a.inst.result_id,
+                parts,
+            ));
         }
-    }
+        Some(out)
+    })
 }
 
 /// Decorates what device-address pointers point at with OpenCL C's layout.
