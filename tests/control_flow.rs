@@ -507,64 +507,53 @@ fn long_loops(cl: &Cl) {
              }\n\
              out[lid] = acc;\n\
          }\n";
-    // Optimised builds only: an unoptimised one keeps every back-edge.
-    let options = "";
-    {
-        let mut s = Setup::new(cl);
-        let k = s.kernel(SRC, "runtime_count", options);
-        let out = s.zeroed(2 * 4);
-        let n: u32 = 300_000;
+    let mut s = Setup::new(cl);
+    // Runs `name` with argument `n` over `items` work-items in one group and
+    // reads back a word each.
+    let mut run = |name: &str, options: &str, n: u32, items: usize| -> Vec<u32> {
+        let k = s.kernel(SRC, name, options);
+        let out = s.zeroed(items * 4);
         s.arg(k, 0, &out);
         s.arg(k, 1, &n);
-        s.run(k, &[2], None, None);
-        let want: Vec<u32> = (0..2u32)
+        s.run(k, &[items], Some(&[items]), None);
+        s.words(out, items)
+    };
+    let runtime_count = |n: u32| -> Vec<u32> {
+        (0..2u32)
             .map(|g| (0..n).fold(0u32, |acc, i| acc.wrapping_mul(3).wrapping_add(i ^ g)))
-            .collect();
-        assert_eq!(s.words(out, 2), want, "{}: runtime_count", cl.how);
-
-        let k = s.kernel(SRC, "scan_shape", options);
-        let out = s.zeroed(4 * 4);
-        let units: u32 = 2_000;
-        s.arg(k, 0, &out);
-        s.arg(k, 1, &units);
-        s.run(k, &[4], Some(&[4]), None);
-        let want: Vec<u32> = (0..4u32)
-            .map(|lid| {
-                let other = 3 - lid;
-                (0..units)
-                    .flat_map(|u| (0..64).map(move |k| u + k + other))
-                    .fold(0u32, u32::wrapping_add)
-            })
-            .collect();
-        assert_eq!(s.words(out, 4), want, "{}: scan_shape", cl.how);
-
-        // A loop around barriers, which LLVM does not unroll, and the same
-        // arithmetic loop unoptimised: vkcl's rewriter repeats them.
-        let k = s.kernel(SRC, "barrier_loop", options);
-        let out = s.zeroed(4 * 4);
-        let n: u32 = 150_000;
-        s.arg(k, 0, &out);
-        s.arg(k, 1, &n);
-        s.run(k, &[4], Some(&[4]), None);
-        let want: Vec<u32> = (0..4u32)
-            .map(|lid| (0..n).fold(0u32, |acc, i| acc.wrapping_add(i + 3 - lid)))
-            .collect();
-        assert_eq!(s.words(out, 4), want, "{}: barrier_loop", cl.how);
-
-        let k = s.kernel(SRC, "runtime_count", "-cl-opt-disable");
-        let out = s.zeroed(2 * 4);
-        let n: u32 = 200_000;
-        s.arg(k, 0, &out);
-        s.arg(k, 1, &n);
-        s.run(k, &[2], None, None);
-        let want: Vec<u32> = (0..2u32)
-            .map(|g| (0..n).fold(0u32, |acc, i| acc.wrapping_mul(3).wrapping_add(i ^ g)))
-            .collect();
+            .collect()
+    };
+    for (options, n) in [("", 300_000), ("-cl-opt-disable", 200_000)] {
         assert_eq!(
-            s.words(out, 2),
-            want,
-            "{}: runtime_count unoptimised",
+            run("runtime_count", options, n, 2),
+            runtime_count(n),
+            "{}: runtime_count {options:?}",
             cl.how
         );
     }
+    let units: u32 = 2_000;
+    let want: Vec<u32> = (0..4u32)
+        .map(|lid| {
+            let other = 3 - lid;
+            (0..units)
+                .flat_map(|u| (0..64).map(move |k| u + k + other))
+                .fold(0u32, u32::wrapping_add)
+        })
+        .collect();
+    assert_eq!(
+        run("scan_shape", "", units, 4),
+        want,
+        "{}: scan_shape",
+        cl.how
+    );
+    let n: u32 = 150_000;
+    let want: Vec<u32> = (0..4u32)
+        .map(|lid| (0..n).fold(0u32, |acc, i| acc.wrapping_add(i + 3 - lid)))
+        .collect();
+    assert_eq!(
+        run("barrier_loop", "", n, 4),
+        want,
+        "{}: barrier_loop",
+        cl.how
+    );
 }
