@@ -401,13 +401,13 @@ impl FrontEnd {
         std::fs::write(&src, source).map_err(|e| fail(format!("cannot write the source: {e}")))?;
         let bc = dir.join("program.bc");
         let spv = dir.join("program.spv");
-        // clang, then llvm-spirv; optimised code llvm-spirv cannot
-        // translate (the freeze that clang's div/rem pairing adds, odd
-        // integer widths, the vectoriser's llvm.vector.reduce.* and its
-        // vectors wider than 16, a null pointer folded into a cast between
-        // named address spaces) is built
-        // again unoptimised: the driver's compiler
-        // optimises what it receives anyway.
+        // clang, then llvm-spirv; optimised code with `freeze` goes through
+        // LLVM's text form (below), and other optimised code llvm-spirv
+        // cannot translate (odd integer widths, the vectoriser's
+        // llvm.vector.reduce.* and its vectors wider than 16, a null
+        // pointer folded into a cast between named address spaces) is built
+        // again unoptimised: the driver's compiler optimises what it
+        // receives anyway.
         let uses_subgroups = source.contains("sub_group_")
             || headers
                 .iter()

@@ -84,6 +84,16 @@ pub fn load(words: &[u32]) -> Result<Module, String> {
     Ok(m)
 }
 
+/// What a pointer type points at.
+fn pointee_of(m: &Module, ptr: u32) -> Option<u32> {
+    m.types_global_values
+        .iter()
+        .find(|t| t.class.opcode == Op::TypePointer && t.result_id == Some(ptr))?
+        .operands
+        .get(1)
+        .and_then(id)
+}
+
 /// Loads of one component of a built-in vector through an access chain
 /// (as some producers write `get_global_id(0)`) become a load of the
 /// whole vector and an extract, the form the rewrite replaces.
@@ -95,17 +105,7 @@ fn loads_through_chains(m: &mut Module, builtins: &std::collections::HashSet<u32
         .filter(|v| {
             v.class.opcode == Op::Variable && v.result_id.is_some_and(|r| builtins.contains(&r))
         })
-        .filter_map(|v| {
-            let ptr = v.result_type?;
-            let pointee = m
-                .types_global_values
-                .iter()
-                .find(|t| t.class.opcode == Op::TypePointer && t.result_id == Some(ptr))?
-                .operands
-                .get(1)
-                .and_then(id)?;
-            Some((v.result_id?, pointee))
-        })
+        .filter_map(|v| Some((v.result_id?, pointee_of(m, v.result_type?)?)))
         .collect();
     let Some(header) = m.header.as_mut() else {
         return;
@@ -176,8 +176,9 @@ fn loads_through_chains(m: &mut Module, builtins: &std::collections::HashSet<u32
 /// Older SPIR-V translators declare OpenCL's built-in variables
 /// (`__spirv_BuiltInGlobalInvocationId`, ...) in the UniformConstant
 /// storage class; SPIR-V's OpenCL environment and newer producers use
-/// Input. Such variables, and the access chains into them, are moved to
-/// Input, where the rewrite looks for built-ins.
+/// Input. Such variables are moved to Input, where the rewrite looks for
+/// built-ins, and loads through access chains into any built-in become
+/// whole loads (see [`loads_through_chains`]).
 fn builtins_as_input(m: &mut Module) {
     let builtins: std::collections::HashSet<u32> = m
         .annotations
@@ -190,71 +191,67 @@ fn builtins_as_input(m: &mut Module) {
         .filter_map(|a| a.operands.first().and_then(id))
         .collect();
     let uniform_constant = Operand::StorageClass(StorageClass::UniformConstant);
-    let moved: std::collections::HashSet<u32> = m
+    let moved: Vec<u32> = m
         .types_global_values
         .iter()
         .filter(|i| i.class.opcode == Op::Variable && i.operands.first() == Some(&uniform_constant))
         .filter_map(|i| i.result_id)
         .filter(|v| builtins.contains(v))
         .collect();
-    if moved.is_empty() {
-        loads_through_chains(m, &builtins);
-        return;
-    }
-    // The pointee of each pointer type, and the Input pointer to it.
-    let pointee = |m: &Module, ptr: u32| -> Option<u32> {
-        m.types_global_values
-            .iter()
-            .find(|t| t.class.opcode == Op::TypePointer && t.result_id == Some(ptr))
-            .and_then(|t| t.operands.get(1).and_then(id))
-    };
-    let input_pointer = |m: &mut Module, to: u32| -> u32 {
-        let input = Operand::StorageClass(StorageClass::Input);
-        if let Some(t) = m.types_global_values.iter().find(|t| {
-            t.class.opcode == Op::TypePointer
-                && t.operands.first() == Some(&input)
-                && t.operands.get(1).and_then(id) == Some(to)
-        }) {
-            return t.result_id.unwrap_or_default();
-        }
-        let header = m.header.as_mut().expect("a loaded module has a header");
-        let new = header.bound;
-        header.bound += 1;
-        // After the pointee's definition, so that it is declared first.
-        let at = m
+    for var in moved {
+        let Some(ty) = m
             .types_global_values
             .iter()
-            .position(|t| t.result_id == Some(to))
-            .map_or(0, |p| p + 1);
-        m.types_global_values.insert(
-            at,
-            Instruction::new(
-                Op::TypePointer,
-                None,
-                Some(new),
-                vec![input, Operand::IdRef(to)],
-            ),
-        );
-        new
-    };
-    let vars: Vec<(usize, u32)> = m
-        .types_global_values
-        .iter()
-        .enumerate()
-        .filter(|(_, i)| i.result_id.is_some_and(|r| moved.contains(&r)))
-        .filter_map(|(n, i)| Some((n, i.result_type?)))
-        .collect();
-    for (_, ty) in vars {
-        let Some(to) = pointee(m, ty) else { continue };
+            .find(|i| i.result_id == Some(var))
+            .and_then(|i| i.result_type)
+        else {
+            continue;
+        };
+        let Some(to) = pointee_of(m, ty) else {
+            continue;
+        };
         let ptr = input_pointer(m, to);
-        for v in m.types_global_values.iter_mut() {
-            if v.result_id.is_some_and(|r| moved.contains(&r)) && v.result_type == Some(ty) {
-                v.result_type = Some(ptr);
-                v.operands[0] = Operand::StorageClass(StorageClass::Input);
-            }
+        if let Some(v) = m
+            .types_global_values
+            .iter_mut()
+            .find(|i| i.result_id == Some(var))
+        {
+            v.result_type = Some(ptr);
+            v.operands[0] = Operand::StorageClass(StorageClass::Input);
         }
     }
     loads_through_chains(m, &builtins);
+}
+
+/// The Input pointer type to `to`: the module's, or a new one declared
+/// after `to`.
+fn input_pointer(m: &mut Module, to: u32) -> u32 {
+    let input = Operand::StorageClass(StorageClass::Input);
+    if let Some(t) = m.types_global_values.iter().find(|t| {
+        t.class.opcode == Op::TypePointer
+            && t.operands.first() == Some(&input)
+            && t.operands.get(1).and_then(id) == Some(to)
+    }) {
+        return t.result_id.unwrap_or_default();
+    }
+    let header = m.header.as_mut().expect("a loaded module has a header");
+    let new = header.bound;
+    header.bound += 1;
+    let at = m
+        .types_global_values
+        .iter()
+        .position(|t| t.result_id == Some(to))
+        .map_or(0, |p| p + 1);
+    m.types_global_values.insert(
+        at,
+        Instruction::new(
+            Op::TypePointer,
+            None,
+            Some(new),
+            vec![input, Operand::IdRef(to)],
+        ),
+    );
+    new
 }
 
 /// rspirv reads an `OpSpecConstantOp` access chain only when it has
