@@ -377,7 +377,7 @@ fn flatten_decoration_groups(m: &mut Module) {
     });
 }
 
-fn id(op: &Operand) -> Option<u32> {
+pub fn id(op: &Operand) -> Option<u32> {
     match op {
         Operand::IdRef(i) => Some(*i),
         _ => None,

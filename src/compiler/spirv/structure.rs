@@ -48,7 +48,8 @@ use rspirv::spirv::{LoopControl, Op, SelectionControl, Word};
 
 use crate::compiler::spirv::ctx::{Ctx, id_at};
 
-fn successors(term: &Instruction) -> Vec<Word> {
+/// The blocks a terminator may go to.
+pub fn successors(term: &Instruction) -> Vec<Word> {
     match term.class.opcode {
         Op::Branch => id_at(term, 0).into_iter().collect(),
         Op::BranchConditional => [id_at(term, 1), id_at(term, 2)]

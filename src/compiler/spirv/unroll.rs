@@ -23,6 +23,8 @@ use rspirv::dr::{Block, Function, Instruction, Operand};
 use rspirv::spirv::{Op, Word};
 
 use crate::compiler::spirv::ctx::{Ctx, id_at};
+use crate::compiler::spirv::reflect::id;
+use crate::compiler::spirv::structure;
 
 /// Copies per back-edge at most.
 const MAX_FACTOR: usize = 16;
@@ -62,26 +64,11 @@ fn merge_of(b: &Block) -> Option<(Word, Word)> {
     (m.class.opcode == Op::LoopMerge).then(|| Some((id_at(m, 0)?, id_at(m, 1)?)))?
 }
 
-/// The blocks a terminator may go to.
+/// The blocks a block's terminator may go to.
 fn successors(b: &Block) -> Vec<Word> {
-    let Some(t) = b.instructions.last() else {
-        return Vec::new();
-    };
-    match t.class.opcode {
-        Op::Branch => id_at(t, 0).into_iter().collect(),
-        Op::BranchConditional => [id_at(t, 1), id_at(t, 2)].into_iter().flatten().collect(),
-        Op::Switch => t
-            .operands
-            .iter()
-            .enumerate()
-            .filter(|(n, _)| *n == 1 || (*n >= 3 && (*n - 3) % 2 == 0))
-            .filter_map(|(_, o)| match o {
-                Operand::IdRef(id) => Some(*id),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
+    b.instructions
+        .last()
+        .map_or_else(Vec::new, structure::successors)
 }
 
 fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
@@ -173,7 +160,7 @@ fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
         .filter_map(|i| i.result_id)
         .collect();
     // The header's phis: result -> value from the back-edge.
-    let header_phis: Vec<(Word, Word, Word)> = f.blocks[hi]
+    let header_phis: Vec<(Word, Word)> = f.blocks[hi]
         .instructions
         .iter()
         .filter(|i| i.class.opcode == Op::Phi)
@@ -181,9 +168,9 @@ fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
             let back = i
                 .operands
                 .chunks_exact(2)
-                .find(|p| id_at_op(&p[1]) == Some(cont))
-                .and_then(|p| id_at_op(&p[0]))?;
-            Some((i.result_id?, i.result_type?, back))
+                .find(|p| id(&p[1]) == Some(cont))
+                .and_then(|p| id(&p[0]))?;
+            Some((i.result_id?, back))
         })
         .collect();
     // Loop values used after the loop, other than by the merge's phis.
@@ -227,7 +214,7 @@ fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
         }
         // The header's phis take the previous copy's back-edge values.
         let prev = &maps[k - 1];
-        for &(phi, _, back) in &header_phis {
+        for &(phi, back) in &header_phis {
             let v = prev.get(&back).copied().unwrap_or(back);
             map.insert(phi, v);
         }
@@ -287,8 +274,8 @@ fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
         match i.class.opcode {
             Op::Phi => {
                 for p in i.operands.chunks_exact_mut(2) {
-                    if id_at_op(&p[1]) == Some(cont) {
-                        let v = id_at_op(&p[0]).unwrap_or_default();
+                    if id(&p[1]) == Some(cont) {
+                        let v = id(&p[0]).unwrap_or_default();
                         p[0] = Operand::IdRef(maps[last].get(&v).copied().unwrap_or(v));
                         p[1] = Operand::IdRef(last_cont);
                     }
@@ -306,7 +293,7 @@ fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
         let pairs: Vec<(Word, Word)> = i
             .operands
             .chunks_exact(2)
-            .filter_map(|p| Some((id_at_op(&p[0])?, id_at_op(&p[1])?)))
+            .filter_map(|p| Some((id(&p[0])?, id(&p[1])?)))
             .filter(|(_, parent)| in_loop.contains(parent))
             .collect();
         for map in &maps[1..] {
@@ -378,13 +365,6 @@ fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
     let at = blocks.iter().max().copied().unwrap_or(hi) + 1;
     let added: Vec<Block> = copies.into_iter().flatten().collect();
     f.blocks.splice(at..at, added);
-}
-
-fn id_at_op(o: &Operand) -> Option<Word> {
-    match o {
-        Operand::IdRef(id) => Some(*id),
-        _ => None,
-    }
 }
 
 /// `i` with its result and the ids it uses renamed by `map`.
