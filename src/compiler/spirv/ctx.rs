@@ -106,7 +106,8 @@ impl Ctx {
         self.ty(Op::TypeFunction, ops)
     }
 
-    /// An integer constant of integer type `ty` (any width).
+    /// A constant of integer type `ty` (any width), or of a float type
+    /// given by its bits.
     pub fn const_int(&mut self, ty: Word, v: u64) -> Word {
         let wide = matches!(
             self.global(ty).and_then(|t| t.operands.first()),

@@ -75,19 +75,7 @@ fn identity(ctx: &mut Ctx, nu: Op, ty: Word) -> Result<Word, String> {
             Op::GroupNonUniformFMax => inf | 1 << (width - 1),
             _ => return Err(format!("{nu:?} on floats")),
         };
-        let id = ctx.fresh();
-        let literal = if width == 64 {
-            Operand::LiteralBit64(bits)
-        } else {
-            Operand::LiteralBit32(bits as u32)
-        };
-        ctx.module.types_global_values.push(Instruction::new(
-            Op::Constant,
-            Some(ty),
-            Some(id),
-            vec![literal],
-        ));
-        return Ok(id);
+        return Ok(ctx.const_int(ty, bits));
     }
     let ones = if width == 64 {
         u64::MAX
