@@ -506,6 +506,12 @@ fn long_loops(cl: &Cl) {
                  barrier(CLK_LOCAL_MEM_FENCE);\n\
              }\n\
              out[lid] = acc;\n\
+         }\n\
+         kernel void sequential_scan(global uint* out, uint n) {\n\
+             uint acc = 0;\n\
+             for (uint i = 0; i < n; i++) { acc += i; out[i] = acc; }\n\
+             uint total = out[n - 1];\n\
+             for (uint i = 0; i < n; i++) out[i] = total - out[i];\n\
          }\n";
     let mut s = Setup::new(cl);
     // Runs `name` with argument `n` over `items` work-items in one group and
@@ -556,4 +562,22 @@ fn long_loops(cl: &Cl) {
         "{}: barrier_loop",
         cl.how
     );
+    // One work-item walks a buffer of 4M words twice, as a sequential
+    // scan does: 8M iterations in one invocation.
+    let n: u32 = 1 << 22;
+    let k = s.kernel(SRC, "sequential_scan", "");
+    let out = s.zeroed(n as usize * 4);
+    s.arg(k, 0, &out);
+    s.arg(k, 1, &n);
+    s.run(k, &[1], Some(&[1]), None);
+    let got = s.words(out, n as usize);
+    let prefix: Vec<u32> = (0..n)
+        .scan(0u32, |acc, i| {
+            *acc = acc.wrapping_add(i);
+            Some(*acc)
+        })
+        .collect();
+    let total = prefix[prefix.len() - 1];
+    let first_wrong = (0..n as usize).find(|&i| got[i] != total.wrapping_sub(prefix[i]));
+    assert_eq!(first_wrong, None, "{}: sequential_scan", cl.how);
 }

@@ -350,7 +350,7 @@ fn work_group_info(k: &Kernel, d: &Device, param: cl_kernel_work_group_info) -> 
         CL_KERNEL_PRIVATE_MEM_SIZE => info(
             d.logical()
                 .ok()
-                .and_then(|vk| k.compiled(d, &vk).ok())
+                .and_then(|vk| k.compiled(d, &vk, false).ok())
                 .map_or(0u64, |c| u64::from(c.scratch.private_bytes)),
         ),
         // Only for custom devices and built-in kernels.
@@ -616,8 +616,9 @@ fn enqueue_ndrange(
     if !k.non_uniform_groups && (0..3).any(|i| g3[i] % l3[i] != 0) {
         return err(CL_INVALID_WORK_GROUP_SIZE);
     }
+    let single_work_item = g3 == [1, 1, 1];
     let compiled = k
-        .compiled(d, &q.vk)
+        .compiled(d, &q.vk, single_work_item)
         .map_err(|_| ClError(CL_INVALID_OPERATION))?;
     // Vulkan's global ids are 32-bit.
     if (0..3).any(|i| o3[i] as u64 + g3[i] as u64 > u32::MAX as u64) {

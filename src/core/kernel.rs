@@ -53,8 +53,9 @@ pub struct Kernel {
     compiled: Mutex<HashMap<CompiledKey, Result<Arc<Compiled>, String>>>,
 }
 
-/// A Vulkan device (by address) and the classes of the image arguments.
-type CompiledKey = (usize, Vec<ImageClass>);
+/// A Vulkan device (by address), the classes of the image arguments, and
+/// whether the NDRange is one work-item.
+type CompiledKey = (usize, Vec<ImageClass>, bool);
 
 /// A work-group size and the `__local` argument sizes (SpecId, length).
 type PipelineKey = ([u32; 3], Vec<(u32, u32)>);
@@ -270,19 +271,23 @@ impl Kernel {
     }
 
     /// The kernel rewritten for `device` and the image formats of the
-    /// arguments set now, compiled once per device and classes.
+    /// arguments set now, compiled once per device and classes. An
+    /// NDRange of one work-item (`single_work_item`) has a form of its own
+    /// where the device bounds loops (see the unroll pass).
     pub fn compiled(
         &self,
         device: &Device,
         vk: &Arc<LogicalDevice>,
+        single_work_item: bool,
     ) -> Result<Arc<Compiled>, String> {
         let classes = self.image_classes(device);
-        let key = (Arc::as_ptr(vk) as usize, classes.clone());
+        let single = single_work_item && device_caps(device).bounded_loops;
+        let key = (Arc::as_ptr(vk) as usize, classes.clone(), single);
         let mut c = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = c.get(&key) {
             return r.clone();
         }
-        let r = self.compile(device, vk, classes);
+        let r = self.compile(device, vk, classes, single);
         if let Err(e) = &r {
             log::warn!(target: "vkcl::kernel", "kernel {} cannot run on {}: {e}", self.info.name, device.name());
         }
@@ -295,12 +300,15 @@ impl Kernel {
         device: &Device,
         vk: &Arc<LogicalDevice>,
         classes: Vec<ImageClass>,
+        single_work_item: bool,
     ) -> Result<Arc<Compiled>, String> {
         let i = self
             .program
             .device_index(device)
             .ok_or("the program is not built for this device")?;
-        let rewritten = self.program.rewritten(i, &self.info, &classes)?;
+        let rewritten = self
+            .program
+            .rewritten(i, &self.info, &classes, single_work_item)?;
         let spirv = self
             .program
             .build_of(i)

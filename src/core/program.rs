@@ -78,8 +78,9 @@ pub struct Program {
     rewrites: Mutex<HashMap<RewriteKey, Arc<Rewritten>>>,
 }
 
-/// A device index, a kernel name and the classes of its image arguments.
-type RewriteKey = (usize, String, Vec<ImageClass>);
+/// A device index, a kernel name, the classes of its image arguments and
+/// whether it runs as one work-item.
+type RewriteKey = (usize, String, Vec<ImageClass>, bool);
 
 /// The kernels of a build, rewritten.
 type Rewrites = Vec<(RewriteKey, Arc<Rewritten>)>;
@@ -364,18 +365,20 @@ impl Program {
             builds[i] = build.clone();
             segments.remove(&i);
         }
-        rewrites.retain(|(i, _, _), _| !targets.contains(i));
+        rewrites.retain(|(i, ..), _| !targets.contains(i));
     }
 
     /// `kernel` of the build at device index `i` rewritten for Vulkan with
-    /// image arguments of `classes`, made once.
+    /// image arguments of `classes`, for NDRanges of one work-item or of
+    /// any size, made once.
     pub fn rewritten(
         &self,
         i: usize,
         kernel: &KernelInfo,
         classes: &[ImageClass],
+        single_work_item: bool,
     ) -> Result<Arc<Rewritten>, String> {
-        let key = (i, kernel.name.clone(), classes.to_vec());
+        let key = (i, kernel.name.clone(), classes.to_vec(), single_work_item);
         if let Some(r) = self.rewrites().get(&key) {
             return Ok(r.clone());
         }
@@ -389,6 +392,7 @@ impl Program {
             &build.options,
             kernel,
             classes,
+            single_work_item,
         )?);
         self.rewrites().insert(key, r.clone());
         Ok(r)
@@ -435,8 +439,9 @@ impl Program {
                                     &build.options,
                                     kernel,
                                     &classes,
+                                    false,
                                 );
-                                done.push(((i, kernel.name.clone(), classes), r));
+                                done.push(((i, kernel.name.clone(), classes, false), r));
                             }
                         })
                     })
@@ -747,12 +752,16 @@ fn rewrite_kernel(
     options: &str,
     kernel: &KernelInfo,
     classes: &[ImageClass],
+    single_work_item: bool,
 ) -> Result<Rewritten, String> {
     rewriter::rewrite_for_images(
         spirv,
         kernel,
         &crate::core::kernel::device_caps(device),
-        rewriter::Options::from_build_options(options),
+        rewriter::Options {
+            single_work_item,
+            ..rewriter::Options::from_build_options(options)
+        },
         classes,
     )
 }

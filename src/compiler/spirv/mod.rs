@@ -57,7 +57,8 @@ pub struct Rewritten {
     pub images: images::ImageInterface,
 }
 
-/// Choices the program's build options make for the rewrite.
+/// Choices for the rewrite: those of the program's build options, and
+/// how the kernel is launched.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Options {
     /// `-cl-fast-relaxed-math` or `-cl-unsafe-math-optimizations`: the
@@ -69,6 +70,10 @@ pub struct Options {
     pub contract: bool,
     /// `-cl-denorms-are-zero`: single-precision denormals may be flushed.
     pub denorms_are_zero: bool,
+    /// The kernel runs as one work-item (an NDRange of one): on devices
+    /// whose loops are bounded, its loops are repeated further (see the
+    /// unroll pass).
+    pub single_work_item: bool,
 }
 
 impl Options {
@@ -80,6 +85,7 @@ impl Options {
             relaxed_math,
             contract: relaxed_math || has(&["-cl-mad-enable"]),
             denorms_are_zero: has(&["-cl-denorms-are-zero"]),
+            single_work_item: false,
         }
     }
 }
@@ -181,7 +187,7 @@ fn rewrite_module(
     lap("finish");
     let mut words = ctx.module.assemble();
     if caps.bounded_loops {
-        unroll::run(&mut ctx);
+        unroll::run(&mut ctx, options.single_work_item);
         let unrolled = ctx.module.assemble();
         match crate::compiler::link::validate_vulkan(&unrolled) {
             Ok(()) => words = unrolled,

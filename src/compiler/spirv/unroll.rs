@@ -4,7 +4,9 @@
 //! loop at its next back-edge. A kernel whose work-items loop longer would
 //! silently compute the wrong thing there. With each innermost loop's body
 //! repeated `factor` times between two back-edges, a work-item may loop
-//! `factor` times longer.
+//! `factor` times longer. Kernels launched as a single work-item, which
+//! walk whole buffers alone, are rewritten once more for such launches,
+//! with far more copies (see [`run`]).
 //!
 //! The rewritten module is structured: a loop is its header (with
 //! `OpLoopMerge merge continue`), the blocks reachable from it without
@@ -26,28 +28,68 @@ use crate::compiler::spirv::ctx::{Ctx, id_at};
 use crate::compiler::spirv::reflect::id;
 use crate::compiler::spirv::structure;
 
-/// Copies per back-edge at most.
+/// Copies per back-edge at most, and instructions the copies may add in
+/// all, in a kernel launched as one work-item: such a kernel (a task, a
+/// sequential scan) walks whole buffers in its loops, millions of
+/// iterations, and needs hundreds of copies of a small body.
+const SINGLE_FACTOR: usize = 512;
+const SINGLE_BUDGET: usize = 16384;
+/// Copies per back-edge at most, and instructions one loop may grow to,
+/// elsewhere: llvmpipe compiles large shaders slowly, and most kernels
+/// are compiled for many work-items that loop less each.
 const MAX_FACTOR: usize = 16;
-/// Instructions one loop may grow to: llvmpipe compiles large shaders
-/// slowly.
-const BUDGET: usize = 2000;
+const LOOP_BUDGET: usize = 2000;
 /// Barriers one loop may hold once repeated: llvmpipe runs a work-group
 /// with barriers as coroutines, and compiling them grows much faster than
 /// the code (each barrier is a suspension point).
 const BARRIER_BUDGET: usize = 16;
 
-/// Repeats the body of every innermost loop that qualifies.
-pub fn run(ctx: &mut Ctx) {
+/// Repeats the body of every innermost loop that qualifies: as far as
+/// a kernel of one work-item needs (`single_work_item`, kernels without
+/// barriers), else within a budget per loop.
+pub fn run(ctx: &mut Ctx, single_work_item: bool) {
     let mut functions = std::mem::take(&mut ctx.module.functions);
-    for f in &mut functions {
-        let headers: Vec<Word> = f
-            .blocks
+    let with_barriers = functions
+        .iter()
+        .flat_map(|f| &f.blocks)
+        .flat_map(|b| &b.instructions)
+        .any(|i| i.class.opcode == Op::ControlBarrier);
+    let headers = |f: &Function| -> Vec<Word> {
+        f.blocks
             .iter()
             .filter(|b| merge_of(b).is_some())
             .filter_map(label)
-            .collect();
-        for h in headers {
-            unroll_loop(ctx, f, h);
+            .collect()
+    };
+    // One work-item: every repeated loop gets the same number of copies,
+    // as many as the kernel's budget allows.
+    let single = (single_work_item && !with_barriers).then(|| {
+        let total: usize = functions
+            .iter()
+            .flat_map(|f| headers(f).into_iter().filter_map(|h| find_loop(f, h).ok()))
+            .map(|l| l.size)
+            .sum();
+        (SINGLE_BUDGET / total.max(1)).min(SINGLE_FACTOR)
+    });
+    for f in &mut functions {
+        for h in headers(f) {
+            let l = match find_loop(f, h) {
+                Ok(l) => l,
+                Err(why) => {
+                    log::trace!(target: "vkcl::compiler", "loop {h} not unrolled: {why}");
+                    continue;
+                }
+            };
+            let factor = single.unwrap_or_else(|| {
+                let cap = BARRIER_BUDGET.checked_div(l.barriers).unwrap_or(MAX_FACTOR);
+                (LOOP_BUDGET / l.size.max(1)).min(MAX_FACTOR).min(cap)
+            });
+            if factor < 2 {
+                log::trace!(target: "vkcl::compiler", "loop {h} not unrolled: {} instructions, {} barriers", l.size, l.barriers);
+                continue;
+            }
+            log::trace!(target: "vkcl::compiler", "loop {h}: {factor} copies of {} instructions", l.size);
+            repeat(ctx, f, &l, factor);
         }
     }
     ctx.module.functions = functions;
@@ -71,29 +113,53 @@ fn successors(b: &Block) -> Vec<Word> {
         .map_or_else(Vec::new, structure::successors)
 }
 
-fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
+/// An innermost loop that can be repeated, as `repeat` needs it.
+struct Loop {
+    header: Word,
+    merge: Word,
+    cont: Word,
+    /// Indices of the header, the continue target and the merge block.
+    hi: usize,
+    ci: usize,
+    mi: usize,
+    /// The loop's blocks, by label and by index in order.
+    in_loop: HashSet<Word>,
+    blocks: Vec<usize>,
+    /// Instructions and barriers of one copy.
+    size: usize,
+    barriers: usize,
+    /// Results defined in the loop.
+    defined: HashSet<Word>,
+    /// The header's phis: result, value from the back-edge.
+    header_phis: Vec<(Word, Word)>,
+    /// Loop values used after the loop, other than by the merge's phis,
+    /// and their types.
+    escaping: Vec<Word>,
+    types: HashMap<Word, Word>,
+}
+
+/// The loop headed by `h` if it can be repeated, else why not.
+fn find_loop(f: &Function, h: Word) -> Result<Loop, &'static str> {
     let index: HashMap<Word, usize> = f
         .blocks
         .iter()
         .enumerate()
         .filter_map(|(n, b)| Some((label(b)?, n)))
         .collect();
-    let Some(&hi) = index.get(&h) else { return };
-    let Some((merge, cont)) = merge_of(&f.blocks[hi]) else {
-        return;
-    };
+    let hi = *index.get(&h).ok_or("no header")?;
+    let (merge, cont) = merge_of(&f.blocks[hi]).ok_or("not a loop")?;
     // The loop's blocks: reachable from the header without its merge.
     let mut in_loop: HashSet<Word> = HashSet::from([h]);
     let mut stack = vec![h];
     while let Some(b) = stack.pop() {
-        let Some(&bi) = index.get(&b) else { return };
+        let bi = *index.get(&b).ok_or("a branch to nowhere")?;
         for s in successors(&f.blocks[bi]) {
             if s != merge && in_loop.insert(s) {
                 stack.push(s);
             }
         }
     }
-    let Some(&ci) = index.get(&cont) else { return };
+    let ci = *index.get(&cont).ok_or("no continue target")?;
     let blocks: Vec<usize> = {
         let mut v: Vec<usize> = in_loop
             .iter()
@@ -102,12 +168,11 @@ fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
         v.sort_unstable();
         v
     };
-    // Innermost, and small enough to repeat.
     if blocks
         .iter()
         .any(|&b| b != hi && merge_of(&f.blocks[b]).is_some())
     {
-        return;
+        return Err("holds a loop");
     }
     let size: usize = blocks.iter().map(|&b| f.blocks[b].instructions.len()).sum();
     let barriers = blocks
@@ -115,12 +180,6 @@ fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
         .flat_map(|&b| &f.blocks[b].instructions)
         .filter(|i| i.class.opcode == Op::ControlBarrier)
         .count();
-    let barrier_cap = BARRIER_BUDGET.checked_div(barriers).unwrap_or(MAX_FACTOR);
-    let factor = (BUDGET / size.max(1)).min(MAX_FACTOR).min(barrier_cap);
-    if factor < 2 {
-        log::trace!(target: "vkcl::compiler", "loop {h} not unrolled: {size} instructions, {barriers} barriers");
-        return;
-    }
     // One back-edge, from the continue target, which only the body's end
     // (or, for a one-block loop, the header itself) reaches.
     let preds = |target: Word| -> Vec<Word> {
@@ -131,28 +190,24 @@ fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
             .collect()
     };
     if preds(h) != [cont] {
-        log::trace!(target: "vkcl::compiler", "loop {h} not unrolled: more than one back-edge");
-        return;
+        return Err("more than one back-edge");
     }
     let cont_succ = successors(&f.blocks[ci]);
     if !cont_succ.iter().all(|&s| s == h || s == merge) {
-        log::trace!(target: "vkcl::compiler", "loop {h} not unrolled: its continue target branches elsewhere");
-        return;
+        return Err("its continue target branches elsewhere");
     }
     if cont != h && preds(cont).len() != 1 {
-        log::trace!(target: "vkcl::compiler", "loop {h} not unrolled: `continue` from within the body");
-        return;
+        return Err("`continue` from within the body");
     }
     // The merge block is reached from the loop only.
-    let Some(&mi) = index.get(&merge) else { return };
+    let mi = *index.get(&merge).ok_or("no merge block")?;
     let outside_preds = f
         .blocks
         .iter()
         .filter(|b| label(b).is_some_and(|l| !in_loop.contains(&l)))
         .any(|b| successors(b).contains(&merge));
     if outside_preds {
-        log::trace!(target: "vkcl::compiler", "loop {h} not unrolled: its merge is reached from outside");
-        return;
+        return Err("its merge is reached from outside");
     }
     let defined: HashSet<Word> = blocks
         .iter()
@@ -199,11 +254,43 @@ fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
         .filter_map(|i| Some((i.result_id?, i.result_type?)))
         .collect();
     if escaping.iter().any(|v| !types.contains_key(v)) {
-        log::trace!(target: "vkcl::compiler", "loop {h} not unrolled: an untyped value escapes");
-        return;
+        return Err("an untyped value escapes");
     }
-    log::trace!(target: "vkcl::compiler", "loop {h}: {factor} copies of {size} instructions");
+    Ok(Loop {
+        header: h,
+        merge,
+        cont,
+        hi,
+        ci,
+        mi,
+        in_loop,
+        blocks,
+        size,
+        barriers,
+        defined,
+        header_phis,
+        escaping,
+        types,
+    })
+}
 
+/// Repeats `l`'s body `factor` times between two back-edges.
+fn repeat(ctx: &mut Ctx, f: &mut Function, l: &Loop, factor: usize) {
+    let Loop {
+        header: h,
+        merge,
+        cont,
+        hi,
+        ci,
+        mi,
+        ref in_loop,
+        ref blocks,
+        ref defined,
+        ref header_phis,
+        ref escaping,
+        ref types,
+        ..
+    } = *l;
     // Copies 2..=factor: an id map each (copy 1 is the original).
     let mut maps: Vec<HashMap<Word, Word>> = vec![HashMap::new()];
     let mut copies: Vec<Vec<Block>> = Vec::new();
@@ -214,12 +301,12 @@ fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
         }
         // The header's phis take the previous copy's back-edge values.
         let prev = &maps[k - 1];
-        for &(phi, back) in &header_phis {
+        for &(phi, back) in header_phis {
             let v = prev.get(&back).copied().unwrap_or(back);
             map.insert(phi, v);
         }
         let mut out = Vec::new();
-        for &b in &blocks {
+        for &b in blocks {
             let src = &f.blocks[b];
             let mut block = Block::new();
             block.label = src.label.as_ref().map(|l| {
@@ -312,7 +399,7 @@ fn unroll_loop(ctx: &mut Ctx, f: &mut Function, h: Word) {
         .collect();
     let mut replaced: HashMap<Word, Word> = HashMap::new();
     let mut new_phis = Vec::new();
-    for &v in &escaping {
+    for &v in escaping {
         let phi = ctx.fresh();
         let mut ops = Vec::new();
         for map in &maps {
