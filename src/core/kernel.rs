@@ -281,7 +281,13 @@ impl Kernel {
         single_work_item: bool,
     ) -> Result<Arc<Compiled>, String> {
         let classes = self.image_classes(device);
-        let single = single_work_item && device_caps(device).bounded_loops;
+        let single = single_work_item
+            && device_caps(device).bounded_loops
+            && self
+                .program
+                .device_index(device)
+                .and_then(|i| self.program.rewritten(i, &self.info, &classes, false).ok())
+                .is_some_and(|r| r.single_work_item_form);
         let key = (Arc::as_ptr(vk) as usize, classes.clone(), single);
         let mut c = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = c.get(&key) {

@@ -55,6 +55,9 @@ pub struct Rewritten {
     pub data: Option<module_data::ModuleData>,
     /// The descriptors of the kernel's images and samplers.
     pub images: images::ImageInterface,
+    /// A launch of one work-item needs a form of its own (rewritten with
+    /// `Options::single_work_item`), whose loops are repeated further.
+    pub single_work_item_form: bool,
 }
 
 /// Choices for the rewrite: those of the program's build options, and
@@ -186,8 +189,9 @@ fn rewrite_module(
     finish::run(&mut ctx, fid, caps)?;
     lap("finish");
     let mut words = ctx.module.assemble();
+    let mut single_work_item_form = false;
     if caps.bounded_loops {
-        unroll::run(&mut ctx, options.single_work_item);
+        single_work_item_form = unroll::run(&mut ctx, options.single_work_item);
         let unrolled = ctx.module.assemble();
         match crate::compiler::link::validate_vulkan(&unrolled) {
             Ok(()) => words = unrolled,
@@ -210,5 +214,6 @@ fn rewrite_module(
         scratch,
         data,
         images,
+        single_work_item_form,
     })
 }

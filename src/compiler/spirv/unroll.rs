@@ -46,8 +46,9 @@ const BARRIER_BUDGET: usize = 16;
 
 /// Repeats the body of every innermost loop that qualifies: as far as
 /// a kernel of one work-item needs (`single_work_item`, kernels without
-/// barriers), else within a budget per loop.
-pub fn run(ctx: &mut Ctx, single_work_item: bool) {
+/// barriers), else within a budget per loop. Returns whether a kernel of
+/// one work-item would get more copies than this rewrite gave.
+pub fn run(ctx: &mut Ctx, single_work_item: bool) -> bool {
     let mut functions = std::mem::take(&mut ctx.module.functions);
     let with_barriers = functions
         .iter()
@@ -63,14 +64,14 @@ pub fn run(ctx: &mut Ctx, single_work_item: bool) {
     };
     // One work-item: every repeated loop gets the same number of copies,
     // as many as the kernel's budget allows.
-    let single = (single_work_item && !with_barriers).then(|| {
-        let total: usize = functions
-            .iter()
-            .flat_map(|f| headers(f).into_iter().filter_map(|h| find_loop(f, h).ok()))
-            .map(|l| l.size)
-            .sum();
-        (SINGLE_BUDGET / total.max(1)).min(SINGLE_FACTOR)
-    });
+    let total: usize = functions
+        .iter()
+        .flat_map(|f| headers(f).into_iter().filter_map(|h| find_loop(f, h).ok()))
+        .map(|l| l.size)
+        .sum();
+    let single_factor = (SINGLE_BUDGET / total.max(1)).min(SINGLE_FACTOR);
+    let single = (single_work_item && !with_barriers).then_some(single_factor);
+    let mut single_gets_more = false;
     for f in &mut functions {
         for h in headers(f) {
             let l = match find_loop(f, h) {
@@ -84,6 +85,7 @@ pub fn run(ctx: &mut Ctx, single_work_item: bool) {
                 let cap = BARRIER_BUDGET.checked_div(l.barriers).unwrap_or(MAX_FACTOR);
                 (LOOP_BUDGET / l.size.max(1)).min(MAX_FACTOR).min(cap)
             });
+            single_gets_more |= !with_barriers && single_factor > factor;
             if factor < 2 {
                 log::trace!(target: "vkcl::compiler", "loop {h} not unrolled: {} instructions, {} barriers", l.size, l.barriers);
                 continue;
@@ -93,6 +95,7 @@ pub fn run(ctx: &mut Ctx, single_work_item: bool) {
         }
     }
     ctx.module.functions = functions;
+    single_gets_more
 }
 
 fn label(b: &Block) -> Option<Word> {
