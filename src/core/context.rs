@@ -27,6 +27,7 @@ pub struct Context {
 
 impl ClObject for Context {
     const INVALID: i32 = CL_INVALID_CONTEXT;
+    const KIND: Option<crate::core::census::Kind> = Some(crate::core::census::Kind::Contexts);
 
     fn on_destroy(&self, handle: *mut c_void) {
         let callbacks =

@@ -80,6 +80,7 @@ pub struct Event {
 
 impl ClObject for Event {
     const INVALID: i32 = CL_INVALID_EVENT;
+    const KIND: Option<crate::core::census::Kind> = Some(crate::core::census::Kind::Events);
 }
 
 /// The host clock all profiling times use: a monotonic clock in

@@ -293,6 +293,7 @@ pub struct Image {
 
 impl ClObject for Image {
     const INVALID: i32 = CL_INVALID_MEM_OBJECT;
+    const KIND: Option<crate::core::census::Kind> = Some(crate::core::census::Kind::Images);
 
     fn on_destroy(&self, handle: *mut c_void) {
         self.destructors.run(handle);

@@ -168,6 +168,7 @@ fn allows_non_uniform(origin: &Origin, options: &str) -> bool {
 
 impl ClObject for Kernel {
     const INVALID: i32 = CL_INVALID_KERNEL;
+    const KIND: Option<crate::core::census::Kind> = Some(crate::core::census::Kind::Kernels);
 }
 
 impl Drop for Kernel {

@@ -131,6 +131,7 @@ pub struct Buffer {
 
 impl ClObject for Buffer {
     const INVALID: i32 = CL_INVALID_MEM_OBJECT;
+    const KIND: Option<crate::core::census::Kind> = Some(crate::core::census::Kind::Buffers);
 
     fn on_destroy(&self, handle: *mut c_void) {
         self.destructors.run(handle);

@@ -1,6 +1,7 @@
 //! The OpenCL object model: platforms, devices, contexts and (as they land)
 //! queues, events, memory, programs and kernels.
 
+pub mod census;
 pub mod context;
 pub mod device;
 pub mod error;

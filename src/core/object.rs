@@ -48,6 +48,9 @@ fn registry() -> &'static Registry {
 /// specification gives for a bad handle of that kind.
 pub trait ClObject: Send + Sync + Sized + 'static {
     const INVALID: i32;
+    /// What the census counts this kind under (platforms and devices,
+    /// which live as long as the process, are not counted).
+    const KIND: Option<crate::core::census::Kind> = None;
 
     /// Runs while the object is being destroyed, with the handle the
     /// application knew it by (for destructor callbacks).
@@ -59,6 +62,9 @@ impl<T: ClObject> Handle<T> {
     /// The returned `Arc` is an internal reference; the API reference is taken
     /// by [`Handle::into_api`].
     pub fn new(value: T) -> Arc<Self> {
+        if let Some(k) = T::KIND {
+            crate::core::census::add(k, 1);
+        }
         let arc = Arc::new(Handle {
             dispatch: crate::api::icd::dispatch(),
             api_refs: AtomicU32::new(0),
@@ -136,6 +142,9 @@ impl<T: ClObject> Deref for Handle<T> {
 
 impl<T: ClObject> Drop for Handle<T> {
     fn drop(&mut self) {
+        if let Some(k) = T::KIND {
+            crate::core::census::remove(k, 1);
+        }
         let handle = self as *const Self as *mut c_void;
         self.value.on_destroy(handle);
         // The registry's weak reference keeps this block allocated, so no

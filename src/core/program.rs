@@ -87,6 +87,7 @@ type Rewrites = Vec<(RewriteKey, Arc<Rewritten>)>;
 
 impl ClObject for Program {
     const INVALID: i32 = CL_INVALID_PROGRAM;
+    const KIND: Option<crate::core::census::Kind> = Some(crate::core::census::Kind::Programs);
 }
 
 /// Device memory holding a module data segment: `data` with its addresses

@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use ash::vk;
 use opencl_sys::*;
 
+use crate::core::census::{self, Kind};
 use crate::core::context::Context;
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult};
@@ -247,6 +248,7 @@ pub struct Queue {
 
 impl ClObject for Queue {
     const INVALID: i32 = CL_INVALID_COMMAND_QUEUE;
+    const KIND: Option<crate::core::census::Kind> = Some(crate::core::census::Kind::Queues);
 }
 
 /// Work to do once the queue lock is released.
@@ -290,6 +292,8 @@ impl Queue {
         if properties & CL_QUEUE_PROFILING_ENABLE != 0 {
             vk.timestamp_offset();
         }
+        census::add(Kind::Semaphores, 1);
+        census::add(Kind::CommandPools, 1);
         let q = Handle::new(Queue {
             context,
             device: device.clone(),
@@ -347,7 +351,9 @@ impl Queue {
                         .query_type(vk::QueryType::TIMESTAMP)
                         .query_count(2 * BATCH_LIMIT as u32);
                     // SAFETY: valid device.
-                    unsafe { d.create_query_pool(&info, None)? }
+                    let qp = unsafe { d.create_query_pool(&info, None)? };
+                    census::add(Kind::QueryPools, 1);
+                    qp
                 }
             })
         } else {
@@ -707,9 +713,12 @@ impl Drop for Queue {
             }
             for q in st.free_query_pools.drain(..) {
                 d.destroy_query_pool(q, None);
+                census::remove(Kind::QueryPools, 1);
             }
             d.destroy_command_pool(st.pool, None);
             d.destroy_semaphore(self.timeline, None);
         }
+        census::remove(Kind::Semaphores, 1);
+        census::remove(Kind::CommandPools, 1);
     }
 }

@@ -110,6 +110,7 @@ impl DeviceSampler {
     ) -> ClResult<DeviceSampler> {
         // SAFETY: valid device and create info.
         let raw = unsafe { device.raw.create_sampler(info, None) }.map_err(ClError::from)?;
+        crate::core::census::add(crate::core::census::Kind::VulkanSamplers, 1);
         Ok(DeviceSampler {
             device: device.clone(),
             raw,
@@ -135,6 +136,7 @@ impl SamplerPair {
 
 impl Drop for DeviceSampler {
     fn drop(&mut self) {
+        crate::core::census::remove(crate::core::census::Kind::VulkanSamplers, 1);
         // SAFETY: commands keep their samplers alive until they complete.
         unsafe { self.device.raw.destroy_sampler(self.raw, None) };
     }
@@ -151,6 +153,7 @@ pub struct Sampler {
 
 impl ClObject for Sampler {
     const INVALID: i32 = CL_INVALID_SAMPLER;
+    const KIND: Option<crate::core::census::Kind> = Some(crate::core::census::Kind::Samplers);
 }
 
 impl Sampler {

@@ -33,6 +33,12 @@ pub struct SvmAlloc {
     pub flags: cl_svm_mem_flags,
 }
 
+impl Drop for SvmAlloc {
+    fn drop(&mut self) {
+        crate::core::census::remove(crate::core::census::Kind::SvmAllocations, 1);
+    }
+}
+
 /// A context's SVM allocations, by start address.
 #[derive(Default)]
 pub struct SvmAllocations {
@@ -121,6 +127,7 @@ impl Context {
         let storage = same_address_buffer(&vk, (size + extra) as u64)
             .ok_or(ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE))?;
         let ptr = (storage.address as usize).next_multiple_of(alignment);
+        crate::core::census::add(crate::core::census::Kind::SvmAllocations, 1);
         self.svm.insert(Arc::new(SvmAlloc {
             storage: Arc::new(storage),
             ptr,

@@ -9,6 +9,7 @@ use ash::vk;
 use gpu_allocator::MemoryLocation;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 
+use crate::core::census::{self, Kind};
 use crate::vk::device::LogicalDevice;
 
 /// The shape of an image in Vulkan terms.
@@ -133,6 +134,7 @@ impl DeviceImage {
             storage_view: vk::ImageView::null(),
             storage_swaps_red_blue: false,
         };
+        census::add(Kind::VulkanImages, 1);
         let a = this.allocation.as_ref().expect("set above");
         // SAFETY: memory from this device, offset aligned as required.
         unsafe { d.bind_image_memory(raw, a.memory(), a.offset())? };
@@ -187,6 +189,7 @@ impl DeviceImage {
             storage_view: vk::ImageView::null(),
             storage_swaps_red_blue: false,
         };
+        census::add(Kind::VulkanImages, 1);
         this.make_views(views)?;
         Ok(this)
     }
@@ -251,6 +254,7 @@ impl DeviceImage {
 
 impl Drop for DeviceImage {
     fn drop(&mut self) {
+        census::remove(Kind::VulkanImages, 1);
         // SAFETY: commands keep their images alive until they complete;
         // null views are ignored.
         unsafe {
@@ -387,6 +391,7 @@ impl TexelViews {
             storage: vk::BufferView::null(),
             storage_swaps_red_blue: storage.is_some_and(|s| s.1),
         };
+        census::add(Kind::TexelViews, 1);
         let view = |format| {
             let info = vk::BufferViewCreateInfo::default()
                 .buffer(buffer)
@@ -409,6 +414,7 @@ impl TexelViews {
 
 impl Drop for TexelViews {
     fn drop(&mut self) {
+        census::remove(Kind::TexelViews, 1);
         // SAFETY: commands keep their images' views alive until they
         // complete; null views are ignored.
         unsafe {

@@ -9,6 +9,7 @@ use ash::vk;
 use gpu_allocator::MemoryLocation;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 
+use crate::core::census::{self, Kind};
 use crate::vk::device::LogicalDevice;
 
 /// Every allocation starts at least this aligned: the size of OpenCL's
@@ -114,6 +115,8 @@ impl DeviceBuffer {
             address: 0,
             usage,
         };
+        census::add(Kind::DeviceBuffers, 1);
+        census::add(Kind::DeviceBytes, size as i64);
         bound?;
         // SAFETY: the buffer has SHADER_DEVICE_ADDRESS usage and bound memory.
         this.address = unsafe {
@@ -175,6 +178,8 @@ impl DeviceBuffer {
             address: 0,
             usage: BufferUse::Device,
         };
+        census::add(Kind::DeviceBuffers, 1);
+        census::add(Kind::DeviceBytes, size as i64);
         let Some(memory_type) =
             pick(host | vk::MemoryPropertyFlags::DEVICE_LOCAL).or_else(|| pick(host))
         else {
@@ -296,6 +301,8 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
+        census::remove(Kind::DeviceBuffers, 1);
+        census::remove(Kind::DeviceBytes, self.size as i64);
         // SAFETY: no command still uses the buffer: commands keep their
         // buffers alive until they complete.
         unsafe { self.device.raw.destroy_buffer(self.raw, None) };
@@ -436,6 +443,7 @@ impl HostBuffer {
             return None;
         }
         log::trace!(target: "vkcl::memory", "imported {size} bytes of host memory");
+        census::add(Kind::ImportedRanges, 1);
         Some(HostBuffer {
             device: device.clone(),
             raw,
@@ -447,6 +455,7 @@ impl HostBuffer {
 
 impl Drop for HostBuffer {
     fn drop(&mut self) {
+        census::remove(Kind::ImportedRanges, 1);
         // SAFETY: commands keep the import alive until they complete.
         unsafe {
             self.device.raw.destroy_buffer(self.raw, None);

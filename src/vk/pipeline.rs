@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use ash::vk;
 
 use crate::compiler::cache;
+use crate::core::census::{self, Kind};
 use crate::vk::device::LogicalDevice;
 use crate::vk::physical::PhysicalInfo;
 
@@ -171,6 +172,7 @@ impl KernelModule {
             bindings,
             subgroup_size,
         };
+        census::add(Kind::ShaderModules, 1);
         if !this.bindings.is_empty() {
             let b: Vec<vk::DescriptorSetLayoutBinding> = this
                 .bindings
@@ -247,11 +249,14 @@ impl KernelModule {
             .set_layouts(&layouts);
         // SAFETY: the pool has room for exactly this set.
         match unsafe { d.allocate_descriptor_sets(&alloc) } {
-            Ok(sets) => Ok(DescriptorSet {
-                device: self.device.clone(),
-                pool,
-                raw: sets[0],
-            }),
+            Ok(sets) => {
+                census::add(Kind::DescriptorPools, 1);
+                Ok(DescriptorSet {
+                    device: self.device.clone(),
+                    pool,
+                    raw: sets[0],
+                })
+            }
             Err(e) => {
                 // SAFETY: the pool is unused.
                 unsafe { d.destroy_descriptor_pool(pool, None) };
@@ -324,6 +329,7 @@ impl KernelModule {
             }
         };
         cache.pipeline_made(d);
+        census::add(Kind::Pipelines, 1);
         Ok(ComputePipeline {
             device: self.device.clone(),
             layout,
@@ -334,6 +340,7 @@ impl KernelModule {
 
 impl Drop for KernelModule {
     fn drop(&mut self) {
+        census::remove(Kind::ShaderModules, 1);
         // SAFETY: pipelines made from the module do not need it or its
         // set layout any more; a null layout is ignored.
         unsafe {
@@ -417,6 +424,7 @@ fn writes<'a>(
 
 impl Drop for DescriptorSet {
     fn drop(&mut self) {
+        census::remove(Kind::DescriptorPools, 1);
         // SAFETY: the command using the set has completed.
         unsafe { self.device.raw.destroy_descriptor_pool(self.pool, None) };
     }
@@ -435,6 +443,7 @@ impl ComputePipeline {
 
 impl Drop for ComputePipeline {
     fn drop(&mut self) {
+        census::remove(Kind::Pipelines, 1);
         // SAFETY: commands using the pipeline hold a reference until they
         // complete, so none is in flight.
         unsafe {

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The long reliability runs, by hand (CI runs the same tests smaller):
+#
+#   scripts/reliability.sh [CTS_BUILD]
+#
+# churn     every object kind created and released 10,000 times per way of
+#           reaching vkcl (tests/churn.rs); vkcl's census of live OpenCL
+#           objects, Vulkan objects and device memory must come back to
+#           where it stood, and resident memory stay flat.
+# threads   16 threads with contexts of their own and 16 sharing one
+#           context, 400,000 checked commands per way (tests/threads.rs).
+# CTS       with the path of an OpenCL-CTS build: test_basic in the CTS's
+#           parallel mode (8 worker threads) against vkcl.
+#
+# The test binaries run with the Khronos validation layer failing on any
+# message; VKCL_VALIDATION=0 turns it off (machines without the layer).
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+
+setup_runtime
+log "cargo build --lib"
+cargo build --lib
+status=0
+summary=()
+out="$(mktemp)"
+trap 'rm -f "$out"' EXIT
+# Runs a test binary with the given environment; its output goes to the
+# terminal and to $out.
+run_test() { # NAME ENV... -- CARGO-TEST-ARGS...
+    local name="$1"; shift
+    local env=()
+    while [ "$1" != "--" ]; do env+=("$1"); shift; done
+    shift
+    env "${env[@]}" cargo test "$@" 2>&1 | tee "$out" >&2 || true
+    if grep -q "test result: ok" "$out"; then
+        summary+=("$name: passed")
+    else
+        summary+=("$name: FAILED"); status=1
+    fi
+}
+
+log "churn: 10,000 rounds per way"
+run_test churn "VKCL_TEST_CHURN_ROUNDS=${VKCL_TEST_CHURN_ROUNDS:-10000}" -- \
+    --test churn -- --nocapture
+grep -E "rounds; census" "$out" | sed 's/census {.*}; //' >&2 || true
+
+log "threads: 400,000 commands per way"
+run_test threads "VKCL_TEST_THREAD_COMMANDS=${VKCL_TEST_THREAD_COMMANDS:-200000}" -- \
+    --test threads
+
+if [ -n "${1:-}" ]; then
+    basic="$1/test_conformance/basic/test_basic"
+    [ -x "$basic" ] || { echo "no $basic" >&2; exit 2; }
+    log "cargo build --release --lib"
+    cargo build --release --lib
+    use_built_icd release
+    log "CTS test_basic --num-worker-threads 8"
+    (cd "$(dirname "$basic")" && CL_DEVICE_TYPE=all "$basic" --num-worker-threads 8) >"$out" 2>&1 || true
+    failed="$(grep -E "^[a-z0-9_]+ FAILED" "$out" | awk '{print $1}' | sort -u | tr '\n' ' ')"
+    summary+=("CTS basic, 8 worker threads: $(grep -cE "^[a-z0-9_]+ passed" "$out") passed, failed: ${failed:-none}")
+    [ -z "$failed" ] || status=1
+fi
+
+printf '%s\n' "${summary[@]}"
+exit "$status"

@@ -1,0 +1,119 @@
+//! Counts of what vkcl holds, by kind: OpenCL objects still alive (the
+//! application's or kept by commands in flight), the Vulkan objects behind
+//! them, and device memory. Tests and tools read them through the exported
+//! `vkcl_census` function to find leaks: after every object is released
+//! and every command has completed, each count is back where it started.
+//! (The Vulkan device, its pipeline cache, its one-shot command pool and
+//! the staging buffers kept for reuse live as long as the process.)
+
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// What is counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Contexts,
+    Queues,
+    Buffers,
+    Images,
+    Samplers,
+    Programs,
+    Kernels,
+    Events,
+    SvmAllocations,
+    /// Vulkan buffers with memory of their own (buffers, staging,
+    /// scratch, module data).
+    DeviceBuffers,
+    /// Bytes of device memory those and Vulkan images hold.
+    DeviceBytes,
+    /// Application memory imported for transfers.
+    ImportedRanges,
+    VulkanImages,
+    TexelViews,
+    VulkanSamplers,
+    ShaderModules,
+    Pipelines,
+    DescriptorPools,
+    CommandPools,
+    QueryPools,
+    Semaphores,
+}
+
+const KINDS: [(Kind, &str); 21] = [
+    (Kind::Contexts, "contexts"),
+    (Kind::Queues, "queues"),
+    (Kind::Buffers, "buffers"),
+    (Kind::Images, "images"),
+    (Kind::Samplers, "samplers"),
+    (Kind::Programs, "programs"),
+    (Kind::Kernels, "kernels"),
+    (Kind::Events, "events"),
+    (Kind::SvmAllocations, "svm_allocations"),
+    (Kind::DeviceBuffers, "vk_buffers"),
+    (Kind::DeviceBytes, "device_bytes"),
+    (Kind::ImportedRanges, "imported_host_ranges"),
+    (Kind::VulkanImages, "vk_images"),
+    (Kind::TexelViews, "vk_texel_views"),
+    (Kind::VulkanSamplers, "vk_samplers"),
+    (Kind::ShaderModules, "vk_shader_modules"),
+    (Kind::Pipelines, "vk_pipelines"),
+    (Kind::DescriptorPools, "vk_descriptor_pools"),
+    (Kind::CommandPools, "vk_command_pools"),
+    (Kind::QueryPools, "vk_query_pools"),
+    (Kind::Semaphores, "vk_semaphores"),
+];
+
+static COUNTS: [AtomicI64; KINDS.len()] = [const { AtomicI64::new(0) }; KINDS.len()];
+
+fn slot(kind: Kind) -> &'static AtomicI64 {
+    &COUNTS[kind as usize]
+}
+
+/// One more of `kind` (or `n` more bytes).
+pub fn add(kind: Kind, n: i64) {
+    slot(kind).fetch_add(n, Ordering::Relaxed);
+}
+
+/// One fewer of `kind` (or `n` fewer bytes).
+pub fn remove(kind: Kind, n: i64) {
+    slot(kind).fetch_sub(n, Ordering::Relaxed);
+}
+
+/// Every count as `name=value` lines.
+pub fn report() -> String {
+    KINDS
+        .iter()
+        .map(|&(k, name)| format!("{name}={}\n", slot(k).load(Ordering::Relaxed)))
+        .collect()
+}
+
+/// Writes the counts as text (`name=value` lines, NUL-terminated) into
+/// `buffer` of `size` bytes when it is large enough, and returns the size
+/// the text needs, NUL included.
+///
+/// # Safety
+/// `buffer` is null or writable for `size` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn vkcl_census(buffer: *mut u8, size: usize) -> usize {
+    let text = report();
+    let needed = text.len() + 1;
+    if !buffer.is_null() && size >= needed {
+        // SAFETY: the caller gives `size` writable bytes, and `needed` fit.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), buffer, text.len());
+            *buffer.add(text.len()) = 0;
+        }
+    }
+    needed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_in_order() {
+        for (i, (k, _)) in KINDS.iter().enumerate() {
+            assert_eq!(*k as usize, i);
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! Creating and releasing every kind of object again and again leaves
+//! nothing behind: vkcl's census of live OpenCL objects, Vulkan objects
+//! and device memory (the exported `vkcl_census`) comes back to where it
+//! stood, and the process's resident memory stays flat.
+//!
+//! `VKCL_TEST_CHURN_ROUNDS` sets the rounds per way of reaching vkcl
+//! (default 1,000; `scripts/reliability.sh` runs 10,000).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::ffi::{CString, c_void};
+use std::time::{Duration, Instant};
+
+use common::*;
+use opencl_sys::*;
+
+/// One test for both ways, one after the other: the census counts the
+/// whole process.
+#[test]
+fn every_object_kind_created_and_released() {
+    churn(loader());
+    churn(direct());
+}
+
+const SRC: &str = "kernel void touch(global uint* b, read_only image2d_t im, sampler_t s) {\n\
+         size_t i = get_global_id(0);\n\
+         b[i] += (uint)(read_imagef(im, s, (int2)(0, 0)).x * 255.0f) + 1u;\n\
+     }\n";
+
+/// vkcl's counts, by name, read through the library itself.
+fn census() -> BTreeMap<String, i64> {
+    // SAFETY: the library the tests use; `vkcl_census` has this signature.
+    let text = unsafe {
+        let lib = libloading::Library::new(library_path()).expect("open vkcl");
+        let f: libloading::Symbol<unsafe extern "C" fn(*mut u8, usize) -> usize> =
+            lib.get(b"vkcl_census\0").expect("vkcl_census");
+        let n = f(std::ptr::null_mut(), 0);
+        let mut buf = vec![0u8; n];
+        assert_eq!(f(buf.as_mut_ptr(), n), n);
+        c_string(&buf)
+    };
+    text.lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Resident memory of the process, in bytes.
+fn resident() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+/// The counts once vkcl is at rest: the same over 100 ms (the completion
+/// worker lets go of finished commands just after their events complete).
+fn at_rest() -> BTreeMap<String, i64> {
+    let mut last = census();
+    let mut same = 0;
+    while same < 10 {
+        std::thread::sleep(Duration::from_millis(10));
+        let now = census();
+        same = if now == last { same + 1 } else { 0 };
+        last = now;
+    }
+    last
+}
+
+/// Waits (up to 10 s) for the counts to come back to `want`.
+fn settle(want: &BTreeMap<String, i64>) -> BTreeMap<String, i64> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = census();
+        if &now == want || Instant::now() > deadline {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// One round: every object kind made, used once, released.
+fn round(cl: &Cl, svm: bool) {
+    let d = cl.device();
+    let mut err = 1;
+    let c = cl.context();
+    let q = cl.queue(c, 0);
+    let oq = cl.queue(c, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+    let buf = cl.buffer(c, CL_MEM_READ_WRITE, 4096, std::ptr::null_mut());
+    let region = cl_buffer_region {
+        origin: 1024,
+        size: 1024,
+    };
+    let sub = unsafe {
+        cl.clCreateSubBuffer.unwrap()(
+            buf,
+            CL_MEM_READ_WRITE,
+            CL_BUFFER_CREATE_TYPE_REGION,
+            (&region as *const cl_buffer_region).cast(),
+            &mut err,
+        )
+    };
+    assert_eq!(err, CL_SUCCESS, "{}: sub-buffer", cl.how);
+    let format = cl_image_format {
+        image_channel_order: CL_RGBA,
+        image_channel_data_type: CL_UNORM_INT8,
+    };
+    // SAFETY: a plain C struct, all zeros meaning "none".
+    let mut desc: cl_image_desc = unsafe { std::mem::zeroed() };
+    desc.image_type = CL_MEM_OBJECT_IMAGE2D;
+    desc.image_width = 8;
+    desc.image_height = 8;
+    let texels = [51u8; 8 * 8 * 4];
+    let image = unsafe {
+        cl.clCreateImage.unwrap()(
+            c,
+            CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+            &format,
+            &desc,
+            texels.as_ptr() as *mut c_void,
+            &mut err,
+        )
+    };
+    assert_eq!(err, CL_SUCCESS, "{}: image", cl.how);
+    let sampler = unsafe {
+        cl.clCreateSampler.unwrap()(c, CL_FALSE, CL_ADDRESS_CLAMP, CL_FILTER_NEAREST, &mut err)
+    };
+    assert_eq!(err, CL_SUCCESS, "{}: sampler", cl.how);
+    let src = CString::new(SRC).unwrap();
+    let mut ptr = src.as_ptr();
+    let p = unsafe {
+        cl.clCreateProgramWithSource.unwrap()(c, 1, &mut ptr, std::ptr::null(), &mut err)
+    };
+    assert_eq!(err, CL_SUCCESS);
+    let r =
+        unsafe { cl.clBuildProgram.unwrap()(p, 1, &d, c"".as_ptr(), None, std::ptr::null_mut()) };
+    assert_eq!(r, CL_SUCCESS, "{}: build", cl.how);
+    let k = unsafe { cl.clCreateKernel.unwrap()(p, c"touch".as_ptr(), &mut err) };
+    assert_eq!(err, CL_SUCCESS);
+    let set = |i: u32, size: usize, v: *const c_void| {
+        assert_eq!(
+            unsafe { cl.clSetKernelArg.unwrap()(k, i, size, v) },
+            CL_SUCCESS
+        );
+    };
+    set(0, size_of::<cl_mem>(), (&sub as *const cl_mem).cast());
+    set(1, size_of::<cl_mem>(), (&image as *const cl_mem).cast());
+    set(
+        2,
+        size_of::<cl_sampler>(),
+        (&sampler as *const cl_sampler).cast(),
+    );
+    let gate = unsafe { cl.clCreateUserEvent.unwrap()(c, &mut err) };
+    assert_eq!(err, CL_SUCCESS);
+    let mut run: cl_event = std::ptr::null_mut();
+    let global = 256usize;
+    let e = unsafe {
+        cl.clEnqueueNDRangeKernel.unwrap()(
+            oq,
+            k,
+            1,
+            std::ptr::null(),
+            &global,
+            std::ptr::null(),
+            1,
+            &gate,
+            &mut run,
+        )
+    };
+    assert_eq!(e, CL_SUCCESS, "{}: enqueue", cl.how);
+    let svm_ptr = if svm {
+        let s = unsafe { cl.clSVMAlloc.unwrap()(c, CL_MEM_READ_WRITE, 4096, 0) };
+        assert!(!s.is_null(), "{}: clSVMAlloc", cl.how);
+        s
+    } else {
+        std::ptr::null_mut()
+    };
+    // Everything but the event is released while the kernel waits.
+    unsafe {
+        cl.clReleaseKernel.unwrap()(k);
+        cl.clReleaseProgram.unwrap()(p);
+        cl.clReleaseSampler.unwrap()(sampler);
+        cl.clReleaseMemObject.unwrap()(image);
+        cl.clReleaseMemObject.unwrap()(sub);
+        cl.clReleaseMemObject.unwrap()(buf);
+        assert_eq!(
+            cl.clSetUserEventStatus.unwrap()(gate, CL_COMPLETE as cl_int),
+            CL_SUCCESS
+        );
+        assert_eq!(cl.clWaitForEvents.unwrap()(1, &run), CL_SUCCESS);
+        assert_eq!(cl.event_status(run), CL_COMPLETE as cl_int);
+        cl.clReleaseEvent.unwrap()(run);
+        cl.clReleaseEvent.unwrap()(gate);
+        if svm {
+            cl.clSVMFree.unwrap()(c, svm_ptr);
+        }
+        assert_eq!(cl.clFinish.unwrap()(q), CL_SUCCESS);
+        cl.clReleaseCommandQueue.unwrap()(q);
+        cl.clReleaseCommandQueue.unwrap()(oq);
+        cl.clReleaseContext.unwrap()(c);
+    }
+}
+
+fn churn(cl: &Cl) {
+    let rounds: usize = std::env::var("VKCL_TEST_CHURN_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000);
+    let caps = cl
+        .device_bytes(cl.device(), CL_DEVICE_SVM_CAPABILITIES)
+        .map(|b| u64_of(&b))
+        .unwrap_or(0);
+    let svm = caps & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER != 0;
+    // A first round fills what vkcl keeps for reuse (staging buffers, the
+    // pipeline cache, the compiler's caches).
+    round(cl, svm);
+    let before = at_rest();
+    let rss_before = resident();
+    for _ in 0..rounds {
+        round(cl, svm);
+    }
+    let after = settle(&before);
+    let rss_after = resident();
+    eprintln!(
+        "{}: {rounds} rounds; census {after:?}; resident {} -> {} MiB",
+        cl.how,
+        rss_before >> 20,
+        rss_after >> 20
+    );
+    assert_eq!(
+        after, before,
+        "{}: objects left after {rounds} rounds",
+        cl.how
+    );
+    assert!(
+        rss_after < rss_before + (64 << 20),
+        "{}: resident memory grew from {} to {} MiB over {rounds} rounds",
+        cl.how,
+        rss_before >> 20,
+        rss_after >> 20
+    );
+}
