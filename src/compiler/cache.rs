@@ -120,24 +120,12 @@ pub fn load(key: &Key) -> Option<(Vec<u32>, String)> {
     }
 }
 
-/// A name part no other write of a temporary file shares: the process and
-/// a count (threads of one process may store the same entry at once).
-fn writer_tag() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
 /// Stores a result; failures only cost the next build its speed.
 pub fn store(key: &Key, spirv: &[u32], log: &str) {
     let Some(dir) = dir() else { return };
     let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(&dir)?;
-        let tmp = dir.join(format!(".{}.{}.tmp", key.file_name(), writer_tag()));
+        let tmp = dir.join(format!(".{}.{}.tmp", key.file_name(), super::unique_tag()));
         std::fs::write(&tmp, encode(key, spirv, log))?;
         std::fs::rename(&tmp, dir.join(key.file_name()))
     };
@@ -200,7 +188,7 @@ pub fn store_blob(prefix: &str, key: &Key, data: &[u8]) {
         let dir = path.parent().expect("a cache directory");
         std::fs::create_dir_all(dir)?;
         let name = path.file_name().expect("a file name").to_string_lossy();
-        let tmp = dir.join(format!(".{name}.{}.tmp", writer_tag()));
+        let tmp = dir.join(format!(".{name}.{}.tmp", super::unique_tag()));
         std::fs::write(&tmp, encode_blob(key, data))?;
         std::fs::rename(&tmp, &path)
     };

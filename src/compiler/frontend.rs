@@ -331,13 +331,7 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new() -> std::io::Result<Scratch> {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static N: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "vkcl-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
+        let dir = std::env::temp_dir().join(format!("vkcl-{}", super::unique_tag()));
         std::fs::create_dir_all(&dir)?;
         Ok(Scratch(dir))
     }

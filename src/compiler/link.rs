@@ -18,13 +18,7 @@ fn to_bytes(words: &[u32]) -> Vec<u8> {
 
 /// A scratch file path for this process.
 fn scratch(tag: &str) -> PathBuf {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    std::env::temp_dir().join(format!(
-        "vkcl-{}-{}-{tag}.spv",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ))
+    std::env::temp_dir().join(format!("vkcl-{}-{tag}.spv", super::unique_tag()))
 }
 
 /// The SPIR-V version of a module, as (major, minor).

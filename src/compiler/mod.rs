@@ -5,3 +5,15 @@ pub mod cache;
 pub mod frontend;
 pub mod link;
 pub mod spirv;
+
+/// A name part no other temporary file or folder of vkcl's shares: the
+/// process and a count across every thread of it.
+pub(crate) fn unique_tag() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
