@@ -282,8 +282,8 @@ impl Kernel {
         single_work_item: bool,
     ) -> Result<Arc<Compiled>, String> {
         let classes = self.image_classes(device);
+        // Only devices that bound loops make the form (see unroll::run).
         let single = single_work_item
-            && device_caps(device).bounded_loops
             && self
                 .program
                 .device_index(device)
