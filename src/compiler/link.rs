@@ -1,9 +1,13 @@
-//! Linking SPIR-V modules (clLinkProgram) and validating SPIR-V given by
-//! applications (clCreateProgramWithIL), with SPIRV-Tools' command-line
-//! tools (`spirv-link`, `spirv-val`, Debian/Ubuntu package spirv-tools).
+//! Linking SPIR-V modules (clLinkProgram), with SPIRV-Tools' `spirv-link`
+//! (Debian/Ubuntu package spirv-tools), and validating SPIR-V: modules
+//! given by applications (clCreateProgramWithIL) and every rewritten
+//! module, with SPIRV-Tools' validator built into vkcl.
 
 use std::path::PathBuf;
 use std::process::Command;
+
+use spirv_tools::TargetEnv;
+use spirv_tools::val::{Validator, compiled::CompiledValidator};
 
 fn tool(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -75,57 +79,35 @@ pub fn link(modules: &[Vec<u32>], library: bool) -> Result<Vec<u32>, String> {
     result
 }
 
+/// Runs SPIRV-Tools' validator for `env`; its diagnostic on failure.
+fn run_validator(words: &[u32], env: TargetEnv) -> Result<(), String> {
+    let validator = CompiledValidator::with_env(env);
+    validator
+        .validate(words, None)
+        .map_err(|e| match e.diagnostic {
+            Some(d) if d.notes.trim().is_empty() => d.message.trim().to_string(),
+            Some(d) => format!("{}\n{}", d.message.trim(), d.notes.trim_end()),
+            None => format!("the validator failed ({:?})", e.inner),
+        })
+}
+
 /// Validates an OpenCL SPIR-V module with the rules of its SPIR-V version.
-/// Without spirv-val, only the structural checks of parsing apply.
 pub fn validate(words: &[u32]) -> Result<(), String> {
-    let Some(exe) = tool("spirv-val") else {
-        return crate::compiler::spirv::reflect::load(words).map(|_| ());
+    let env = match version(words) {
+        (1, 0) => TargetEnv::Universal_1_0,
+        (1, 1) => TargetEnv::Universal_1_1,
+        (1, 2) => TargetEnv::Universal_1_2,
+        (1, 3) => TargetEnv::Universal_1_3,
+        (1, 4) => TargetEnv::Universal_1_4,
+        (1, 5) => TargetEnv::Universal_1_5,
+        (1, 6) => TargetEnv::Universal_1_6,
+        (major, minor) => return Err(format!("SPIR-V {major}.{minor} is not supported")),
     };
-    let (major, minor) = version(words);
-    let path = scratch("val");
-    let run = || -> Result<(), String> {
-        std::fs::write(&path, to_bytes(words)).map_err(|e| e.to_string())?;
-        let out = Command::new(&exe)
-            .arg("--target-env")
-            .arg(format!("spv{major}.{minor}"))
-            .arg(&path)
-            .output()
-            .map_err(|e| e.to_string())?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
-        }
-    };
-    let r = run();
-    let _ = std::fs::remove_file(&path);
-    r
+    run_validator(words, env)
 }
 
 /// Validates a rewritten module for Vulkan 1.2 (SPIR-V 1.5).
 pub fn validate_vulkan(words: &[u32]) -> Result<(), String> {
-    let Some(exe) = tool("spirv-val") else {
-        log::debug!(target: "vkcl::compiler", "spirv-val is not installed: rewritten modules go unchecked");
-        return Ok(());
-    };
-    let path = scratch("vk");
-    let run = || -> Result<(), String> {
-        std::fs::write(&path, to_bytes(words)).map_err(|e| e.to_string())?;
-        let out = Command::new(&exe)
-            .args(["--target-env", "vulkan1.2"])
-            .arg(&path)
-            .output()
-            .map_err(|e| e.to_string())?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "the rewritten module does not validate: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
-        }
-    };
-    let r = run();
-    let _ = std::fs::remove_file(&path);
-    r
+    run_validator(words, TargetEnv::Vulkan_1_2)
+        .map_err(|e| format!("the rewritten module does not validate: {e}"))
 }

@@ -61,6 +61,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     split_underaligned_wide_scalars(ctx);
     integer_steps(ctx);
     packed_member_addresses(ctx);
+    opaque_packed_pointees(ctx);
     Ok(())
 }
 
@@ -141,6 +142,139 @@ fn packed_member_addresses(ctx: &mut Ctx) {
         b.instructions = out.code;
     }
     ctx.module.functions = functions;
+}
+
+/// Device pointers to a packed struct (or to a struct or array holding
+/// one) whose values, once `packed_member_addresses` has made their chains
+/// arithmetic, only travel as addresses point to an opaque word instead:
+/// Vulkan holds every type a device pointer points to to its layout rules,
+/// which a packed struct's members break (an `int` at offset 1). Pointers
+/// that are still dereferenced keep their type (and the module then fails
+/// validation with the reason).
+fn opaque_packed_pointees(ctx: &mut Ctx) {
+    let packed: HashSet<Word> = ctx
+        .module
+        .annotations
+        .iter()
+        .filter(|a| a.operands.get(1) == Some(&Operand::Decoration(Decoration::CPacked)))
+        .filter_map(|a| id_at(a, 0))
+        .collect();
+    if packed.is_empty() {
+        return;
+    }
+    // Every struct or array type that holds a packed struct.
+    let mut holds = packed;
+    loop {
+        let more: Vec<Word> = ctx
+            .module
+            .types_global_values
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.class.opcode,
+                    Op::TypeStruct | Op::TypeArray | Op::TypeRuntimeArray
+                )
+            })
+            .filter(|t| t.result_id.is_some_and(|r| !holds.contains(&r)))
+            .filter(|t| {
+                let members = if t.class.opcode == Op::TypeStruct {
+                    t.operands.len()
+                } else {
+                    1
+                };
+                (0..members).any(|m| id_at(t, m).is_some_and(|x| holds.contains(&x)))
+            })
+            .filter_map(|t| t.result_id)
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        holds.extend(more);
+    }
+    let pointers: HashSet<Word> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|t| {
+            t.class.opcode == Op::TypePointer
+                && t.operands.first()
+                    == Some(&Operand::StorageClass(StorageClass::PhysicalStorageBuffer))
+                && id_at(t, 1).is_some_and(|x| holds.contains(&x))
+        })
+        .filter_map(|t| t.result_id)
+        .collect();
+    if pointers.is_empty() {
+        return;
+    }
+    // The values of those pointer types, and the types whose values are
+    // used other than as addresses.
+    let code = || {
+        ctx.module.types_global_values.iter().chain(
+            ctx.module
+                .functions
+                .iter()
+                .flat_map(|f| f.parameters.iter().chain(f.all_inst_iter())),
+        )
+    };
+    let values: HashMap<Word, Word> = code()
+        .filter_map(|i| Some((i.result_id?, i.result_type?)))
+        .filter(|(_, t)| pointers.contains(t))
+        .collect();
+    let mut dereferenced = HashSet::new();
+    for i in code() {
+        for (k, op) in i.operands.iter().enumerate() {
+            let Some(ty) = crate::compiler::spirv::reflect::id(op).and_then(|v| values.get(&v))
+            else {
+                continue;
+            };
+            let as_address = match i.class.opcode {
+                Op::ConvertPtrToU
+                | Op::Bitcast
+                | Op::CopyObject
+                | Op::Phi
+                | Op::Select
+                | Op::PtrEqual
+                | Op::PtrNotEqual
+                | Op::FunctionCall
+                | Op::ReturnValue => true,
+                // Stored as a value, not stored through.
+                Op::Store => k == 1,
+                _ => false,
+            };
+            if !as_address {
+                dereferenced.insert(*ty);
+            }
+        }
+    }
+    let opaque_ones: HashSet<Word> = pointers.difference(&dereferenced).copied().collect();
+    if opaque_ones.is_empty() {
+        return;
+    }
+    let word = ctx.uint(32);
+    let opaque = ctx.fresh();
+    ctx.module.types_global_values.push(Instruction::new(
+        Op::TypeStruct,
+        None,
+        Some(opaque),
+        vec![Operand::IdRef(word)],
+    ));
+    ctx.member_decorate(
+        opaque,
+        0,
+        Decoration::Offset,
+        vec![Operand::LiteralBit32(0)],
+    );
+    for t in ctx.module.types_global_values.iter_mut() {
+        if t.result_id.is_some_and(|r| opaque_ones.contains(&r)) {
+            t.operands[1] = Operand::IdRef(opaque);
+        }
+    }
+    // Their strides described the packed struct; nothing steps by them now.
+    ctx.module.annotations.retain(|a| {
+        !(a.operands.get(1) == Some(&Operand::Decoration(Decoration::ArrayStride))
+            && id_at(a, 0).is_some_and(|t| opaque_ones.contains(&t)))
+    });
+    ctx.sort_globals();
 }
 
 /// For an access chain on a device address that enters a packed struct:

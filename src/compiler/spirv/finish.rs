@@ -546,6 +546,13 @@ fn strip_decorations(ctx: &mut Ctx) -> Result<(), String> {
         .filter(|i| i.class.opcode == Op::Variable)
         .filter_map(|i| i.result_id)
         .collect();
+    // A decoration given twice (passes that mark the same result, such as
+    // NoContraction on an operation two lowerings share) is given once:
+    // SPIR-V allows most decorations only once per target.
+    let mut seen = HashSet::new();
+    ctx.module
+        .annotations
+        .retain(|a| seen.insert((a.class.opcode, a.operands.clone())));
     let mut problem = None;
     ctx.module.annotations.retain(|a| {
         if matches!(
