@@ -9,6 +9,13 @@
 #           where it stood, and resident memory stay flat.
 # threads   16 threads with contexts of their own and 16 sharing one
 #           context, 400,000 checked commands per way (tests/threads.rs).
+# limits    memory used up by buffers and images, printf beyond its
+#           buffer, argument blocks at the limit, 10,000 commands without
+#           a flush, a million events (tests/limits.rs, as CI runs it).
+# faults    on GPUs: a kernel storing through a wild pointer loses the
+#           device, not the process (tests/device_faults.rs).
+# fuzz      the fuzz targets unguided, 20 times CI's cases
+#           (fuzz/tests/bounded.rs; scripts/fuzz.sh for libFuzzer runs).
 # CTS       with the path of an OpenCL-CTS build: test_basic in the CTS's
 #           parallel mode (8 worker threads) against vkcl.
 #
@@ -46,6 +53,22 @@ grep -E "rounds; census" "$out" | sed 's/census {.*}; //' >&2 || true
 log "threads: 400,000 commands per way"
 run_test threads "VKCL_TEST_THREAD_COMMANDS=${VKCL_TEST_THREAD_COMMANDS:-200000}" -- \
     --test threads
+
+log "limits"
+run_test limits -- --test limits -- --nocapture
+
+# CPU Vulkan drivers run kernels on the application's threads.
+if ! cargo run --quiet -p vkcl-tool -- info 2>/dev/null | grep -E '^Device 0:' | grep -qiE 'llvmpipe|lavapipe|swiftshader'; then
+    log "device faults"
+    run_test faults VKCL_TEST_DEVICE_FAULTS=1 -- --test device_faults -- --nocapture
+else
+    summary+=("faults: not run (CPU device: a wild store would be the process's own crash)")
+fi
+
+log "fuzz targets, unguided: 20 times CI's cases"
+run_test fuzz "VKCL_FUZZ_CASES=${VKCL_FUZZ_CASES:-20}" "VKCL_FUZZ_SEED=${VKCL_FUZZ_SEED:-$RANDOM}" -- \
+    -p vkcl-fuzz --test bounded -- --nocapture --test-threads 1
+grep -E "^[a-z]+: [0-9]+ cases" "$out" >&2 || true
 
 if [ -n "${1:-}" ]; then
     basic="$1/test_conformance/basic/test_basic"

@@ -39,7 +39,8 @@ impl From<vk::Result> for ClError {
         match r {
             vk::Result::ERROR_OUT_OF_HOST_MEMORY => ClError(CL_OUT_OF_HOST_MEMORY),
             vk::Result::ERROR_OUT_OF_DEVICE_MEMORY => ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE),
-            vk::Result::ERROR_DEVICE_LOST => ClError(CL_DEVICE_NOT_AVAILABLE),
+            // A lost device (a kernel's memory fault, a driver reset) is
+            // what vendors' OpenCL reports as CL_OUT_OF_RESOURCES.
             _ => ClError(CL_OUT_OF_RESOURCES),
         }
     }

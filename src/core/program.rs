@@ -217,8 +217,10 @@ pub fn encode_binary(b: &Build) -> Vec<u8> {
     out
 }
 
-/// Reads a vkcl program binary; anything else is `None`.
-pub fn decode_binary(data: &[u8]) -> Option<Build> {
+/// The parts of a vkcl program binary (type, whether argument names are
+/// kept, build options, SPIR-V words) when its container is whole and its
+/// checksum right; what they hold is not checked.
+pub fn binary_parts(data: &[u8]) -> Option<(u32, bool, String, Vec<u32>)> {
     let body = data.get(..data.len().checked_sub(8)?)?;
     let sum = u64::from_le_bytes(data[body.len()..].try_into().ok()?);
     if !body.starts_with(BINARY_MAGIC) || fnv1a(body, 0xcbf2_9ce4_8422_2325) != sum {
@@ -236,9 +238,9 @@ pub fn decode_binary(data: &[u8]) -> Option<Build> {
     let binary_type = word()?;
     let arg_info = word()? != 0;
     let opt_len = word()? as usize;
-    let options = String::from_utf8(body.get(at..at + opt_len)?.to_vec()).ok()?;
+    let options = String::from_utf8(body.get(at..at.checked_add(opt_len)?)?.to_vec()).ok()?;
     at += opt_len;
-    let n = u32::from_le_bytes(body.get(at..at + 4)?.try_into().ok()?) as usize;
+    let n = u32::from_le_bytes(body.get(at..at.checked_add(4)?)?.try_into().ok()?) as usize;
     at += 4;
     let bytes = body.get(at..at.checked_add(n.checked_mul(4)?)?)?;
     if at + n * 4 != body.len() {
@@ -248,6 +250,12 @@ pub fn decode_binary(data: &[u8]) -> Option<Build> {
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
         .collect();
+    Some((binary_type, arg_info, options, spirv))
+}
+
+/// Reads a vkcl program binary; anything else is `None`.
+pub fn decode_binary(data: &[u8]) -> Option<Build> {
+    let (binary_type, arg_info, options, spirv) = binary_parts(data)?;
     if ![
         CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT,
         CL_PROGRAM_BINARY_TYPE_LIBRARY,
@@ -255,6 +263,13 @@ pub fn decode_binary(data: &[u8]) -> Option<Build> {
     ]
     .contains(&binary_type)
     {
+        return None;
+    }
+    // A binary whose checksum is right may still carry a module vkcl
+    // never wrote (made by hand, or by another version): it is checked as
+    // IL is.
+    if let Err(e) = link::validate(&spirv) {
+        log::warn!(target: "vkcl::program", "a program binary's SPIR-V does not validate: {e}");
         return None;
     }
     let module = reflect::load(&spirv).ok()?;

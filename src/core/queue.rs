@@ -399,6 +399,9 @@ impl Handle<Queue> {
         ordering: Ordering,
         work: Work,
     ) -> ClResult<Arc<Handle<Event>>> {
+        if self.vk.is_lost() {
+            return Err(ClError(CL_OUT_OF_RESOURCES));
+        }
         let event = Event::for_command(self, command_type);
         if work.host_access {
             event.set_host_gate();

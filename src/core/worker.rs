@@ -71,11 +71,26 @@ impl Worker {
                 Ok(true) => {}
                 Ok(false) => continue,
                 Err(e) => {
+                    // The device is lost (or cannot be waited for, which
+                    // comes to the same): nothing in flight on it will
+                    // finish. Every such command fails now, so that
+                    // nothing waits for it for ever, and later work fails
+                    // at once.
                     log::error!(target: "vkcl::worker", "waiting for the device failed: {e}");
+                    queue.vk.mark_lost();
                     queue
                         .context
-                        .notify_error(&format!("vkcl: device wait failed ({e})"));
-                    std::thread::sleep(std::time::Duration::from_millis(100));
+                        .notify_error(&format!("vkcl: the device was lost ({e})"));
+                    let lost: Vec<InFlight> = self
+                        .inflight
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .drain(..)
+                        .collect();
+                    for done in lost {
+                        fail(done);
+                    }
+                    queue.device.repump();
                     continue;
                 }
             }
@@ -103,6 +118,21 @@ fn complete(done: InFlight) {
         };
         drop(std::mem::take(&mut cmd.keep));
         cmd.event.finish(status, times.as_ref().map(|t| t[i]));
+    }
+    queue.recycle(cb, queries);
+}
+
+/// Ends a batch the device will never finish: its commands' events fail
+/// with CL_OUT_OF_RESOURCES, without their host side (results that were
+/// never made are not copied anywhere).
+fn fail(done: InFlight) {
+    let InFlight { queue, batch, .. } = done;
+    let cb = batch.cb();
+    let queries = batch.queries;
+    for mut cmd in batch.commands {
+        drop(cmd.complete.take());
+        drop(std::mem::take(&mut cmd.keep));
+        cmd.event.finish(CL_OUT_OF_RESOURCES, None);
     }
     queue.recycle(cb, queries);
 }

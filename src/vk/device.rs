@@ -38,6 +38,16 @@ pub struct LogicalDevice {
     /// VK_KHR_push_descriptor, where the device has it: image and sampler
     /// descriptors are recorded into the command buffer, without a pool.
     pub push_descriptor: Option<ash::khr::push_descriptor::Device>,
+    /// The device was lost (VK_ERROR_DEVICE_LOST, as after a kernel's
+    /// memory fault): nothing submitted to it finishes any more.
+    lost: std::sync::atomic::AtomicBool,
+    /// Bytes of buffers and images alive, and how many the device may
+    /// hold: its memory heap on CPU devices, whose drivers take host
+    /// memory without limit (beyond the heap, an application's buffers
+    /// would end in the host running out, not in an allocation error);
+    /// unlimited elsewhere, where the driver itself refuses.
+    committed: std::sync::atomic::AtomicU64,
+    budget: u64,
     /// How long a timeline wait polls before it blocks: never on CPU
     /// devices, whose own threads need the cores a poll would take.
     timeline_spin: std::time::Duration,
@@ -244,7 +254,61 @@ impl LogicalDevice {
             },
             placed,
             memory_props: info.memory,
+            lost: std::sync::atomic::AtomicBool::new(false),
+            committed: std::sync::atomic::AtomicU64::new(0),
+            budget: if info.props.device_type == vk::PhysicalDeviceType::CPU {
+                info.device_local_heap_size()
+            } else {
+                u64::MAX
+            },
         })
+    }
+
+    /// Counts `bytes` of a new buffer or image against the device's
+    /// budget; an allocation error when they do not fit. The bytes count
+    /// until the guard is dropped, or for good once it is kept (the
+    /// object's own drop then calls [`LogicalDevice::release`]).
+    pub fn reserve(&self, bytes: u64) -> Result<Reserved<'_>, vk::Result> {
+        use std::sync::atomic::Ordering;
+        let budget = self.budget;
+        self.committed
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| {
+                c.checked_add(bytes).filter(|&n| n <= budget)
+            })
+            .map_err(|c| {
+                log::warn!(target: "vkcl::memory", "{bytes} bytes more do not fit the device's {budget} ({c} in use)");
+                vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
+            })?;
+        Ok(Reserved {
+            device: self,
+            bytes,
+        })
+    }
+
+    /// Returns the bytes of a buffer or image that is gone.
+    pub fn release(&self, bytes: u64) {
+        self.committed
+            .fetch_sub(bytes, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// Whether the device was lost: work for it then fails at once.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Notes what a Vulkan call returned: a lost device stays lost.
+    fn note<T>(&self, r: Result<T, vk::Result>) -> Result<T, vk::Result> {
+        if matches!(r, Err(vk::Result::ERROR_DEVICE_LOST)) {
+            self.mark_lost();
+        }
+        r
+    }
+
+    /// Marks the device lost (a wait or submission failed for good).
+    pub fn mark_lost(&self) {
+        if !self.lost.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            log::error!(target: "vkcl::vk", "the Vulkan device was lost: its commands fail from now on");
+        }
     }
 
     /// The host clock (`host_time_ns`) minus the device's timestamp clock,
@@ -324,7 +388,7 @@ impl LogicalDevice {
         let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: the queue is externally synchronised by the lock; the
         // caller's submit infos reference live objects.
-        unsafe { self.raw.queue_submit(*queue, submits, fence) }
+        self.note(unsafe { self.raw.queue_submit(*queue, submits, fence) })
     }
 
     /// A timeline semaphore starting at zero.
@@ -350,7 +414,7 @@ impl LogicalDevice {
         let spin_until = std::time::Instant::now() + self.timeline_spin;
         loop {
             // SAFETY: valid timeline semaphore of this device.
-            if unsafe { self.raw.get_semaphore_counter_value(semaphore) }? >= value {
+            if self.note(unsafe { self.raw.get_semaphore_counter_value(semaphore) })? >= value {
                 return Ok(true);
             }
             if std::time::Instant::now() >= spin_until {
@@ -364,7 +428,7 @@ impl LogicalDevice {
             .semaphores(&sems)
             .values(&values);
         // SAFETY: valid semaphore of this device.
-        match unsafe { self.raw.wait_semaphores(&info, timeout_ns) } {
+        match self.note(unsafe { self.raw.wait_semaphores(&info, timeout_ns) }) {
             Ok(()) => Ok(true),
             Err(vk::Result::TIMEOUT) => Ok(false),
             Err(e) => Err(e),
@@ -399,13 +463,32 @@ impl LogicalDevice {
                 let submit = [vk::SubmitInfo::default().command_buffers(&cbs)];
                 let r = self
                     .submit(&submit, fence)
-                    .and_then(|()| self.raw.wait_for_fences(&[fence], true, u64::MAX));
+                    .and_then(|()| self.note(self.raw.wait_for_fences(&[fence], true, u64::MAX)));
                 self.raw.destroy_fence(fence, None);
                 r
             })();
             self.raw.free_command_buffers(*pool, &[cb]);
             result
         }
+    }
+}
+
+/// Bytes counted against a device's budget (see [`LogicalDevice::reserve`]).
+pub struct Reserved<'a> {
+    device: &'a LogicalDevice,
+    bytes: u64,
+}
+
+impl Reserved<'_> {
+    /// The bytes stay counted: the object they were for now exists.
+    pub fn keep(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.device.release(self.bytes);
     }
 }
 

@@ -28,6 +28,8 @@ pub struct DeviceImage {
     device: Arc<LogicalDevice>,
     pub raw: vk::Image,
     allocation: Option<Allocation>,
+    /// Bytes of the device's budget its memory takes (0 for an alias).
+    reserved: u64,
     /// The image an alias views: it owns `raw` and its memory.
     aliased: Option<Arc<DeviceImage>>,
     pub format: vk::Format,
@@ -102,6 +104,10 @@ impl DeviceImage {
         let raw = unsafe { d.create_image(&info, None)? };
         // SAFETY: `raw` was just created on this device.
         let req = unsafe { d.get_image_memory_requirements(raw) };
+        let reserved = device.reserve(req.size).inspect_err(|_| {
+            // SAFETY: the image is unused.
+            unsafe { d.destroy_image(raw, None) };
+        })?;
         let location = if device.unified_memory {
             MemoryLocation::CpuToGpu
         } else {
@@ -126,6 +132,7 @@ impl DeviceImage {
             device: device.clone(),
             raw,
             allocation: Some(allocation),
+            reserved: req.size,
             aliased: None,
             format,
             shape,
@@ -134,6 +141,7 @@ impl DeviceImage {
             storage_view: vk::ImageView::null(),
             storage_swaps_red_blue: false,
         };
+        reserved.keep();
         census::add(Kind::VulkanImages, 1);
         let a = this.allocation.as_ref().expect("set above");
         // SAFETY: memory from this device, offset aligned as required.
@@ -181,6 +189,7 @@ impl DeviceImage {
             device: image.device.clone(),
             raw: image.raw,
             allocation: None,
+            reserved: 0,
             aliased: Some(image.clone()),
             format: views.format,
             shape: image.shape,
@@ -255,6 +264,7 @@ impl DeviceImage {
 impl Drop for DeviceImage {
     fn drop(&mut self) {
         census::remove(Kind::VulkanImages, 1);
+        self.device.release(self.reserved);
         // SAFETY: commands keep their images alive until they complete;
         // null views are ignored.
         unsafe {

@@ -78,6 +78,9 @@ impl DeviceBuffer {
             .usage(flags)
             .sharing_mode(vk::SharingMode::EXCLUSIVE);
         let d = &device.raw;
+        // Staging memory is short-lived and not the application's: only
+        // buffers for kernels count against the device's budget.
+        let reserved = device.reserve(if usage == BufferUse::Device { size } else { 0 })?;
         // SAFETY: valid device and create info.
         let raw = unsafe { d.create_buffer(&info, None)? };
         // SAFETY: `raw` was just created on this device.
@@ -115,6 +118,7 @@ impl DeviceBuffer {
             address: 0,
             usage,
         };
+        reserved.keep();
         census::add(Kind::DeviceBuffers, 1);
         census::add(Kind::DeviceBytes, size as i64);
         bound?;
@@ -169,6 +173,12 @@ impl DeviceBuffer {
             })
         };
         let host = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+        let Ok(reserved) = device.reserve(size) else {
+            // SAFETY: the buffer is unused.
+            unsafe { d.destroy_buffer(raw, None) };
+            return None;
+        };
+        reserved.keep();
         let mut this = DeviceBuffer {
             device: device.clone(),
             raw,
@@ -303,6 +313,9 @@ impl Drop for DeviceBuffer {
     fn drop(&mut self) {
         census::remove(Kind::DeviceBuffers, 1);
         census::remove(Kind::DeviceBytes, self.size as i64);
+        if self.usage == BufferUse::Device {
+            self.device.release(self.size);
+        }
         // SAFETY: no command still uses the buffer: commands keep their
         // buffers alive until they complete.
         unsafe { self.device.raw.destroy_buffer(self.raw, None) };

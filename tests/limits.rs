@@ -1,0 +1,406 @@
+//! vkcl driven to its limits: memory used up by buffers and by images,
+//! printf output beyond its buffer, argument blocks at and past the
+//! parameter size, ten thousand commands queued without a flush, and a
+//! million events alive at once. Each limit gives the specification's
+//! error (or works), and the context is still usable afterwards.
+
+mod common;
+
+use std::ffi::c_void;
+use std::ptr::{null, null_mut};
+
+use common::*;
+use opencl_sys::*;
+
+both_ways!(
+    buffers_beyond_the_device_memory,
+    images_beyond_the_device_memory,
+    argument_blocks_at_and_past_the_limit,
+    ten_thousand_commands_without_a_flush,
+);
+
+/// One way of reaching vkcl is enough for these.
+#[test]
+fn printf_beyond_its_buffer() {
+    printf_overflow(direct());
+}
+
+#[test]
+fn a_million_events_alive() {
+    million_events(direct());
+}
+
+/// The tests of this file one at a time: the memory ones take all the
+/// device has, which the others would then not get.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const ADD: &str = "kernel void add(global uint *p, uint v) { p[get_global_id(0)] += v; }";
+
+/// The context still builds and runs a kernel with a right result.
+fn still_usable(s: &mut Setup) {
+    let k = s.kernel(ADD, "add", "");
+    let b = s.zeroed(64 * 4);
+    s.arg(k, 0, &b);
+    s.arg(k, 1, &3u32);
+    s.run(k, &[64], None, None);
+    assert!(
+        s.words(b, 64).iter().all(|&w| w == 3),
+        "{}: the context works on",
+        s.cl.how
+    );
+}
+
+fn device_u64(cl: &Cl, param: cl_device_info) -> u64 {
+    u64_of(&cl.device_bytes(cl.device(), param).unwrap())
+}
+
+/// Buffers of an eighth of the device's memory each, every one touched
+/// by a fill, until the device says no: allocation failure or out of
+/// resources, never a crash or the host running out.
+fn buffers_beyond_the_device_memory(cl: &Cl) {
+    let _one = one_at_a_time();
+    let mut s = Setup::new(cl);
+    let global = device_u64(cl, CL_DEVICE_GLOBAL_MEM_SIZE);
+    let chunk = (global / 8).min(device_u64(cl, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
+    let mut held = Vec::new();
+    let mut refused = None;
+    // Twice the device's memory is more than any device gives.
+    while (held.len() as u64) * chunk <= 2 * global {
+        let mut r = 0;
+        // SAFETY: a valid context; no host pointer.
+        let b = unsafe {
+            cl.clCreateBuffer.unwrap()(s.c, CL_MEM_READ_WRITE, chunk as usize, null_mut(), &mut r)
+        };
+        if r != CL_SUCCESS {
+            refused = Some(r);
+            break;
+        }
+        held.push(b);
+        let pattern = 0x5Au8;
+        // Memory is taken at first use on some devices: use it.
+        // SAFETY: a valid queue and buffer; the pattern outlives the call
+        // (the fill is waited for below).
+        let r = unsafe {
+            cl.clEnqueueFillBuffer.unwrap()(
+                s.q,
+                b,
+                (&pattern as *const u8).cast::<c_void>(),
+                1,
+                0,
+                4096,
+                0,
+                null(),
+                null_mut(),
+            )
+        };
+        // SAFETY: a valid queue.
+        let f = unsafe { cl.clFinish.unwrap()(s.q) };
+        if r != CL_SUCCESS || f != CL_SUCCESS {
+            refused = Some(if r != CL_SUCCESS { r } else { f });
+            break;
+        }
+    }
+    let code = refused.unwrap_or_else(|| {
+        panic!(
+            "{}: {} buffers of {chunk} bytes on a device of {global}",
+            cl.how,
+            held.len()
+        )
+    });
+    assert!(
+        code == CL_MEM_OBJECT_ALLOCATION_FAILURE || code == CL_OUT_OF_RESOURCES,
+        "{}: after {} buffers: {code}",
+        cl.how,
+        held.len()
+    );
+    assert!(
+        held.len() >= 4,
+        "{}: only {} buffers fitted",
+        cl.how,
+        held.len()
+    );
+    for b in held {
+        // SAFETY: created above, released once.
+        unsafe { cl.clReleaseMemObject.unwrap()(b) };
+    }
+    still_usable(&mut s);
+}
+
+/// 2-D RGBA8 images as large as the device takes, until it says no.
+fn images_beyond_the_device_memory(cl: &Cl) {
+    let _one = one_at_a_time();
+    let mut s = Setup::new(cl);
+    let global = device_u64(cl, CL_DEVICE_GLOBAL_MEM_SIZE);
+    let side = (device_u64(cl, CL_DEVICE_IMAGE2D_MAX_WIDTH) as usize).min(8192);
+    let bytes = (side * side * 4) as u64;
+    let format = cl_image_format {
+        image_channel_order: CL_RGBA,
+        image_channel_data_type: CL_UNORM_INT8,
+    };
+    let desc = cl_image_desc {
+        image_type: CL_MEM_OBJECT_IMAGE2D,
+        image_width: side,
+        image_height: side,
+        image_depth: 1,
+        image_array_size: 1,
+        image_row_pitch: 0,
+        image_slice_pitch: 0,
+        num_mip_levels: 0,
+        num_samples: 0,
+        buffer: null_mut(),
+    };
+    let mut held = Vec::new();
+    let mut refused = None;
+    while (held.len() as u64) * bytes <= 2 * global {
+        let mut r = 0;
+        // SAFETY: valid format and description; no host pointer.
+        let im = unsafe {
+            cl.clCreateImage.unwrap()(s.c, CL_MEM_READ_WRITE, &format, &desc, null_mut(), &mut r)
+        };
+        if r != CL_SUCCESS {
+            refused = Some(r);
+            break;
+        }
+        held.push(im);
+        let color = [0.5f32; 4];
+        let origin = [0usize; 3];
+        let region = [16usize, 16, 1];
+        // SAFETY: a valid image and a region inside it.
+        let r = unsafe {
+            cl.clEnqueueFillImage.unwrap()(
+                s.q,
+                im,
+                color.as_ptr().cast(),
+                origin.as_ptr(),
+                region.as_ptr(),
+                0,
+                null(),
+                null_mut(),
+            )
+        };
+        // SAFETY: a valid queue.
+        let f = unsafe { cl.clFinish.unwrap()(s.q) };
+        if r != CL_SUCCESS || f != CL_SUCCESS {
+            refused = Some(if r != CL_SUCCESS { r } else { f });
+            break;
+        }
+    }
+    let code = refused.unwrap_or_else(|| panic!("{}: {} images fitted", cl.how, held.len()));
+    assert!(
+        code == CL_MEM_OBJECT_ALLOCATION_FAILURE || code == CL_OUT_OF_RESOURCES,
+        "{}: after {} images: {code}",
+        cl.how,
+        held.len()
+    );
+    for im in held {
+        // SAFETY: created above, released once.
+        unsafe { cl.clReleaseMemObject.unwrap()(im) };
+    }
+    still_usable(&mut s);
+}
+
+const ARGS: &str = "
+typedef struct { uint w[254]; } Exact;      /* 1016 bytes + a pointer = 1024 */
+typedef struct { uint w[600]; } Beyond;     /* 2400 bytes */
+kernel void exact(global uint *out, Exact e) {
+    size_t i = get_global_id(0);
+    out[i] = e.w[i] * 3u + 1u;
+}
+kernel void beyond(global uint *out, Beyond b) {
+    size_t i = get_global_id(0);
+    out[i] = b.w[i] + b.w[599 - i];
+}";
+
+/// An argument block of exactly CL_DEVICE_MAX_PARAMETER_SIZE bytes runs
+/// right; one more than twice as large runs right or is refused with an
+/// error, never read wrong.
+fn argument_blocks_at_and_past_the_limit(cl: &Cl) {
+    let _one = one_at_a_time();
+    let mut s = Setup::new(cl);
+    let limit = usize_of(
+        &cl.device_bytes(cl.device(), CL_DEVICE_MAX_PARAMETER_SIZE)
+            .unwrap(),
+    );
+    assert_eq!(
+        limit, 1024,
+        "{}: the test's structs are sized for 1024 bytes",
+        cl.how
+    );
+    let exact = s.kernel(ARGS, "exact", "");
+    let out = s.zeroed(254 * 4);
+    let e: Vec<u32> = (0..254u32).map(|i| (i * 1_000_003) ^ 0xA5A5).collect();
+    s.arg(exact, 0, &out);
+    s.arg_bytes(exact, 1, &bytes_of(&e));
+    s.run(exact, &[254], None, None);
+    let got = s.words(out, 254);
+    for i in 0..254 {
+        assert_eq!(
+            got[i],
+            e[i].wrapping_mul(3).wrapping_add(1),
+            "{}: exact.w[{i}]",
+            cl.how
+        );
+    }
+    let beyond = s.kernel(ARGS, "beyond", "");
+    let out = s.zeroed(600 * 4);
+    let b: Vec<u32> = (0..600u32).map(|i| i * 7 + 11).collect();
+    s.arg(beyond, 0, &out);
+    // SAFETY: a valid kernel; the bytes are valid for their length.
+    let r =
+        unsafe { cl.clSetKernelArg.unwrap()(beyond, 1, b.len() * 4, b.as_ptr().cast::<c_void>()) };
+    if r == CL_SUCCESS {
+        let r = s.enqueue(beyond, &[600], None, None);
+        if r == CL_SUCCESS {
+            let got = s.words(out, 600);
+            for i in 0..600 {
+                assert_eq!(got[i], b[i] + b[599 - i], "{}: beyond.w[{i}]", cl.how);
+            }
+        } else {
+            assert!(
+                r == CL_OUT_OF_RESOURCES || r == CL_INVALID_KERNEL_ARGS,
+                "{}: enqueue of a 2400-byte argument: {r}",
+                cl.how
+            );
+        }
+    } else {
+        assert_eq!(r, CL_INVALID_ARG_SIZE, "{}: a 2400-byte argument", cl.how);
+    }
+    still_usable(&mut s);
+}
+
+/// Ten thousand kernels on an in-order queue, nothing flushed until the
+/// end: every one of them runs, in order.
+fn ten_thousand_commands_without_a_flush(cl: &Cl) {
+    let _one = one_at_a_time();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(
+        "kernel void step(global uint *p, uint n) { p[0] = p[0] * 3u + n; }",
+        "step",
+        "",
+    );
+    let b = s.zeroed(4);
+    s.arg(k, 0, &b);
+    let mut want = 0u32;
+    for n in 0..10_000u32 {
+        s.arg(k, 1, &n);
+        assert_eq!(
+            s.enqueue(k, &[1], None, None),
+            CL_SUCCESS,
+            "{}: command {n}",
+            cl.how
+        );
+        want = want.wrapping_mul(3).wrapping_add(n);
+    }
+    // SAFETY: a valid queue.
+    assert_eq!(unsafe { cl.clFinish.unwrap()(s.q) }, CL_SUCCESS);
+    assert_eq!(
+        s.words(b, 1)[0],
+        want,
+        "{}: ten thousand commands in order",
+        cl.how
+    );
+}
+
+/// printf output of about 1.6 MB from one kernel, beyond the device's
+/// printf buffer: the kernel completes, what fits is printed, and the
+/// next kernel prints again. The output goes to /dev/null.
+fn printf_overflow(cl: &Cl) {
+    let _one = one_at_a_time();
+    let mut s = Setup::new(cl);
+    let size = usize_of(
+        &cl.device_bytes(cl.device(), CL_DEVICE_PRINTF_BUFFER_SIZE)
+            .unwrap(),
+    );
+    let k = s.kernel(
+        "kernel void chatty(global uint *done) {
+             uint i = get_global_id(0);
+             printf(\"work-item %u of a kernel that prints too much\\n\", i);
+             done[i] = i + 1u;
+         }",
+        "chatty",
+        "",
+    );
+    let n = (size / 16).max(65536);
+    let done = s.zeroed(n * 4);
+    s.arg(k, 0, &done);
+    let quiet = Quiet::new();
+    s.run(k, &[n], None, None);
+    // SAFETY: a valid queue.
+    let f = unsafe { cl.clFinish.unwrap()(s.q) };
+    drop(quiet);
+    assert_eq!(f, CL_SUCCESS);
+    let got = s.words(done, n);
+    assert!(
+        got.iter().enumerate().all(|(i, &w)| w == i as u32 + 1),
+        "every work-item ran"
+    );
+    still_usable(&mut s);
+}
+
+/// Standard output sent to /dev/null while it lives (kernels' printf
+/// writes there, not to the test's captured output).
+struct Quiet(i32);
+
+impl Quiet {
+    fn new() -> Quiet {
+        // SAFETY: plain descriptor calls; stdout is flushed by the drop.
+        unsafe {
+            let saved = libc::dup(1);
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+            libc::dup2(null, 1);
+            libc::close(null);
+            Quiet(saved)
+        }
+    }
+}
+
+impl Drop for Quiet {
+    fn drop(&mut self) {
+        // SAFETY: restores the descriptor saved above.
+        unsafe {
+            libc::fflush(null_mut());
+            libc::dup2(self.0, 1);
+            libc::close(self.0);
+        }
+    }
+}
+
+/// A million user events alive at once, completed and released; then a
+/// hundred thousand commands' events alive until their queue finishes.
+fn million_events(cl: &Cl) {
+    let _one = one_at_a_time();
+    let s = Setup::new(cl);
+    let mut events = Vec::with_capacity(1_000_000);
+    for _ in 0..1_000_000 {
+        let mut r = 0;
+        // SAFETY: a valid context.
+        let e = unsafe { cl.clCreateUserEvent.unwrap()(s.c, &mut r) };
+        assert_eq!(r, CL_SUCCESS, "user event {}", events.len());
+        events.push(e);
+    }
+    for &e in &events {
+        // SAFETY: valid user events, each completed and released once.
+        unsafe {
+            assert_eq!(cl.clSetUserEventStatus.unwrap()(e, CL_COMPLETE), CL_SUCCESS);
+            cl.clReleaseEvent.unwrap()(e);
+        }
+    }
+    events.clear();
+    for n in 0..100_000 {
+        let mut e = null_mut();
+        // SAFETY: a valid queue; the event is kept and released below.
+        let r = unsafe { cl.clEnqueueMarkerWithWaitList.unwrap()(s.q, 0, null(), &mut e) };
+        assert_eq!(r, CL_SUCCESS, "marker {n}");
+        events.push(e);
+    }
+    // SAFETY: a valid queue.
+    assert_eq!(unsafe { cl.clFinish.unwrap()(s.q) }, CL_SUCCESS);
+    for &e in &events {
+        assert_eq!(cl.event_status(e), CL_COMPLETE as cl_int);
+        // SAFETY: released once.
+        unsafe { cl.clReleaseEvent.unwrap()(e) };
+    }
+}
