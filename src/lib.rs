@@ -2,7 +2,8 @@
 //!
 //! The crate builds `libvkcl.so` (`vkcl.dll` on Windows), which is both an
 //! OpenCL ICD (`cl_khr_icd`) for ICD loaders and a drop-in `libOpenCL` that
-//! exports every OpenCL 3.0 entry point. See DESIGN.md for the architecture.
+//! exports every OpenCL 3.0 entry point. See docs/ARCHITECTURE.md for
+//! the architecture.
 
 pub mod api;
 pub mod compiler;

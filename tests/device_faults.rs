@@ -36,7 +36,12 @@ fn a_wild_store_loses_the_device_not_the_process() {
     let k = s.kernel(WILD, "wild", "");
     let ok = s.zeroed(1024 * 4);
     s.arg(k, 0, &ok);
-    s.arg(k, 1, &0x7f00_dead_0000u64);
+    // Another address to store at: VKCL_TEST_WILD_ADDRESS (hexadecimal).
+    let at = std::env::var("VKCL_TEST_WILD_ADDRESS")
+        .ok()
+        .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+        .unwrap_or(0x7f00_dead_0000);
+    s.arg(k, 1, &at);
     let mut event = null_mut();
     let global = [1024usize];
     // SAFETY: a valid queue and kernel with its arguments set.
@@ -63,7 +68,12 @@ fn a_wild_store_loses_the_device_not_the_process() {
         let _ = tx.send(unsafe { finish(q as cl_command_queue) });
     });
     let finished = rx
-        .recv_timeout(Duration::from_secs(120))
+        .recv_timeout(Duration::from_secs(
+            std::env::var("VKCL_TEST_FAULT_WAIT")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(120),
+        ))
         .expect("clFinish returns after a device fault");
     let status = cl.event_status(event);
     eprintln!("clFinish: {finished}; the kernel's event: {status}");

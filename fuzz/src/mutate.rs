@@ -60,6 +60,9 @@ pub fn to_words(bytes: &[u8]) -> Option<Vec<u32>> {
 /// `words` with one to four structural mutations; `None` when `words` is
 /// not a module rspirv can read (callers then mutate bytes instead).
 pub fn mutate_module(words: &[u32], rng: &mut Rng) -> Option<Vec<u32>> {
+    if !well_framed(words) {
+        return None;
+    }
     let mut module = rspirv::dr::load_words(words).ok()?;
     let rounds = 1 + rng.below(4);
     for _ in 0..rounds {
@@ -71,6 +74,24 @@ pub fn mutate_module(words: &[u32], rng: &mut Rng) -> Option<Vec<u32>> {
         }
     }
     Some(module.assemble())
+}
+
+/// Whether `words` are a header and whole instructions: rspirv's reader
+/// panics on an instruction longer than the words left (vkcl reads only
+/// modules the validator accepted; the mutator reads anything).
+fn well_framed(words: &[u32]) -> bool {
+    if words.len() < 5 || words[0] != 0x0723_0203 {
+        return false;
+    }
+    let mut at = 5;
+    while at < words.len() {
+        let count = (words[at] >> 16) as usize;
+        if count == 0 || at + count > words.len() {
+            return false;
+        }
+        at += count;
+    }
+    true
 }
 
 /// The mutations, one of which is made.

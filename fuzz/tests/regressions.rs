@@ -48,3 +48,115 @@ fn binary_with_an_invalid_module_is_refused() {
     // And through the fuzz target, which checks the whole path.
     vkcl_fuzz::targets::binary(&binary);
 }
+
+/// Builds IL made from `text`; the build's result and log.
+fn build_il(text: &str) -> (cl_int, String) {
+    let words = vkcl_fuzz::seeds::assemble(text, spirv_tools::TargetEnv::Universal_1_0)
+        .expect("the module assembles");
+    let bytes = vkcl_fuzz::mutate::to_bytes(&words);
+    let s = session();
+    let mut r = 0;
+    // SAFETY: the bytes are valid for their length.
+    let p = unsafe {
+        program::clCreateProgramWithIL(s.context, bytes.as_ptr().cast(), bytes.len(), &mut r)
+    };
+    assert_eq!(r, CL_SUCCESS, "a valid module");
+    // SAFETY: a valid program and device; empty options.
+    let r = unsafe {
+        program::clBuildProgram(p, 1, &s.device, c"".as_ptr(), None, std::ptr::null_mut())
+    };
+    let mut size = 0;
+    let mut log = vec![0u8; 4096];
+    // SAFETY: `log` holds 4096 bytes.
+    unsafe {
+        program::clGetProgramBuildInfo(
+            p,
+            s.device,
+            CL_PROGRAM_BUILD_LOG,
+            log.len(),
+            log.as_mut_ptr().cast(),
+            &mut size,
+        );
+        program::clReleaseProgram(p);
+    }
+    (
+        r,
+        String::from_utf8_lossy(&log[..size.saturating_sub(1)]).into_owned(),
+    )
+}
+
+const WITH_INPUT: &str = "OpCapability Addresses\nOpCapability Linkage\nOpCapability Kernel\n\
+     OpCapability Int64\nOpMemoryModel Physical64 OpenCL\nOpEntryPoint Kernel %f \"k\" %gid\n\
+     DECORATIONS\
+     %ulong = OpTypeInt 64 0\n%v3 = OpTypeVector %ulong 3\n%pv3 = OpTypePointer Input %v3\n\
+     %void = OpTypeVoid\n%ptr = OpTypePointer CrossWorkgroup %ulong\n\
+     %fn = OpTypeFunction %void %ptr\n%gid = OpVariable %pv3 Input\n\
+     %f = OpFunction %void None %fn\n%p = OpFunctionParameter %ptr\n%l = OpLabel\n\
+     %g = OpLoad %v3 %gid\n%i = OpCompositeExtract %ulong %g 0\nOpStore %p %i\nOpReturn\n\
+     OpFunctionEnd\n";
+
+/// An `Input` variable that is imported and not a built-in (the
+/// GlobalInvocationId import with its BuiltIn decoration gone) passed the
+/// rewrite and the validator, and NVIDIA's driver crashed the process
+/// making its pipeline. It is an unresolved symbol: the build fails.
+#[test]
+fn imported_variable_that_is_no_built_in_fails_the_build() {
+    let (r, log) = build_il(&WITH_INPUT.replace(
+        "DECORATIONS",
+        "OpDecorate %gid LinkageAttributes \"__spirv_GlobalInvocationId\" Import\n",
+    ));
+    assert_eq!(r, CL_BUILD_PROGRAM_FAILURE);
+    assert!(log.contains("imported"), "{log}");
+    // Without the linkage it is an input Vulkan cannot give.
+    let (r, log) = build_il(&WITH_INPUT.replace("DECORATIONS", ""));
+    assert_eq!(r, CL_BUILD_PROGRAM_FAILURE);
+    assert!(log.contains("not a built-in"), "{log}");
+    // With its BuiltIn decoration it is the work-item's global id.
+    let (r, log) = build_il(&WITH_INPUT.replace(
+        "DECORATIONS",
+        "OpDecorate %gid BuiltIn GlobalInvocationId\n\
+         OpDecorate %gid LinkageAttributes \"__spirv_GlobalInvocationId\" Import\n",
+    ));
+    assert_eq!(r, CL_SUCCESS, "{log}");
+}
+
+/// The inputs in `tests/inputs/`, each given to the target its name
+/// starts with: every one of them once panicked or crashed vkcl (the
+/// file names say how).
+///
+/// * `rewrite-array-size-overflow.spv`: an array of 2^31 `uint`s
+///   overflowed the size computation of OpenCL C's layout.
+/// * `binary-string-operand-crashes-validator.bin`: a binary whose module
+///   gives an `OpString` as an `OpenCL.std` operand, on which SPIRV-Tools'
+///   validator asserts (and `spirv-val` crashes); vkcl now refuses such
+///   modules before validating them.
+/// * `binary-initialiser-past-its-variable.bin`: a 64-bit constant
+///   initialising a 32-bit program-scope variable was written past the
+///   data segment.
+/// * `il-required-group-size-overflow.spv`: a required work-group size
+///   whose product passes 32 bits overflowed CL_KERNEL_WORK_GROUP_SIZE.
+/// * `il-rspirv-panics-before-validation.spv`: a module rspirv's reader
+///   panics on, which vkcl read before validating it (the check before the
+///   validator now reads words only).
+#[test]
+fn inputs_that_broke_vkcl() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/inputs");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    for path in files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let data = std::fs::read(&path).unwrap();
+        match name.split('-').next().unwrap() {
+            "il" => vkcl_fuzz::targets::il(&data),
+            "binary" => vkcl_fuzz::targets::binary(&data),
+            "rewrite" => vkcl_fuzz::targets::rewrite(&data),
+            "options" => vkcl_fuzz::targets::options(&data),
+            "source" => vkcl_fuzz::targets::source(&data),
+            other => panic!("{name}: no target {other}"),
+        }
+    }
+}

@@ -322,7 +322,14 @@ fn kernel_device(k: &Kernel, device: cl_device_id) -> ClResult<Arc<Handle<Device
 /// size, else the device's, less where it requires a sub-group size.
 fn max_group_size(k: &Kernel, d: &Device) -> usize {
     match (k.info.reqd_work_group_size, k.info.reqd_sub_group_size) {
-        (Some([x, y, z]), _) => (x * y * z) as usize,
+        // Valid modules may require sizes no device runs (their product
+        // past 32 bits): such kernels never fit.
+        (Some([x, y, z]), _) => usize::try_from(
+            u64::from(x)
+                .saturating_mul(u64::from(y))
+                .saturating_mul(u64::from(z)),
+        )
+        .unwrap_or(usize::MAX),
         (None, Some(s)) => d.max_work_group_size_for_subgroups(s),
         (None, None) => d.max_work_group_size(),
     }

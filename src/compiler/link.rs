@@ -3,6 +3,7 @@
 //! given by applications (clCreateProgramWithIL) and every rewritten
 //! module, with SPIRV-Tools' validator built into vkcl.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -91,8 +92,71 @@ fn run_validator(words: &[u32], env: TargetEnv) -> Result<(), String> {
         })
 }
 
+/// Checks what SPIRV-Tools' validator assumes of a module before it
+/// checks it (a validator that asserts or crashes takes the application's
+/// process with it): whole instructions, and no `OpString` as an operand
+/// of an `OpenCL.std` instruction (the validator asserts on one). Read
+/// word by word: nothing else may read a module before it is validated.
+fn safe_to_validate(words: &[u32]) -> Result<(), String> {
+    if words.len() < 5 || words[0] != 0x0723_0203 {
+        return Err("not a SPIR-V module".into());
+    }
+    let mut instructions = Vec::new();
+    let mut at = 5;
+    while at < words.len() {
+        let count = (words[at] >> 16) as usize;
+        if count == 0 || at + count > words.len() {
+            return Err(format!(
+                "instruction at word {at} runs past the module's end"
+            ));
+        }
+        instructions.push(&words[at..at + count]);
+        at += count;
+    }
+    const OP_STRING: u32 = 7;
+    const OP_EXT_INST_IMPORT: u32 = 11;
+    const OP_EXT_INST: u32 = 12;
+    let opcode = |i: &[u32]| i[0] & 0xFFFF;
+    let strings: HashSet<u32> = instructions
+        .iter()
+        .filter(|i| opcode(i) == OP_STRING && i.len() > 1)
+        .map(|i| i[1])
+        .collect();
+    let opencl_std: HashSet<u32> = instructions
+        .iter()
+        .filter(|i| opcode(i) == OP_EXT_INST_IMPORT && i.len() > 2)
+        .filter(|i| {
+            i[2..]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .take(11)
+                .eq(*b"OpenCL.std\0")
+        })
+        .map(|i| i[1])
+        .collect();
+    for i in instructions
+        .iter()
+        .filter(|i| opcode(i) == OP_EXT_INST && i.len() > 5)
+    {
+        if !opencl_std.contains(&i[3]) {
+            continue;
+        }
+        // vloadn, vload_halfn and vloada_halfn end in a literal count, the
+        // vstore*_r forms in a literal rounding mode.
+        let literal_last = matches!(i[4], 171 | 174 | 176 | 178 | 179 | 181);
+        let ids = &i[5..i.len() - usize::from(literal_last)];
+        if let Some(x) = ids.iter().find(|x| strings.contains(x)) {
+            return Err(format!(
+                "operand %{x} of an OpenCL.std instruction is a string"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Validates an OpenCL SPIR-V module with the rules of its SPIR-V version.
 pub fn validate(words: &[u32]) -> Result<(), String> {
+    safe_to_validate(words)?;
     let env = match version(words) {
         (1, 0) => TargetEnv::Universal_1_0,
         (1, 1) => TargetEnv::Universal_1_1,

@@ -1,5 +1,6 @@
-//! The OpenCL object model: platforms, devices, contexts and (as they land)
-//! queues, events, memory, programs and kernels.
+//! The OpenCL object model: platforms, devices, contexts, queues, events,
+//! buffers, images, samplers, programs, kernels and SVM, with the
+//! completion worker and the census of what is alive.
 
 pub mod census;
 pub mod context;

@@ -1,6 +1,7 @@
 //! The completion worker: one thread per device that waits for submitted
-//! batches to finish (blocking on their timeline values, never spinning),
-//! then runs each command's host side and completes its event, in order.
+//! batches to finish (on their timeline values: a short poll on GPUs, then
+//! a blocking wait), then runs each command's host side and completes its
+//! event, in order. When the device is lost, it fails what is in flight.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};

@@ -1,4 +1,4 @@
-//! Pass 2: addressing. OpenCL's Physical64 pointers become Vulkan's:
+//! Addressing. OpenCL's Physical64 pointers become Vulkan's:
 //! `CrossWorkgroup` and `UniformConstant` data pointers become
 //! `PhysicalStorageBuffer` pointers (64-bit device addresses) with the
 //! OpenCL C ABI layout made explicit (`ArrayStride`, `Offset`) and every

@@ -1,4 +1,4 @@
-//! Pass 7 (sixth part): `async_work_group_copy`,
+//! `async_work_group_copy`,
 //! `async_work_group_strided_copy`, `wait_group_events` and `prefetch`.
 //! Vulkan has no asynchronous copies or events, so each copy becomes a
 //! loop in which the work-items of the group copy every local-size-th

@@ -1,4 +1,4 @@
-//! Pass 6: work-item functions. OpenCL's 64-bit built-in variables become
+//! Work-item functions. OpenCL's 64-bit built-in variables become
 //! Vulkan's 32-bit ones (widened where they are read), plus the
 //! push-constant members for what Vulkan lacks: global size, global
 //! offset and the work dimension come from the host; the work-group size

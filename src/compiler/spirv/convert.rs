@@ -1,4 +1,4 @@
-//! Pass 7 (fourth part): conversions with OpenCL C's saturation and
+//! Conversions with OpenCL C's saturation and
 //! rounding modes (`convert_int_sat_rtp`, `convert_float_rtz`, ...).
 //! llvm-spirv marks them with `SaturatedConversion` and `FPRoundingMode`
 //! decorations, and uses `OpSatConvertSToU`/`OpSatConvertUToS`; Vulkan

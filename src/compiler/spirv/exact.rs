@@ -1,4 +1,4 @@
-//! Pass 7 (second part): the built-ins that are exact by definition. The
+//! The built-ins that are exact by definition. The
 //! OpenCL C integer built-ins; `copysign`, `fdim`, `fmax`-like `maxmag`
 //! and `minmag`, `nan`, `nextafter` and `round` on floats; `select` and
 //! `bitselect`, `OpBitCount` of 8/16/64-bit values, and the relational

@@ -1,4 +1,4 @@
-//! Pass 7 (first part): `OpenCL.std` instructions that have an exact
+//! `OpenCL.std` instructions that have an exact
 //! Vulkan equivalent in core SPIR-V or `GLSL.std.450`, and the `native_*`
 //! functions whose precision OpenCL leaves to the implementation. Every
 //! other `OpenCL.std` instruction is reported by name: those need the

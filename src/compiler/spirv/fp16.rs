@@ -1,4 +1,4 @@
-//! Pass 7 (before the built-ins): `cl_khr_fp16` arithmetic, computed in
+//! `cl_khr_fp16` arithmetic, computed in
 //! single precision.
 //!
 //! vkcl keeps `half` values as their 16 bits (see [`half::retype_half`]):

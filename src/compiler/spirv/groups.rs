@@ -1,4 +1,4 @@
-//! Pass 10: sub-groups. OpenCL's sub-group built-in variables become
+//! Sub-groups. OpenCL's sub-group built-in variables become
 //! Vulkan's (SubgroupId and SubgroupLocalInvocationId are the same variables; the maximum size is Vulkan's SubgroupSize, or the enqueued work-group's size when that is smaller), with the
 //! ones Vulkan lacks computed: the size of this sub-group (the last one of
 //! a work-group may be smaller), the number of sub-groups (computed too, as

@@ -1,4 +1,4 @@
-//! Pass 7 (fifth part): `vload_half`, `vstore_half` and their vector,
+//! `vload_half`, `vstore_half` and their vector,
 //! aligned and rounding-mode forms, which read and write 16-bit floats in
 //! memory while computing in 32-bit floats.
 //!

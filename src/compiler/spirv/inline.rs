@@ -1,4 +1,4 @@
-//! Pass 1 (second part): inlining. Every call in the kernel is replaced by
+//! Inlining. Every call in the kernel is replaced by
 //! a copy of the callee (llvm-spirv always emits at least one: the entry
 //! point is a wrapper that calls the kernel's body), so the kernel becomes
 //! one function, as Vulkan entry points with pointer arguments require.

@@ -1,4 +1,4 @@
-//! Pass 5: the kernel interface. Kernel parameters become members of one
+//! The kernel interface. Kernel parameters become members of one
 //! push-constant block that the host fills at each dispatch: buffers as
 //! 64-bit device addresses turned back into pointers, values by value.
 //! The block starts with the work-item data Vulkan has no built-in for

@@ -1,4 +1,4 @@
-//! Pass 7 (third part): built-ins from libclc. The `OpenCL.std`
+//! Built-ins from libclc. The `OpenCL.std`
 //! instructions that Vulkan has no instruction for at OpenCL's precision
 //! (`sin`, `exp`, `pow`, `log`, ...) become calls to libclc's
 //! implementations, which are copied from libclc's SPIR-V library into

@@ -1,4 +1,4 @@
-//! Pass 1 (third part): memory copies. clang turns struct and array
+//! Memory copies. clang turns struct and array
 //! assignments, and the zero or constant initialisation of aggregates,
 //! into `memcpy`/`memset` calls that llvm-spirv emits as `OpCopyMemorySized`
 //! (and sometimes `OpCopyMemory`) between byte pointers. Vulkan has no

@@ -1,8 +1,9 @@
 //! SPIR-V handling: reading OpenCL modules, and the rewrite of one kernel
 //! of an OpenCL (Kernel, Physical64) module into a Vulkan compute module.
 //!
-//! The rewrite is a sequence of passes, one file each (see DESIGN.md, "The
-//! rewriter"). What a pass cannot handle yet fails the rewrite with a
+//! The rewrite is a sequence of passes, one file each, run in the order
+//! `rewrite_module` gives (docs/ARCHITECTURE.md says what each takes and
+//! guarantees). What a pass cannot handle yet fails the rewrite with a
 //! message naming the construct; the caller reports it, never a panic.
 
 pub mod addressing;

@@ -649,16 +649,19 @@ fn write_constant(
 ) -> Result<(), String> {
     let i = g.get(&c).ok_or("unknown constant")?;
     let t = g.get(&ty).ok_or("unknown type")?;
-    let put = |data: &mut ModuleData, bytes: &[u8]| {
-        let at = at as usize;
-        data.bytes[at..at + bytes.len()].copy_from_slice(bytes);
+    // A constant wider than its place (valid SPIR-V may store a 64-bit
+    // constant into a 32-bit variable's initialiser) fails the rewrite.
+    let put = |data: &mut ModuleData, bytes: &[u8]| -> Result<(), String> {
+        usize::try_from(at)
+            .ok()
+            .and_then(|at| data.bytes.get_mut(at..at.checked_add(bytes.len())?))
+            .ok_or("an initialiser larger than its variable")?
+            .copy_from_slice(bytes);
+        Ok(())
     };
     match i.class.opcode {
         Op::ConstantNull | Op::Undef => Ok(()),
-        Op::ConstantTrue | Op::SpecConstantTrue => {
-            put(data, &[1]);
-            Ok(())
-        }
+        Op::ConstantTrue | Op::SpecConstantTrue => put(data, &[1]),
         Op::ConstantFalse | Op::SpecConstantFalse => Ok(()),
         Op::Constant | Op::SpecConstant => {
             let width = match t.operands.first() {
@@ -666,8 +669,7 @@ fn write_constant(
                 _ => return Err("constant of unknown width".into()),
             };
             let raw = literal_bits(i).ok_or("constant without a value")?;
-            put(data, &raw.to_le_bytes()[..width.min(8)]);
-            Ok(())
+            put(data, &raw.to_le_bytes()[..width.min(8)])
         }
         Op::ConstantComposite | Op::SpecConstantComposite => {
             for (k, op) in i.operands.iter().enumerate() {
@@ -683,6 +685,12 @@ fn write_constant(
             if let Some((var, offset)) = constant_pointer(g, c)? {
                 let (program, base) = target(var)
                     .ok_or("the address of a variable outside device memory in an initialiser")?;
+                if at
+                    .checked_add(8)
+                    .is_none_or(|end| end > data.bytes.len() as u64)
+                {
+                    return Err("an initialiser larger than its variable".into());
+                }
                 data.relocations.push(Relocation {
                     at,
                     target: base.wrapping_add_signed(offset),

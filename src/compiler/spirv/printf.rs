@@ -1,4 +1,4 @@
-//! Pass 9: printf. Each call appends a record to the dispatch's printf
+//! Printf. Each call appends a record to the dispatch's printf
 //! buffer, which the host formats after the command completes, in order,
 //! before its event completes.
 //!

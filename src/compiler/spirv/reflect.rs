@@ -689,6 +689,9 @@ pub fn is_packed(ty: u32) -> bool {
 /// Size and alignment of a type under OpenCL C's ABI.
 pub fn layout(types: &HashMap<u32, &Instruction>, ty: u32) -> Result<(u32, u32), String> {
     let t = types.get(&ty).ok_or("unknown type")?;
+    // Valid modules may declare types of any size; vkcl's sizes are 32-bit.
+    let too_large = || format!("type %{ty} is larger than 4 GiB");
+    let mul = |a: u32, b: u32| a.checked_mul(b).ok_or_else(too_large);
     let lit0 = || t.operands.first().and_then(lit).ok_or("bad type");
     Ok(match t.class.opcode {
         Op::TypeBool => (1, 1),
@@ -700,7 +703,7 @@ pub fn layout(types: &HashMap<u32, &Instruction>, ty: u32) -> Result<(u32, u32),
             let (es, _) = layout(types, t.operands.first().and_then(id).ok_or("bad vector")?)?;
             let n = t.operands.get(1).and_then(lit).ok_or("bad vector")?;
             let n = if n == 3 { 4 } else { n };
-            (es * n, es * n)
+            (mul(es, n)?, mul(es, n)?)
         }
         Op::TypeArray => {
             let (es, ea) = layout(types, t.operands.first().and_then(id).ok_or("bad array")?)?;
@@ -726,7 +729,8 @@ pub fn layout(types: &HashMap<u32, &Instruction>, ty: u32) -> Result<(u32, u32),
                 && types
                     .get(&t.operands.first().and_then(id).ok_or("bad array")?)
                     .is_some_and(|e| matches!(e.class.opcode, Op::TypeInt | Op::TypeFloat));
-            (es * len, if wide_vector { es * len } else { ea })
+            let size = mul(es, len)?;
+            (size, if wide_vector { size } else { ea })
         }
         Op::TypeStruct => {
             let packed = is_packed(ty);
@@ -734,11 +738,13 @@ pub fn layout(types: &HashMap<u32, &Instruction>, ty: u32) -> Result<(u32, u32),
             let mut align = 1u32;
             for m in &t.operands {
                 let (ms, ma) = layout(types, id(m).ok_or("bad struct")?)?;
-                let ma = if packed { 1 } else { ma };
-                size = size.div_ceil(ma) * ma + ms;
+                let ma = if packed { 1 } else { ma.max(1) };
+                size = mul(size.div_ceil(ma), ma)?
+                    .checked_add(ms)
+                    .ok_or_else(too_large)?;
                 align = align.max(ma);
             }
-            (size.div_ceil(align) * align, align)
+            (mul(size.div_ceil(align), align)?, align)
         }
         Op::TypePointer | Op::TypeEvent | Op::TypeSampler => (8, 8),
         other => return Err(format!("no OpenCL layout for {other:?}")),

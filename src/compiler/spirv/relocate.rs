@@ -1,4 +1,4 @@
-//! Pass 3 (before addressing): generic pointers and the relocation
+//! Generic pointers and the relocation
 //! fallback.
 //!
 //! Vulkan's `Function` and `Workgroup` pointers are logical: they can be

@@ -1,11 +1,11 @@
-//! Pass 1: keep one kernel. Drops the other entry points, every function
+//! Keep one kernel. Drops the other entry points, every function
 //! the kernel does not reach, and the types, constants and module-scope
 //! variables that nothing left uses.
 
 use std::collections::HashSet;
 
 use rspirv::dr::Operand;
-use rspirv::spirv::{ExecutionModel, Op, Word};
+use rspirv::spirv::{Decoration, ExecutionModel, LinkageType, Op, StorageClass, Word};
 
 use crate::compiler::spirv::ctx::{Ctx, id_at, ids_used};
 
@@ -51,7 +51,60 @@ pub fn run(ctx: &mut Ctx, kernel: &str) -> Result<Word, String> {
             .is_some_and(|id| reach.contains(&id))
     });
     drop_unused_globals(ctx);
+    check_variables(ctx)?;
     Ok(fid)
+}
+
+/// The module-scope variables the kernel still uses are defined here: an
+/// imported one (`LinkageAttributes ... Import`) is an unresolved symbol
+/// of the executable, and an `Input` variable must be a built-in (Vulkan
+/// has no other inputs to a compute shader; a driver given one may fail
+/// in ways no validator reports).
+fn check_variables(ctx: &Ctx) -> Result<(), String> {
+    let decorated = |id: Word, d: Decoration| {
+        ctx.module.annotations.iter().any(|a| {
+            a.class.opcode == Op::Decorate
+                && id_at(a, 0) == Some(id)
+                && a.operands.get(1) == Some(&Operand::Decoration(d))
+        })
+    };
+    let imported = |id: Word| {
+        ctx.module.annotations.iter().any(|a| {
+            a.class.opcode == Op::Decorate
+                && id_at(a, 0) == Some(id)
+                && a.operands.get(1) == Some(&Operand::Decoration(Decoration::LinkageAttributes))
+                && a.operands.last() == Some(&Operand::LinkageType(LinkageType::Import))
+        })
+    };
+    let name = |id: Word| {
+        ctx.module
+            .debug_names
+            .iter()
+            .find(|n| n.class.opcode == Op::Name && id_at(n, 0) == Some(id))
+            .and_then(|n| match n.operands.get(1) {
+                Some(Operand::LiteralString(s)) => Some(s.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| format!("%{id}"))
+    };
+    for v in &ctx.module.types_global_values {
+        let Some(id) = v.result_id.filter(|_| v.class.opcode == Op::Variable) else {
+            continue;
+        };
+        if decorated(id, Decoration::BuiltIn) {
+            continue;
+        }
+        if imported(id) {
+            return Err(format!(
+                "variable {} is imported and no module of the program defines it",
+                name(id)
+            ));
+        }
+        if v.operands.first() == Some(&Operand::StorageClass(StorageClass::Input)) {
+            return Err(format!("input variable {} is not a built-in", name(id)));
+        }
+    }
+    Ok(())
 }
 
 /// Removes the types, constants and module-scope variables that nothing

@@ -1,4 +1,4 @@
-//! Pass (after structure): pointer slots become SSA values. Unoptimised
+//! Pointer slots become SSA values. Unoptimised
 //! code and libclc's functions keep pointer parameters in `Function`
 //! variables (an out-parameter of `sincos` stored on entry, loaded where
 //! it is written). Vulkan's logical pointers held in variables need the

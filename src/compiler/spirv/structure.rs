@@ -1,4 +1,4 @@
-//! Pass 3b: structured control flow. Vulkan requires every conditional
+//! Structured control flow. Vulkan requires every conditional
 //! branch and loop to declare its merge (OpSelectionMerge, OpLoopMerge) and
 //! constructs to nest. OpenCL SPIR-V has no merges and whatever CFG clang
 //! produces: early returns, break/continue from nested ifs, breaks out of

@@ -1,4 +1,4 @@
-//! Pass 8: barriers, fences and atomics. OpenCL scopes and memory
+//! Barriers, fences and atomics. OpenCL scopes and memory
 //! semantics become ones Vulkan accepts: `CrossDevice` scope is `Device`;
 //! sequentially consistent ordering is acquire-release (the strongest
 //! Vulkan ordering); `CrossWorkgroupMemory` is `UniformMemory`, which

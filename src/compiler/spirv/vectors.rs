@@ -1,4 +1,4 @@
-//! Pass 4: vectors Vulkan lacks. OpenCL's 8- and 16-component vectors
+//! Vectors Vulkan lacks. OpenCL's 8- and 16-component vectors
 //! become arrays of their components, and every operation on them works
 //! component by component. Arrays keep the OpenCL C memory layout (the
 //! components are contiguous), so loads and stores through pointers need
