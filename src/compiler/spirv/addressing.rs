@@ -72,13 +72,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
 /// (CTS vectors `vec_align_packed_struct_arr`: a float8 after a char read
 /// as 2 bytes further on).
 fn packed_member_addresses(ctx: &mut Ctx) {
-    let packed: HashSet<Word> = ctx
-        .module
-        .annotations
-        .iter()
-        .filter(|a| a.operands.get(1) == Some(&Operand::Decoration(Decoration::CPacked)))
-        .filter_map(|a| id_at(a, 0))
-        .collect();
+    let packed = crate::compiler::spirv::reflect::packed_structs(&ctx.module);
     if packed.is_empty() {
         return;
     }
@@ -152,13 +146,7 @@ fn packed_member_addresses(ctx: &mut Ctx) {
 /// that are still dereferenced keep their type (and the module then fails
 /// validation with the reason).
 fn opaque_packed_pointees(ctx: &mut Ctx) {
-    let packed: HashSet<Word> = ctx
-        .module
-        .annotations
-        .iter()
-        .filter(|a| a.operands.get(1) == Some(&Operand::Decoration(Decoration::CPacked)))
-        .filter_map(|a| id_at(a, 0))
-        .collect();
+    let packed = crate::compiler::spirv::reflect::packed_structs(&ctx.module);
     if packed.is_empty() {
         return;
     }
