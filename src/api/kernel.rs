@@ -13,14 +13,14 @@ use crate::api::util::*;
 use crate::compiler::spirv::reflect::{ArgKind, KernelArg};
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
-use crate::core::image::{Image, KernelView};
+use crate::core::image::Image;
 use crate::core::kernel::{ArgValue, Kernel};
-use crate::core::memory::{Buffer, Staging};
+use crate::core::launch::{Launch, NdRange};
+use crate::core::memory::Buffer;
 use crate::core::object::Handle;
 use crate::core::program::Program;
-use crate::core::queue::{Ordering, Queue, Work};
+use crate::core::queue::Queue;
 use crate::core::sampler::Sampler;
-use crate::vk::memory::BufferUse;
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clCreateKernel(
@@ -318,23 +318,6 @@ fn kernel_device(k: &Kernel, device: cl_device_id) -> ClResult<Arc<Handle<Device
     Ok(d)
 }
 
-/// The largest work-group the kernel can run in on `d`: its required
-/// size, else the device's, less where it requires a sub-group size.
-fn max_group_size(k: &Kernel, d: &Device) -> usize {
-    match (k.info.reqd_work_group_size, k.info.reqd_sub_group_size) {
-        // Valid modules may require sizes no device runs (their product
-        // past 32 bits): such kernels never fit.
-        (Some([x, y, z]), _) => usize::try_from(
-            u64::from(x)
-                .saturating_mul(u64::from(y))
-                .saturating_mul(u64::from(z)),
-        )
-        .unwrap_or(usize::MAX),
-        (None, Some(s)) => d.max_work_group_size_for_subgroups(s),
-        (None, None) => d.max_work_group_size(),
-    }
-}
-
 /// The width of the kernel's sub-groups on `d`.
 fn sub_group_width(k: &Kernel, d: &Device) -> usize {
     k.info.reqd_sub_group_size.unwrap_or(d.subgroup_size()) as usize
@@ -343,7 +326,7 @@ fn sub_group_width(k: &Kernel, d: &Device) -> usize {
 fn work_group_info(k: &Kernel, d: &Device, param: cl_kernel_work_group_info) -> Info {
     let reqd = k.info.reqd_work_group_size;
     match param {
-        CL_KERNEL_WORK_GROUP_SIZE => info(max_group_size(k, d)),
+        CL_KERNEL_WORK_GROUP_SIZE => info(k.max_group_size(d)),
         // Kernels keep no private data in memory that the driver spills
         // on vkcl's behalf that vkcl can know of.
         CL_KERNEL_SPILL_MEM_SIZE_INTEL if !d.required_subgroup_sizes().is_empty() => {
@@ -434,98 +417,8 @@ pub unsafe extern "C" fn clSetKernelExecInfo(
     })
 }
 
-/// A local size for an NDRange the application left to vkcl: per
-/// dimension the largest divisor of the global size that keeps the
-/// work-group within the device's limits (and 256 items, a size that
-/// suits most GPUs and lavapipe alike).
-fn choose_local(global: [usize; 3], d: &Device, reqd: Option<[u32; 3]>, most: usize) -> [usize; 3] {
-    if let Some(r) = reqd {
-        return r.map(|v| v as usize);
-    }
-    let max = d.max_work_item_sizes();
-    let mut budget = most.min(256);
-    let mut local = [1usize; 3];
-    for dim in 0..3 {
-        let cap = budget.min(max[dim]).max(1);
-        let l = (1..=cap.min(global[dim]))
-            .rev()
-            .find(|l| global[dim] % l == 0)
-            .unwrap_or(1);
-        local[dim] = l;
-        budget /= l;
-    }
-    local
-}
-
-/// A block of an NDRange's work-groups that share one size: the uniform
-/// groups, or in a dimension where the global size is not a multiple of
-/// the local size, the one partial group at its end (up to 8 blocks in
-/// 3-D). Group ids are in units of the enqueued work-group size.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Region {
-    first: [u32; 3],
-    groups: [u32; 3],
-    local: [u32; 3],
-}
-
-impl Region {
-    fn split(global: [usize; 3], local: [usize; 3]) -> Vec<Region> {
-        // Per dimension: (first group, groups, local size).
-        let parts: Vec<Vec<(u32, u32, u32)>> = (0..3)
-            .map(|i| {
-                let (full, rest) = (global[i] / local[i], global[i] % local[i]);
-                let mut v = Vec::new();
-                if full > 0 {
-                    v.push((0, full as u32, local[i] as u32));
-                }
-                if rest > 0 {
-                    v.push((full as u32, 1, rest as u32));
-                }
-                v
-            })
-            .collect();
-        let mut out = Vec::new();
-        for x in &parts[0] {
-            for y in &parts[1] {
-                for z in &parts[2] {
-                    out.push(Region {
-                        first: [x.0, y.0, z.0],
-                        groups: [x.1, y.1, z.1],
-                        local: [x.2, y.2, z.2],
-                    });
-                }
-            }
-        }
-        out
-    }
-
-    /// The region as dispatches of at most `max` groups per dimension:
-    /// (first group id, group counts) of each.
-    fn chunks(&self, max: [u32; 3]) -> Vec<([u32; 3], [u32; 3])> {
-        let per_dim: Vec<Vec<(u32, u32)>> = (0..3)
-            .map(|i| {
-                let step = max[i].max(1);
-                (0..self.groups[i])
-                    .step_by(step as usize)
-                    .map(|s| (self.first[i] + s, step.min(self.groups[i] - s)))
-                    .collect()
-            })
-            .collect();
-        let mut out = Vec::new();
-        for x in &per_dim[0] {
-            for y in &per_dim[1] {
-                for z in &per_dim[2] {
-                    out.push(([x.0, y.0, z.0], [x.1, y.1, z.1]));
-                }
-            }
-        }
-        out
-    }
-}
-
 /// clEnqueueNDRangeKernel: checks in the specification's order, then
-/// records the dispatches: one per block of equally sized work-groups
-/// and per what one Vulkan dispatch can cover.
+/// builds the launch (`core::launch`) and enqueues it.
 #[allow(clippy::too_many_arguments)]
 fn enqueue_ndrange(
     command_queue: cl_command_queue,
@@ -592,7 +485,7 @@ fn enqueue_ndrange(
             return err(CL_INVALID_WORK_ITEM_SIZE);
         }
         let total: usize = local.iter().product();
-        if total > d.max_work_group_size().min(max_group_size(&k, d)) {
+        if total > d.max_work_group_size().min(k.max_group_size(d)) {
             return err(CL_INVALID_WORK_GROUP_SIZE);
         }
         if let Some(r) = reqd {
@@ -606,353 +499,8 @@ fn enqueue_ndrange(
     }
     // SAFETY: the application passes `num_events_in_wait_list` handles.
     let waits = unsafe { wait_list(&q.context, num_events_in_wait_list, event_wait_list)? };
-    let mut g3 = [1usize; 3];
-    let mut o3 = [0usize; 3];
-    for i in 0..dims {
-        g3[i] = global[i];
-        o3[i] = offset.get(i).copied().unwrap_or(0);
-    }
-    let l3 = if local.is_empty() {
-        choose_local(g3, d, reqd, max_group_size(&k, d))
-    } else {
-        let mut l = [1usize; 3];
-        l[..dims].copy_from_slice(local);
-        l
-    };
-    // Partial work-groups need OpenCL 2.0+ and no -cl-uniform-work-group-size.
-    if !k.non_uniform_groups && (0..3).any(|i| g3[i] % l3[i] != 0) {
-        return err(CL_INVALID_WORK_GROUP_SIZE);
-    }
-    let single_work_item = g3 == [1, 1, 1];
-    let compiled = k
-        .compiled(d, &q.vk, single_work_item)
-        .map_err(|_| ClError(CL_INVALID_OPERATION))?;
-    // Vulkan's global ids are 32-bit.
-    if (0..3).any(|i| o3[i] as u64 + g3[i] as u64 > u32::MAX as u64) {
-        log::warn!(target: "vkcl::kernel", "an NDRange of {g3:?} (offset {o3:?}) reaches past 32-bit global ids");
-        return err(CL_OUT_OF_RESOURCES);
-    }
-    // The push constants: work-item data, then the arguments as set now.
-    let mut push = vec![0u8; compiled.push.size as usize];
-    let put = |push: &mut Vec<u8>, at: u32, bytes: &[u8]| {
-        push[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
-    };
-    use crate::compiler::spirv::interface::{
-        ENQUEUED_LOCAL_SIZE, GLOBAL_OFFSET, GLOBAL_SIZE, GROUP_OFFSET, Slot, WORK_DIM,
-    };
-    for i in 0..3 {
-        let at = 4 * i as u32;
-        put(&mut push, GLOBAL_OFFSET + at, &(o3[i] as u32).to_ne_bytes());
-        put(&mut push, GLOBAL_SIZE + at, &(g3[i] as u32).to_ne_bytes());
-        put(
-            &mut push,
-            ENQUEUED_LOCAL_SIZE + at,
-            &(l3[i] as u32).to_ne_bytes(),
-        );
-    }
-    put(&mut push, WORK_DIM, &work_dim.to_ne_bytes());
-    let mut keep: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
-    // Arguments go to the push constants, or all to an argument block.
-    let mut block = vec![0u8; compiled.push.block.unwrap_or(0) as usize];
-    let args_to = if compiled.push.block.is_some() {
-        &mut block
-    } else {
-        &mut push
-    };
-    let mut locals = Vec::new();
-    let mut local_bytes = 0u64;
-    // Descriptor set 0: image views and samplers by binding.
-    let types = compiled.module.bindings.clone();
-    let mut views = vec![ash::vk::ImageView::null(); types.len()];
-    let mut texels = vec![ash::vk::BufferView::null(); types.len()];
-    // Images whose texels live in buffer rows: (buffer, image, copy,
-    // whether the kernel may write them).
-    let mut shadows = Vec::new();
-    let mut samplers = vec![ash::vk::Sampler::null(); types.len()];
-    // Each sampler's twin for 1D and 2D images, by the sampler's binding.
-    let mut direct = vec![ash::vk::Sampler::null(); types.len()];
-    for (binding, s) in &compiled.literal_samplers {
-        samplers[*binding as usize] = s.normal.raw;
-        direct[*binding as usize] = s.direct.raw;
-    }
-    let mut image_index = 0;
-    for (slot, value) in compiled.push.args.iter().zip(k.args().iter()) {
-        match (slot, value) {
-            (Slot::Address { offset }, Some(ArgValue::Buffer(b))) => {
-                let address = match b {
-                    Some(weak) => {
-                        // A buffer released since it was set is gone.
-                        let b = weak.upgrade().ok_or(ClError(CL_INVALID_KERNEL_ARGS))?;
-                        b.check_device(&q)?;
-                        let address = b.storage.address + b.offset as u64;
-                        keep.push(Box::new(b));
-                        address
-                    }
-                    None => 0,
-                };
-                put(args_to, *offset, &address.to_ne_bytes());
-            }
-            (Slot::Address { offset }, Some(ArgValue::Address(address))) => {
-                // The allocation stays while the command runs.
-                if let Some(a) = k.program.context.svm.find(*address as usize) {
-                    keep.push(Box::new(a));
-                }
-                put(args_to, *offset, &address.to_ne_bytes());
-            }
-            (Slot::Bytes { offset, .. }, Some(ArgValue::Bytes(bytes))) => {
-                put(args_to, *offset, bytes)
-            }
-            (Slot::Local { spec_id, elem_size }, Some(ArgValue::Local(bytes))) => {
-                local_bytes += *bytes as u64;
-                locals.push((*spec_id, bytes.div_ceil(*elem_size as usize) as u32));
-            }
-            (Slot::Image { binding, info }, Some(ArgValue::Image(w))) => {
-                // An image released since it was set is gone.
-                let image = w.upgrade().ok_or(ClError(CL_INVALID_KERNEL_ARGS))?;
-                image.check_device(&q)?;
-                let class = crate::core::kernel::image_class(&q.device, &image.format);
-                if compiled.classes.get(image_index) != Some(&class) {
-                    // The argument changed while the kernel was compiled.
-                    return err(CL_INVALID_KERNEL_ARGS);
-                }
-                image_index += 1;
-                let f = image.format;
-                let no_alpha = matches!(
-                    f.image_channel_order,
-                    CL_R | CL_RG | CL_RGB | CL_LUMINANCE | CL_DEPTH
-                );
-                use crate::compiler::spirv::images::{NO_ALPHA, SWAP_RED_BLUE};
-                let b = *binding as usize;
-                use ash::vk::DescriptorType as T;
-                let sampled = matches!(types[b], T::SAMPLED_IMAGE | T::UNIFORM_TEXEL_BUFFER);
-                let mut order = f.image_channel_order - CL_R;
-                if no_alpha {
-                    order |= NO_ALPHA;
-                }
-                if !sampled && image.storage_swaps_red_blue() {
-                    order |= SWAP_RED_BLUE;
-                }
-                locals.push((*info, order));
-                locals.push((*info + 1, f.image_channel_data_type - CL_SNORM_INT8));
-                // The kernel's parameter type says which kind of
-                // descriptor it takes; the image must be of that kind.
-                let texel_binding =
-                    matches!(types[b], T::UNIFORM_TEXEL_BUFFER | T::STORAGE_TEXEL_BUFFER);
-                match image.kernel_view(sampled) {
-                    Some(KernelView::Image(v)) if !texel_binding => views[b] = v,
-                    Some(KernelView::Texels(v)) if texel_binding => texels[b] = v,
-                    _ => return err(CL_INVALID_KERNEL_ARGS),
-                }
-                if let Some((buffer, shadow, copy)) = image.shadow() {
-                    shadows.push((buffer, shadow, copy, !sampled));
-                }
-                keep.push(Box::new(image));
-            }
-            (Slot::Sampler { binding, info }, Some(ArgValue::Sampler(w))) => {
-                let s = w.upgrade().ok_or(ClError(CL_INVALID_KERNEL_ARGS))?;
-                let at = s
-                    .context
-                    .devices
-                    .iter()
-                    .position(|dev| Arc::ptr_eq(dev, &q.device))
-                    .ok_or(ClError(CL_INVALID_KERNEL_ARGS))?;
-                samplers[*binding as usize] = s.device_samplers[at].normal.raw;
-                direct[*binding as usize] = s.device_samplers[at].direct.raw;
-                use crate::compiler::spirv::images::{
-                    SAMPLER_BORDER, SAMPLER_LINEAR, SAMPLER_MIRROR, SAMPLER_NORMALIZED,
-                    SAMPLER_REPEAT,
-                };
-                let st = s.state;
-                let mut flags = 0;
-                if st.normalized {
-                    flags |= SAMPLER_NORMALIZED;
-                }
-                if st.filter == CL_FILTER_LINEAR {
-                    flags |= SAMPLER_LINEAR;
-                }
-                if st.addressing == CL_ADDRESS_REPEAT {
-                    flags |= SAMPLER_REPEAT;
-                }
-                if st.addressing == CL_ADDRESS_CLAMP {
-                    flags |= SAMPLER_BORDER;
-                }
-                if st.addressing == CL_ADDRESS_MIRRORED_REPEAT {
-                    flags |= SAMPLER_MIRROR;
-                }
-                locals.push((*info, flags));
-                keep.push(Box::new(s));
-            }
-            _ => return err(CL_INVALID_KERNEL_ARGS),
-        }
-    }
-    if local_bytes > d.local_mem_size() {
-        return err(CL_OUT_OF_RESOURCES);
-    }
-    if compiled.push.block.is_some() {
-        // Written now, read by the device after submission.
-        let staging = Staging::new(&q.vk, block.len(), BufferUse::Upload)?;
-        staging.buffer().write(0, &block);
-        put(
-            &mut push,
-            compiled.push.arg_block,
-            &staging.buffer().address.to_ne_bytes(),
-        );
-        keep.push(Box::new(staging));
-    }
-    if let Some(data) = &compiled.data {
-        put(
-            &mut push,
-            crate::compiler::spirv::interface::MODULE_DATA,
-            &data.kernel.address.to_ne_bytes(),
-        );
-        keep.push(Box::new(data.clone()));
-    }
-    // printf: a buffer the dispatches append records to, formatted on the
-    // host once the command completes.
-    let printf = if compiled.printf.is_empty() {
-        None
-    } else {
-        let size = crate::core::printf::buffer_size();
-        let buffer = Staging::new(&q.vk, size, BufferUse::Readback)?;
-        buffer.buffer().write(0, &crate::core::printf::header(size));
-        put(
-            &mut push,
-            crate::compiler::spirv::interface::PRINTF_BUFFER,
-            &buffer.buffer().address.to_ne_bytes(),
-        );
-        Some((buffer, size, compiled.clone()))
-    };
-    // Relocated private and local data: a region per work-item, then one
-    // per work-group, for the whole NDRange.
-    let scratch = &compiled.scratch;
-    // __local arguments in the scratch memory follow the kernel's own
-    // local data; their offsets and the per-group size are specialization
-    // constants.
-    let mut local_stride = u64::from(scratch.local_bytes);
-    for arg in &scratch.local_args {
-        use crate::compiler::spirv::relocate::LOCAL_STRIDE_SPEC_ID;
-        let length = locals
-            .iter()
-            .find(|(id, _)| *id == arg.length_spec_id)
-            .map_or(0, |&(_, n)| u64::from(n));
-        let offset = local_stride.next_multiple_of(u64::from(arg.align.max(16)));
-        local_stride = offset + length * u64::from(arg.elem_size);
-        let offset = u32::try_from(offset).map_err(|_| ClError(CL_OUT_OF_RESOURCES))?;
-        locals.push((arg.offset_spec_id, offset));
-        if Some(arg) == scratch.local_args.last() {
-            local_stride = local_stride.next_multiple_of(16);
-            let stride = u32::try_from(local_stride).map_err(|_| ClError(CL_OUT_OF_RESOURCES))?;
-            locals.push((LOCAL_STRIDE_SPEC_ID, stride));
-        }
-    }
-    if *scratch != Default::default() && g3.iter().all(|&g| g > 0) {
-        use crate::compiler::spirv::interface::{SCRATCH, SCRATCH_BYTES, SCRATCH_PRIVATE_BYTES};
-        let items: u64 = g3.iter().map(|&g| g as u64).product();
-        let groups: u64 = (0..3).map(|i| g3[i].div_ceil(l3[i]) as u64).product();
-        let align = crate::vk::memory::MIN_ALIGNMENT;
-        let private = (items * u64::from(scratch.private_bytes)).next_multiple_of(align);
-        let total = private + groups * local_stride;
-        if total > u64::from(u32::MAX) {
-            log::warn!(target: "vkcl::kernel", "relocated private and local data need {total} bytes of scratch memory, more than vkcl supports");
-            return err(CL_OUT_OF_RESOURCES);
-        }
-        let buffer = Staging::new(&q.vk, (total + align) as usize, BufferUse::Device)?;
-        let address = buffer.buffer().address.next_multiple_of(align);
-        put(&mut push, SCRATCH, &address.to_ne_bytes());
-        put(
-            &mut push,
-            SCRATCH_PRIVATE_BYTES,
-            &(private as u32).to_ne_bytes(),
-        );
-        put(&mut push, SCRATCH_BYTES, &(total as u32).to_ne_bytes());
-        keep.push(Box::new(buffer));
-    }
-    for &(twin, of) in &compiled.images.direct_samplers {
-        samplers[twin as usize] = direct[of as usize];
-    }
-    // Images and samplers: pushed into the command buffer where the device
-    // can, else a descriptor set of the command's own.
-    let pushed = (!types.is_empty() && compiled.module.pushes_descriptors()).then(|| {
-        (
-            compiled.clone(),
-            views.clone(),
-            texels.clone(),
-            samplers.clone(),
-        )
-    });
-    if pushed.is_some() {
-        // Its literal samplers, until the command completes.
-        keep.push(Box::new(compiled.clone()));
-    }
-    let set = if types.is_empty() || pushed.is_some() {
-        None
-    } else {
-        let set = compiled.module.descriptor_set()?;
-        set.write(&types, &views, &texels, &samplers);
-        let raw = set.raw;
-        keep.push(Box::new(set));
-        // Its literal samplers.
-        keep.push(Box::new(compiled.clone()));
-        Some(raw)
-    };
-    let max_groups = d.info.props.limits.max_compute_work_group_count;
-    let mut dispatches = Vec::new();
-    for region in Region::split(g3, l3) {
-        let pipeline = compiled.pipeline(region.local, locals.clone())?;
-        keep.push(Box::new(pipeline.clone()));
-        for (first, count) in region.chunks(max_groups) {
-            let mut p = push.clone();
-            for (i, f) in first.iter().enumerate() {
-                put(&mut p, GROUP_OFFSET + 4 * i as u32, &f.to_ne_bytes());
-            }
-            dispatches.push((pipeline.clone(), p, count));
-        }
-    }
-    let work = Work {
-        record: Some(Box::new(move |r| {
-            // Images from buffers: their texels in, before the kernel.
-            for &(buffer, shadow, copy, _) in &shadows {
-                r.copy_buffer_to_image(buffer, shadow, copy);
-            }
-            if !shadows.is_empty() {
-                r.full_barrier();
-            }
-            for (pipeline, push, groups) in &dispatches {
-                if let Some((compiled, views, texels, samplers)) = &pushed {
-                    compiled.module.push_descriptors(
-                        r.cb,
-                        pipeline.layout(),
-                        views,
-                        texels,
-                        samplers,
-                    );
-                }
-                r.dispatch(pipeline, push, *groups, set);
-            }
-            // And back out, where the kernel may have written them.
-            if shadows.iter().any(|s| s.3) {
-                r.full_barrier();
-            }
-            for &(buffer, shadow, copy, _) in shadows.iter().filter(|s| s.3) {
-                r.copy_image_to_buffer(shadow, buffer, copy);
-            }
-            Ok(())
-        })),
-        complete: printf.map(
-            |(buffer, size, compiled)| -> crate::core::queue::CompleteFn {
-                Box::new(move || {
-                    let mut bytes = vec![0u8; size];
-                    // SAFETY: `bytes` has room for the whole buffer.
-                    unsafe { buffer.buffer().read_to(0, bytes.as_mut_ptr().cast(), size) };
-                    crate::core::printf::print_records(&bytes, &compiled.printf);
-                    Ok(())
-                })
-            },
-        ),
-        keep,
-        host_access: false,
-    };
-    let ev = q.enqueue(command_type, waits, Ordering::Normal, work)?;
+    let range = NdRange::new(&k, d, offset, global, local)?;
+    let ev = Launch::new(&q, &k, range)?.enqueue(&q, command_type, waits)?;
     // SAFETY: null or writable, per the specification.
     unsafe { out_event(event, ev) };
     Ok(())
@@ -1043,7 +591,7 @@ fn sub_group_info(
     }
     let width = sub_group_width(k, d);
     let word = std::mem::size_of::<usize>();
-    let max_wg = max_group_size(k, d);
+    let max_wg = k.max_group_size(d);
     // A local size of 1 to 3 dimensions, as an array of size_t.
     let local = || -> ClResult<usize> {
         if input.is_empty() || input.len() % word != 0 || input.len() / word > 3 {
@@ -1171,51 +719,4 @@ pub unsafe extern "C" fn clSetKernelArgDevicePointerEXT(
             _ => err(CL_INVALID_ARG_INDEX),
         }
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Region;
-
-    #[test]
-    fn partial_groups_make_up_to_eight_regions() {
-        let r = Region::split([7, 5, 4], [3, 2, 2]);
-        assert_eq!(r.len(), 4);
-        assert_eq!(
-            r[0],
-            Region {
-                first: [0, 0, 0],
-                groups: [2, 2, 2],
-                local: [3, 2, 2]
-            }
-        );
-        assert_eq!(
-            r[3],
-            Region {
-                first: [2, 2, 0],
-                groups: [1, 1, 2],
-                local: [1, 1, 2]
-            }
-        );
-        assert_eq!(Region::split([7, 5, 3], [3, 2, 2]).len(), 8);
-        assert_eq!(Region::split([6, 4, 2], [3, 2, 2]).len(), 1);
-        assert!(Region::split([0, 1, 1], [1, 1, 1]).is_empty());
-    }
-
-    #[test]
-    fn regions_split_at_the_dispatch_limit() {
-        let r = Region {
-            first: [0, 3, 0],
-            groups: [10, 1, 1],
-            local: [1, 1, 1],
-        };
-        assert_eq!(
-            r.chunks([4, 4, 4]),
-            vec![
-                ([0, 3, 0], [4, 1, 1]),
-                ([4, 3, 0], [4, 1, 1]),
-                ([8, 3, 0], [2, 1, 1]),
-            ]
-        );
-    }
 }

@@ -5,7 +5,6 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use ash::vk;
 use opencl_sys::*;
 
 use crate::api::image::image_target;
@@ -498,19 +497,12 @@ pub unsafe extern "C" fn clEnqueueCopyBuffer(
             return err(CL_MEM_COPY_OVERLAP);
         }
         // A zero-sized copy is allowed and moves nothing.
-        let regions: Vec<vk::BufferCopy> = (size > 0)
-            .then_some(vk::BufferCopy {
-                src_offset: src_offset as u64,
-                dst_offset: dst_offset as u64,
-                size: size as u64,
-            })
-            .into_iter()
-            .collect();
+        let region = [(src_offset, dst_offset, size)];
         t.run(
             CL_COMMAND_COPY_BUFFER,
             false,
             event,
-            work::copy(src, dst, regions),
+            work::copy(src, dst, &region),
         )
     })
 }
@@ -829,18 +821,11 @@ pub unsafe extern "C" fn clEnqueueCopyBufferRect(
                 return err(CL_MEM_COPY_OVERLAP);
             }
         }
-        let regions = work::rect_rows(&sr, &dr, region)
-            .into_iter()
-            .map(|(s, d, len)| vk::BufferCopy {
-                src_offset: s as u64,
-                dst_offset: d as u64,
-                size: len as u64,
-            })
-            .collect();
+        let rows = work::rect_rows(&sr, &dr, region);
         let work = if bytes_meet {
-            work::copy_through_temporary(&t.queue, src, dst, regions)?
+            work::copy_through_temporary(&t.queue, src, dst, &rows)?
         } else {
-            work::copy(src, dst, regions)
+            work::copy(src, dst, &rows)
         };
         t.run(CL_COMMAND_COPY_BUFFER_RECT, false, event, work)
     })

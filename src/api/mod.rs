@@ -1,8 +1,7 @@
 //! The C ABI: one file per object family. Entry points validate every
 //! argument, turn handles into core objects and results into `cl_int` codes.
-//! The work itself belongs to `core`; the kernel launch
-//! (`kernel::enqueue_ndrange`) and the buffer copy regions of
-//! `memory` still build Vulkan objects here.
+//! The work itself belongs to `core`: nothing here calls Vulkan or names
+//! a Vulkan type.
 //!
 //! Every `unsafe extern "C"` entry point has the same safety contract: the
 //! one the OpenCL specification states for it (pointers are null or valid

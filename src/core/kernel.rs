@@ -414,6 +414,26 @@ impl Kernel {
         }))
     }
 
+    /// The largest work-group the kernel can run in on `d`: its required
+    /// size, else the device's, less where it requires a sub-group size.
+    pub fn max_group_size(&self, d: &Device) -> usize {
+        match (
+            self.info.reqd_work_group_size,
+            self.info.reqd_sub_group_size,
+        ) {
+            // Valid modules may require sizes no device runs (their product
+            // past 32 bits): such kernels never fit.
+            (Some([x, y, z]), _) => usize::try_from(
+                u64::from(x)
+                    .saturating_mul(u64::from(y))
+                    .saturating_mul(u64::from(z)),
+            )
+            .unwrap_or(usize::MAX),
+            (None, Some(s)) => d.max_work_group_size_for_subgroups(s),
+            (None, None) => d.max_work_group_size(),
+        }
+    }
+
     /// Bytes of `__local` memory the set arguments ask for.
     pub fn local_arg_bytes(&self) -> u64 {
         self.args()

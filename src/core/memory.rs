@@ -511,19 +511,23 @@ pub mod work {
         })
     }
 
+    /// Copies `regions` of bytes from `src` to `dst`: (offset in `src`,
+    /// offset in `dst`, length) each; empty ones move nothing.
     pub fn copy(
         src: &Arc<Handle<Buffer>>,
         dst: &Arc<Handle<Buffer>>,
-        regions: Vec<vk::BufferCopy>,
+        regions: &[(usize, usize, usize)],
     ) -> Work {
         let (s, d) = (src.storage.raw, dst.storage.raw);
-        let (so, dof) = (src.offset as u64, dst.offset as u64);
+        let (so, dof) = (src.offset, dst.offset);
+        // Vulkan allows no empty regions.
         let regions: Vec<vk::BufferCopy> = regions
-            .into_iter()
-            .map(|r| vk::BufferCopy {
-                src_offset: r.src_offset + so,
-                dst_offset: r.dst_offset + dof,
-                size: r.size,
+            .iter()
+            .filter(|r| r.2 > 0)
+            .map(|&(from, to, len)| vk::BufferCopy {
+                src_offset: (from + so) as u64,
+                dst_offset: (to + dof) as u64,
+                size: len as u64,
             })
             .collect();
         Work {
@@ -541,26 +545,26 @@ pub mod work {
         queue: &Queue,
         src: &Arc<Handle<Buffer>>,
         dst: &Arc<Handle<Buffer>>,
-        regions: Vec<vk::BufferCopy>,
+        regions: &[(usize, usize, usize)],
     ) -> ClResult<Work> {
-        let total: u64 = regions.iter().map(|r| r.size).sum();
-        let temp = Staging::new(&queue.vk, total.max(1) as usize, BufferUse::Device)?;
+        let total: usize = regions.iter().map(|r| r.2).sum();
+        let temp = Staging::new(&queue.vk, total.max(1), BufferUse::Device)?;
         let (s, d, t) = (src.storage.raw, dst.storage.raw, temp.buffer().raw);
-        let (so, dof) = (src.offset as u64, dst.offset as u64);
+        let (so, dof) = (src.offset, dst.offset);
         let mut at = 0u64;
         let (mut into, mut out) = (Vec::new(), Vec::new());
-        for r in &regions {
+        for &(from, to, len) in regions.iter().filter(|r| r.2 > 0) {
             into.push(vk::BufferCopy {
-                src_offset: r.src_offset + so,
+                src_offset: (from + so) as u64,
                 dst_offset: at,
-                size: r.size,
+                size: len as u64,
             });
             out.push(vk::BufferCopy {
                 src_offset: at,
-                dst_offset: r.dst_offset + dof,
-                size: r.size,
+                dst_offset: (to + dof) as u64,
+                size: len as u64,
             });
-            at += r.size;
+            at += len as u64;
         }
         Ok(Work {
             record: Some(Box::new(move |r| {

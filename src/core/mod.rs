@@ -1,6 +1,6 @@
 //! The OpenCL object model: platforms, devices, contexts, queues, events,
-//! buffers, images, samplers, programs, kernels and SVM, with the
-//! completion worker and the census of what is alive.
+//! buffers, images, samplers, programs, kernels, kernel launches and SVM,
+//! with the completion worker and the census of what is alive.
 
 pub mod census;
 pub mod context;
@@ -12,6 +12,7 @@ pub mod event;
 pub mod format;
 pub mod image;
 pub mod kernel;
+pub mod launch;
 pub mod memory;
 pub mod object;
 pub mod platform;
