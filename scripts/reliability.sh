@@ -60,7 +60,7 @@ run_test limits -- --test limits -- --nocapture
 # CPU Vulkan drivers run kernels on the application's threads.
 if ! cargo run --quiet -p vkcl-tool -- info 2>/dev/null | grep -E '^Device 0:' | grep -qiE 'llvmpipe|lavapipe|swiftshader'; then
     log "device faults"
-    run_test faults VKCL_TEST_DEVICE_FAULTS=1 -- --test device_faults -- --nocapture
+    run_test faults VKCL_TEST_DEVICE_FAULTS=1 VKCL_WATCHDOG=10 -- --test device_faults -- --nocapture
 else
     summary+=("faults: not run (CPU device: a wild store would be the process's own crash)")
 fi

@@ -1,7 +1,9 @@
 //! A kernel that faults on a GPU (stores through a wild pointer) loses
 //! the Vulkan device: its event ends in an error, later commands on the
 //! device fail with CL_OUT_OF_RESOURCES, nothing hangs and the process
-//! lives on.
+//! lives on. Where the driver neither ends nor reports the fault
+//! (NVIDIA's keeps such a kernel running), vkcl's watchdog
+//! (`VKCL_WATCHDOG`, 60 s on GPUs) takes the device as hung.
 //!
 //! Runs where `VKCL_TEST_DEVICE_FAULTS=1` (`scripts/reliability.sh` sets
 //! it on GPUs). On CPU devices such as lavapipe a kernel runs on the

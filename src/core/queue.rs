@@ -703,6 +703,11 @@ impl Handle<Queue> {
 
 impl Drop for Queue {
     fn drop(&mut self) {
+        if self.vk.is_hung() {
+            // Batches the watchdog gave up on may still run on the device,
+            // with this queue's command buffers and timeline: they stay.
+            return;
+        }
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         let d = &self.vk.raw;
         // SAFETY: a queue is dropped only when no batch of it is in flight

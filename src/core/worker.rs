@@ -1,10 +1,12 @@
 //! The completion worker: one thread per device that waits for submitted
 //! batches to finish (on their timeline values: a short poll on GPUs, then
 //! a blocking wait), then runs each command's host side and completes its
-//! event, in order. When the device is lost, it fails what is in flight.
+//! event, in order. When the device is lost, or finishes nothing for as
+//! long as its watchdog allows, it fails what is in flight.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 use ash::vk;
 use opencl_sys::*;
@@ -57,6 +59,9 @@ impl Worker {
     }
 
     fn run(self: Arc<Self>) {
+        // The submission waited for at the front, and since when: the
+        // watchdog's measure of a device that finishes nothing.
+        let mut front: Option<(usize, u64, Instant)> = None;
         loop {
             // The oldest submission first: every submitted batch finishes
             // on its own (none waits for anything unsubmitted).
@@ -68,33 +73,53 @@ impl Worker {
                 let front = &list[0];
                 (front.queue.clone(), front.value)
             };
-            match queue.vk.wait_timeline(queue.timeline, value, 2_000_000_000) {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) => {
-                    // The device is lost (or cannot be waited for, which
-                    // comes to the same): nothing in flight on it will
-                    // finish. Every such command fails now, so that
-                    // nothing waits for it for ever, and later work fails
-                    // at once.
-                    log::error!(target: "vkcl::worker", "waiting for the device failed: {e}");
-                    queue.vk.mark_lost();
-                    queue
-                        .context
-                        .notify_error(&format!("vkcl: the device was lost ({e})"));
-                    let lost: Vec<InFlight> = self
-                        .inflight
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .drain(..)
-                        .collect();
-                    for done in lost {
-                        fail(done);
-                    }
-                    queue.device.repump();
-                    continue;
+            let key = (Arc::as_ptr(&queue) as usize, value);
+            let since = match front {
+                Some((q, v, t)) if (q, v) == key => t,
+                _ => {
+                    let now = Instant::now();
+                    front = Some((key.0, key.1, now));
+                    now
                 }
+            };
+            let lost = match queue.vk.wait_timeline(queue.timeline, value, 2_000_000_000) {
+                Ok(true) => None,
+                Ok(false) if queue.vk.is_lost() => Some("the device was lost".to_string()),
+                Ok(false) => match queue.vk.watchdog {
+                    Some(limit) if since.elapsed() >= limit => {
+                        queue.vk.declare_hung(since.elapsed());
+                        Some(format!(
+                            "the device finished nothing for {:.0} s and is taken as hung (VKCL_WATCHDOG)",
+                            since.elapsed().as_secs_f64()
+                        ))
+                    }
+                    _ => continue,
+                },
+                Err(e) => {
+                    queue.vk.mark_lost();
+                    Some(format!("the device was lost ({e})"))
+                }
+            };
+            if let Some(why) = lost {
+                // Nothing in flight on the device will finish. Every such
+                // command fails now, so that nothing waits for it for ever,
+                // and later work fails at once.
+                log::error!(target: "vkcl::worker", "{why}");
+                queue.context.notify_error(&format!("vkcl: {why}"));
+                let lost: Vec<InFlight> = self
+                    .inflight
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .drain(..)
+                    .collect();
+                for done in lost {
+                    fail(done);
+                }
+                front = None;
+                queue.device.repump();
+                continue;
             }
+            front = None;
             let done = {
                 let mut list = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
                 list.pop_front().expect("the front was waited for")
@@ -125,17 +150,26 @@ fn complete(done: InFlight) {
 
 /// Ends a batch the device will never finish: its commands' events fail
 /// with CL_OUT_OF_RESOURCES, without their host side (results that were
-/// never made are not copied anywhere).
+/// never made are not copied anywhere). On a hung device the batch may
+/// still run: what it uses, its command buffer included, stays allocated.
 fn fail(done: InFlight) {
     let InFlight { queue, batch, .. } = done;
+    let hung = queue.vk.is_hung();
     let cb = batch.cb();
     let queries = batch.queries;
     for mut cmd in batch.commands {
-        drop(cmd.complete.take());
-        drop(std::mem::take(&mut cmd.keep));
+        let complete = cmd.complete.take();
+        let keep = std::mem::take(&mut cmd.keep);
+        if hung {
+            std::mem::forget((complete, keep));
+        } else {
+            drop((complete, keep));
+        }
         cmd.event.finish(CL_OUT_OF_RESOURCES, None);
     }
-    queue.recycle(cb, queries);
+    if !hung {
+        queue.recycle(cb, queries);
+    }
 }
 
 /// Start and end of each command in the host clock, from the batch's

@@ -51,6 +51,14 @@ pub struct LogicalDevice {
     /// How long a timeline wait polls before it blocks: never on CPU
     /// devices, whose own threads need the cores a poll would take.
     timeline_spin: std::time::Duration,
+    /// How long the device may go without finishing submitted work before
+    /// vkcl declares it hung (`VKCL_WATCHDOG`): some drivers neither end
+    /// nor report a kernel that faulted (NVIDIA's, for stores through
+    /// wild pointers), and their queue would otherwise wait for ever.
+    pub watchdog: Option<std::time::Duration>,
+    /// The watchdog declared the device hung: its work may still be
+    /// running, so nothing it may use is freed any more.
+    hung: std::sync::atomic::AtomicBool,
     /// Mapping memory at an address of vkcl's choice
     /// (VK_EXT_map_memory_placed), where the device can: SVM on devices
     /// whose memory is not the host's.
@@ -255,6 +263,8 @@ impl LogicalDevice {
             placed,
             memory_props: info.memory,
             lost: std::sync::atomic::AtomicBool::new(false),
+            watchdog: watchdog(info.props.device_type == vk::PhysicalDeviceType::CPU),
+            hung: std::sync::atomic::AtomicBool::new(false),
             committed: std::sync::atomic::AtomicU64::new(0),
             budget: if info.props.device_type == vk::PhysicalDeviceType::CPU {
                 info.device_local_heap_size()
@@ -309,6 +319,25 @@ impl LogicalDevice {
         if !self.lost.swap(true, std::sync::atomic::Ordering::AcqRel) {
             log::error!(target: "vkcl::vk", "the Vulkan device was lost: its commands fail from now on");
         }
+    }
+
+    /// Declares the device hung: submitted work went `waited` without
+    /// finishing, past the watchdog. It counts as lost; the work may
+    /// still run, so whatever it uses stays allocated.
+    pub fn declare_hung(&self, waited: std::time::Duration) {
+        if !self.hung.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            log::error!(
+                target: "vkcl::vk",
+                "no submitted work finished for {:.0} s (VKCL_WATCHDOG): the device is taken as hung",
+                waited.as_secs_f64()
+            );
+        }
+        self.mark_lost();
+    }
+
+    /// Whether the watchdog declared the device hung.
+    pub fn is_hung(&self) -> bool {
+        self.hung.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The host clock (`host_time_ns`) minus the device's timestamp clock,
@@ -463,11 +492,16 @@ impl LogicalDevice {
                 let submit = [vk::SubmitInfo::default().command_buffers(&cbs)];
                 let r = self
                     .submit(&submit, fence)
-                    .and_then(|()| self.note(self.raw.wait_for_fences(&[fence], true, u64::MAX)));
-                self.raw.destroy_fence(fence, None);
+                    .and_then(|()| self.wait_fence(fence));
+                if !self.is_hung() {
+                    self.raw.destroy_fence(fence, None);
+                }
                 r
             })();
-            self.raw.free_command_buffers(*pool, &[cb]);
+            // A hung device may still run the command buffer: it stays.
+            if !self.is_hung() {
+                self.raw.free_command_buffers(*pool, &[cb]);
+            }
             result
         }
     }
@@ -492,8 +526,54 @@ impl Drop for Reserved<'_> {
     }
 }
 
+impl LogicalDevice {
+    /// Waits for `fence`, in steps, until it is signalled, the device is
+    /// lost, or the watchdog runs out.
+    fn wait_fence(&self, fence: vk::Fence) -> Result<(), vk::Result> {
+        let start = std::time::Instant::now();
+        loop {
+            // SAFETY: a fence of this device, submitted with work.
+            match self.note(unsafe { self.raw.wait_for_fences(&[fence], true, 1_000_000_000) }) {
+                Err(vk::Result::TIMEOUT) => {}
+                r => return r,
+            }
+            if self.is_lost() {
+                return Err(vk::Result::ERROR_DEVICE_LOST);
+            }
+            if self.watchdog.is_some_and(|limit| start.elapsed() >= limit) {
+                self.declare_hung(start.elapsed());
+                return Err(vk::Result::ERROR_DEVICE_LOST);
+            }
+        }
+    }
+}
+
+/// `VKCL_WATCHDOG`: seconds, `0` for none. By default 60 s on GPUs, longer
+/// than Linux's amdgpu now lets a Vulkan compute job run (10 s), and none
+/// on CPU devices, whose kernels run on the application's own threads and
+/// cannot hang a device, only take long.
+fn watchdog(cpu: bool) -> Option<std::time::Duration> {
+    let seconds = match std::env::var("VKCL_WATCHDOG") {
+        Ok(v) => match v.trim().parse::<f64>() {
+            Ok(s) if s.is_finite() && s >= 0.0 => s,
+            _ => {
+                log::warn!(target: "vkcl::vk", "VKCL_WATCHDOG={v} is not a number of seconds: ignored");
+                if cpu { 0.0 } else { 60.0 }
+            }
+        },
+        Err(_) if cpu => 0.0,
+        Err(_) => 60.0,
+    };
+    (seconds > 0.0).then(|| std::time::Duration::from_secs_f64(seconds))
+}
+
 impl Drop for LogicalDevice {
     fn drop(&mut self) {
+        if self.is_hung() {
+            // Work may still run on the device: destroying what it uses,
+            // or the device, could crash the driver. It stays.
+            return;
+        }
         // SAFETY: the device is idle-waited and every child object was
         // destroyed by its owner before the last reference to it went away.
         unsafe {

@@ -1,0 +1,81 @@
+//! A device that finishes nothing for longer than `VKCL_WATCHDOG` is taken
+//! as hung: the kernel's event ends in an error, waits return, and later
+//! commands on the device fail with CL_OUT_OF_RESOURCES. Some GPU drivers
+//! neither end nor report a kernel that stores through a wild pointer;
+//! here a kernel that runs for long stands in for one, with a watchdog of
+//! one second.
+
+mod common;
+
+use std::ptr::{null, null_mut};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use opencl_sys::*;
+
+/// Long enough to outlast the watchdog on any host: `n` dependent steps
+/// for each of a million work-items (one loop of fewer than 65536
+/// iterations, which llvmpipe runs in full).
+const LONG: &str = "kernel void long_kernel(global uint *out, uint n) {
+    uint x = get_global_id(0);
+    for (uint i = 0; i < n; i++)
+        x = x * 1664525u + 1013904223u + i;
+    out[get_global_id(0) & 63] = x;
+}";
+
+#[test]
+fn a_device_that_finishes_nothing_is_taken_as_hung() {
+    // SAFETY: set before vkcl first reads it, while no other thread of
+    // this test binary (one test) reads the environment.
+    unsafe { std::env::set_var("VKCL_WATCHDOG", "1") };
+    let cl = direct();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(LONG, "long_kernel", "");
+    let out = s.zeroed(64 * 4);
+    s.arg(k, 0, &out);
+    s.arg(k, 1, &60_000u32);
+    let mut event = null_mut();
+    let global = [1usize << 20];
+    let start = Instant::now();
+    // SAFETY: a valid queue and kernel with its arguments set.
+    let r = unsafe {
+        cl.clEnqueueNDRangeKernel.unwrap()(
+            s.q,
+            k,
+            1,
+            null(),
+            global.as_ptr(),
+            null(),
+            0,
+            null(),
+            &mut event,
+        )
+    };
+    assert_eq!(r, CL_SUCCESS);
+    let (tx, rx) = mpsc::channel();
+    let q = s.q as usize;
+    let finish = cl.clFinish.unwrap();
+    std::thread::spawn(move || {
+        // SAFETY: a valid queue, kept alive by the test until it ends.
+        let _ = tx.send(unsafe { finish(q as cl_command_queue) });
+    });
+    let finished = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("clFinish returns once the watchdog runs out");
+    let status = cl.event_status(event);
+    eprintln!(
+        "clFinish: {finished} after {:.1} s; the kernel's event: {status}",
+        start.elapsed().as_secs_f64()
+    );
+    assert!(
+        status < 0,
+        "the kernel outlasting the watchdog ends in an error: {status}"
+    );
+    let mut e2 = null_mut();
+    // SAFETY: as above.
+    let r = unsafe { cl.clEnqueueMarkerWithWaitList.unwrap()(s.q, 0, null(), &mut e2) };
+    assert_eq!(r, CL_OUT_OF_RESOURCES, "a command after the device hung");
+    // SAFETY: released once; the Setup releases the rest.
+    unsafe { cl.clReleaseEvent.unwrap()(event) };
+}
