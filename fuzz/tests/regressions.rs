@@ -138,6 +138,10 @@ fn imported_variable_that_is_no_built_in_fails_the_build() {
 /// * `il-rspirv-panics-before-validation.spv`: a module rspirv's reader
 ///   panics on, which vkcl read before validating it (the check before the
 ///   validator now reads words only).
+/// * `rewrite-vstore-half-of-a-pointer-crashes-validator.spv`,
+///   `rewrite-vstore-half-of-a-label-crashes-validator.spv`: modules whose
+///   `vstore_half_r`/`vstore_halfn` store a pointer or a label, on which
+///   SPIRV-Tools' validator asserts; refused before validating now.
 #[test]
 fn inputs_that_broke_vkcl() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/inputs");

@@ -3,7 +3,7 @@
 //! given by applications (clCreateProgramWithIL) and every rewritten
 //! module, with SPIRV-Tools' validator built into vkcl.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -94,9 +94,11 @@ fn run_validator(words: &[u32], env: TargetEnv) -> Result<(), String> {
 
 /// Checks what SPIRV-Tools' validator assumes of a module before it
 /// checks it (a validator that asserts or crashes takes the application's
-/// process with it): whole instructions, and no `OpString` as an operand
-/// of an `OpenCL.std` instruction (the validator asserts on one). Read
-/// word by word: nothing else may read a module before it is validated.
+/// process with it): whole instructions, no `OpString` as an operand of an
+/// `OpenCL.std` instruction, and scalar or vector operands where the
+/// validator reads a component type before it checks the operand's type
+/// (it asserts otherwise). Read word by word: nothing else may read a
+/// module before it is validated.
 fn safe_to_validate(words: &[u32]) -> Result<(), String> {
     if words.len() < 5 || words[0] != 0x0723_0203 {
         return Err("not a SPIR-V module".into());
@@ -134,6 +136,7 @@ fn safe_to_validate(words: &[u32]) -> Result<(), String> {
         })
         .map(|i| i[1])
         .collect();
+    let types = ValueTypes::read(&instructions);
     for i in instructions
         .iter()
         .filter(|i| opcode(i) == OP_EXT_INST && i.len() > 5)
@@ -150,8 +153,81 @@ fn safe_to_validate(words: &[u32]) -> Result<(), String> {
                 "operand %{x} of an OpenCL.std instruction is a string"
             ));
         }
+        // The validator's rule for the vstore_half family takes the bit
+        // width of Data (`GetBitWidth`, validate_extensions.cpp), and its
+        // rule for u_upsample/s_upsample the component count of Hi
+        // (`GetDimension`), before checking that they are scalars or
+        // vectors: on a pointer, a label or a struct `GetComponentType`
+        // or `GetDimension` asserts.
+        let name = match i[4] {
+            164 => "u_upsample",
+            165 => "s_upsample",
+            175 => "vstore_half",
+            176 => "vstore_half_r",
+            177 => "vstore_halfn",
+            178 => "vstore_halfn_r",
+            180 => "vstorea_halfn",
+            181 => "vstorea_halfn_r",
+            _ => continue,
+        };
+        if !types.scalar_or_vector(i[5]) {
+            return Err(format!(
+                "operand %{} of OpenCL.std {name} is not a scalar or vector",
+                i[5]
+            ));
+        }
     }
     Ok(())
+}
+
+/// The types of a module's values, read from its words.
+struct ValueTypes {
+    /// The type id of each value with a result type.
+    of: HashMap<u32, u32>,
+    /// The boolean, integer, float and vector types.
+    scalars_and_vectors: HashSet<u32>,
+}
+
+impl ValueTypes {
+    /// Reads each instruction whose grammar starts with a result type and
+    /// a result id, and each scalar and vector type.
+    fn read(instructions: &[&[u32]]) -> ValueTypes {
+        use rspirv::grammar::{INSTRUCTION_TABLE, OperandKind};
+        // OpTypeBool, OpTypeInt, OpTypeFloat, OpTypeVector.
+        const SCALAR_OR_VECTOR: std::ops::RangeInclusive<u32> = 20..=23;
+        let mut typed: HashMap<u32, bool> = HashMap::new();
+        let mut has_result_type = |op: u32| {
+            *typed.entry(op).or_insert_with(|| {
+                INSTRUCTION_TABLE.lookup_opcode(op).is_some_and(|g| {
+                    let kinds: Vec<OperandKind> =
+                        g.operands.iter().take(2).map(|o| o.kind).collect();
+                    kinds == [OperandKind::IdResultType, OperandKind::IdResult]
+                })
+            })
+        };
+        let mut v = ValueTypes {
+            of: HashMap::new(),
+            scalars_and_vectors: HashSet::new(),
+        };
+        for i in instructions.iter().filter(|i| i.len() > 1) {
+            let op = i[0] & 0xFFFF;
+            if SCALAR_OR_VECTOR.contains(&op) {
+                v.scalars_and_vectors.insert(i[1]);
+            } else if i.len() > 2 && has_result_type(op) {
+                v.of.insert(i[2], i[1]);
+            }
+        }
+        v
+    }
+
+    /// Whether `value` has a boolean, integer or float scalar or vector
+    /// type (the validator has checked vector components by the time it
+    /// reaches instructions in functions).
+    fn scalar_or_vector(&self, value: u32) -> bool {
+        self.of
+            .get(&value)
+            .is_some_and(|t| self.scalars_and_vectors.contains(t))
+    }
 }
 
 /// Validates an OpenCL SPIR-V module with the rules of its SPIR-V version.
@@ -174,4 +250,73 @@ pub fn validate(words: &[u32]) -> Result<(), String> {
 pub fn validate_vulkan(words: &[u32]) -> Result<(), String> {
     run_validator(words, TargetEnv::Vulkan_1_2)
         .map_err(|e| format!("the rewritten module does not validate: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spirv_tools::assembler::{Assembler, AssemblerOptions, compiled::CompiledAssembler};
+
+    /// A kernel storing `value` with `OpenCL.std` `store` (an instruction
+    /// and its operands): the value is a float, a pointer, a label or a
+    /// vector.
+    fn module(store: &str) -> Vec<u32> {
+        let text = format!(
+            "OpCapability Addresses\nOpCapability Kernel\nOpCapability Int64\n\
+             OpCapability Float16Buffer\n%ext = OpExtInstImport \"OpenCL.std\"\n\
+             OpMemoryModel Physical64 OpenCL\nOpEntryPoint Kernel %f \"k\"\n\
+             %void = OpTypeVoid\n%float = OpTypeFloat 32\n%half = OpTypeFloat 16\n\
+             %uint = OpTypeInt 32 0\n%ulong = OpTypeInt 64 0\n%v2 = OpTypeVector %float 2\n\
+             %v2u = OpTypeVector %uint 2\n%zero = OpConstant %ulong 0\n\
+             %one = OpConstant %float 1\n%ones = OpConstantComposite %v2 %one %one\n\
+             %u1 = OpConstant %uint 1\n%us = OpConstantComposite %v2u %u1 %u1\n\
+             %ph = OpTypePointer CrossWorkgroup %half\n%fn = OpTypeFunction %void %ph\n\
+             %f = OpFunction %void None %fn\n%p = OpFunctionParameter %ph\n%l = OpLabel\n\
+             {store}\nOpReturn\nOpFunctionEnd\n"
+        );
+        CompiledAssembler::with_env(TargetEnv::Universal_1_0)
+            .assemble(&text, AssemblerOptions::default())
+            .expect("the module assembles")
+            .as_words()
+            .to_vec()
+    }
+
+    /// SPIRV-Tools' validator asserts (aborting the process) on a
+    /// `vstore_half*` whose Data, or a `u_upsample`/`s_upsample` whose Hi,
+    /// is no scalar or vector; such modules are refused before it runs.
+    #[test]
+    fn operands_the_validator_asserts_on_are_refused_first() {
+        for bad in [
+            "%x = OpExtInst %void %ext vstore_half %p %zero %p",
+            "%x = OpExtInst %void %ext vstore_half_r %l %zero %p RTZ",
+            "%x = OpExtInst %void %ext vstore_halfn %p %zero %p",
+            "%x = OpExtInst %void %ext vstorea_halfn_r %f %zero %p RTE",
+            "%x = OpExtInst %ulong %ext u_upsample %p %p",
+            "%x = OpExtInst %ulong %ext s_upsample %l %l",
+        ] {
+            let e = validate(&module(bad)).expect_err(bad);
+            assert!(e.contains("is not a scalar or vector"), "{bad}: {e}");
+        }
+        // The validator's own errors for operands of the wrong scalar or
+        // vector type, and valid uses.
+        for (store, valid) in [
+            ("%x = OpExtInst %void %ext vstore_half %one %zero %p", true),
+            (
+                "%x = OpExtInst %void %ext vstore_halfn_r %ones %zero %p RTN",
+                true,
+            ),
+            (
+                "%x = OpExtInst %void %ext vstore_half %ones %zero %p",
+                false,
+            ),
+            ("%x = OpExtInst %ulong %ext u_upsample %u1 %u1", true),
+            ("%x = OpExtInst %ulong %ext u_upsample %us %us", false),
+        ] {
+            let r = validate(&module(store));
+            assert_eq!(r.is_ok(), valid, "{store}: {r:?}");
+            if let Err(e) = r {
+                assert!(!e.contains("is not a scalar or vector"), "{store}: {e}");
+            }
+        }
+    }
 }
