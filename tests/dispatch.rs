@@ -21,6 +21,7 @@ both_ways!(
     pipeline_cache_is_saved,
     partial_group_with_local_memory,
     required_size_with_partial_group,
+    required_size_beyond_the_device,
 );
 
 const SOURCE: &str = include_str!("kernels/dispatch.cl");
@@ -393,4 +394,66 @@ fn required_size_with_partial_group(cl: &Cl) {
     let k = s.kernel(SOURCE, "sized", "-cl-std=CL1.2");
     s.arg(k, 0, &out);
     assert_eq!(s.enqueue(k, &[10], None, None), CL_INVALID_WORK_GROUP_SIZE);
+}
+
+/// Kernels whose required work-group size no device runs: 131072
+/// work-items, and a size whose product passes 32 bits.
+const TOO_LARGE: &str = "__attribute__((reqd_work_group_size(8, 128, 128)))\n\
+     kernel void large(global uint *out) { out[get_global_id(0)] = 1; }\n\
+     __attribute__((reqd_work_group_size(65536, 65536, 1)))\n\
+     kernel void huge(global uint *out) { out[get_global_id(0)] = 1; }\n";
+
+/// Such kernels build and report their size (the specification lets a
+/// program hold kernels a device cannot run), and every enqueue fails
+/// with CL_INVALID_WORK_GROUP_SIZE (CL_INVALID_WORK_ITEM_SIZE for a local
+/// size beyond the device's per dimension) before a Vulkan pipeline is
+/// made: Vulkan forbids one beyond the device's limits (the validation
+/// layer aborts the test on one). The size whose product passes 32 bits
+/// overflowed the enqueue's check.
+fn required_size_beyond_the_device(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let d = cl.device();
+    let items = cl
+        .device_bytes(d, CL_DEVICE_MAX_WORK_ITEM_SIZES)
+        .unwrap()
+        .chunks_exact(std::mem::size_of::<usize>())
+        .map(usize_of)
+        .collect::<Vec<_>>();
+    let out = s.zeroed(64);
+    for (name, size) in [("large", [8usize, 128, 128]), ("huge", [65536, 65536, 1])] {
+        let k = s.kernel(TOO_LARGE, name, "-cl-std=CL3.0");
+        let compiled = query(|n, value, ret| unsafe {
+            cl.clGetKernelWorkGroupInfo.unwrap()(
+                k,
+                d,
+                CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
+                n,
+                value,
+                ret,
+            )
+        })
+        .unwrap();
+        let compiled: Vec<usize> = compiled
+            .chunks_exact(std::mem::size_of::<usize>())
+            .map(usize_of)
+            .collect();
+        assert_eq!(compiled, size, "{name}");
+        s.arg(k, 0, &out);
+        assert_eq!(
+            s.enqueue(k, &size, None, None),
+            CL_INVALID_WORK_GROUP_SIZE,
+            "{name} without a local size"
+        );
+        let beyond_a_dimension = size.iter().zip(&items).any(|(v, m)| v > m);
+        assert_eq!(
+            s.enqueue(k, &size, Some(&size), None),
+            if beyond_a_dimension {
+                CL_INVALID_WORK_ITEM_SIZE
+            } else {
+                CL_INVALID_WORK_GROUP_SIZE
+            },
+            "{name} with its local size"
+        );
+    }
+    assert_eq!(unsafe { cl.clFinish.unwrap()(s.q) }, CL_SUCCESS);
 }

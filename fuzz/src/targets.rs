@@ -198,11 +198,15 @@ fn exercise_kernels(p: cl_program, pipeline: bool) {
         let vk = dev.logical().expect("the device opens");
         // A built kernel is rewritten; the shader module (and pipeline)
         // may still fail where the device lacks a feature the kernel
-        // needs, which enqueues report as CL_INVALID_OPERATION.
+        // needs, which enqueues report as CL_INVALID_OPERATION. The
+        // pipeline's size is the kernel's required size where it has one,
+        // as in an enqueue (beyond the device's limits, the pipeline is
+        // CL_INVALID_WORK_GROUP_SIZE).
+        let local = core.info.reqd_work_group_size.unwrap_or([1, 1, 1]);
         if let Ok(c) = core.compiled(&dev, &vk, false)
             && pipeline
             && pipelines()
-            && c.pipeline([1, 1, 1], Vec::new()).is_ok()
+            && c.pipeline(local, Vec::new()).is_ok()
         {
             count(&TALLY.pipelines);
         }

@@ -1,7 +1,10 @@
 //! What fuzzing found, kept as tests: each input once broke vkcl.
 
 use opencl_sys::*;
-use vkcl::api::program;
+use vkcl::api::{kernel, program};
+use vkcl::core::device::Device;
+use vkcl::core::kernel::Kernel;
+use vkcl::core::object::Handle;
 use vkcl_fuzz::session::session;
 
 /// A program binary whose checksum is right but whose SPIR-V is not a
@@ -120,6 +123,84 @@ fn imported_variable_that_is_no_built_in_fails_the_build() {
     assert_eq!(r, CL_SUCCESS, "{log}");
 }
 
+/// A module requiring work-groups of 8x128x128 items (beyond every
+/// device's limits) gave its harness a Vulkan pipeline of whatever size
+/// it asked for; Vulkan forbids one beyond the device's limits. Pipelines
+/// beyond them, asked for or required, are CL_INVALID_WORK_GROUP_SIZE
+/// now, before Vulkan is called.
+#[test]
+fn pipelines_beyond_the_device_are_refused() {
+    let s = session();
+    let dev = Handle::<Device>::from_raw(s.device).expect("the session's device");
+    let vk = dev.logical().expect("the device opens");
+    let limits = dev.max_work_item_sizes();
+    let most = dev.max_work_group_size() as u32;
+    // Builds a kernel with the execution mode `mode`, asks for pipelines
+    // beyond the device's limits (each refused) and of 1x1x1 (the result).
+    let one_by_one = |mode: &str| -> Result<(), cl_int> {
+        let text = WITH_INPUT
+            .replace(
+                "DECORATIONS",
+                "OpDecorate %gid BuiltIn GlobalInvocationId\n",
+            )
+            .replace("\"k\" %gid\n", &format!("\"k\" %gid\n{mode}"));
+        let words = vkcl_fuzz::seeds::assemble(&text, spirv_tools::TargetEnv::Universal_1_0)
+            .expect("the module assembles");
+        let bytes = vkcl_fuzz::mutate::to_bytes(&words);
+        let mut r = 0;
+        // SAFETY: the bytes are valid for their length.
+        let p = unsafe {
+            program::clCreateProgramWithIL(s.context, bytes.as_ptr().cast(), bytes.len(), &mut r)
+        };
+        assert_eq!(r, CL_SUCCESS);
+        // SAFETY: a valid program and device; empty options.
+        let built = unsafe {
+            program::clBuildProgram(p, 1, &s.device, c"".as_ptr(), None, std::ptr::null_mut())
+        };
+        assert_eq!(
+            built, CL_SUCCESS,
+            "a kernel a device cannot run still builds"
+        );
+        // SAFETY: a built program and a NUL-terminated name.
+        let k = unsafe { kernel::clCreateKernel(p, c"k".as_ptr(), &mut r) };
+        assert_eq!(r, CL_SUCCESS);
+        let core = Handle::<Kernel>::from_raw(k).expect("a kernel just made");
+        let compiled = core.compiled(&dev, &vk, false).expect("a shader module");
+        let mut result = Ok(());
+        for local in [[1, 1, 1], [8, 128, 128], [most + 1, 1, 1], [0, 1, 1]]
+            .into_iter()
+            .chain((0..3).map(|d| {
+                let mut l = [1; 3];
+                l[d] = limits[d] as u32 + 1;
+                l
+            }))
+        {
+            let made = compiled
+                .pipeline(local, Vec::new())
+                .map(|_| ())
+                .map_err(|e| e.0);
+            if local == [1, 1, 1] {
+                result = made;
+            } else {
+                assert_eq!(made, Err(CL_INVALID_WORK_GROUP_SIZE), "{local:?}");
+            }
+        }
+        // SAFETY: each released once.
+        unsafe {
+            kernel::clReleaseKernel(k);
+            program::clReleaseProgram(p);
+        }
+        result
+    };
+    assert_eq!(one_by_one(""), Ok(()));
+    assert_eq!(one_by_one("OpExecutionMode %f LocalSize 1 1 1\n"), Ok(()));
+    // A required size beyond the device: not even the size asked for.
+    assert_eq!(
+        one_by_one("OpExecutionMode %f LocalSize 8 128 128\n"),
+        Err(CL_INVALID_WORK_GROUP_SIZE)
+    );
+}
+
 /// The inputs in `tests/inputs/`, each given to the target its name
 /// starts with: every one of them once panicked or crashed vkcl (the
 /// file names say how).
@@ -142,6 +223,10 @@ fn imported_variable_that_is_no_built_in_fails_the_build() {
 ///   `rewrite-vstore-half-of-a-label-crashes-validator.spv`: modules whose
 ///   `vstore_half_r`/`vstore_halfn` store a pointer or a label, on which
 ///   SPIRV-Tools' validator asserts; refused before validating now.
+/// * `il-huge-alignment-and-group-size.spv`: an `Alignment` of 2^32 - 1 on
+///   a `__constant` string made a module data segment of 4 GB (the process
+///   grew by that much on NVIDIA's driver); its required work-group size of
+///   8x128x128, which the target now asks a pipeline for, is refused.
 #[test]
 fn inputs_that_broke_vkcl() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/inputs");

@@ -78,6 +78,12 @@ pub struct Compiled {
     pub literal_samplers: Vec<(u32, SamplerPair)>,
     /// The image classes it was rewritten for, in image argument order.
     pub classes: Vec<ImageClass>,
+    /// The work-group size the kernel requires, if it does.
+    reqd_work_group_size: Option<[u32; 3]>,
+    /// The device's largest work-group, per dimension and in all
+    /// (CL_DEVICE_MAX_WORK_ITEM_SIZES, CL_DEVICE_MAX_WORK_GROUP_SIZE).
+    max_work_item_sizes: [usize; 3],
+    max_work_group_size: usize,
     pipelines: Mutex<HashMap<PipelineKey, Arc<ComputePipeline>>>,
 }
 
@@ -89,11 +95,22 @@ pub struct Segments {
 
 impl Compiled {
     /// The pipeline for a work-group size and `__local` argument sizes.
+    /// A size beyond the device's limits, asked for or required by the
+    /// kernel, is CL_INVALID_WORK_GROUP_SIZE before Vulkan is called:
+    /// Vulkan forbids such pipelines (what a driver makes of one is
+    /// undefined).
     pub fn pipeline(
         &self,
         local: [u32; 3],
         locals: Vec<(u32, u32)>,
     ) -> ClResult<Arc<ComputePipeline>> {
+        if !self.fits_device(local)
+            || self
+                .reqd_work_group_size
+                .is_some_and(|r| !self.fits_device(r))
+        {
+            return err(CL_INVALID_WORK_GROUP_SIZE);
+        }
         let mut p = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
         let key = (local, locals);
         if let Some(x) = p.get(&key) {
@@ -102,6 +119,15 @@ impl Compiled {
         let made = Arc::new(self.module.pipeline(key.0, &key.1)?);
         p.insert(key, made.clone());
         Ok(made)
+    }
+
+    /// Whether work-groups of `size` items are within the device's limits.
+    fn fits_device(&self, size: [u32; 3]) -> bool {
+        let items = size.iter().map(|&s| u64::from(s)).product::<u64>();
+        size.iter()
+            .zip(self.max_work_item_sizes)
+            .all(|(&s, max)| s >= 1 && s as usize <= max)
+            && items <= self.max_work_group_size as u64
     }
 }
 
@@ -410,6 +436,9 @@ impl Kernel {
             images: rewritten.images.clone(),
             literal_samplers,
             classes,
+            reqd_work_group_size: self.info.reqd_work_group_size,
+            max_work_item_sizes: device.max_work_item_sizes(),
+            max_work_group_size: device.max_work_group_size(),
             pipelines: Mutex::new(HashMap::new()),
         }))
     }

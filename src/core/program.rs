@@ -90,6 +90,9 @@ impl ClObject for Program {
     const KIND: Option<crate::core::census::Kind> = Some(crate::core::census::Kind::Programs);
 }
 
+// The rewriter lays segments out for a start this aligned.
+const _: () = assert!(crate::vk::memory::MIN_ALIGNMENT >= module_data::SEGMENT_ALIGN as u64);
+
 /// Device memory holding a module data segment: `data` with its addresses
 /// resolved, given the program segment's address where it needs one.
 pub fn new_segment(

@@ -478,11 +478,19 @@ fn pointee_layout(g: &Globals, v: Word) -> Result<(u32, u32), String> {
 /// The alignment every variable of a segment gets at least.
 const VECTOR_ALIGN: u32 = 16;
 
+/// The alignment of a segment's start: device buffers start 256-byte
+/// aligned (`vk::memory::MIN_ALIGNMENT`). No offset in the segment gives
+/// a variable more, so `Alignment` decorations count up to this: padding
+/// for more only made segments larger (4 GB for an `Alignment` of
+/// 2^32 - 1, all of it copied and uploaded by the host).
+pub const SEGMENT_ALIGN: u32 = 256;
+
 /// Offsets of `vars` from `start`, each aligned as its type and its
-/// `Alignment` decoration ask, and at least to 16 bytes; and the end.
-/// Code reads byte tables as wider vectors (libclc's bits of 2/pi as
-/// `uint4` at multiples of 16 bytes), and NVIDIA's 16-byte loads ignore
-/// the low bits of an address that is not 16-byte aligned.
+/// `Alignment` decoration ask (up to [`SEGMENT_ALIGN`]), and at least to
+/// 16 bytes; and the end. Code reads byte tables as wider vectors
+/// (libclc's bits of 2/pi as `uint4` at multiples of 16 bytes), and
+/// NVIDIA's 16-byte loads ignore the low bits of an address that is not
+/// 16-byte aligned.
 fn place(
     module: &Module,
     g: &Globals,
@@ -493,8 +501,10 @@ fn place(
     let mut end = start;
     for &v in vars {
         let (size, align) = pointee_layout(g, v)?;
-        let decorated = decoration_literal(module, v, Decoration::Alignment);
-        let align = u64::from(align.max(decorated.unwrap_or(1)).max(VECTOR_ALIGN));
+        let decorated = decoration_literal(module, v, Decoration::Alignment)
+            .unwrap_or(1)
+            .min(SEGMENT_ALIGN);
+        let align = u64::from(align.max(decorated).max(VECTOR_ALIGN));
         let at = end.next_multiple_of(align);
         offsets.insert(v, at);
         end = at + u64::from(size);
@@ -808,5 +818,35 @@ mod tests {
         let words = ctx.module.assemble();
         assert_eq!(global_variable_bytes(&words), 16 + 4 + 8 + 24 + 16);
         assert_eq!(program_data(&words).unwrap(), l.data);
+    }
+
+    /// `Alignment` decorations up to the segment's own alignment place
+    /// variables; larger ones (here 2^32 - 1, from a fuzzed module) made a
+    /// segment of 4 GB, which the host copied and uploaded.
+    #[test]
+    fn alignment_counts_up_to_the_segments_own() {
+        let text = "OpCapability Addresses\nOpCapability Kernel\nOpCapability Int64\n\
+             OpMemoryModel Physical64 OpenCL\nOpEntryPoint Kernel %k \"k\"\n\
+             OpDecorate %a Alignment 64\nOpDecorate %b Alignment 4294967295\n\
+             OpDecorate %c Alignment 1024\n\
+             %uint = OpTypeInt 32 0\n%p = OpTypePointer CrossWorkgroup %uint\n\
+             %void = OpTypeVoid\n%fn = OpTypeFunction %void\n\
+             %a = OpVariable %p CrossWorkgroup\n%b = OpVariable %p CrossWorkgroup\n\
+             %c = OpVariable %p CrossWorkgroup\n\
+             %k = OpFunction %void None %fn\n%l = OpLabel\nOpReturn\nOpFunctionEnd\n";
+        let ctx = assemble(text);
+        let l = program_layout(&ctx.module).unwrap();
+        let at = |v: Word| l.offsets[&v];
+        let var = |k: usize| {
+            ctx.module
+                .types_global_values
+                .iter()
+                .filter(|i| i.class.opcode == Op::Variable)
+                .nth(k)
+                .and_then(|i| i.result_id)
+                .unwrap()
+        };
+        assert_eq!([at(var(0)), at(var(1)), at(var(2))], [0, 256, 512]);
+        assert_eq!(l.data.bytes.len(), 516);
     }
 }
