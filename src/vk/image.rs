@@ -263,6 +263,9 @@ impl DeviceImage {
 
 impl Drop for DeviceImage {
     fn drop(&mut self) {
+        if self.device.is_hung() {
+            return; // a hung device may still use it
+        }
         census::remove(Kind::VulkanImages, 1);
         self.device.release(self.reserved);
         // SAFETY: commands keep their images alive until they complete;
@@ -424,6 +427,9 @@ impl TexelViews {
 
 impl Drop for TexelViews {
     fn drop(&mut self) {
+        if self.device.is_hung() {
+            return; // a hung device may still use it
+        }
         census::remove(Kind::TexelViews, 1);
         // SAFETY: commands keep their images' views alive until they
         // complete; null views are ignored.
