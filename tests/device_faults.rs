@@ -13,7 +13,6 @@
 mod common;
 
 use std::ptr::{null, null_mut};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use common::*;
@@ -44,33 +43,10 @@ fn a_wild_store_loses_the_device_not_the_process() {
         .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
         .unwrap_or(0x7f00_dead_0000);
     s.arg(k, 1, &at);
-    let mut event = null_mut();
-    let global = [1024usize];
-    // SAFETY: a valid queue and kernel with its arguments set.
-    let r = unsafe {
-        cl.clEnqueueNDRangeKernel.unwrap()(
-            s.q,
-            k,
-            1,
-            null(),
-            global.as_ptr(),
-            null(),
-            0,
-            null(),
-            &mut event,
-        )
-    };
-    assert_eq!(r, CL_SUCCESS);
+    let event = s.launch(k, &[1024]);
     // clFinish returns (whatever it says) rather than waiting for ever.
-    let (tx, rx) = mpsc::channel();
-    let q = s.q as usize;
-    let finish = cl.clFinish.unwrap();
-    std::thread::spawn(move || {
-        // SAFETY: a valid queue, kept alive by the test until it ends.
-        let _ = tx.send(unsafe { finish(q as cl_command_queue) });
-    });
-    let finished = rx
-        .recv_timeout(Duration::from_secs(
+    let finished = s
+        .finish_within(Duration::from_secs(
             std::env::var("VKCL_TEST_FAULT_WAIT")
                 .ok()
                 .and_then(|v| v.parse().ok())

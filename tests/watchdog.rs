@@ -8,7 +8,6 @@
 mod common;
 
 use std::ptr::{null, null_mut};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -35,33 +34,10 @@ fn a_device_that_finishes_nothing_is_taken_as_hung() {
     let out = s.zeroed(64 * 4);
     s.arg(k, 0, &out);
     s.arg(k, 1, &60_000u32);
-    let mut event = null_mut();
-    let global = [1usize << 20];
     let start = Instant::now();
-    // SAFETY: a valid queue and kernel with its arguments set.
-    let r = unsafe {
-        cl.clEnqueueNDRangeKernel.unwrap()(
-            s.q,
-            k,
-            1,
-            null(),
-            global.as_ptr(),
-            null(),
-            0,
-            null(),
-            &mut event,
-        )
-    };
-    assert_eq!(r, CL_SUCCESS);
-    let (tx, rx) = mpsc::channel();
-    let q = s.q as usize;
-    let finish = cl.clFinish.unwrap();
-    std::thread::spawn(move || {
-        // SAFETY: a valid queue, kept alive by the test until it ends.
-        let _ = tx.send(unsafe { finish(q as cl_command_queue) });
-    });
-    let finished = rx
-        .recv_timeout(Duration::from_secs(60))
+    let event = s.launch(k, &[1 << 20]);
+    let finished = s
+        .finish_within(Duration::from_secs(60))
         .expect("clFinish returns once the watchdog runs out");
     let status = cl.event_status(event);
     eprintln!(

@@ -581,6 +581,41 @@ impl<'a> Setup<'a> {
         assert_eq!(r, CL_SUCCESS, "arg {i}");
     }
 
+    /// clEnqueueNDRangeKernel over `global` (one dimension or more),
+    /// which must succeed, returning the command's event.
+    pub fn launch(&self, k: cl_kernel, global: &[usize]) -> cl_event {
+        let mut event = std::ptr::null_mut();
+        let r = unsafe {
+            self.cl.clEnqueueNDRangeKernel.unwrap()(
+                self.q,
+                k,
+                global.len() as u32,
+                std::ptr::null(),
+                global.as_ptr(),
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                &mut event,
+            )
+        };
+        assert_eq!(r, CL_SUCCESS, "{}: clEnqueueNDRangeKernel", self.cl.how);
+        event
+    }
+
+    /// clFinish on the queue, from another thread: what it returned, or
+    /// `None` when it did not return within `limit`.
+    pub fn finish_within(&self, limit: std::time::Duration) -> Option<cl_int> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let q = self.q as usize;
+        let finish = self.cl.clFinish.unwrap();
+        std::thread::spawn(move || {
+            // SAFETY: a valid queue; a queue that never finishes keeps
+            // this thread waiting, which ends with the process.
+            let _ = tx.send(unsafe { finish(q as cl_command_queue) });
+        });
+        rx.recv_timeout(limit).ok()
+    }
+
     pub fn run(
         &self,
         k: cl_kernel,
