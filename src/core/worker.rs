@@ -151,23 +151,19 @@ fn complete(done: InFlight) {
 /// Ends a batch the device will never finish: its commands' events fail
 /// with CL_OUT_OF_RESOURCES, without their host side (results that were
 /// never made are not copied anywhere). On a hung device the batch may
-/// still run: what it uses, its command buffer included, stays allocated.
+/// still run: its command buffer is not reused, and the Vulkan objects its
+/// commands kept are not destroyed (their `Drop` leaves them on a hung
+/// device).
 fn fail(done: InFlight) {
     let InFlight { queue, batch, .. } = done;
-    let hung = queue.vk.is_hung();
     let cb = batch.cb();
     let queries = batch.queries;
     for mut cmd in batch.commands {
-        let complete = cmd.complete.take();
-        let keep = std::mem::take(&mut cmd.keep);
-        if hung {
-            std::mem::forget((complete, keep));
-        } else {
-            drop((complete, keep));
-        }
+        drop(cmd.complete.take());
+        drop(std::mem::take(&mut cmd.keep));
         cmd.event.finish(CL_OUT_OF_RESOURCES, None);
     }
-    if !hung {
+    if !queue.vk.is_hung() {
         queue.recycle(cb, queries);
     }
 }
