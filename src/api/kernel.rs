@@ -494,14 +494,8 @@ fn enqueue_ndrange(
                 return err(CL_INVALID_WORK_GROUP_SIZE);
             }
         }
-    } else if reqd.is_some_and(|r| {
-        // The required size is the local size: within the device's limits
-        // (its product may pass 32 bits: max_group_size saturates).
-        k.max_group_size(d) > d.max_work_group_size()
-            || r.iter()
-                .zip(d.max_work_item_sizes())
-                .any(|(&v, m)| v as usize > m)
-    }) {
+    } else if reqd.is_some_and(|r| !d.fits_work_group(r)) {
+        // The required size is the local size: within the device's limits.
         return err(CL_INVALID_WORK_GROUP_SIZE);
     }
     // SAFETY: the application passes `num_events_in_wait_list` handles.

@@ -347,6 +347,12 @@ impl Device {
         max
     }
 
+    /// Whether work-groups of `size` items are within this device's
+    /// limits (see [`work_group_fits`]).
+    pub fn fits_work_group(&self, size: [u32; 3]) -> bool {
+        work_group_fits(size, self.max_work_item_sizes(), self.max_work_group_size())
+    }
+
     pub fn max_work_item_sizes(&self) -> [usize; 3] {
         self.info
             .props
@@ -664,4 +670,15 @@ impl Device {
     pub fn host_unified_memory(&self) -> bool {
         self.device_type() == CL_DEVICE_TYPE_CPU || self.info.is_unified_memory()
     }
+}
+
+/// Whether work-groups of `size` items fit limits per dimension
+/// (CL_DEVICE_MAX_WORK_ITEM_SIZES) and in all (CL_DEVICE_MAX_WORK_GROUP_SIZE),
+/// the product taken in 64 bits (required sizes may pass 32).
+pub fn work_group_fits(size: [u32; 3], max_items: [usize; 3], max_total: usize) -> bool {
+    let items = size.iter().map(|&s| u64::from(s)).product::<u64>();
+    size.iter()
+        .zip(max_items)
+        .all(|(&s, max)| s >= 1 && s as usize <= max)
+        && items <= max_total as u64
 }

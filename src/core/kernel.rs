@@ -123,11 +123,11 @@ impl Compiled {
 
     /// Whether work-groups of `size` items are within the device's limits.
     fn fits_device(&self, size: [u32; 3]) -> bool {
-        let items = size.iter().map(|&s| u64::from(s)).product::<u64>();
-        size.iter()
-            .zip(self.max_work_item_sizes)
-            .all(|(&s, max)| s >= 1 && s as usize <= max)
-            && items <= self.max_work_group_size as u64
+        crate::core::device::work_group_fits(
+            size,
+            self.max_work_item_sizes,
+            self.max_work_group_size,
+        )
     }
 }
 
