@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use opencl_sys::*;
 use vkcl::api::{context, device, platform};
-use vkcl::compiler::spirv::finish::DeviceCaps;
+use vkcl::compiler::spirv::p5_vulkan::finish::DeviceCaps;
 use vkcl::core::device::Device;
 use vkcl::core::object::Handle;
 

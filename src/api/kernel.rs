@@ -10,7 +10,7 @@ use std::sync::Arc;
 use opencl_sys::*;
 
 use crate::api::util::*;
-use crate::compiler::spirv::reflect::{ArgKind, KernelArg};
+use crate::compiler::spirv::input::reflect::{ArgKind, KernelArg};
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::image::Image;

@@ -8,7 +8,7 @@ use opencl_sys::*;
 
 use crate::api::util::*;
 use crate::compiler::frontend::Purpose;
-use crate::compiler::spirv::module_data;
+use crate::compiler::spirv::p3_interface::module_data;
 use crate::core::context::Context;
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};

@@ -10,7 +10,7 @@ use opencl_sys::*;
 
 use crate::api::memory::{Target, target};
 use crate::api::util::*;
-use crate::compiler::spirv::reflect::ArgKind;
+use crate::compiler::spirv::input::reflect::ArgKind;
 use crate::core::context::Context;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::kernel::{ArgValue, Kernel};

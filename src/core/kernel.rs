@@ -5,10 +5,10 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use opencl_sys::*;
 
-use crate::compiler::spirv::finish::DeviceCaps;
-use crate::compiler::spirv::images::{Binding, ImageClass, ImageInterface};
-use crate::compiler::spirv::interface::PushLayout;
-use crate::compiler::spirv::reflect::{ArgKind, KernelInfo};
+use crate::compiler::spirv::input::reflect::{ArgKind, KernelInfo};
+use crate::compiler::spirv::p3_interface::interface::PushLayout;
+use crate::compiler::spirv::p5_vulkan::finish::DeviceCaps;
+use crate::compiler::spirv::p5_vulkan::images::{Binding, ImageClass, ImageInterface};
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::image::Image;
@@ -66,9 +66,9 @@ pub struct Compiled {
     pub module: KernelModule,
     pub push: PushLayout,
     /// The kernel's printf call sites.
-    pub printf: Vec<crate::compiler::spirv::printf::PrintfCall>,
+    pub printf: Vec<crate::compiler::spirv::p1_kernel::printf::PrintfCall>,
     /// Device memory for private and local data the rewrite relocated.
-    pub scratch: crate::compiler::spirv::relocate::Scratch,
+    pub scratch: crate::compiler::spirv::p3_interface::relocate::Scratch,
     /// The kernel's module data segment and the program's it refers to,
     /// kept alive by every command that uses them.
     pub data: Option<Arc<Segments>>,

@@ -18,15 +18,15 @@ use std::sync::Arc;
 use ash::vk;
 use opencl_sys::*;
 
-use crate::compiler::spirv::images::{
-    NO_ALPHA, SAMPLER_BORDER, SAMPLER_LINEAR, SAMPLER_MIRROR, SAMPLER_NORMALIZED, SAMPLER_REPEAT,
-    SWAP_RED_BLUE,
-};
-use crate::compiler::spirv::interface::{
+use crate::compiler::spirv::p3_interface::interface::{
     ENQUEUED_LOCAL_SIZE, GLOBAL_OFFSET, GLOBAL_SIZE, GROUP_OFFSET, MODULE_DATA, PRINTF_BUFFER,
     SCRATCH, SCRATCH_BYTES, SCRATCH_PRIVATE_BYTES, Slot, WORK_DIM,
 };
-use crate::compiler::spirv::relocate::{LOCAL_STRIDE_SPEC_ID, Scratch};
+use crate::compiler::spirv::p3_interface::relocate::{LOCAL_STRIDE_SPEC_ID, Scratch};
+use crate::compiler::spirv::p5_vulkan::images::{
+    NO_ALPHA, SAMPLER_BORDER, SAMPLER_LINEAR, SAMPLER_MIRROR, SAMPLER_NORMALIZED, SAMPLER_REPEAT,
+    SWAP_RED_BLUE,
+};
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::event::Event;
@@ -763,7 +763,7 @@ fn scratch_size(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compiler::spirv::relocate::LocalArg;
+    use crate::compiler::spirv::p3_interface::relocate::LocalArg;
 
     #[test]
     fn partial_groups_make_up_to_eight_regions() {

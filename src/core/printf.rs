@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use crate::compiler::spirv::printf::{PrintfArg, PrintfCall};
+use crate::compiler::spirv::p1_kernel::printf::{PrintfArg, PrintfCall};
 
 /// Bytes of a dispatch's printf buffer: `VKCL_PRINTF_BUFFER_SIZE`, else
 /// 1 MiB (what CL_DEVICE_PRINTF_BUFFER_SIZE reports).

@@ -10,10 +10,10 @@ use opencl_sys::*;
 use crate::compiler::cache::fnv1a;
 use crate::compiler::frontend::{self, DeviceMacros, Options, Purpose};
 use crate::compiler::link;
-use crate::compiler::spirv::images::ImageClass;
-use crate::compiler::spirv::module_data;
-use crate::compiler::spirv::reflect::ArgKind;
-use crate::compiler::spirv::reflect::{self, KernelInfo};
+use crate::compiler::spirv::input::reflect::ArgKind;
+use crate::compiler::spirv::input::reflect::{self, KernelInfo};
+use crate::compiler::spirv::p3_interface::module_data;
+use crate::compiler::spirv::p5_vulkan::images::ImageClass;
 use crate::compiler::spirv::{self as rewriter, Rewritten};
 use crate::core::context::Context;
 use crate::core::device::Device;
@@ -296,7 +296,7 @@ impl Program {
             return err(CL_INVALID_PROGRAM);
         };
         let words = frontend::words_of(bytes).ok_or(ClError(CL_INVALID_PROGRAM))?;
-        let sizes = crate::compiler::spirv::specialize::spec_ids(&words)
+        let sizes = crate::compiler::spirv::input::specialize::spec_ids(&words)
             .map_err(|_| ClError(CL_INVALID_PROGRAM))?;
         match sizes.get(&spec_id) {
             None => err(CL_INVALID_SPEC_ID),
@@ -621,7 +621,7 @@ impl Program {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .clone();
-                let words = crate::compiler::spirv::specialize::apply(&words, &values)
+                let words = crate::compiler::spirv::input::specialize::apply(&words, &values)
                     .map_err(|e| failed(e, failure_code))?;
                 (words, String::new())
             }

@@ -2,46 +2,33 @@
 //! of an OpenCL (Kernel, Physical64) module into a Vulkan compute module.
 //!
 //! The rewrite is a sequence of passes, one file each, run in the order
-//! `rewrite_module` gives (docs/ARCHITECTURE.md says what each takes and
-//! guarantees). What a pass cannot handle yet fails the rewrite with a
+//! `rewrite_module` gives. Each phase of passes has its folder, named in
+//! order (`p1_kernel` to `p5_vulkan`), whose `mod.rs` lists its passes by
+//! number and says what holds once they ran; each pass file starts with
+//! its contract. `common` holds the helpers all passes share, `input` what
+//! reads OpenCL SPIR-V outside the rewrite. docs/ARCHITECTURE.md describes
+//! the whole. What a pass cannot handle yet fails the rewrite with a
 //! message naming the construct; the caller reports it, never a panic.
 
-pub mod addressing;
-pub mod async_copy;
-pub mod builtins;
-pub mod convert;
-pub mod ctx;
-pub mod exact;
-pub mod extinst;
-pub mod finish;
-pub mod fma64;
-pub mod fp16;
-pub mod groups;
-pub mod half;
-pub mod images;
-pub mod inline;
-pub mod interface;
-pub mod libclc;
-pub mod memcopy;
-pub mod module_data;
-pub mod printf;
-pub mod reflect;
-pub mod relocate;
-pub mod select;
-pub mod signed;
-pub mod slots;
-pub mod specialize;
-pub mod structure;
-pub mod sync;
-pub mod unroll;
-pub mod vectors;
+pub mod common;
+pub mod input;
+pub mod p1_kernel;
+pub mod p2_builtins;
+pub mod p3_interface;
+pub mod p4_addressing;
+pub mod p5_vulkan;
 
 use rspirv::binary::Assemble;
 
-use crate::compiler::spirv::ctx::Ctx;
-use crate::compiler::spirv::finish::DeviceCaps;
-use crate::compiler::spirv::interface::PushLayout;
-use crate::compiler::spirv::reflect::KernelInfo;
+use crate::compiler::spirv::common::ctx::Ctx;
+use crate::compiler::spirv::input::reflect::{self, KernelInfo};
+use crate::compiler::spirv::p1_kernel::{async_copy, inline, memcopy, printf, select};
+use crate::compiler::spirv::p2_builtins::{convert, extinst, vectors};
+use crate::compiler::spirv::p3_interface::interface::{self, PushLayout};
+use crate::compiler::spirv::p3_interface::{builtins, groups, module_data, relocate};
+use crate::compiler::spirv::p4_addressing::{addressing, slots, structure};
+use crate::compiler::spirv::p5_vulkan::finish::{self, DeviceCaps};
+use crate::compiler::spirv::p5_vulkan::{images, sync, unroll};
 
 /// A kernel ready for Vulkan.
 pub struct Rewritten {

@@ -1,0 +1,8 @@
+//! Reading OpenCL SPIR-V, outside the rewrite: kernel metadata
+//! (`reflect`: names, arguments, qualifiers, attributes) and the
+//! specialization constants of IL programs (`specialize`, applied before a
+//! build). Neither is a pass of the rewrite; `reflect`'s layout queries are
+//! shared by several passes.
+
+pub mod reflect;
+pub mod specialize;

@@ -1,0 +1,204 @@
+//! Pass 2 (phase 1): Inlining. Every call in the kernel is replaced by a
+//! copy of the callee (llvm-spirv always emits at least one: the entry
+//! point is a wrapper that calls the kernel's body), so the kernel becomes
+//! one function, as Vulkan entry points with pointer arguments require.
+//! OpenCL C has no recursion, so this terminates. Lifetime markers, which
+//! only Kernel modules may carry and which mean nothing to Vulkan, are
+//! dropped here too.
+//!
+//! Takes `select`'s module and the kernel's function id. Guarantees the
+//! kernel is one function without `OpFunctionCall`s and the module has no
+//! other function; no lifetime markers are left.
+
+use std::collections::HashMap;
+
+use rspirv::dr::{Block, Function, Instruction, Operand};
+use rspirv::spirv::{Op, Word};
+
+use crate::compiler::spirv::common::ctx::{Ctx, id_at};
+
+fn fid_of(f: &Function) -> Option<Word> {
+    f.def.as_ref().and_then(|d| d.result_id)
+}
+
+/// Decorations of the callee's values (rounding modes, saturation, ...)
+/// apply to their copies too (those of its parameters do not apply to
+/// the arguments).
+fn copy_decorations(ctx: &mut Ctx, map: &HashMap<Word, Word>) {
+    let copies: Vec<Instruction> = ctx
+        .module
+        .annotations
+        .iter()
+        .filter(|a| a.class.opcode == Op::Decorate)
+        .filter_map(|a| {
+            let to = map.get(&id_at(a, 0)?)?;
+            let mut c = a.clone();
+            c.operands[0] = Operand::IdRef(*to);
+            Some(c)
+        })
+        .collect();
+    ctx.module.annotations.extend(copies);
+}
+
+fn remap(i: &mut Instruction, map: &HashMap<Word, Word>) {
+    if let Some(r) = i.result_id.as_mut() {
+        if let Some(n) = map.get(r) {
+            *r = *n;
+        }
+    }
+    for o in &mut i.operands {
+        if let Operand::IdRef(id) | Operand::IdScope(id) | Operand::IdMemorySemantics(id) = o {
+            if let Some(n) = map.get(id) {
+                *id = *n;
+            }
+        }
+    }
+}
+
+pub fn run(ctx: &mut Ctx, fid: Word) -> Result<(), String> {
+    let mut guard = 0;
+    loop {
+        let functions = &ctx.module.functions;
+        let k = functions
+            .iter()
+            .position(|f| fid_of(f) == Some(fid))
+            .ok_or("kernel missing")?;
+        let found = functions[k].blocks.iter().enumerate().find_map(|(bi, b)| {
+            b.instructions
+                .iter()
+                .position(|i| i.class.opcode == Op::FunctionCall)
+                .map(|ci| (bi, ci))
+        });
+        let Some((bi, ci)) = found else { break };
+        guard += 1;
+        if guard > 10_000 {
+            return Err("inlining does not terminate (recursion?)".into());
+        }
+        let call = functions[k].blocks[bi].instructions[ci].clone();
+        let callee_id = id_at(&call, 0).ok_or("malformed OpFunctionCall")?;
+        let callee = functions
+            .iter()
+            .find(|f| fid_of(f) == Some(callee_id))
+            .ok_or_else(|| {
+                format!("call to %{callee_id}, which has no body (an unresolved import?)")
+            })?
+            .clone();
+        if callee_id == fid {
+            return Err("recursion is not allowed in OpenCL C".into());
+        }
+        // Fresh ids for everything the callee defines; arguments for its
+        // parameters.
+        let mut map: HashMap<Word, Word> = HashMap::new();
+        for (p, a) in callee.parameters.iter().zip(call.operands[1..].iter()) {
+            if let (Some(pid), Operand::IdRef(aid)) = (p.result_id, a) {
+                map.insert(pid, *aid);
+            }
+        }
+        let mut fresh_ids: HashMap<Word, Word> = HashMap::new();
+        for b in &callee.blocks {
+            for i in b.label.iter().chain(&b.instructions) {
+                if let Some(r) = i.result_id {
+                    fresh_ids.insert(r, ctx.fresh());
+                }
+            }
+        }
+        copy_decorations(ctx, &fresh_ids);
+        map.extend(fresh_ids);
+        let cont = ctx.fresh();
+        let kernel = &mut ctx.module.functions[k];
+        let caller_label = kernel.blocks[bi].label_id().ok_or("block without label")?;
+        let mut returns: Vec<(Word, Word)> = Vec::new();
+        let mut hoisted = Vec::new();
+        let mut body: Vec<Block> = Vec::new();
+        for (n, b) in callee.blocks.iter().enumerate() {
+            let mut nb = Block::new();
+            let mut label = b.label.clone().ok_or("block without label")?;
+            remap(&mut label, &map);
+            let this = label.result_id.ok_or("label without id")?;
+            nb.label = Some(label);
+            for i in &b.instructions {
+                let mut i = i.clone();
+                remap(&mut i, &map);
+                match i.class.opcode {
+                    Op::Variable if n == 0 => hoisted.push(i),
+                    Op::Return => nb.instructions.push(Instruction::new(
+                        Op::Branch,
+                        None,
+                        None,
+                        vec![Operand::IdRef(cont)],
+                    )),
+                    Op::ReturnValue => {
+                        let v = id_at(&i, 0).ok_or("malformed OpReturnValue")?;
+                        returns.push((v, this));
+                        nb.instructions.push(Instruction::new(
+                            Op::Branch,
+                            None,
+                            None,
+                            vec![Operand::IdRef(cont)],
+                        ));
+                    }
+                    _ => nb.instructions.push(i),
+                }
+            }
+            body.push(nb);
+        }
+        let entry = body
+            .first()
+            .and_then(|b| b.label_id())
+            .ok_or("callee without body")?;
+        // Split the calling block around the call.
+        let mut after = kernel.blocks[bi].instructions.split_off(ci);
+        after.remove(0);
+        kernel.blocks[bi].instructions.push(Instruction::new(
+            Op::Branch,
+            None,
+            None,
+            vec![Operand::IdRef(entry)],
+        ));
+        let mut tail = Block::new();
+        tail.label = Some(Instruction::new(Op::Label, None, Some(cont), vec![]));
+        if let (Some(rid), Some(rty)) = (call.result_id, call.result_type) {
+            if !returns.is_empty() {
+                let ops = returns
+                    .iter()
+                    .flat_map(|&(v, p)| [Operand::IdRef(v), Operand::IdRef(p)])
+                    .collect();
+                tail.instructions
+                    .push(Instruction::new(Op::Phi, Some(rty), Some(rid), ops));
+            }
+        }
+        tail.instructions.extend(after);
+        // Successors of the split block now see the tail as predecessor.
+        for b in kernel.blocks.iter_mut() {
+            for i in b
+                .instructions
+                .iter_mut()
+                .filter(|i| i.class.opcode == Op::Phi)
+            {
+                for pair in i.operands.chunks_mut(2) {
+                    if pair[1] == Operand::IdRef(caller_label) {
+                        pair[1] = Operand::IdRef(cont);
+                    }
+                }
+            }
+        }
+        // The call's own block keeps the branch into the copy.
+        let insert_at = bi + 1;
+        let n_body = body.len();
+        kernel.blocks.splice(insert_at..insert_at, body);
+        kernel.blocks.insert(insert_at + n_body, tail);
+        // Locals of the callee live in the kernel's entry block.
+        let first = &mut kernel.blocks[0].instructions;
+        let at = first
+            .iter()
+            .take_while(|i| i.class.opcode == Op::Variable)
+            .count();
+        first.splice(at..at, hoisted);
+    }
+    ctx.module.functions.retain(|f| fid_of(f) == Some(fid));
+    for b in ctx.module.functions.iter_mut().flat_map(|f| &mut f.blocks) {
+        b.instructions
+            .retain(|i| !matches!(i.class.opcode, Op::LifetimeStart | Op::LifetimeStop));
+    }
+    Ok(())
+}

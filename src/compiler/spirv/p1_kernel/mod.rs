@@ -1,0 +1,22 @@
+//! Phase 1: one kernel, one function. Passes 1 to 5, in this order:
+//! `select` keeps the kernel and what it reaches, `inline` makes it one
+//! function, `memcopy` and `async_copy` turn OpenCL's copies into loads,
+//! stores and loops, and `printf` turns calls into record writes.
+//!
+//! After this phase the module holds exactly one kernel, as one function
+//! with no calls other than `OpenCL.std` instructions.
+
+/// Pass 1.
+pub mod select;
+
+/// Pass 2.
+pub mod inline;
+
+/// Pass 3.
+pub mod memcopy;
+
+/// Pass 4.
+pub mod async_copy;
+
+/// Pass 5.
+pub mod printf;
