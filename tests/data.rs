@@ -1,6 +1,6 @@
 //! Data shapes in kernels: vec3/vec8/vec16 loads, stores, swizzles and
 //! shuffles; a struct with padding; private arrays indexed at run time;
-//! contended 64-bit and C11 atomics. Each checked against the host.
+//! contended 64-bit, C11 and float atomics. Each checked against the host.
 
 mod common;
 
@@ -23,6 +23,7 @@ both_ways!(
     dimensions_out_of_range,
     local_struct_through_a_helper,
     packed_struct_members_in_place,
+    float_atomic_exchange,
 );
 
 const SOURCE: &str = include_str!("kernels/data.cl");
@@ -578,4 +579,88 @@ fn struct_copied_from_global_into_local(cl: &Cl) {
             .collect();
         assert_eq!(got, want, "{}: options {options:?}", cl.how);
     }
+}
+
+/// `atomic_xchg` of floats in global and local memory, and C11 exchange,
+/// load and store of `atomic_float`. Vulkan allows float atomics only with
+/// a device feature (VK_EXT_shader_atomic_float); the validation layer
+/// reported them where it was not enabled.
+fn float_atomic_exchange(cl: &Cl) {
+    const SRC: &str = "kernel void k(global float *g, global float *seen, local float *l) {\n\
+             size_t i = get_global_id(0), li = get_local_id(0);\n\
+             if (li == 0) l[0] = -1.0f;\n\
+             barrier(CLK_LOCAL_MEM_FENCE);\n\
+             seen[2 * i] = atomic_xchg(&g[0], (float)i + 0.5f);\n\
+             seen[2 * i + 1] = atomic_xchg(&l[0], (float)i + 0.25f);\n\
+             barrier(CLK_LOCAL_MEM_FENCE);\n\
+             if (li == 0) g[1 + get_group_id(0)] = atomic_xchg(&l[0], 0.0f);\n\
+         }\n\
+         #if __OPENCL_C_VERSION__ >= 300\n\
+         kernel void c11(global atomic_float *g, global float *out) {\n\
+             size_t i = get_global_id(0);\n\
+             if (i == 0) atomic_store_explicit(&g[1], 3.5f, memory_order_relaxed, memory_scope_device);\n\
+             out[i] = atomic_exchange_explicit(&g[0], (float)i, memory_order_relaxed, memory_scope_device);\n\
+             out[64 + i] = atomic_load_explicit(&g[2], memory_order_relaxed, memory_scope_device);\n\
+         }\n\
+         #endif\n";
+    let (groups, local) = (4usize, 32usize);
+    let n = groups * local;
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SRC, "k", "");
+    let mut init = vec![0f32; 1 + groups];
+    init[0] = -2.0;
+    let g = s.buffer_from(&bytes_of(&init));
+    let seen = s.zeroed(8 * n);
+    s.arg(k, 0, &g);
+    s.arg(k, 1, &seen);
+    let r = unsafe { cl.clSetKernelArg.unwrap()(k, 2, 4, std::ptr::null()) };
+    assert_eq!(r, CL_SUCCESS);
+    s.run(k, &[n], Some(&[local]), None);
+    let f32s = |b: Vec<u8>| -> Vec<f32> {
+        b.chunks(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let left = f32s(cl.read(s.q, g, 0, 4 * (1 + groups)));
+    let seen = f32s(cl.read(s.q, seen, 0, 8 * n));
+    // What the work-items took out and what is left is what went in.
+    let sorted = |mut v: Vec<f32>| {
+        v.sort_by(f32::total_cmp);
+        v
+    };
+    let mut got: Vec<f32> = (0..n).map(|i| seen[2 * i]).collect();
+    got.push(left[0]);
+    let mut want: Vec<f32> = (0..n).map(|i| i as f32 + 0.5).collect();
+    want.push(-2.0);
+    assert_eq!(sorted(got), sorted(want), "{}: global", cl.how);
+    for group in 0..groups {
+        let items = group * local..(group + 1) * local;
+        let mut got: Vec<f32> = items.clone().map(|i| seen[2 * i + 1]).collect();
+        got.push(left[1 + group]);
+        let mut want: Vec<f32> = items.map(|i| i as f32 + 0.25).collect();
+        want.push(-1.0);
+        assert_eq!(
+            sorted(got),
+            sorted(want),
+            "{}: local, group {group}",
+            cl.how
+        );
+    }
+
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SRC, "c11", "-cl-std=CL3.0");
+    let g = s.buffer_from(&bytes_of(&[-1f32, 0.0, 1.25]));
+    let out = s.zeroed(4 * 128);
+    s.arg(k, 0, &g);
+    s.arg(k, 1, &out);
+    s.run(k, &[64], Some(&[64]), None);
+    let left = f32s(cl.read(s.q, g, 0, 12));
+    let out = f32s(cl.read(s.q, out, 0, 4 * 128));
+    let mut got = out[..64].to_vec();
+    got.push(left[0]);
+    let mut want: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    want.push(-1.0);
+    assert_eq!(sorted(got), sorted(want), "{}: C11 exchange", cl.how);
+    assert_eq!(left[1], 3.5, "{}: C11 store", cl.how);
+    assert!(out[64..].iter().all(|&v| v == 1.25), "{}: C11 load", cl.how);
 }

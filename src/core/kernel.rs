@@ -153,6 +153,10 @@ pub fn device_caps(d: &Device) -> DeviceCaps {
         storage8: i.features12.storage_buffer8_bit_access != 0,
         storage16: i.features11.storage_buffer16_bit_access != 0,
         int64_atomics: i.features12.shader_buffer_int64_atomics != 0,
+        shared_float_atomics: [
+            i.atomic_float.shader_shared_float32_atomics != 0,
+            i.atomic_float.shader_shared_float64_atomics != 0,
+        ],
         subgroup_ops: d.subgroup_operations(),
         subgroup_extended_types: i.features12.shader_subgroup_extended_types != 0,
         subgroup_size: d.subgroup_size(),

@@ -182,6 +182,17 @@ impl LogicalDevice {
         if can_place {
             extensions.extend(placed_names.iter().map(|n| n.as_ptr()));
         }
+        // Float atomics on local memory: exchange, load and store (those
+        // on device memory are rewritten to integer ones and need nothing).
+        let af = &info.atomic_float;
+        let shared_float_atomics =
+            af.shader_shared_float32_atomics != 0 || af.shader_shared_float64_atomics != 0;
+        let mut atomic_float = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default()
+            .shader_shared_float32_atomics(af.shader_shared_float32_atomics != 0)
+            .shader_shared_float64_atomics(af.shader_shared_float64_atomics != 0);
+        if shared_float_atomics {
+            extensions.push(ash::ext::shader_atomic_float::NAME.as_ptr());
+        }
         let push_ext = ash::khr::push_descriptor::NAME;
         let has_push = info.has_extension(push_ext);
         if has_push {
@@ -195,6 +206,9 @@ impl LogicalDevice {
             .push_next(&mut f12);
         if can_place {
             create = create.push_next(&mut placed_enable);
+        }
+        if shared_float_atomics {
+            create = create.push_next(&mut atomic_float);
         }
         if info.props.api_version >= vk::API_VERSION_1_3 {
             create = create.push_next(&mut f13);

@@ -21,6 +21,8 @@ pub struct PhysicalInfo {
     pub features12: vk::PhysicalDeviceVulkan12Features<'static>,
     /// Vulkan 1.3 features (all false on 1.2 devices).
     pub features13: vk::PhysicalDeviceVulkan13Features<'static>,
+    /// VK_EXT_shader_atomic_float's features (all false without it).
+    pub atomic_float: vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT<'static>,
     pub memory: vk::PhysicalDeviceMemoryProperties,
     pub queue_families: Vec<vk::QueueFamilyProperties>,
     pub extensions: Vec<String>,
@@ -84,12 +86,17 @@ impl PhysicalInfo {
             let mut features11 = vk::PhysicalDeviceVulkan11Features::default();
             let mut features12 = vk::PhysicalDeviceVulkan12Features::default();
             let mut features13 = vk::PhysicalDeviceVulkan13Features::default();
+            let mut atomic_float = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default();
+            let has_atomic_float = has(ext::shader_atomic_float::NAME);
             let features = {
                 let mut f2 = vk::PhysicalDeviceFeatures2::default()
                     .push_next(&mut features11)
                     .push_next(&mut features12);
                 if is13 {
                     f2 = f2.push_next(&mut features13);
+                }
+                if has_atomic_float {
+                    f2 = f2.push_next(&mut atomic_float);
                 }
                 instance.get_physical_device_features2(pd, &mut f2);
                 f2.features
@@ -102,6 +109,7 @@ impl PhysicalInfo {
             features11.p_next = std::ptr::null_mut();
             features12.p_next = std::ptr::null_mut();
             features13.p_next = std::ptr::null_mut();
+            atomic_float.p_next = std::ptr::null_mut();
 
             PhysicalInfo {
                 handle: pd,
@@ -115,6 +123,7 @@ impl PhysicalInfo {
                 features11,
                 features12,
                 features13,
+                atomic_float,
                 memory: instance.get_physical_device_memory_properties(pd),
                 queue_families: instance.get_physical_device_queue_family_properties(pd),
                 extensions,
@@ -274,6 +283,18 @@ pub const FEATURES: &[Feature] = &[
         opencl: "64-bit atomics on local memory",
         required: false,
         present: |d| d.features12.shader_shared_int64_atomics != 0,
+    },
+    Feature {
+        vulkan: "shaderSharedFloat32Atomics (VK_EXT_shader_atomic_float)",
+        opencl: "atomic exchange, load and store of floats in local memory",
+        required: false,
+        present: |d| d.atomic_float.shader_shared_float32_atomics != 0,
+    },
+    Feature {
+        vulkan: "shaderSharedFloat64Atomics (VK_EXT_shader_atomic_float)",
+        opencl: "atomic exchange, load and store of doubles in local memory",
+        required: false,
+        present: |d| d.atomic_float.shader_shared_float64_atomics != 0,
     },
     Feature {
         vulkan: "shaderStorageImageWriteWithoutFormat",

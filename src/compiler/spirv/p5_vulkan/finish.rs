@@ -34,6 +34,9 @@ pub struct DeviceCaps {
     pub storage8: bool,
     pub storage16: bool,
     pub int64_atomics: bool,
+    /// Atomic exchange, load and store of 32- and 64-bit floats in local
+    /// memory (shaderSharedFloat32Atomics, shaderSharedFloat64Atomics).
+    pub shared_float_atomics: [bool; 2],
     /// VkPhysicalDeviceSubgroupProperties::supportedOperations, when the
     /// compute stage has sub-group operations (else 0).
     pub subgroup_ops: u32,

@@ -175,6 +175,7 @@ fn operand_id(i: &Instruction, at: usize) -> Result<Word, String> {
 /// ordering (drivers fence around ordered atomics). Such a device's
 /// atomics are sequentially consistent anyway.
 pub fn run(ctx: &mut Ctx, caps: &DeviceCaps) -> Result<(), String> {
+    float_atomics_as_integers(ctx, caps)?;
     map_to_vulkan(ctx, caps.fences_halt)?;
     if caps.fences_halt {
         for b in ctx
@@ -379,6 +380,101 @@ fn relaxed_in_device_memory(
 
 /// `atomic_flag_test_and_set` is an exchange of 1 compared with 0, and
 /// `atomic_flag_clear` a store of 0; the flag is a 32-bit word.
+/// Atomic exchange, load and store of floats. Vulkan allows them only
+/// with VK_EXT_shader_atomic_float's features; on device memory they are
+/// the same operations on the bits, through an integer pointer, which
+/// every device has. In local memory, whose logical pointers cannot be
+/// cast, they stay float and need the device's shared float atomics.
+fn float_atomics_as_integers(ctx: &mut Ctx, caps: &DeviceCaps) -> Result<(), String> {
+    let types = ctx.value_types();
+    let float_width = |ctx: &Ctx, ty: Word| {
+        let t = ctx.global(ty)?;
+        match (t.class.opcode, t.operands.first()) {
+            (Op::TypeFloat, Some(Operand::LiteralBit32(w))) => Some(*w),
+            _ => None,
+        }
+    };
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    for b in functions.iter_mut().flat_map(|f| f.blocks.iter_mut()) {
+        let mut out = Vec::with_capacity(b.instructions.len());
+        for mut i in std::mem::take(&mut b.instructions) {
+            let op = i.class.opcode;
+            if !matches!(op, Op::AtomicLoad | Op::AtomicStore | Op::AtomicExchange) {
+                out.push(i);
+                continue;
+            }
+            let pointer = match i.operands.first() {
+                Some(Operand::IdRef(p)) => *p,
+                _ => return Err("malformed atomic instruction".into()),
+            };
+            let Some((class, pointee)) = types.get(&pointer).and_then(|&t| ctx.pointer_parts(t))
+            else {
+                return Err("an atomic operand that is not a pointer".into());
+            };
+            let Some(width) = float_width(ctx, pointee) else {
+                out.push(i);
+                continue;
+            };
+            if class != StorageClass::PhysicalStorageBuffer {
+                let has = match width {
+                    32 => caps.shared_float_atomics[0],
+                    64 => caps.shared_float_atomics[1],
+                    _ => false,
+                };
+                if !has {
+                    return Err(format!(
+                        "the device lacks atomics on {width}-bit floats in local memory (shaderSharedFloat{width}Atomics)"
+                    ));
+                }
+                out.push(i);
+                continue;
+            }
+            let int = ctx.uint(width);
+            let int_pointer = ctx.pointer(class, int);
+            let cast = ctx.fresh();
+            out.push(Instruction::new(
+                Op::Bitcast,
+                Some(int_pointer),
+                Some(cast),
+                vec![Operand::IdRef(pointer)],
+            ));
+            i.operands[0] = Operand::IdRef(cast);
+            // The value stored or exchanged: the last operand.
+            if op != Op::AtomicLoad {
+                let Some(Operand::IdRef(value)) = i.operands.last().cloned() else {
+                    return Err("malformed atomic instruction".into());
+                };
+                let bits = ctx.fresh();
+                out.push(Instruction::new(
+                    Op::Bitcast,
+                    Some(int),
+                    Some(bits),
+                    vec![Operand::IdRef(value)],
+                ));
+                *i.operands.last_mut().expect("an operand") = Operand::IdRef(bits);
+            }
+            match (i.result_type, i.result_id) {
+                (Some(float), Some(result)) => {
+                    let old = ctx.fresh();
+                    i.result_type = Some(int);
+                    i.result_id = Some(old);
+                    out.push(i);
+                    out.push(Instruction::new(
+                        Op::Bitcast,
+                        Some(float),
+                        Some(result),
+                        vec![Operand::IdRef(old)],
+                    ));
+                }
+                _ => out.push(i),
+            }
+        }
+        b.instructions = out;
+    }
+    ctx.module.functions = functions;
+    Ok(())
+}
+
 fn lower_flags(ctx: &mut Ctx, instructions: &mut Vec<Instruction>) {
     if !instructions.iter().any(|i| {
         matches!(
@@ -498,6 +594,73 @@ mod tests {
             OpStore %p %v Aligned 4
             OpReturn
             OpFunctionEnd";
+
+    const FLOAT_EXCHANGES: &str = "
+            OpCapability Shader
+            OpCapability Int64
+            OpCapability PhysicalStorageBufferAddresses
+            OpMemoryModel PhysicalStorageBuffer64 GLSL450
+            OpEntryPoint GLCompute %k \"main\" %shared
+            OpExecutionMode %k LocalSize 1 1 1
+            %void = OpTypeVoid
+            %uint = OpTypeInt 32 0
+            %ulong = OpTypeInt 64 0
+            %float = OpTypeFloat 32
+            %ptr = OpTypePointer PhysicalStorageBuffer %float
+            %wptr = OpTypePointer Workgroup %float
+            %shared = OpVariable %wptr Workgroup
+            %device = OpConstant %uint 1
+            %relaxed = OpConstant %uint 0
+            %half = OpConstant %float 0.5
+            %address = OpConstant %ulong 4096
+            %fn = OpTypeFunction %void
+            %k = OpFunction %void None %fn
+            %b = OpLabel
+            %p = OpConvertUToPtr %ptr %address
+            %old = OpAtomicExchange %float %p %device %relaxed %half
+            %now = OpAtomicLoad %float %p %device %relaxed
+            OpAtomicStore %p %device %relaxed %now
+            %local = OpAtomicExchange %float %shared %device %relaxed %old
+            OpReturn
+            OpFunctionEnd";
+
+    #[test]
+    fn float_atomics_on_device_memory_work_on_the_bits() {
+        let mut ctx = crate::compiler::spirv::common::ctx::assemble_for(FLOAT_EXCHANGES, "spv1.5");
+        let caps = DeviceCaps {
+            shared_float_atomics: [true, false],
+            ..Default::default()
+        };
+        run(&mut ctx, &caps).unwrap();
+        let types = ctx.value_types();
+        let float = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]);
+        let atomics: Vec<Option<Word>> = ctx.module.functions[0]
+            .all_inst_iter()
+            .filter(|i| {
+                matches!(
+                    i.class.opcode,
+                    Op::AtomicExchange | Op::AtomicLoad | Op::AtomicStore
+                )
+            })
+            .map(|i| match &i.operands[0] {
+                Operand::IdRef(p) => ctx.pointer_parts(types[p]).map(|(_, t)| t),
+                _ => None,
+            })
+            .collect();
+        // Three on device memory through an integer pointer, the one on
+        // local memory unchanged.
+        let uint = ctx.uint(32);
+        assert_eq!(atomics, [Some(uint), Some(uint), Some(uint), Some(float)]);
+        let words = rspirv::binary::Assemble::assemble(&ctx.module);
+        crate::compiler::link::validate_vulkan(&words).unwrap();
+    }
+
+    #[test]
+    fn float_atomics_on_local_memory_need_the_device_feature() {
+        let mut ctx = crate::compiler::spirv::common::ctx::assemble_for(FLOAT_EXCHANGES, "spv1.5");
+        let e = run(&mut ctx, &DeviceCaps::default()).unwrap_err();
+        assert!(e.contains("shaderSharedFloat32Atomics"), "{e}");
+    }
 
     fn semantics_of(ctx: &Ctx, op: Op) -> u32 {
         let i = ctx.module.functions[0]
