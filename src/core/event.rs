@@ -74,6 +74,8 @@ pub struct Event {
     /// The command's host step touches device memory: see
     /// `Work::host_access`.
     host_gate: std::sync::atomic::AtomicBool,
+    /// What the command runs, for diagnostics (a kernel's name).
+    pub label: std::sync::OnceLock<String>,
     state: Mutex<State>,
     changed: Condvar,
 }
@@ -119,6 +121,7 @@ impl Event {
             command_type,
             profiling,
             host_gate: Default::default(),
+            label: Default::default(),
             state: Mutex::new(State {
                 status: CL_QUEUED as cl_int,
                 stage: Stage::Pending,
@@ -140,6 +143,7 @@ impl Event {
             command_type: CL_COMMAND_USER,
             profiling: false,
             host_gate: Default::default(),
+            label: Default::default(),
             state: Mutex::new(State {
                 status: CL_SUBMITTED as cl_int,
                 stage: Stage::Pending,

@@ -330,6 +330,8 @@ struct Bound {
 /// they must not run at the same time. A launch on several devices makes
 /// one `Launch` per device from the same [`NdRange`].
 pub struct Launch {
+    /// The kernel's name, for diagnostics.
+    name: String,
     range: NdRange,
     shadows: Vec<Shadow>,
     dispatches: Vec<Dispatch>,
@@ -466,6 +468,7 @@ impl Launch {
             }
         }
         Ok(Launch {
+            name: kernel.info.name.clone(),
             range,
             shadows: bound.shadows,
             dispatches,
@@ -548,6 +551,7 @@ impl Launch {
         command_type: cl_command_type,
         wait_list: Vec<Arc<Handle<Event>>>,
     ) -> ClResult<Arc<Handle<Event>>> {
+        let name = self.name.clone();
         let launch = Arc::new(self);
         let (recorded, printed) = (launch.clone(), launch.clone());
         let work = Work {
@@ -559,7 +563,9 @@ impl Launch {
             keep: vec![Box::new(launch)],
             host_access: false,
         };
-        queue.enqueue(command_type, wait_list, Ordering::Normal, work)
+        let event = queue.enqueue(command_type, wait_list, Ordering::Normal, work)?;
+        let _ = event.label.set(name);
+        Ok(event)
     }
 }
 

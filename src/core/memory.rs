@@ -373,9 +373,14 @@ pub mod work {
     }
 
     /// A copy of `size` bytes between the buffer at `offset` and the
-    /// application's memory at `host`, which the device imports
-    /// (`to_device`: from the host), or `None` where the transfer is small
-    /// or the memory cannot be imported.
+    /// application's memory at `host` (`to_device`: from the host), or
+    /// `None` where the transfer is small or the memory cannot be imported.
+    ///
+    /// The device imports only the whole pages inside the application's
+    /// range: the pages at its ends also hold other memory, which another
+    /// thread may free and the allocator unmap while the device still
+    /// uses the import (the driver then faults, and NVIDIA's hangs). Those
+    /// partial pages go through a small staging buffer.
     fn imported(
         queue: &Queue,
         buf: &Arc<Handle<Buffer>>,
@@ -387,27 +392,98 @@ pub mod work {
         if size <= SMALL_TRANSFER {
             return None;
         }
-        let import = HostBuffer::import(&queue.vk, host.get(), size)?;
-        let at = (buf.offset + offset) as u64;
-        let (src, dst, region) = if to_device {
-            let r = vk::BufferCopy {
-                src_offset: import.offset,
-                dst_offset: at,
-                size: size as u64,
+        let align = queue.vk.host_import.as_ref()?.alignment as usize;
+        let (start, end) = (host.get() as usize, host.get() as usize + size);
+        let (inner_start, inner_end) = (start.next_multiple_of(align), end / align * align);
+        if inner_end < inner_start + SMALL_TRANSFER {
+            return None;
+        }
+        let import =
+            HostBuffer::import(&queue.vk, inner_start as *const u8, inner_end - inner_start)?;
+        let (head, tail) = (inner_start - start, end - inner_end);
+        let edges = if head + tail > 0 {
+            let usage = if to_device {
+                BufferUse::Upload
+            } else {
+                BufferUse::Readback
             };
-            (import.raw, buf.storage.raw, r)
+            Some(Staging::new(&queue.vk, head + tail, usage).ok()?)
         } else {
-            let r = vk::BufferCopy {
-                src_offset: at,
-                dst_offset: import.offset,
-                size: size as u64,
-            };
-            (buf.storage.raw, import.raw, r)
+            None
         };
+        let at = (buf.offset + offset) as u64;
+        let to_u64 = |n: usize| n as u64;
+        // (offset in the application's range, offset in the staging
+        // buffer, length) of the partial pages.
+        let parts: Vec<(usize, usize, usize)> = [(0, 0, head), (inner_end - start, head, tail)]
+            .into_iter()
+            .filter(|p| p.2 > 0)
+            .collect();
+        if to_device && let Some(e) = &edges {
+            for &(from, to, len) in &parts {
+                // SAFETY: the application's bytes, valid while the write
+                // is enqueued.
+                let bytes = unsafe { std::slice::from_raw_parts((start + from) as *const u8, len) };
+                e.buffer().write(to, bytes);
+            }
+        }
+        let inner = vk::BufferCopy {
+            src_offset: 0,
+            dst_offset: at + to_u64(head),
+            size: to_u64(inner_end - inner_start),
+        };
+        let edge_copies: Vec<vk::BufferCopy> = parts
+            .iter()
+            .map(|&(in_range, in_staging, len)| vk::BufferCopy {
+                src_offset: to_u64(in_staging),
+                dst_offset: at + to_u64(in_range),
+                size: to_u64(len),
+            })
+            .collect();
+        let flip = |c: &vk::BufferCopy| vk::BufferCopy {
+            src_offset: c.dst_offset,
+            dst_offset: c.src_offset,
+            size: c.size,
+        };
+        let (storage, imported_raw) = (buf.storage.raw, import.raw);
+        let edges_raw = edges.as_ref().map(|e| e.buffer().raw);
+        let record: crate::core::queue::RecordFn = Box::new(move |r| {
+            if to_device {
+                r.copy_buffer(imported_raw, storage, &[inner]);
+                if let Some(e) = edges_raw {
+                    r.copy_buffer(e, storage, &edge_copies);
+                }
+            } else {
+                r.copy_buffer(storage, imported_raw, &[flip(&inner)]);
+                if let Some(e) = edges_raw {
+                    let back: Vec<vk::BufferCopy> = edge_copies.iter().map(flip).collect();
+                    r.copy_buffer(storage, e, &back);
+                }
+            }
+            Ok(())
+        });
+        let complete: Option<crate::core::queue::CompleteFn> = match (&edges, to_device) {
+            (Some(e), false) => {
+                let e = e.clone();
+                Some(Box::new(move || {
+                    for &(into, from, len) in &parts {
+                        // SAFETY: the application keeps its range valid
+                        // until the read completes.
+                        unsafe { e.buffer().read_to(from, (start + into) as *mut c_void, len) };
+                    }
+                    Ok(())
+                }))
+            }
+            _ => None,
+        };
+        let mut kept = vec![keep(import), keep(buf.clone())];
+        if let Some(e) = edges {
+            kept.push(keep(e));
+        }
         Some(Work {
-            record: copy_record(src, dst, vec![region]),
-            complete: None,
-            keep: vec![keep(import), keep(buf.clone())],
+            record: Some(record),
+            complete,
+            keep: kept,
             host_access: false,
         })
     }

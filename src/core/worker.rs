@@ -112,6 +112,7 @@ impl Worker {
                     .unwrap_or_else(|e| e.into_inner())
                     .drain(..)
                     .collect();
+                report_unfinished(&lost);
                 for done in lost {
                     fail(done);
                 }
@@ -127,6 +128,33 @@ impl Worker {
             complete(done);
             queue.device.repump();
         }
+    }
+}
+
+/// Says what was in flight when the device stopped: per batch, its
+/// queue's progress and its commands, so that the kernel that hung or
+/// faulted can be found.
+fn report_unfinished(lost: &[InFlight]) {
+    for f in lost {
+        // SAFETY: a timeline semaphore of the device, alive with its queue.
+        let reached = unsafe { f.queue.vk.raw.get_semaphore_counter_value(f.queue.timeline) };
+        let commands: Vec<String> = f
+            .batch
+            .commands
+            .iter()
+            .map(|c| match c.event.label.get() {
+                Some(label) => format!("{label} (0x{:x})", c.event.command_type),
+                None => format!("0x{:x}", c.event.command_type),
+            })
+            .collect();
+        log::error!(
+            target: "vkcl::worker",
+            "unfinished: queue {:p}, batch {} (the queue reached {}): {}",
+            Arc::as_ptr(&f.queue),
+            f.value,
+            reached.map_or_else(|e| format!("{e}"), |v| v.to_string()),
+            commands.join(", ")
+        );
     }
 }
 

@@ -367,9 +367,6 @@ pub struct HostBuffer {
     device: Arc<LogicalDevice>,
     pub raw: vk::Buffer,
     memory: vk::DeviceMemory,
-    /// Where the application's bytes start in the buffer (the import
-    /// starts at the aligned address below them).
-    pub offset: u64,
 }
 
 // SAFETY: plain Vulkan handles, used only by commands that own the value.
@@ -378,20 +375,22 @@ unsafe impl Send for HostBuffer {}
 unsafe impl Sync for HostBuffer {}
 
 impl HostBuffer {
-    /// Imports the pages holding `len` bytes at `ptr`, or `None` where the
-    /// device cannot import them (no extension, memory it refuses such as
+    /// Imports the `len` bytes at `ptr`, whole pages (both multiples of
+    /// the device's import alignment) that the caller owns for as long as
+    /// the import lives, or `None` where they are not aligned or the device
+    /// cannot import them (no extension, memory it refuses such as
     /// read-only or file-backed pages).
     pub fn import(device: &Arc<LogicalDevice>, ptr: *const u8, len: usize) -> Option<HostBuffer> {
         let import = device.host_import.as_ref()?;
         let align = import.alignment;
-        let start = (ptr as u64) & !(align - 1);
-        let end = (ptr as u64 + len as u64).div_ceil(align) * align;
-        let size = end - start;
+        if (ptr as u64) % align != 0 || len as u64 % align != 0 || len == 0 {
+            return None;
+        }
+        let (start, size) = (ptr as u64, len as u64);
         let handle = vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT;
         let d = &device.raw;
         let mut host_props = vk::MemoryHostPointerPropertiesEXT::default();
-        // SAFETY: `start` lies in the application's mapped pages (it owns
-        // `len` bytes at `ptr`, and pages are mapped whole).
+        // SAFETY: `start` starts pages the caller owns.
         let found = unsafe {
             (import.ext.fp().get_memory_host_pointer_properties_ext)(
                 d.handle(),
@@ -464,7 +463,6 @@ impl HostBuffer {
             device: device.clone(),
             raw,
             memory,
-            offset: ptr as u64 - start,
         })
     }
 }

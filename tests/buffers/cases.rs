@@ -16,6 +16,7 @@ both_ways!(
     sub_buffers_share_their_parent,
     memory_object_queries_and_destructors,
     large_transfers,
+    large_transfers_between_partial_pages,
     transfers_keep_queue_order,
 );
 
@@ -497,6 +498,47 @@ fn large_transfers(cl: &Cl) {
     let data = pattern(SIZE, 13);
     cl.write(q, b, 0, &data);
     assert!(cl.read(q, b, 0, SIZE) == data);
+    release(cl, &[b], &[q], c);
+}
+
+/// Large reads and writes whose host range starts and ends inside pages:
+/// where the device imports the application's memory it imports only the
+/// whole pages, and the bytes on either side of the range stay as they were.
+fn large_transfers_between_partial_pages(cl: &Cl) {
+    let c = cl.context();
+    let q = cl.queue(c, 0);
+    const SIZE: usize = (3 << 20) + 123;
+    const GUARD: usize = 8192;
+    let b = cl.buffer(c, CL_MEM_READ_WRITE, SIZE, std::ptr::null_mut());
+    for (n, start) in [1usize, 4095, 4096, 100].into_iter().enumerate() {
+        let data = pattern(SIZE, 20 + n as u8);
+        let mut host = vec![0xa5u8; GUARD + SIZE + GUARD];
+        host[GUARD + start..GUARD + start + SIZE - start].copy_from_slice(&data[..SIZE - start]);
+        // Written from an unaligned range, read back whole.
+        let from = &host[GUARD + start..GUARD + start + SIZE - start];
+        cl.write(q, b, start, from);
+        let got = cl.read(q, b, start, SIZE - start);
+        assert!(got == data[..SIZE - start], "{}: write at {start}", cl.how);
+        // Read into an unaligned range: nothing around it changes.
+        let mut into = vec![0x5au8; GUARD + SIZE + GUARD];
+        unsafe {
+            let r = cl.clEnqueueReadBuffer.unwrap()(
+                q,
+                b,
+                CL_TRUE,
+                start,
+                SIZE - start,
+                into.as_mut_ptr().add(GUARD + start).cast(),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            );
+            assert_eq!(r, CL_SUCCESS);
+        }
+        assert!(into[GUARD + start..GUARD + SIZE] == data[..SIZE - start], "{}: read at {start}", cl.how);
+        assert!(into[..GUARD + start].iter().all(|&x| x == 0x5a), "{}: before {start}", cl.how);
+        assert!(into[GUARD + SIZE..].iter().all(|&x| x == 0x5a), "{}: after {start}", cl.how);
+    }
     release(cl, &[b], &[q], c);
 }
 
