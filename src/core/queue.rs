@@ -270,6 +270,11 @@ impl Batch {
     pub fn cb(&self) -> vk::CommandBuffer {
         self.cb
     }
+
+    /// The timeline values (of other queues) the batch waits for.
+    pub fn waits(&self) -> &[(vk::Semaphore, u64)] {
+        &self.waits
+    }
 }
 
 impl Queue {

@@ -147,12 +147,28 @@ fn report_unfinished(lost: &[InFlight]) {
                 None => format!("0x{:x}", c.event.command_type),
             })
             .collect();
+        let waits: Vec<String> = f
+            .batch
+            .waits()
+            .iter()
+            .map(|&(semaphore, value)| {
+                // SAFETY: the semaphore of a queue an event of this batch's
+                // commands keeps alive.
+                let now = unsafe { f.queue.vk.raw.get_semaphore_counter_value(semaphore) };
+                format!(
+                    "{semaphore:?} {value} (at {})",
+                    now.map_or_else(|e| format!("{e}"), |v| v.to_string())
+                )
+            })
+            .collect();
         log::error!(
             target: "vkcl::worker",
-            "unfinished: queue {:p}, batch {} (the queue reached {}): {}",
+            "unfinished: queue {:p} (timeline {:?}), batch {} (the queue reached {}), waiting for [{}]: {}",
             Arc::as_ptr(&f.queue),
+            f.queue.timeline,
             f.value,
             reached.map_or_else(|e| format!("{e}"), |v| v.to_string()),
+            waits.join(", "),
             commands.join(", ")
         );
     }
