@@ -86,6 +86,7 @@ fn open() -> Result<Session, String> {
         subgroup_size: 0,
         max_push_constants: 0,
         vulkan_memory_model: false,
+        shared_float_atomics: [false; 2],
         ..own
     };
     let large = DeviceCaps {
@@ -96,6 +97,7 @@ fn open() -> Result<Session, String> {
         storage8: true,
         storage16: true,
         int64_atomics: true,
+        shared_float_atomics: [true; 2],
         subgroup_ops: 0xFF,
         subgroup_extended_types: true,
         subgroup_size: 32,

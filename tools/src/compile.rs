@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::ValueEnum;
 use rspirv::binary::Disassemble;
 use vkcl::compiler::frontend::{self, Options, Purpose};
-use vkcl::compiler::spirv::{self, reflect};
+use vkcl::compiler::spirv::{self, input::reflect};
 use vkcl::core::platform::platform;
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

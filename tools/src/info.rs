@@ -18,7 +18,7 @@ pub fn run() -> Result<(), String> {
             "OpenCL C front end: none found (install clang-N and llvm-spirv-N, N = 15..19): programs from source cannot be built, SPIR-V and binaries can"
         ),
     }
-    match vkcl::compiler::spirv::libclc::library() {
+    match vkcl::compiler::spirv::p2_builtins::libclc::library() {
         Ok(_) => println!("libclc: found"),
         Err(e) => println!("libclc: {e} (math built-ins that need it fail to build)"),
     }
