@@ -205,3 +205,54 @@ fn rewrite_module(
         single_work_item_form,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compiler::frontend::{self, DeviceMacros, Options as BuildOptions, Purpose};
+
+    /// Kernels whose rewrites iterate the passes' maps and sets (the
+    /// structure pass on loops with breaks, continues and returns).
+    const KERNELS: &str = include_str!("../../../tests/kernels/control_flow.cl");
+
+    /// The rewrite of a kernel is the same module every time: drivers'
+    /// pipeline caches key on it.
+    #[test]
+    fn the_same_kernel_rewrites_to_the_same_module() {
+        let Some(fe) = frontend::front_end() else {
+            eprintln!("no OpenCL C front end: skipped");
+            return;
+        };
+        let options = BuildOptions::parse("", Purpose::Build).unwrap();
+        let device = DeviceMacros {
+            features: Vec::new(),
+            image_support: false,
+        };
+        let Ok(compiled) = fe.compile(KERNELS, &[], &options, &device) else {
+            panic!("the kernels do not compile");
+        };
+        let module = reflect::load(&compiled.spirv).unwrap();
+        // lavapipe's: the unroll pass runs.
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            bounded_loops: true,
+            ..Default::default()
+        };
+        // Each on a thread of its own: a thread's first hash map takes new
+        // random keys, as a new process's does.
+        let words = &compiled.spirv;
+        let on_a_new_thread = |kernel| {
+            std::thread::scope(|s| {
+                s.spawn(|| rewrite(words, kernel, &caps).unwrap().words)
+                    .join()
+                    .unwrap()
+            })
+        };
+        for kernel in &reflect::kernels(&module).unwrap() {
+            let first = on_a_new_thread(kernel);
+            for _ in 0..3 {
+                assert!(on_a_new_thread(kernel) == first, "{}", kernel.name);
+            }
+        }
+    }
+}

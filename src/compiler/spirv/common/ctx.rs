@@ -228,7 +228,7 @@ impl Ctx {
     /// what it refers to (keeping the order otherwise).
     /// Removes the module-scope definitions of `gone`, with their names,
     /// their decorations and their places in the entry points' interfaces.
-    pub fn forget_globals(&mut self, gone: &std::collections::HashSet<Word>) {
+    pub fn forget_globals(&mut self, gone: &crate::compiler::spirv::common::HashSet<Word>) {
         let named = |i: &Instruction| id_at(i, 0).is_some_and(|t| gone.contains(&t));
         let m = &mut self.module;
         m.types_global_values
@@ -243,14 +243,14 @@ impl Ctx {
 
     pub fn sort_globals(&mut self) {
         let items = std::mem::take(&mut self.module.types_global_values);
-        let index: std::collections::HashMap<Word, usize> = items
+        let index: crate::compiler::spirv::common::HashMap<Word, usize> = items
             .iter()
             .enumerate()
             .filter_map(|(i, x)| Some((x.result_id?, i)))
             .collect();
         // Forward declarations of pointer types (recursive structs) come
         // first; a use of such a pointer type needs no definition before it.
-        let forward: std::collections::HashSet<Word> = items
+        let forward: crate::compiler::spirv::common::HashSet<Word> = items
             .iter()
             .filter(|x| x.class.opcode == Op::TypeForwardPointer)
             .filter_map(|x| id_at(x, 0))
@@ -265,8 +265,8 @@ impl Ctx {
         fn visit(
             i: usize,
             items: &[Instruction],
-            index: &std::collections::HashMap<Word, usize>,
-            forward: &std::collections::HashSet<Word>,
+            index: &crate::compiler::spirv::common::HashMap<Word, usize>,
+            forward: &crate::compiler::spirv::common::HashSet<Word>,
             done: &mut Vec<bool>,
             order: &mut Vec<usize>,
         ) {
@@ -319,7 +319,7 @@ impl Ctx {
 
     /// The type of every value: the module's globals and the functions'
     /// parameters and results.
-    pub fn value_types(&self) -> std::collections::HashMap<Word, Word> {
+    pub fn value_types(&self) -> crate::compiler::spirv::common::HashMap<Word, Word> {
         let globals = self.module.types_global_values.iter();
         let code = self.module.functions.iter().flat_map(|f| {
             f.parameters

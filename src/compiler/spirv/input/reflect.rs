@@ -6,7 +6,7 @@
 //! and `kernel_arg_type_qual.*` strings llvm-spirv keeps for vkcl; address
 //! and access qualifiers from the parameter types themselves.
 
-use std::collections::HashMap;
+use crate::compiler::spirv::common::HashMap;
 
 use opencl_sys::*;
 use rspirv::dr::{Instruction, Module, Operand};
@@ -97,7 +97,7 @@ fn pointee_of(m: &Module, ptr: u32) -> Option<u32> {
 /// Loads of one component of a built-in vector through an access chain
 /// (as some producers write `get_global_id(0)`) become a load of the
 /// whole vector and an extract, the form the rewrite replaces.
-fn loads_through_chains(m: &mut Module, builtins: &std::collections::HashSet<u32>) {
+fn loads_through_chains(m: &mut Module, builtins: &crate::compiler::spirv::common::HashSet<u32>) {
     let chains = [Op::AccessChain, Op::InBoundsAccessChain];
     let vectors: HashMap<u32, u32> = m
         .types_global_values
@@ -113,7 +113,7 @@ fn loads_through_chains(m: &mut Module, builtins: &std::collections::HashSet<u32
     let bound = &mut header.bound;
     for f in m.functions.iter_mut() {
         // Chain result → (variable, index).
-        let mut into: HashMap<u32, (u32, u32)> = HashMap::new();
+        let mut into: HashMap<u32, (u32, u32)> = HashMap::default();
         for i in f.blocks.iter().flat_map(|b| &b.instructions) {
             if chains.contains(&i.class.opcode) && i.operands.len() == 2 {
                 if let (Some(base), Some(index), Some(r)) =
@@ -158,7 +158,7 @@ fn loads_through_chains(m: &mut Module, builtins: &std::collections::HashSet<u32
             block.instructions = out;
         }
         // The chains nothing else uses go.
-        let used: std::collections::HashSet<u32> = f
+        let used: crate::compiler::spirv::common::HashSet<u32> = f
             .blocks
             .iter()
             .flat_map(|b| &b.instructions)
@@ -180,7 +180,7 @@ fn loads_through_chains(m: &mut Module, builtins: &std::collections::HashSet<u32
 /// built-ins, and loads through access chains into any built-in become
 /// whole loads (see [`loads_through_chains`]).
 fn builtins_as_input(m: &mut Module) {
-    let builtins: std::collections::HashSet<u32> = m
+    let builtins: crate::compiler::spirv::common::HashSet<u32> = m
         .annotations
         .iter()
         .filter(|a| {
@@ -260,7 +260,7 @@ fn input_pointer(m: &mut Module, to: u32) -> u32 {
 /// operands, and the operation is noted by result id.
 fn hide_constant_access_chains(words: &[u32]) -> (Vec<u32>, HashMap<u32, Op>) {
     let mut out = Vec::with_capacity(words.len());
-    let mut chains = HashMap::new();
+    let mut chains = HashMap::default();
     out.extend_from_slice(&words[..words.len().min(5)]);
     let mut at = 5;
     while at < words.len() {
@@ -307,7 +307,7 @@ fn restore_constant_access_chains(m: &mut Module, chains: &HashMap<u32, Op>) {
 }
 
 fn flatten_decoration_groups(m: &mut Module) {
-    let groups: std::collections::HashSet<u32> = m
+    let groups: crate::compiler::spirv::common::HashSet<u32> = m
         .annotations
         .iter()
         .filter(|a| a.class.opcode == Op::DecorationGroup)
@@ -541,9 +541,9 @@ fn local_bytes(module: &Module, types: &HashMap<u32, &Instruction>, kernel: u32)
         .iter()
         .filter_map(|f| Some((f.def.as_ref()?.result_id?, f)))
         .collect();
-    let mut seen = std::collections::HashSet::from([kernel]);
+    let mut seen = crate::compiler::spirv::common::HashSet::from_iter([kernel]);
     let mut todo = vec![kernel];
-    let mut used = std::collections::HashSet::new();
+    let mut used = crate::compiler::spirv::common::HashSet::default();
     while let Some(f) = todo.pop() {
         let Some(func) = by_id.get(&f) else { continue };
         for i in func.blocks.iter().flat_map(|b| &b.instructions) {
@@ -653,12 +653,12 @@ pub fn size_of(types: &HashMap<u32, &Instruction>, ty: u32) -> Result<u32, Strin
 thread_local! {
     /// The structs of the module being rewritten that are packed
     /// (`__attribute__((packed))`, the `CPacked` decoration).
-    static PACKED: std::cell::RefCell<std::collections::HashSet<u32>> =
-        std::cell::RefCell::new(std::collections::HashSet::new());
+    static PACKED: std::cell::RefCell<crate::compiler::spirv::common::HashSet<u32>> =
+        std::cell::RefCell::new(crate::compiler::spirv::common::HashSet::default());
 }
 
 /// The packed structs of a module.
-pub fn packed_structs(module: &Module) -> std::collections::HashSet<u32> {
+pub fn packed_structs(module: &Module) -> crate::compiler::spirv::common::HashSet<u32> {
     module
         .annotations
         .iter()
@@ -674,7 +674,10 @@ pub fn packed_structs(module: &Module) -> std::collections::HashSet<u32> {
 }
 
 /// Runs `f` with `packed` (see [`packed_structs`]) known to [`layout`].
-pub fn with_packed_structs<T>(packed: std::collections::HashSet<u32>, f: impl FnOnce() -> T) -> T {
+pub fn with_packed_structs<T>(
+    packed: crate::compiler::spirv::common::HashSet<u32>,
+    f: impl FnOnce() -> T,
+) -> T {
     let before = PACKED.with(|p| p.replace(packed));
     let r = f();
     PACKED.with(|p| p.replace(before));

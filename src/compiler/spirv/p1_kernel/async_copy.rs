@@ -12,7 +12,7 @@
 //! `wait_group_events`, `prefetch` or value of event type is left; the copy
 //! loops are unstructured, for the structure pass.
 
-use std::collections::HashSet;
+use crate::compiler::spirv::common::HashSet;
 
 use rspirv::dr::{Block, Instruction, Operand};
 use rspirv::spirv::{BuiltIn, Decoration, Op, OpenclStd100Op as C, StorageClass, Word};

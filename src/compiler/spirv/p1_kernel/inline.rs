@@ -10,7 +10,7 @@
 //! kernel is one function without `OpFunctionCall`s and the module has no
 //! other function; no lifetime markers are left.
 
-use std::collections::HashMap;
+use crate::compiler::spirv::common::HashMap;
 
 use rspirv::dr::{Block, Function, Instruction, Operand};
 use rspirv::spirv::{Op, Word};
@@ -88,13 +88,13 @@ pub fn run(ctx: &mut Ctx, fid: Word) -> Result<(), String> {
         }
         // Fresh ids for everything the callee defines; arguments for its
         // parameters.
-        let mut map: HashMap<Word, Word> = HashMap::new();
+        let mut map: HashMap<Word, Word> = HashMap::default();
         for (p, a) in callee.parameters.iter().zip(call.operands[1..].iter()) {
             if let (Some(pid), Operand::IdRef(aid)) = (p.result_id, a) {
                 map.insert(pid, *aid);
             }
         }
-        let mut fresh_ids: HashMap<Word, Word> = HashMap::new();
+        let mut fresh_ids: HashMap<Word, Word> = HashMap::default();
         for b in &callee.blocks {
             for i in b.label.iter().chain(&b.instructions) {
                 if let Some(r) = i.result_id {

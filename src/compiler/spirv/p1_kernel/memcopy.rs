@@ -25,7 +25,7 @@
 //! What remains (module constants of other kinds copied into another
 //! type, copies of over 4096 units) fails the rewrite by name.
 
-use std::collections::HashMap;
+use crate::compiler::spirv::common::HashMap;
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Op, Word};
@@ -44,7 +44,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
         return Ok(());
     }
     // Every function-local value's defining instruction and type.
-    let mut defs: HashMap<Word, Instruction> = HashMap::new();
+    let mut defs: HashMap<Word, Instruction> = HashMap::default();
     for i in ctx.module.functions.iter().flat_map(|f| {
         f.parameters
             .iter()

@@ -21,7 +21,7 @@
 //! constants (the interface pass stores it into the private variable this
 //! pass reads, `Ctx::printf_buffer`).
 
-use std::collections::HashMap;
+use crate::compiler::spirv::common::HashMap;
 
 use rspirv::dr::{Block, Instruction, Operand};
 use rspirv::spirv::{Op, OpenclStd100Op as C, StorageClass, Word};
@@ -136,7 +136,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<PrintfCall>, String> {
     {
         return Ok(Vec::new());
     }
-    let mut defs: HashMap<Word, Instruction> = HashMap::new();
+    let mut defs: HashMap<Word, Instruction> = HashMap::default();
     for i in ctx.module.functions.iter().flat_map(|f| f.all_inst_iter()) {
         if let Some(r) = i.result_id {
             defs.insert(r, i.clone());

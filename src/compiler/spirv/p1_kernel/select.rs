@@ -9,7 +9,7 @@
 //! fails by name); types, constants and module-scope variables nothing uses
 //! are gone.
 
-use std::collections::HashSet;
+use crate::compiler::spirv::common::HashSet;
 
 use rspirv::dr::Operand;
 use rspirv::spirv::{Decoration, ExecutionModel, LinkageType, Op, StorageClass, Word};
@@ -32,7 +32,7 @@ pub fn run(ctx: &mut Ctx, kernel: &str) -> Result<Word, String> {
     m.entry_points.retain(|e| id_at(e, 1) == Some(fid));
     m.execution_modes.retain(|e| id_at(e, 0) == Some(fid));
     // Functions reachable from the kernel.
-    let mut reach: HashSet<Word> = HashSet::from([fid]);
+    let mut reach: HashSet<Word> = HashSet::from_iter([fid]);
     let mut todo = vec![fid];
     while let Some(f) = todo.pop() {
         let Some(func) = m
@@ -120,13 +120,13 @@ fn check_variables(ctx: &Ctx) -> Result<(), String> {
 /// decorations.
 fn drop_unused_globals(ctx: &mut Ctx) {
     let m = &mut ctx.module;
-    let defs: std::collections::HashMap<Word, usize> = m
+    let defs: crate::compiler::spirv::common::HashMap<Word, usize> = m
         .types_global_values
         .iter()
         .enumerate()
         .filter_map(|(n, i)| Some((i.result_id?, n)))
         .collect();
-    let mut kept: HashSet<Word> = HashSet::new();
+    let mut kept: HashSet<Word> = HashSet::default();
     let mut todo: Vec<Word> = m
         .functions
         .iter()

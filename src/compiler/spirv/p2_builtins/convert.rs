@@ -20,7 +20,7 @@
 //! * float to a narrower float with a rounding mode (`convert_float_rtz`
 //!   of a double): the same step, compared exactly in the wider type.
 
-use std::collections::HashMap;
+use crate::compiler::spirv::common::HashMap;
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, FPRoundingMode, GlslStd450Op as G, Op, Word};
@@ -35,7 +35,7 @@ struct Marks {
 }
 
 pub fn run(ctx: &mut Ctx) -> Result<(), String> {
-    let mut marks: HashMap<Word, Marks> = HashMap::new();
+    let mut marks: HashMap<Word, Marks> = HashMap::default();
     for a in &ctx.module.annotations {
         if a.class.opcode != Op::Decorate {
             continue;

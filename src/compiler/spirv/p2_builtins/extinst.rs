@@ -16,7 +16,7 @@
 //! float operations carry `NoContraction`. A built-in it has no form for
 //! fails by name.
 
-use std::collections::{HashMap, HashSet};
+use crate::compiler::spirv::common::{HashMap, HashSet};
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, GlslStd450Op as G, Op, OpenclStd100Op as C, StorageClass, Word};
@@ -154,7 +154,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, options: Options, caps: &DeviceCaps) -> Res
         double: true,
     };
     let mut linker: Option<libclc::Linker> = None;
-    let mut fusable: HashSet<Word> = HashSet::new();
+    let mut fusable: HashSet<Word> = HashSet::default();
     let mut rounds = 0;
     while lower(
         ctx,

@@ -24,7 +24,7 @@
 //!
 //! [`half::retype_half`]: crate::compiler::spirv::p2_builtins::half::retype_half
 
-use std::collections::HashMap;
+use crate::compiler::spirv::common::HashMap;
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, FPRoundingMode, Op, OpenclStd100Op as C, StorageClass, Word};

@@ -9,7 +9,7 @@
 //! float to half rounds to nearest even, toward zero, or toward either
 //! infinity exactly as the OpenCL C specification asks, denormals included.
 
-use std::collections::HashMap;
+use crate::compiler::spirv::common::HashMap;
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{FPRoundingMode, GlslStd450Op as G, Op, OpenclStd100Op as C, Word};
@@ -61,8 +61,8 @@ pub fn retype_half(ctx: &mut Ctx) {
 /// (until none is left, as merged vectors may make pointers repeat).
 fn merge_duplicate_types(ctx: &mut Ctx) {
     loop {
-        let mut first: HashMap<(Op, Vec<Operand>), Word> = HashMap::new();
-        let mut merged: HashMap<Word, Word> = HashMap::new();
+        let mut first: HashMap<(Op, Vec<Operand>), Word> = HashMap::default();
+        let mut merged: HashMap<Word, Word> = HashMap::default();
         for t in &ctx.module.types_global_values {
             if !matches!(
                 t.class.opcode,

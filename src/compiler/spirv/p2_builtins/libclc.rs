@@ -11,7 +11,7 @@
 //! (`_Z3powff`, `_Z5fractDv4_fPU3AS1S_`), so the call is found by
 //! mangling the built-in's name with its operand types.
 
-use std::collections::HashMap;
+use crate::compiler::spirv::common::HashMap;
 use std::sync::OnceLock;
 
 use rspirv::dr::{Function, Instruction, Module, Operand};
@@ -80,7 +80,7 @@ fn load() -> Result<Library, String> {
         .enumerate()
         .filter_map(|(n, f)| Some((f.def.as_ref()?.result_id?, n)))
         .collect();
-    let mut exports = HashMap::new();
+    let mut exports = HashMap::default();
     for a in &module.annotations {
         if a.class.opcode != Op::Decorate
             || a.operands.get(1) != Some(&Operand::Decoration(Decoration::LinkageAttributes))
@@ -105,7 +105,7 @@ fn load() -> Result<Library, String> {
             .then_some(i.result_id)
             .flatten()
     });
-    let mut decorations: HashMap<Word, Vec<usize>> = HashMap::new();
+    let mut decorations: HashMap<Word, Vec<usize>> = HashMap::default();
     for (n, a) in module.annotations.iter().enumerate() {
         if matches!(a.class.opcode, Op::Decorate | Op::MemberDecorate) {
             if let Some(t) = id_at(a, 0) {
@@ -158,8 +158,8 @@ impl Linker {
     pub fn new(lib: &'static Library, subnormals: Subnormals) -> Linker {
         Linker {
             lib,
-            map: HashMap::new(),
-            existing: HashMap::new(),
+            map: HashMap::default(),
+            existing: HashMap::default(),
             subnormals,
         }
     }

@@ -9,7 +9,7 @@
 //! components is left; values of those types are arrays with the same
 //! memory layout, operated on component by component.
 
-use std::collections::HashMap;
+use crate::compiler::spirv::common::HashMap;
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, Op, Word};
@@ -104,7 +104,7 @@ fn componentwise(op: Op) -> bool {
 
 pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     // Wide vector types and the arrays replacing them: (component, count).
-    let mut wide: HashMap<Word, (Word, u32)> = HashMap::new();
+    let mut wide: HashMap<Word, (Word, u32)> = HashMap::default();
     for t in &ctx.module.types_global_values {
         if t.class.opcode == Op::TypeVector {
             if let (Some(c), Some(Operand::LiteralBit32(n))) = (id_at(t, 0), t.operands.get(1)) {
@@ -141,7 +141,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
     // Value types, to know which operands are wide.
     let mut types = ctx.value_types();
     // Operations that must round on their own; so must their components.
-    let exact: std::collections::HashSet<Word> = ctx
+    let exact: crate::compiler::spirv::common::HashSet<Word> = ctx
         .module
         .annotations
         .iter()

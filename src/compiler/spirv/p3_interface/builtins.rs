@@ -16,7 +16,7 @@
 //! member; the work-group size is the specialization-constant vector of
 //! SpecIds 0, 1 and 2.
 
-use std::collections::HashMap;
+use crate::compiler::spirv::common::HashMap;
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{BuiltIn, Decoration, Op, StorageClass, Word};
@@ -210,8 +210,8 @@ pub fn run(ctx: &mut Ctx, block: &Block, flat: bool) -> Result<(), String> {
         .collect();
     let u32t = ctx.uint(32);
     let v3 = ctx.vector(u32t, 3);
-    let mut replacement: HashMap<Word, BuiltIn> = HashMap::new();
-    let mut vk_vars: HashMap<BuiltIn, Word> = HashMap::new();
+    let mut replacement: HashMap<Word, BuiltIn> = HashMap::default();
+    let mut vk_vars: HashMap<BuiltIn, Word> = HashMap::default();
     for &(v, b) in &vars {
         // The Vulkan built-ins each OpenCL one is computed from: an
         // NDRange may run as several dispatches, so ids that span the
@@ -328,7 +328,7 @@ pub fn run(ctx: &mut Ctx, block: &Block, flat: bool) -> Result<(), String> {
         binop(ctx, code, Op::IAdd, v3, base, l)
     };
     // Values loaded from OpenCL built-in variables, by what they hold.
-    let mut loaded: HashMap<Word, BuiltIn> = HashMap::new();
+    let mut loaded: HashMap<Word, BuiltIn> = HashMap::default();
     let mut functions = std::mem::take(&mut ctx.module.functions);
     for f in &mut functions {
         for b in &mut f.blocks {

@@ -26,7 +26,7 @@
 //! without sub-group arithmetic, fails by name; returns whether the kernel
 //! must run as 1-D work-groups.
 
-use std::collections::HashMap;
+use crate::compiler::spirv::common::HashMap;
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{BuiltIn, Capability, Decoration, GroupOperation, Op, StorageClass, Word};

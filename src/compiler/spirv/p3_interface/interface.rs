@@ -202,7 +202,7 @@ fn image_slot(
 }
 
 fn ctx_pointer_parts(
-    types: &std::collections::HashMap<Word, &Instruction>,
+    types: &crate::compiler::spirv::common::HashMap<Word, &Instruction>,
     ty: Word,
 ) -> Option<(StorageClass, Word)> {
     let t = types.get(&ty)?;
@@ -235,7 +235,7 @@ pub fn run(
     if params.len() != args.len() {
         return Err("kernel parameters and metadata disagree".into());
     }
-    let types: std::collections::HashMap<Word, &Instruction> = ctx
+    let types: crate::compiler::spirv::common::HashMap<Word, &Instruction> = ctx
         .module
         .types_global_values
         .iter()

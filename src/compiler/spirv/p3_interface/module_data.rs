@@ -29,7 +29,7 @@
 //! into the segments' bytes here; the host adds the segments' addresses
 //! where [`ModuleData::relocations`] says, when it uploads them.
 
-use std::collections::{HashMap, HashSet};
+use crate::compiler::spirv::common::{HashMap, HashSet};
 
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{Decoration, MemoryAccess, Op, StorageClass, Word};
@@ -186,9 +186,9 @@ pub fn run(
     } else {
         None
     };
-    let mut replace: HashMap<Word, Word> = HashMap::new();
+    let mut replace: HashMap<Word, Word> = HashMap::default();
     // Constant data's addresses, with the type each points to.
-    let mut constant_tables: HashMap<Word, Word> = HashMap::new();
+    let mut constant_tables: HashMap<Word, Word> = HashMap::default();
     for (&v, ty) in vars.iter().zip(var_types) {
         let ty = ty.ok_or("variable without type")?;
         let (base, offset) = match (own_offsets.get(&v), program.offsets.get(&v)) {
@@ -501,7 +501,7 @@ fn place(
     vars: &[Word],
     start: u64,
 ) -> Result<(HashMap<Word, u64>, u64), String> {
-    let mut offsets = HashMap::new();
+    let mut offsets = HashMap::default();
     let mut end = start;
     for &v in vars {
         let (size, align) = pointee_layout(g, v)?;

@@ -40,7 +40,7 @@
 //! from the push constants (`interface::SCRATCH`); the host allocates it
 //! per command from the sizes returned here.
 
-use std::collections::{HashMap, HashSet};
+use crate::compiler::spirv::common::{HashMap, HashSet};
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{BuiltIn, Decoration, MemoryAccess, Op, StorageClass, Word};
@@ -209,12 +209,12 @@ fn analyse(ctx: &Ctx) -> Result<Analysis, String> {
         .collect();
     let mut a = Analysis {
         types,
-        value_type: HashMap::new(),
-        defs: HashMap::new(),
-        origins: HashMap::new(),
-        vars: HashMap::new(),
+        value_type: HashMap::default(),
+        defs: HashMap::default(),
+        origins: HashMap::default(),
+        vars: HashMap::default(),
         code: Vec::new(),
-        slots: HashMap::new(),
+        slots: HashMap::default(),
         stored: Vec::new(),
     };
     for g in &ctx.module.types_global_values {
@@ -370,7 +370,7 @@ fn analyse(ctx: &Ctx) -> Result<Analysis, String> {
 
 /// The variables whose address escapes logical pointers.
 fn choose(a: &Analysis) -> Result<HashMap<Word, Op>, String> {
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     let used: HashSet<Word> = a.code.iter().flat_map(ids_used).collect();
     let escape = |v: Word, out: &mut HashMap<Word, Op>, op: Op| {
         for x in a.var_origins(v) {
@@ -682,12 +682,12 @@ fn rewrite(
     // Offsets of the relocated variables, in declaration order.
     let mut order: Vec<Word> = relocated.iter().copied().collect();
     order.sort_unstable();
-    let mut offsets: HashMap<Word, u64> = HashMap::new();
+    let mut offsets: HashMap<Word, u64> = HashMap::default();
     let (mut private_bytes, mut local_bytes) = (0u64, 0u64);
     let (mut private_align, mut local_align) = (16u64, 16u64);
     let mut initialisers: Vec<(Word, Word)> = Vec::new();
     // __local arguments: arrays sized by a specialization constant.
-    let mut local_args: HashMap<Word, (LocalArg, Word)> = HashMap::new();
+    let mut local_args: HashMap<Word, (LocalArg, Word)> = HashMap::default();
     for &v in &order {
         let (_, pointee) = a.value_pointer(v).ok_or("variable without pointer type")?;
         if layout(&refs, pointee).is_ok() {
@@ -776,7 +776,7 @@ fn rewrite(
 
     // New result types: generic pointers take their class, pointers into
     // relocated objects become global ones.
-    let mut retyped: HashMap<Word, Word> = HashMap::new();
+    let mut retyped: HashMap<Word, Word> = HashMap::default();
     let values: Vec<(Word, Word)> = a
         .defs
         .values()
@@ -860,7 +860,7 @@ fn rewrite(
         let end = p.op(ctx, Op::IAdd, u64t, &[base, total]);
         regions = Some((base, local_start, end));
         let v3 = ctx.vector(u64t, 3);
-        let mut bases: HashMap<StorageClass, Word> = HashMap::new();
+        let mut bases: HashMap<StorageClass, Word> = HashMap::default();
         if order.iter().any(|v| a.vars[v] == StorageClass::Function) {
             let vars: Vec<Word> = [
                 BuiltIn::GlobalInvocationId,
@@ -947,7 +947,7 @@ fn rewrite(
 
     // Null pointers of the classes that change become null device
     // addresses made in the prologue.
-    let mut nulls: HashMap<Word, Word> = HashMap::new();
+    let mut nulls: HashMap<Word, Word> = HashMap::default();
     let null_consts: HashMap<Word, (StorageClass, Word, Word)> = ctx
         .module
         .types_global_values
@@ -974,7 +974,7 @@ fn rewrite(
         n
     };
 
-    let mut subst: HashMap<Word, Word> = HashMap::new();
+    let mut subst: HashMap<Word, Word> = HashMap::default();
     let mut functions = std::mem::take(&mut ctx.module.functions);
     for f in &mut functions {
         let this = f.def.as_ref().and_then(|d| d.result_id);
@@ -1376,7 +1376,7 @@ fn logical_pointers_in_memory_become_global(
         .keys()
         .filter_map(|s| a.value_type.get(s).copied())
         .collect();
-    let mut held: HashSet<Word> = HashSet::new();
+    let mut held: HashSet<Word> = HashSet::default();
     for t in a.types.values() {
         match t.class.opcode {
             Op::TypeStruct | Op::TypeArray | Op::TypeRuntimeArray => {
@@ -1408,7 +1408,7 @@ fn logical_pointers_in_memory_become_global(
         }
     }
     if held.is_empty() {
-        return HashMap::new();
+        return HashMap::default();
     }
     let mut held: Vec<Word> = held.into_iter().collect();
     held.sort_unstable();

@@ -15,7 +15,7 @@
 //! `Aligned`; arithmetic on logical pointers is access chains. What it
 //! cannot express fails by name.
 
-use std::collections::{HashMap, HashSet};
+use crate::compiler::spirv::common::{HashMap, HashSet};
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, MemoryAccess, Op, StorageClass, Word};
@@ -84,7 +84,7 @@ fn packed_member_addresses(ctx: &mut Ctx) {
     if packed.is_empty() {
         return;
     }
-    let mut offsets: HashMap<(Word, u32), u32> = HashMap::new();
+    let mut offsets: HashMap<(Word, u32), u32> = HashMap::default();
     for a in &ctx.module.annotations {
         if let (Op::MemberDecorate, Some(t), Some(Operand::LiteralBit32(m))) =
             (a.class.opcode, id_at(a, 0), a.operands.get(1))
@@ -216,7 +216,7 @@ fn opaque_packed_pointees(ctx: &mut Ctx) {
         .filter_map(|i| Some((i.result_id?, i.result_type?)))
         .filter(|(_, t)| pointers.contains(t))
         .collect();
-    let mut dereferenced = HashSet::new();
+    let mut dereferenced = HashSet::default();
     for i in code() {
         for (k, op) in i.operands.iter().enumerate() {
             let Some(ty) =
@@ -734,7 +734,7 @@ fn explicit_layout(
     psb_types: &[Word],
 ) -> Result<(), String> {
     let refs: HashMap<Word, &Instruction> = types.iter().map(|(k, v)| (*k, v)).collect();
-    let mut done = HashSet::new();
+    let mut done = HashSet::default();
     let mut todo: Vec<Word> = Vec::new();
     for &p in psb_types {
         let pointee = id_at(&types[&p], 1).ok_or("bad pointer")?;
@@ -862,7 +862,7 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
     // Pointers to an element of an object, as (object, indexes): pointer
     // arithmetic on them moves the last index, where that index selects an
     // array element (see `last_step_in_array`).
-    let mut element_of: HashMap<Word, (Word, Vec<Word>)> = HashMap::new();
+    let mut element_of: HashMap<Word, (Word, Vec<Word>)> = HashMap::default();
     let constant = |id: Word| -> Option<u64> {
         let c = types.get(&id)?;
         match (c.class.opcode, c.operands.first()) {
@@ -912,7 +912,7 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
         .chain(ctx.module.types_global_values.iter())
         .filter_map(|i| Some((i.result_id?, i.class.opcode)))
         .collect();
-    let mut new_types: HashMap<Word, Word> = HashMap::new();
+    let mut new_types: HashMap<Word, Word> = HashMap::default();
     let mut functions = std::mem::take(&mut ctx.module.functions);
     for f in &mut functions {
         for b in &mut f.blocks {

@@ -10,7 +10,7 @@
 //! holding a logical pointer is left that has one store dominating all its
 //! loads; others stay as they were.
 
-use std::collections::{HashMap, HashSet};
+use crate::compiler::spirv::common::{HashMap, HashSet};
 
 use rspirv::spirv::{Op, StorageClass, Word};
 
@@ -50,9 +50,9 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
         }
         // Per slot: its stores (block, position, value) and loads (block,
         // position, result); any other use keeps the slot.
-        let mut stores: HashMap<Word, Vec<(usize, usize, Word)>> = HashMap::new();
-        let mut loads: HashMap<Word, Vec<(usize, usize, Word)>> = HashMap::new();
-        let mut kept: HashSet<Word> = HashSet::new();
+        let mut stores: HashMap<Word, Vec<(usize, usize, Word)>> = HashMap::default();
+        let mut loads: HashMap<Word, Vec<(usize, usize, Word)>> = HashMap::default();
+        let mut kept: HashSet<Word> = HashSet::default();
         for (b, block) in f.blocks.iter().enumerate() {
             for (k, i) in block.instructions.iter().enumerate() {
                 match i.class.opcode {
@@ -85,9 +85,9 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
             }
         }
         let cfg = Cfg::new(f);
-        let mut value_of: HashMap<Word, Word> = HashMap::new();
-        let mut gone: HashSet<Word> = HashSet::new();
-        let mut gone_slots: HashSet<Word> = HashSet::new();
+        let mut value_of: HashMap<Word, Word> = HashMap::default();
+        let mut gone: HashSet<Word> = HashSet::default();
+        let mut gone_slots: HashSet<Word> = HashSet::default();
         for &slot in &slots {
             if kept.contains(&slot) {
                 continue;

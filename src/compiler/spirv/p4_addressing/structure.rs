@@ -42,7 +42,7 @@
 //!    read through phis placed on demand (Braun et al.), with OpUndef on
 //!    paths the original program never took.
 
-use std::collections::{HashMap, HashSet};
+use crate::compiler::spirv::common::{HashMap, HashSet};
 
 use rspirv::dr::{Block, Instruction, Operand};
 use rspirv::spirv::{LoopControl, Op, SelectionControl, Word};
@@ -330,7 +330,7 @@ fn irreducible_entries(cfg: &Cfg) -> Option<Vec<usize>> {
     })?;
     // The blocks on a cycle through the retreating edge p -> h.
     let walk = |from: usize, next: &dyn Fn(usize) -> Vec<usize>| {
-        let mut seen = HashSet::from([from]);
+        let mut seen = HashSet::from_iter([from]);
         let mut todo = vec![from];
         while let Some(b) = todo.pop() {
             for n in next(b) {
@@ -587,7 +587,7 @@ fn lower_switch(
         chain.push((b_label, vec![branch(default)]));
     }
     let f = &mut ctx.module.functions[fi];
-    let mut from_switch: HashMap<Word, Vec<Option<Word>>> = HashMap::new();
+    let mut from_switch: HashMap<Word, Vec<Option<Word>>> = HashMap::default();
     for blk in f
         .blocks
         .iter()
@@ -598,7 +598,7 @@ fn lower_switch(
             phis(blk).map(|p| phi_value(p, b_label)).collect(),
         );
     }
-    let mut preds_of: HashMap<Word, Vec<Word>> = HashMap::new();
+    let mut preds_of: HashMap<Word, Vec<Word>> = HashMap::default();
     for (l, ins) in &chain {
         for t in successors(ins.last().expect("terminator")) {
             let v = preds_of.entry(t).or_default();
@@ -1014,7 +1014,7 @@ impl Walk {
                 }
                 None => cfg.reachable(b),
             };
-            let mut owned: HashSet<usize> = HashSet::new();
+            let mut owned: HashSet<usize> = HashSet::default();
             let mut roots = Vec::new();
             for &s in &self.cfg.succ[cur] {
                 // Reached only from here (back edges aside).
@@ -1096,7 +1096,7 @@ impl Walk {
 fn repair_ssa(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
     let f = &ctx.module.functions[fi];
     let cfg = Cfg::new(f);
-    let mut def: HashMap<Word, (usize, Word)> = HashMap::new();
+    let mut def: HashMap<Word, (usize, Word)> = HashMap::default();
     for (b, blk) in f.blocks.iter().enumerate() {
         for i in &blk.instructions {
             if let (Some(id), Some(ty)) = (i.result_id, i.result_type) {
@@ -1140,7 +1140,7 @@ fn repair_ssa(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
     let mut ssa = Ssa {
         cfg: &cfg,
         labels: &labels,
-        memo: HashMap::new(),
+        memo: HashMap::default(),
         new_phis: Vec::new(),
     };
     let mut replacements = Vec::new();
@@ -1218,9 +1218,9 @@ fn structure(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
     let mut walk = Walk {
         fi,
         cfg: Cfg::new(&ctx.module.functions[fi]),
-        loops: HashMap::new(),
-        merges: HashMap::new(),
-        visited: HashSet::new(),
+        loops: HashMap::default(),
+        merges: HashMap::default(),
+        visited: HashSet::default(),
         budget: 64 * n + 256,
     };
     walk.refresh(ctx)?;

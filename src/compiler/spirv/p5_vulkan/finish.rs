@@ -13,7 +13,7 @@
 //! and the `PhysicalStorageBuffer64` addressing model with the `GLSL450` or
 //! `Vulkan` memory model. It also runs `signed::run`.
 
-use std::collections::{HashMap, HashSet};
+use crate::compiler::spirv::common::{HashMap, HashSet};
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{
@@ -171,7 +171,7 @@ fn subgroup_capabilities(
             }
         }
     }
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     wanted.retain(|c| seen.insert(*c));
     for c in wanted {
         if caps.subgroup_ops & feature_bit(c) == 0 {
@@ -201,7 +201,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
         Capability::Int64,
         Capability::PhysicalStorageBufferAddresses,
     ];
-    let mut widths = HashSet::new();
+    let mut widths = HashSet::default();
     for t in &ctx.module.types_global_values {
         match (t.class.opcode, t.operands.first()) {
             (Op::TypeInt, Some(Operand::LiteralBit32(w))) => {
@@ -560,7 +560,7 @@ fn strip_decorations(ctx: &mut Ctx) -> Result<(), String> {
     // A decoration given twice (passes that mark the same result, such as
     // NoContraction on an operation two lowerings share) is given once:
     // SPIR-V allows most decorations only once per target.
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     ctx.module
         .annotations
         .retain(|a| seen.insert((a.class.opcode, a.operands.clone())));
@@ -621,7 +621,7 @@ fn wide_memory_access(ctx: &mut Ctx) {
     use rspirv::spirv::MemoryAccess;
     // PSB pointer types to arrays of 8 or 16 32-bit scalars: (pointer,
     // array, scalar, length).
-    let mut candidates: HashMap<Word, (Word, Word, u32)> = HashMap::new();
+    let mut candidates: HashMap<Word, (Word, Word, u32)> = HashMap::default();
     for t in &ctx.module.types_global_values {
         if t.class.opcode != Op::TypePointer
             || t.operands.first()
@@ -838,7 +838,7 @@ fn null_device_pointers(ctx: &mut Ctx) {
     let zero = ctx.const_int(u64t, 0);
     let mut functions = std::mem::take(&mut ctx.module.functions);
     for f in &mut functions {
-        let mut map: HashMap<Word, Word> = HashMap::new();
+        let mut map: HashMap<Word, Word> = HashMap::default();
         let mut made = Vec::new();
         for &(c, ty) in &nulls {
             let id = ctx.fresh();

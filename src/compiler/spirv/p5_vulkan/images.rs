@@ -31,7 +31,7 @@
 //! * channel order and data type queries read push-constant words, since
 //!   Vulkan cannot query an image's format.
 
-use std::collections::{HashMap, HashSet};
+use crate::compiler::spirv::common::{HashMap, HashSet};
 
 use opencl_sys::{
     CL_ADDRESS_CLAMP, CL_ADDRESS_CLAMP_TO_EDGE, CL_ADDRESS_MIRRORED_REPEAT, CL_ADDRESS_NONE,
@@ -303,10 +303,10 @@ pub fn run(
         return Ok(ImageInterface::default());
     }
     forward_image_slots(ctx);
-    let mut caps: HashSet<Capability> = HashSet::new();
+    let mut caps: HashSet<Capability> = HashSet::default();
     let mut bindings = Vec::new();
-    let mut images: HashMap<Word, Img> = HashMap::new();
-    let mut samplers: HashMap<Word, SamplerInfo> = HashMap::new();
+    let mut images: HashMap<Word, Img> = HashMap::default();
+    let mut samplers: HashMap<Word, SamplerInfo> = HashMap::default();
     // Parameter definitions: (id, Vulkan type, variable).
     let mut loads: Vec<(Word, Word, Word)> = Vec::new();
     let undefs: HashMap<Word, Word> = ctx.module.functions[func].blocks[0]
@@ -487,7 +487,7 @@ pub fn run(
     // Each sampler has a twin for 1D and 2D images: Vulkan's samplers
     // take unnormalized coordinates only for those, and they avoid the
     // rounding of dividing by the size.
-    let mut direct: HashMap<Word, Word> = HashMap::new();
+    let mut direct: HashMap<Word, Word> = HashMap::default();
     let mut direct_samplers = Vec::new();
     let sampler_bindings: Vec<(Word, u32)> = loads
         .iter()
@@ -535,7 +535,7 @@ pub fn run(
     let zero = ctx.const_u32(0);
     let fzero = float_const(ctx, 0.0);
     let fone = float_const(ctx, 1.0);
-    let mut sampled_images: HashMap<Word, (Word, Word)> = HashMap::new();
+    let mut sampled_images: HashMap<Word, (Word, Word)> = HashMap::default();
     let local_types: HashMap<Word, Word> = ctx.module.functions[func]
         .blocks
         .iter()
@@ -1061,7 +1061,7 @@ fn forward_image_slots(ctx: &mut Ctx) {
         })
         .filter_map(|i| i.result_id)
         .collect();
-    let mut stored: HashMap<Word, Vec<Word>> = HashMap::new();
+    let mut stored: HashMap<Word, Vec<Word>> = HashMap::default();
     for i in code().filter(|i| i.class.opcode == Op::Store) {
         if let (Some(p), Some(v)) = (id_at(i, 0), id_at(i, 1))
             && slots.contains(&p)
@@ -1074,7 +1074,7 @@ fn forward_image_slots(ctx: &mut Ctx) {
         .into_iter()
         .filter_map(|(p, v)| (v.len() == 1).then(|| (p, v[0])))
         .collect();
-    let mut subst: HashMap<Word, Word> = HashMap::new();
+    let mut subst: HashMap<Word, Word> = HashMap::default();
     for i in code().filter(|i| i.class.opcode == Op::Load) {
         if let (Some(r), Some(&v)) = (i.result_id, id_at(i, 0).and_then(|p| value.get(&p))) {
             subst.insert(r, v);

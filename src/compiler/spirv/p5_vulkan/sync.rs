@@ -22,7 +22,7 @@
 //! are non-private; releases make them available and acquires visible, at
 //! the scope of the operation.
 
-use std::collections::HashMap;
+use crate::compiler::spirv::common::HashMap;
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{ImageOperands, MemoryAccess, Op, StorageClass, Word};
@@ -241,7 +241,7 @@ fn add_visibility(ctx: &mut Ctx) -> Result<(), String> {
 /// Loads and stores of buffers and local memory, and storage image reads
 /// and writes, take part in availability and visibility.
 fn mark_non_private(ctx: &mut Ctx) {
-    let shared: std::collections::HashSet<Word> = ctx
+    let shared: crate::compiler::spirv::common::HashSet<Word> = ctx
         .module
         .types_global_values
         .iter()

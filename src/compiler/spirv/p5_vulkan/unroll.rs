@@ -26,7 +26,7 @@
 //! copies' values. Values of the loop used after it reach their users
 //! through a new phi in the merge block.
 
-use std::collections::{HashMap, HashSet};
+use crate::compiler::spirv::common::{HashMap, HashSet};
 
 use rspirv::dr::{Block, Function, Instruction, Operand};
 use rspirv::spirv::{Op, Word};
@@ -159,7 +159,7 @@ fn find_loop(f: &Function, h: Word) -> Result<Loop, &'static str> {
     let hi = *index.get(&h).ok_or("no header")?;
     let (merge, cont) = merge_of(&f.blocks[hi]).ok_or("not a loop")?;
     // The loop's blocks: reachable from the header without its merge.
-    let mut in_loop: HashSet<Word> = HashSet::from([h]);
+    let mut in_loop: HashSet<Word> = HashSet::from_iter([h]);
     let mut stack = vec![h];
     while let Some(b) = stack.pop() {
         let bi = *index.get(&b).ok_or("a branch to nowhere")?;
@@ -302,10 +302,10 @@ fn repeat(ctx: &mut Ctx, f: &mut Function, l: &Loop, factor: usize) {
         ..
     } = *l;
     // Copies 2..=factor: an id map each (copy 1 is the original).
-    let mut maps: Vec<HashMap<Word, Word>> = vec![HashMap::new()];
+    let mut maps: Vec<HashMap<Word, Word>> = vec![HashMap::default()];
     let mut copies: Vec<Vec<Block>> = Vec::new();
     for k in 1..factor {
-        let mut map: HashMap<Word, Word> = HashMap::new();
+        let mut map: HashMap<Word, Word> = HashMap::default();
         for &id in defined.iter().chain(in_loop.iter()) {
             map.insert(id, ctx.fresh());
         }
@@ -407,7 +407,7 @@ fn repeat(ctx: &mut Ctx, f: &mut Function, l: &Loop, factor: usize) {
         .filter(|&&b| successors(&f.blocks[b]).contains(&merge))
         .filter_map(|&b| label(&f.blocks[b]))
         .collect();
-    let mut replaced: HashMap<Word, Word> = HashMap::new();
+    let mut replaced: HashMap<Word, Word> = HashMap::default();
     let mut new_phis = Vec::new();
     for &v in escaping {
         let phi = ctx.fresh();
