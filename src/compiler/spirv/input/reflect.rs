@@ -6,13 +6,13 @@
 //! and `kernel_arg_type_qual.*` strings llvm-spirv keeps for vkcl; address
 //! and access qualifiers from the parameter types themselves.
 
-use crate::compiler::spirv::common::HashMap;
-
 use opencl_sys::*;
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{
     Decoration, ExecutionMode, ExecutionModel, FunctionParameterAttribute, Op, StorageClass,
 };
+
+use crate::compiler::spirv::common::HashMap;
 
 /// What an argument is, as clSetKernelArg will need to know.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -12,11 +12,10 @@
 //! `wait_group_events`, `prefetch` or value of event type is left; the copy
 //! loops are unstructured, for the structure pass.
 
-use crate::compiler::spirv::common::HashSet;
-
 use rspirv::dr::{Block, Instruction, Operand};
 use rspirv::spirv::{BuiltIn, Decoration, Op, OpenclStd100Op as C, StorageClass, Word};
 
+use crate::compiler::spirv::common::HashSet;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at, ids_used};
 
 pub fn run(ctx: &mut Ctx) -> Result<(), String> {

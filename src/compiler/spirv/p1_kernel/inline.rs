@@ -10,11 +10,10 @@
 //! kernel is one function without `OpFunctionCall`s and the module has no
 //! other function; no lifetime markers are left.
 
-use crate::compiler::spirv::common::HashMap;
-
 use rspirv::dr::{Block, Function, Instruction, Operand};
 use rspirv::spirv::{Op, Word};
 
+use crate::compiler::spirv::common::HashMap;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
 
 fn fid_of(f: &Function) -> Option<Word> {

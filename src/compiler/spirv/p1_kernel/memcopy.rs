@@ -25,11 +25,10 @@
 //! What remains (module constants of other kinds copied into another
 //! type, copies of over 4096 units) fails the rewrite by name.
 
-use crate::compiler::spirv::common::HashMap;
-
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Op, Word};
 
+use crate::compiler::spirv::common::HashMap;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
 use crate::compiler::spirv::input::reflect::layout;
 

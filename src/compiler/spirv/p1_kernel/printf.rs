@@ -21,11 +21,10 @@
 //! constants (the interface pass stores it into the private variable this
 //! pass reads, `Ctx::printf_buffer`).
 
-use crate::compiler::spirv::common::HashMap;
-
 use rspirv::dr::{Block, Instruction, Operand};
 use rspirv::spirv::{Op, OpenclStd100Op as C, StorageClass, Word};
 
+use crate::compiler::spirv::common::HashMap;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
 
 /// How one printf argument is stored.

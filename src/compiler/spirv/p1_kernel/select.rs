@@ -9,11 +9,10 @@
 //! fails by name); types, constants and module-scope variables nothing uses
 //! are gone.
 
-use crate::compiler::spirv::common::HashSet;
-
 use rspirv::dr::Operand;
 use rspirv::spirv::{Decoration, ExecutionModel, LinkageType, Op, StorageClass, Word};
 
+use crate::compiler::spirv::common::HashSet;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at, ids_used};
 
 /// Returns the kernel function's id.

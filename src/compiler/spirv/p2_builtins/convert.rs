@@ -20,11 +20,10 @@
 //! * float to a narrower float with a rounding mode (`convert_float_rtz`
 //!   of a double): the same step, compared exactly in the wider type.
 
-use crate::compiler::spirv::common::HashMap;
-
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, FPRoundingMode, GlslStd450Op as G, Op, Word};
 
+use crate::compiler::spirv::common::HashMap;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
 use crate::compiler::spirv::common::emit::{Emit, float_bits, width};
 

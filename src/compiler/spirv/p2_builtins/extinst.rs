@@ -16,14 +16,13 @@
 //! float operations carry `NoContraction`. A built-in it has no form for
 //! fails by name.
 
-use crate::compiler::spirv::common::{HashMap, HashSet};
-
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, GlslStd450Op as G, Op, OpenclStd100Op as C, StorageClass, Word};
 
 use crate::compiler::spirv::Options;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
 use crate::compiler::spirv::common::emit;
+use crate::compiler::spirv::common::{HashMap, HashSet};
 use crate::compiler::spirv::p1_kernel::{inline, memcopy};
 use crate::compiler::spirv::p2_builtins::{exact, fma64, fp16, half, libclc};
 use crate::compiler::spirv::p5_vulkan::finish::DeviceCaps;

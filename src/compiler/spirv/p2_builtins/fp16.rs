@@ -24,11 +24,10 @@
 //!
 //! [`half::retype_half`]: crate::compiler::spirv::p2_builtins::half::retype_half
 
-use crate::compiler::spirv::common::HashMap;
-
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, FPRoundingMode, Op, OpenclStd100Op as C, StorageClass, Word};
 
+use crate::compiler::spirv::common::HashMap;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
 use crate::compiler::spirv::common::emit::{self, Emit};
 use crate::compiler::spirv::p2_builtins::{extinst, half};

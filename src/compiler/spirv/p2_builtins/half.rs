@@ -9,11 +9,10 @@
 //! float to half rounds to nearest even, toward zero, or toward either
 //! infinity exactly as the OpenCL C specification asks, denormals included.
 
-use crate::compiler::spirv::common::HashMap;
-
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{FPRoundingMode, GlslStd450Op as G, Op, OpenclStd100Op as C, Word};
 
+use crate::compiler::spirv::common::HashMap;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
 use crate::compiler::spirv::common::emit::{self, Emit};
 

@@ -11,12 +11,12 @@
 //! (`_Z3powff`, `_Z5fractDv4_fPU3AS1S_`), so the call is found by
 //! mangling the built-in's name with its operand types.
 
-use crate::compiler::spirv::common::HashMap;
 use std::sync::OnceLock;
 
 use rspirv::dr::{Function, Instruction, Module, Operand};
 use rspirv::spirv::{Decoration, Op, StorageClass, Word};
 
+use crate::compiler::spirv::common::HashMap;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
 
 /// libclc's SPIR-V library, indexed for lookups.

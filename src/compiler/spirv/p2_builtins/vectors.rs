@@ -9,11 +9,10 @@
 //! components is left; values of those types are arrays with the same
 //! memory layout, operated on component by component.
 
-use crate::compiler::spirv::common::HashMap;
-
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, Op, Word};
 
+use crate::compiler::spirv::common::HashMap;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
 
 /// Opcodes that apply to each component: a result component is the

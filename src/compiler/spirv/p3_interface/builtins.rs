@@ -16,11 +16,10 @@
 //! member; the work-group size is the specialization-constant vector of
 //! SpecIds 0, 1 and 2.
 
-use crate::compiler::spirv::common::HashMap;
-
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{BuiltIn, Decoration, Op, StorageClass, Word};
 
+use crate::compiler::spirv::common::HashMap;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
 use crate::compiler::spirv::p3_interface::interface::Block;
 

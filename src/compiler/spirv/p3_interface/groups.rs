@@ -26,11 +26,10 @@
 //! without sub-group arithmetic, fails by name; returns whether the kernel
 //! must run as 1-D work-groups.
 
-use crate::compiler::spirv::common::HashMap;
-
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{BuiltIn, Capability, Decoration, GroupOperation, Op, StorageClass, Word};
 
+use crate::compiler::spirv::common::HashMap;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
 use crate::compiler::spirv::p3_interface::builtins::{flatten_workgroup, workgroup_size};
 use crate::compiler::spirv::p3_interface::interface::Block;

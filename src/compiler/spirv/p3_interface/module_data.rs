@@ -29,14 +29,13 @@
 //! into the segments' bytes here; the host adds the segments' addresses
 //! where [`ModuleData::relocations`] says, when it uploads them.
 
-use crate::compiler::spirv::common::{HashMap, HashSet};
-
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{Decoration, MemoryAccess, Op, StorageClass, Word};
 
 use crate::compiler::spirv::common::ctx::{
     Ctx, Prologue, decoration_literal, id_at, ids_used, insert_at_kernel_start,
 };
+use crate::compiler::spirv::common::{HashMap, HashSet};
 use crate::compiler::spirv::input::reflect::{self, is_packed, layout};
 use crate::compiler::spirv::p3_interface::interface::{Block, MODULE_DATA, header_address};
 

@@ -40,8 +40,6 @@
 //! from the push constants (`interface::SCRATCH`); the host allocates it
 //! per command from the sizes returned here.
 
-use crate::compiler::spirv::common::{HashMap, HashSet};
-
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{BuiltIn, Decoration, MemoryAccess, Op, StorageClass, Word};
 
@@ -49,6 +47,7 @@ use crate::compiler::spirv::common::ctx::Prologue;
 use crate::compiler::spirv::common::ctx::{
     Ctx, add_memory_access, id_at, ids_used, insert_at_kernel_start,
 };
+use crate::compiler::spirv::common::{HashMap, HashSet};
 use crate::compiler::spirv::input::reflect::layout;
 use crate::compiler::spirv::p3_interface::interface::{
     Block, SCRATCH, SCRATCH_BYTES, SCRATCH_PRIVATE_BYTES, header_address, header_word,

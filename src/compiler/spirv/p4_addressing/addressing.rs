@@ -15,12 +15,11 @@
 //! `Aligned`; arithmetic on logical pointers is access chains. What it
 //! cannot express fails by name.
 
-use crate::compiler::spirv::common::{HashMap, HashSet};
-
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Decoration, MemoryAccess, Op, StorageClass, Word};
 
 use crate::compiler::spirv::common::ctx::{Ctx, Prologue, id_at};
+use crate::compiler::spirv::common::{HashMap, HashSet};
 use crate::compiler::spirv::input::reflect::layout;
 
 pub fn run(ctx: &mut Ctx) -> Result<(), String> {

@@ -10,11 +10,10 @@
 //! holding a logical pointer is left that has one store dominating all its
 //! loads; others stay as they were.
 
-use crate::compiler::spirv::common::{HashMap, HashSet};
-
 use rspirv::spirv::{Op, StorageClass, Word};
 
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
+use crate::compiler::spirv::common::{HashMap, HashSet};
 use crate::compiler::spirv::p4_addressing::structure::Cfg;
 
 pub fn run(ctx: &mut Ctx) -> Result<(), String> {

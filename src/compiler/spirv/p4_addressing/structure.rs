@@ -42,12 +42,11 @@
 //!    read through phis placed on demand (Braun et al.), with OpUndef on
 //!    paths the original program never took.
 
-use crate::compiler::spirv::common::{HashMap, HashSet};
-
 use rspirv::dr::{Block, Instruction, Operand};
 use rspirv::spirv::{LoopControl, Op, SelectionControl, Word};
 
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
+use crate::compiler::spirv::common::{HashMap, HashSet};
 
 /// The blocks a terminator may go to.
 pub fn successors(term: &Instruction) -> Vec<Word> {

@@ -13,8 +13,6 @@
 //! and the `PhysicalStorageBuffer64` addressing model with the `GLSL450` or
 //! `Vulkan` memory model. It also runs `signed::run`.
 
-use crate::compiler::spirv::common::{HashMap, HashSet};
-
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{
     AddressingModel, Capability, Decoration, ExecutionMode, ExecutionModel, GroupOperation,
@@ -22,6 +20,7 @@ use rspirv::spirv::{
 };
 
 use crate::compiler::spirv::common::ctx::{Ctx, id_at, ids_used};
+use crate::compiler::spirv::common::{HashMap, HashSet};
 use crate::compiler::spirv::p3_interface::builtins::workgroup_size;
 
 /// What the Vulkan device can take, for the capabilities the module needs.

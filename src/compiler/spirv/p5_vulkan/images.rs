@@ -31,8 +31,6 @@
 //! * channel order and data type queries read push-constant words, since
 //!   Vulkan cannot query an image's format.
 
-use crate::compiler::spirv::common::{HashMap, HashSet};
-
 use opencl_sys::{
     CL_ADDRESS_CLAMP, CL_ADDRESS_CLAMP_TO_EDGE, CL_ADDRESS_MIRRORED_REPEAT, CL_ADDRESS_NONE,
     CL_ADDRESS_REPEAT, CL_FILTER_LINEAR, CL_FILTER_NEAREST, cl_addressing_mode, cl_filter_mode,
@@ -45,6 +43,7 @@ use rspirv::spirv::{
 
 use crate::compiler::spirv::common::ctx::{Ctx, id_at, ids_used};
 use crate::compiler::spirv::common::emit::Emit;
+use crate::compiler::spirv::common::{HashMap, HashSet};
 use crate::compiler::spirv::p3_interface::interface::Block;
 
 /// Set in an image's channel order word when the order has no alpha

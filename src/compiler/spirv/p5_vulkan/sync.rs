@@ -22,11 +22,10 @@
 //! are non-private; releases make them available and acquires visible, at
 //! the scope of the operation.
 
-use crate::compiler::spirv::common::HashMap;
-
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{ImageOperands, MemoryAccess, Op, StorageClass, Word};
 
+use crate::compiler::spirv::common::HashMap;
 use crate::compiler::spirv::common::ctx::{Ctx, add_memory_access};
 use crate::compiler::spirv::p5_vulkan::finish::DeviceCaps;
 

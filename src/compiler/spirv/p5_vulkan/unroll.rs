@@ -26,12 +26,11 @@
 //! copies' values. Values of the loop used after it reach their users
 //! through a new phi in the merge block.
 
-use crate::compiler::spirv::common::{HashMap, HashSet};
-
 use rspirv::dr::{Block, Function, Instruction, Operand};
 use rspirv::spirv::{Op, Word};
 
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
+use crate::compiler::spirv::common::{HashMap, HashSet};
 use crate::compiler::spirv::input::reflect::id;
 use crate::compiler::spirv::p4_addressing::structure;
 
