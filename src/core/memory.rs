@@ -412,7 +412,6 @@ pub mod work {
             None
         };
         let at = (buf.offset + offset) as u64;
-        let to_u64 = |n: usize| n as u64;
         // (offset in the application's range, offset in the staging
         // buffer, length) of the partial pages.
         let parts: Vec<(usize, usize, usize)> = [(0, 0, head), (inner_end - start, head, tail)]
@@ -427,38 +426,46 @@ pub mod work {
                 e.buffer().write(to, bytes);
             }
         }
+        // The copies from the host side (the import, the staging buffer)
+        // into the buffer, as (source, regions); a read copies each back.
         let inner = vk::BufferCopy {
             src_offset: 0,
-            dst_offset: at + to_u64(head),
-            size: to_u64(inner_end - inner_start),
+            dst_offset: at + head as u64,
+            size: (inner_end - inner_start) as u64,
         };
-        let edge_copies: Vec<vk::BufferCopy> = parts
-            .iter()
-            .map(|&(in_range, in_staging, len)| vk::BufferCopy {
-                src_offset: to_u64(in_staging),
-                dst_offset: at + to_u64(in_range),
-                size: to_u64(len),
+        let mut host_side = vec![(import.raw, vec![inner])];
+        if let Some(e) = &edges {
+            let regions = parts
+                .iter()
+                .map(|&(in_range, in_staging, len)| vk::BufferCopy {
+                    src_offset: in_staging as u64,
+                    dst_offset: at + in_range as u64,
+                    size: len as u64,
+                })
+                .collect();
+            host_side.push((e.buffer().raw, regions));
+        }
+        let storage = buf.storage.raw;
+        let copies: Vec<(vk::Buffer, vk::Buffer, Vec<vk::BufferCopy>)> = host_side
+            .into_iter()
+            .map(|(host, regions)| {
+                if to_device {
+                    return (host, storage, regions);
+                }
+                let back = regions
+                    .iter()
+                    .map(|c| vk::BufferCopy {
+                        src_offset: c.dst_offset,
+                        dst_offset: c.src_offset,
+                        size: c.size,
+                    })
+                    .collect();
+                (storage, host, back)
             })
             .collect();
-        let flip = |c: &vk::BufferCopy| vk::BufferCopy {
-            src_offset: c.dst_offset,
-            dst_offset: c.src_offset,
-            size: c.size,
-        };
-        let (storage, imported_raw) = (buf.storage.raw, import.raw);
-        let edges_raw = edges.as_ref().map(|e| e.buffer().raw);
         let record: crate::core::queue::RecordFn = Box::new(move |r| {
-            if to_device {
-                r.copy_buffer(imported_raw, storage, &[inner]);
-                if let Some(e) = edges_raw {
-                    r.copy_buffer(e, storage, &edge_copies);
-                }
-            } else {
-                r.copy_buffer(storage, imported_raw, &[flip(&inner)]);
-                if let Some(e) = edges_raw {
-                    let back: Vec<vk::BufferCopy> = edge_copies.iter().map(flip).collect();
-                    r.copy_buffer(storage, e, &back);
-                }
+            for (src, dst, regions) in &copies {
+                r.copy_buffer(*src, *dst, regions);
             }
             Ok(())
         });

@@ -135,9 +135,14 @@ impl Worker {
 /// queue's progress and its commands, so that the kernel that hung or
 /// faulted can be found.
 fn report_unfinished(lost: &[InFlight]) {
+    // A timeline's value now, or why it cannot be read.
+    let now = |f: &InFlight, semaphore: vk::Semaphore| {
+        // SAFETY: the queue's own timeline, or that of a queue an event of
+        // the batch's commands keeps alive.
+        let value = unsafe { f.queue.vk.raw.get_semaphore_counter_value(semaphore) };
+        value.map_or_else(|e| e.to_string(), |v| v.to_string())
+    };
     for f in lost {
-        // SAFETY: a timeline semaphore of the device, alive with its queue.
-        let reached = unsafe { f.queue.vk.raw.get_semaphore_counter_value(f.queue.timeline) };
         let commands: Vec<String> = f
             .batch
             .commands
@@ -151,15 +156,7 @@ fn report_unfinished(lost: &[InFlight]) {
             .batch
             .waits()
             .iter()
-            .map(|&(semaphore, value)| {
-                // SAFETY: the semaphore of a queue an event of this batch's
-                // commands keeps alive.
-                let now = unsafe { f.queue.vk.raw.get_semaphore_counter_value(semaphore) };
-                format!(
-                    "{semaphore:?} {value} (at {})",
-                    now.map_or_else(|e| format!("{e}"), |v| v.to_string())
-                )
-            })
+            .map(|&(semaphore, value)| format!("{semaphore:?} {value} (at {})", now(f, semaphore)))
             .collect();
         log::error!(
             target: "vkcl::worker",
@@ -167,7 +164,7 @@ fn report_unfinished(lost: &[InFlight]) {
             Arc::as_ptr(&f.queue),
             f.queue.timeline,
             f.value,
-            reached.map_or_else(|e| format!("{e}"), |v| v.to_string()),
+            now(f, f.queue.timeline),
             waits.join(", "),
             commands.join(", ")
         );
