@@ -616,13 +616,8 @@ fn float_atomic_exchange(cl: &Cl) {
     let r = unsafe { cl.clSetKernelArg.unwrap()(k, 2, 4, std::ptr::null()) };
     assert_eq!(r, CL_SUCCESS);
     s.run(k, &[n], Some(&[local]), None);
-    let f32s = |b: Vec<u8>| -> Vec<f32> {
-        b.chunks(4)
-            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-            .collect()
-    };
-    let left = f32s(cl.read(s.q, g, 0, 4 * (1 + groups)));
-    let seen = f32s(cl.read(s.q, seen, 0, 8 * n));
+    let left = f32s(&cl.read(s.q, g, 0, 4 * (1 + groups)));
+    let seen = f32s(&cl.read(s.q, seen, 0, 8 * n));
     // What the work-items took out and what is left is what went in.
     let sorted = |mut v: Vec<f32>| {
         v.sort_by(f32::total_cmp);
@@ -654,8 +649,8 @@ fn float_atomic_exchange(cl: &Cl) {
     s.arg(k, 0, &g);
     s.arg(k, 1, &out);
     s.run(k, &[64], Some(&[64]), None);
-    let left = f32s(cl.read(s.q, g, 0, 12));
-    let out = f32s(cl.read(s.q, out, 0, 4 * 128));
+    let left = f32s(&cl.read(s.q, g, 0, 12));
+    let out = f32s(&cl.read(s.q, out, 0, 4 * 128));
     let mut got = out[..64].to_vec();
     got.push(left[0]);
     let mut want: Vec<f32> = (0..64).map(|i| i as f32).collect();
