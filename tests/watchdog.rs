@@ -52,6 +52,30 @@ fn a_device_that_finishes_nothing_is_taken_as_hung() {
     // SAFETY: as above.
     let r = unsafe { cl.clEnqueueMarkerWithWaitList.unwrap()(s.q, 0, null(), &mut e2) };
     assert_eq!(r, CL_OUT_OF_RESOURCES, "a command after the device hung");
+    // Nor does an image, whose layout the device sets when it is made.
+    let format = cl_image_format {
+        image_channel_order: CL_RGBA,
+        image_channel_data_type: CL_UNORM_INT8,
+    };
+    let desc = cl_image_desc {
+        image_type: CL_MEM_OBJECT_IMAGE2D,
+        image_width: 16,
+        image_height: 16,
+        image_depth: 0,
+        image_array_size: 0,
+        image_row_pitch: 0,
+        image_slice_pitch: 0,
+        num_mip_levels: 0,
+        num_samples: 0,
+        buffer: null_mut(),
+    };
+    let mut err = 1;
+    // SAFETY: valid format and descriptor; no host pointer.
+    let image = unsafe {
+        cl.clCreateImage.unwrap()(s.c, CL_MEM_READ_WRITE, &format, &desc, null_mut(), &mut err)
+    };
+    assert!(image.is_null());
+    assert_eq!(err, CL_OUT_OF_RESOURCES, "an image after the device hung");
     // SAFETY: released once; the Setup releases the rest.
     unsafe { cl.clReleaseEvent.unwrap()(event) };
 }

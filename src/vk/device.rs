@@ -147,7 +147,11 @@ impl LogicalDevice {
         // uses it to run those paths on CPU devices.
         let unified_memory = info.is_unified_memory()
             && std::env::var("VKCL_DEVICE_LOCAL").map_or(true, |v| v != "1");
-        let can_import = info.has_extension(import_ext) && !unified_memory;
+        // VKCL_HOST_IMPORT=0: transfers never import the application's
+        // memory and go through staging buffers only.
+        let can_import = info.has_extension(import_ext)
+            && !unified_memory
+            && std::env::var("VKCL_HOST_IMPORT").map_or(true, |v| v != "0");
         if can_import {
             extensions.push(import_ext.as_ptr());
         }
@@ -480,7 +484,12 @@ impl LogicalDevice {
 
     /// Records commands with `record`, submits them and waits for them:
     /// for work outside any OpenCL queue, such as a buffer's initial data.
+    /// On a lost or hung device it fails at once: the work would never
+    /// finish, and every caller would wait for it in turn.
     pub fn one_shot(&self, record: impl FnOnce(vk::CommandBuffer)) -> Result<(), vk::Result> {
+        if self.is_lost() {
+            return Err(vk::Result::ERROR_DEVICE_LOST);
+        }
         let pool = self.one_shot_pool.lock().unwrap_or_else(|e| e.into_inner());
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(*pool)
