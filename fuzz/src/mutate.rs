@@ -339,9 +339,13 @@ fn duplicate_instruction(m: &mut Module, rng: &mut Rng) -> bool {
     };
     let mut copy = m.functions[f].blocks[b].instructions[i].clone();
     if copy.result_id.is_some() {
+        // A fresh id, unless the (mutated) header's bound has none left.
         let header = m.header.as_mut().expect("loaded modules have a header");
+        let Some(next) = header.bound.checked_add(1) else {
+            return false;
+        };
         copy.result_id = Some(header.bound);
-        header.bound += 1;
+        header.bound = next;
     }
     m.functions[f].blocks[b].instructions.insert(i + 1, copy);
     true
@@ -828,5 +832,28 @@ mod tests {
         // its constants); most are.
         assert!(changed > 150, "{changed} of 200 mutants differ");
         assert!(readable > 120, "{readable} of 200 mutants read back");
+    }
+
+    /// A header whose id bound is u32::MAX (libFuzzer writes such words
+    /// into inputs) leaves no fresh id for a duplicated instruction: the
+    /// mutator once overflowed there.
+    #[test]
+    fn a_full_id_bound_is_no_panic() {
+        let mut module = crate::seeds::assemble(
+            "OpCapability Addresses\nOpCapability Kernel\nOpMemoryModel Physical64 OpenCL\n\
+             OpEntryPoint Kernel %f \"f\"\n%void = OpTypeVoid\n%uint = OpTypeInt 32 0\n\
+             %fn = OpTypeFunction %void\n%c1 = OpConstant %uint 1\n\
+             %f = OpFunction %void None %fn\n%l = OpLabel\n%v = OpIAdd %uint %c1 %c1\n\
+             OpReturn\nOpFunctionEnd\n",
+            spirv_tools::TargetEnv::Universal_1_0,
+        )
+        .expect("assembles");
+        module[3] = u32::MAX;
+        let mut loaded = rspirv::dr::load_words(&module).expect("a module");
+        let mut rng = Rng::new(1);
+        for _ in 0..64 {
+            duplicate_instruction(&mut loaded, &mut rng);
+        }
+        assert_eq!(loaded.header.as_ref().map(|h| h.bound), Some(u32::MAX));
     }
 }
