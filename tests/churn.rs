@@ -111,11 +111,7 @@ fn round(cl: &Cl, svm: bool) {
         image_channel_order: CL_RGBA,
         image_channel_data_type: CL_UNORM_INT8,
     };
-    // SAFETY: a plain C struct, all zeros meaning "none".
-    let mut desc: cl_image_desc = unsafe { std::mem::zeroed() };
-    desc.image_type = CL_MEM_OBJECT_IMAGE2D;
-    desc.image_width = 8;
-    desc.image_height = 8;
+    let desc = image_desc(CL_MEM_OBJECT_IMAGE2D, 8, 8, 0, 0);
     let texels = [51u8; 8 * 8 * 4];
     let image = unsafe {
         cl.clCreateImage.unwrap()(

@@ -454,18 +454,7 @@ fn image_reads_and_writes_of_halves(cl: &Cl) {
         image_channel_order: CL_RGBA,
         image_channel_data_type: CL_HALF_FLOAT,
     };
-    let desc = cl_image_desc {
-        image_type: CL_MEM_OBJECT_IMAGE2D,
-        image_width: w,
-        image_height: h,
-        image_depth: 0,
-        image_array_size: 0,
-        image_row_pitch: 0,
-        image_slice_pitch: 0,
-        num_mip_levels: 0,
-        num_samples: 0,
-        buffer: null_mut(),
-    };
+    let desc = image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
     let texels: Vec<u16> = sample_halves(w * h * 4, 31)
         .into_iter()
         .map(|b| b & 0xBBFF)

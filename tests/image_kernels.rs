@@ -53,16 +53,6 @@ const fn fmt(order: cl_channel_order, ty: cl_channel_type) -> cl_image_format {
     }
 }
 
-fn desc(ty: cl_mem_object_type, w: usize, h: usize, d: usize, a: usize) -> cl_image_desc {
-    let mut desc: cl_image_desc = unsafe { std::mem::zeroed() };
-    desc.image_type = ty;
-    desc.image_width = w;
-    desc.image_height = h;
-    desc.image_depth = d;
-    desc.image_array_size = a;
-    desc
-}
-
 fn floats(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_ne_bytes()).collect()
 }
@@ -180,7 +170,7 @@ fn device_reports_images(cl: &Cl) {
 fn fetch_and_write_float_int_uint(cl: &Cl) {
     let mut t = Images::new(cl);
     let (w, h) = (13, 7);
-    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let d2 = image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
     let n = w * h * 4;
     // Floats.
     let data: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 3.0).collect();
@@ -283,7 +273,7 @@ fn nearest(u: f32, n: usize, addressing: cl_addressing_mode) -> Option<usize> {
 fn samplers_address_and_filter(cl: &Cl) {
     let mut t = Images::new(cl);
     let (w, h) = (8, 4);
-    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let d2 = image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
     let data: Vec<f32> = (0..w * h * 4).map(|i| (i * 3 % 17) as f32).collect();
     let src = t.image(
         CL_MEM_READ_ONLY,
@@ -365,7 +355,7 @@ fn samplers_address_and_filter(cl: &Cl) {
 fn literal_sampler_with_integer_coordinates(cl: &Cl) {
     let mut t = Images::new(cl);
     let (w, h) = (6, 3);
-    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let d2 = image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
     let bytes: Vec<u8> = (0..w * h * 4).map(|i| (i * 5 + 1) as u8).collect();
     let src = t.image(
         CL_MEM_READ_ONLY,
@@ -408,13 +398,13 @@ fn three_d_and_array_images(cl: &Cl) {
     let src = t.image(
         CL_MEM_READ_ONLY,
         f,
-        desc(CL_MEM_OBJECT_IMAGE3D, w, h, d, 0),
+        image_desc(CL_MEM_OBJECT_IMAGE3D, w, h, d, 0),
         Some(&floats(&data)),
     );
     let dst = t.image(
         CL_MEM_WRITE_ONLY,
         f,
-        desc(CL_MEM_OBJECT_IMAGE3D, w, h, d, 0),
+        image_desc(CL_MEM_OBJECT_IMAGE3D, w, h, d, 0),
         None,
     );
     let k = t.s.kernel(SRC, "fetch_3d", "");
@@ -435,13 +425,13 @@ fn three_d_and_array_images(cl: &Cl) {
     let src = t.image(
         CL_MEM_READ_ONLY,
         f,
-        desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, w, h, 0, la),
+        image_desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, w, h, 0, la),
         Some(&floats(&data)),
     );
     let dst = t.image(
         CL_MEM_WRITE_ONLY,
         f,
-        desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, w, h, 0, la),
+        image_desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, w, h, 0, la),
         None,
     );
     let smp = t.sampler(false, CL_ADDRESS_CLAMP_TO_EDGE, CL_FILTER_NEAREST);
@@ -459,13 +449,13 @@ fn three_d_and_array_images(cl: &Cl) {
     let src = t.image(
         CL_MEM_READ_ONLY,
         f,
-        desc(CL_MEM_OBJECT_IMAGE1D, n1, 0, 0, 0),
+        image_desc(CL_MEM_OBJECT_IMAGE1D, n1, 0, 0, 0),
         Some(&bytes_of(&words)),
     );
     let dst = t.image(
         CL_MEM_WRITE_ONLY,
         f,
-        desc(CL_MEM_OBJECT_IMAGE1D, n1, 0, 0, 0),
+        image_desc(CL_MEM_OBJECT_IMAGE1D, n1, 0, 0, 0),
         None,
     );
     let k = t.s.kernel(SRC, "fetch_1d", "");
@@ -484,13 +474,13 @@ fn three_d_and_array_images(cl: &Cl) {
     let src = t.image(
         CL_MEM_READ_ONLY,
         f,
-        desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, n1, 0, 0, layers),
+        image_desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, n1, 0, 0, layers),
         Some(&bytes_of(&halves)),
     );
     let dst = t.image(
         CL_MEM_WRITE_ONLY,
         f,
-        desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, n1, 0, 0, layers),
+        image_desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, n1, 0, 0, layers),
         None,
     );
     let k = t.s.kernel(SRC, "fetch_1d_array", "");
@@ -519,7 +509,7 @@ fn read_write_images(cl: &Cl) {
     let img = t.image(
         CL_MEM_READ_WRITE,
         f,
-        desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0),
+        image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0),
         Some(&bytes_of(&data)),
     );
     let k = t.s.kernel(RW_SRC, "read_write_2d", "-cl-std=CL3.0");
@@ -543,31 +533,31 @@ fn image_queries(cl: &Cl) {
     let a = t.image(
         CL_MEM_READ_ONLY,
         fmt(CL_BGRA, CL_UNORM_INT8),
-        desc(CL_MEM_OBJECT_IMAGE2D, 21, 9, 0, 0),
+        image_desc(CL_MEM_OBJECT_IMAGE2D, 21, 9, 0, 0),
         None,
     );
     let b = t.image(
         CL_MEM_WRITE_ONLY,
         fmt(CL_R, CL_SIGNED_INT32),
-        desc(CL_MEM_OBJECT_IMAGE3D, 6, 5, 4, 0),
+        image_desc(CL_MEM_OBJECT_IMAGE3D, 6, 5, 4, 0),
         None,
     );
     let c = t.image(
         CL_MEM_READ_ONLY,
         fmt(CL_RGBA, CL_FLOAT),
-        desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, 3, 2, 0, 7),
+        image_desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, 3, 2, 0, 7),
         None,
     );
     let d = t.image(
         CL_MEM_READ_ONLY,
         fmt(CL_R, CL_UNORM_INT16),
-        desc(CL_MEM_OBJECT_IMAGE1D, 33, 0, 0, 0),
+        image_desc(CL_MEM_OBJECT_IMAGE1D, 33, 0, 0, 0),
         None,
     );
     let e = t.image(
         CL_MEM_WRITE_ONLY,
         fmt(CL_RG, CL_HALF_FLOAT),
-        desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, 17, 0, 0, 5),
+        image_desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, 17, 0, 0, 5),
         None,
     );
     let out = t.s.zeroed(64);
@@ -600,11 +590,11 @@ fn image_queries(cl: &Cl) {
 
 fn argument_errors(cl: &Cl) {
     let mut t = Images::new(cl);
-    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, 4, 4, 0, 0);
+    let d2 = image_desc(CL_MEM_OBJECT_IMAGE2D, 4, 4, 0, 0);
     let img3 = t.image(
         0,
         fmt(CL_RGBA, CL_FLOAT),
-        desc(CL_MEM_OBJECT_IMAGE3D, 4, 4, 4, 0),
+        image_desc(CL_MEM_OBJECT_IMAGE3D, 4, 4, 4, 0),
         None,
     );
     let lum = t.image(CL_MEM_READ_ONLY, fmt(CL_LUMINANCE, CL_FLOAT), d2, None);
@@ -673,7 +663,7 @@ fn argument_errors(cl: &Cl) {
 fn orders_without_alpha_and_swizzled_orders(cl: &Cl) {
     let mut t = Images::new(cl);
     let (w, h) = (4, 2);
-    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let d2 = image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
     let dst = t.image(CL_MEM_WRITE_ONLY, fmt(CL_RGBA, CL_FLOAT), d2, None);
     let k = t.s.kernel(SRC, "sample_2d", "");
     let clamp = t.sampler(false, CL_ADDRESS_CLAMP, CL_FILTER_NEAREST);
@@ -739,7 +729,7 @@ fn orders_without_alpha_and_swizzled_orders(cl: &Cl) {
 fn unnormalized_integral_coordinates(cl: &Cl) {
     let mut t = Images::new(cl);
     let (w, h) = (329, 2);
-    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let d2 = image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
     let data: Vec<f32> = (0..w * h).map(|i| i as f32).collect();
     let src = t.image(
         CL_MEM_READ_ONLY,
@@ -827,7 +817,7 @@ fn many_images(cl: &Cl, src: &str, options: &str, reads: usize) {
     let k = t.s.kernel(src, "many", options);
     let r8 = fmt(CL_R, CL_UNSIGNED_INT8);
     let r32 = fmt(CL_R, CL_UNSIGNED_INT32);
-    let one = desc(CL_MEM_OBJECT_IMAGE2D, 1, 1, 1, 0);
+    let one = image_desc(CL_MEM_OBJECT_IMAGE2D, 1, 1, 1, 0);
     let out = t.s.zeroed(8);
     t.s.arg(k, 0, &out);
     let big: Vec<u32> = (0..16).map(|v| v * 3 + 1).collect();
@@ -856,7 +846,7 @@ fn many_images(cl: &Cl, src: &str, options: &str, reads: usize) {
 /// or not the device writes B8G8R8A8 storage images itself.
 fn bgra_images_written_by_kernels(cl: &Cl) {
     let (w, h) = (5usize, 3usize);
-    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let d2 = image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
     let rgba: Vec<u8> = (0..w * h * 4).map(|i| (i * 7 % 251) as u8).collect();
     for (kernel, ty) in [
         ("fetch_2d", CL_UNORM_INT8),
@@ -893,7 +883,7 @@ impl Images<'_> {
         f: cl_image_format,
         width: usize,
     ) -> cl_mem {
-        let mut d = desc(CL_MEM_OBJECT_IMAGE1D_BUFFER, width, 0, 0, 0);
+        let mut d = image_desc(CL_MEM_OBJECT_IMAGE1D_BUFFER, width, 0, 0, 0);
         d.buffer = buffer;
         let mut e = 1;
         let m = unsafe {
@@ -1120,7 +1110,7 @@ fn one_d_image_buffer_errors(cl: &Cl) {
     let ro = cl.buffer(t.s.c, CL_MEM_READ_ONLY, 1024, null_mut());
     t.made.push(ro);
     let create = |flags: cl_mem_flags, width: usize, buffer: cl_mem, host: *mut c_void| {
-        let mut d = desc(CL_MEM_OBJECT_IMAGE1D_BUFFER, width, 0, 0, 0);
+        let mut d = image_desc(CL_MEM_OBJECT_IMAGE1D_BUFFER, width, 0, 0, 0);
         d.buffer = buffer;
         let mut e = 1;
         let m = unsafe { cl.clCreateImage.unwrap()(t.s.c, flags, &f, &d, host, &mut e) };
@@ -1209,7 +1199,7 @@ fn from_rows(
     h: usize,
     pitch: usize,
 ) -> Result<cl_mem, cl_int> {
-    let mut d = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let mut d = image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
     d.image_row_pitch = pitch;
     d.buffer = buffer;
     let mut e = 1;
@@ -1330,7 +1320,7 @@ fn two_d_images_from_buffers(cl: &Cl) {
     let plain = t.image(
         CL_MEM_READ_WRITE,
         f,
-        desc(CL_MEM_OBJECT_IMAGE2D, 2, 2, 0, 0),
+        image_desc(CL_MEM_OBJECT_IMAGE2D, 2, 2, 0, 0),
         Some(&[9u8; 16]),
     );
     let (so, dorig, r) = ([0usize; 3], [3usize, 4, 0], [2usize, 2, 1]);
@@ -1373,7 +1363,7 @@ fn two_d_images_from_buffers(cl: &Cl) {
         "{}",
         cl.how
     );
-    let mut d3 = desc(CL_MEM_OBJECT_IMAGE3D, 2, 2, 2, 0);
+    let mut d3 = image_desc(CL_MEM_OBJECT_IMAGE3D, 2, 2, 2, 0);
     d3.buffer = src_buf;
     let mut e = 1;
     let m = unsafe { cl.clCreateImage.unwrap()(t.s.c, 0, &f, &d3, null_mut(), &mut e) };
@@ -1508,13 +1498,13 @@ fn linear_filtering_at_texel_centres(cl: &Cl) {
     let img3 = t.image(
         CL_MEM_READ_ONLY,
         f,
-        desc(CL_MEM_OBJECT_IMAGE3D, w, h, d, 0),
+        image_desc(CL_MEM_OBJECT_IMAGE3D, w, h, d, 0),
         Some(&floats(&data)),
     );
     let arr = t.image(
         CL_MEM_READ_ONLY,
         f,
-        desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, w, h, 0, d),
+        image_desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, w, h, 0, d),
         Some(&floats(&data)),
     );
     let line: Vec<f32> = (0..w).map(|x| value(x, 0, 0)).collect();
@@ -1522,7 +1512,7 @@ fn linear_filtering_at_texel_centres(cl: &Cl) {
     let arr1 = t.image(
         CL_MEM_READ_ONLY,
         f,
-        desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, w, 0, 0, 3),
+        image_desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, w, 0, 0, 3),
         Some(&floats(&lines)),
     );
     // Every centre, a few off-centre points, and points outside.
@@ -1620,7 +1610,7 @@ fn linear_8_bit(
     let img = t.image(
         CL_MEM_READ_ONLY,
         fmt(order, CL_UNORM_INT8),
-        desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0),
+        image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0),
         Some(&bytes),
     );
     let texel = |at: &[usize]| {
@@ -1690,7 +1680,7 @@ fn linear_8_bit(
 fn packed_and_alpha_first_formats(cl: &Cl) {
     let mut t = Images::new(cl);
     let (w, h) = (3, 2);
-    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let d2 = image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
     let offered = supported_formats(&t, CL_MEM_READ_ONLY, CL_MEM_OBJECT_IMAGE2D);
     let dst = t.image(CL_MEM_WRITE_ONLY, fmt(CL_RGBA, CL_FLOAT), d2, None);
     let k = t.s.kernel(SRC, "fetch_2d", "");
@@ -1817,7 +1807,7 @@ fn packed_16_bit_formats(cl: &Cl) {
     let mut t = Images::new(cl);
     let offered = supported_formats(&t, CL_MEM_WRITE_ONLY, CL_MEM_OBJECT_IMAGE2D);
     let (w, h) = (9, 4);
-    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let d2 = image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
     let mut tried = 0;
     for (ty, bits) in [
         (CL_UNORM_SHORT_565, [5u32, 6, 5]),
@@ -1931,7 +1921,7 @@ fn from_srgb(v: f32) -> f32 {
 fn two_d_images_from_images(cl: &Cl) {
     let mut t = Images::new(cl);
     let (w, h) = (5, 3);
-    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let d2 = image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
     let rgba = fmt(CL_RGBA, CL_UNORM_INT8);
     let srgba = fmt(CL_sRGBA, CL_UNORM_INT8);
     if !supported_formats(&t, CL_MEM_READ_ONLY, CL_MEM_OBJECT_IMAGE2D)
@@ -2010,7 +2000,7 @@ fn two_d_images_from_images(cl: &Cl) {
         &mut t,
         linear,
         srgba,
-        desc(CL_MEM_OBJECT_IMAGE2D, w + 1, h, 0, 0),
+        image_desc(CL_MEM_OBJECT_IMAGE2D, w + 1, h, 0, 0),
     );
     assert_eq!(e, CL_INVALID_IMAGE_DESCRIPTOR, "{}: width", cl.how);
     let (_, e) = view(&mut t, linear, fmt(CL_BGRA, CL_UNORM_INT8), d2);
@@ -2021,7 +2011,7 @@ fn two_d_images_from_images(cl: &Cl) {
         "{}: data type",
         cl.how
     );
-    let d3 = desc(CL_MEM_OBJECT_IMAGE3D, w, h, 2, 0);
+    let d3 = image_desc(CL_MEM_OBJECT_IMAGE3D, w, h, 2, 0);
     let cube = t.image(CL_MEM_READ_WRITE, rgba, d3, None);
     let (_, e) = view(&mut t, cube, srgba, d2);
     assert_eq!(e, CL_INVALID_IMAGE_DESCRIPTOR, "{}: 3D source", cl.how);
@@ -2102,7 +2092,7 @@ fn depth_images(cl: &Cl) {
         );
     }
     let (w, h) = (6, 4);
-    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let d2 = image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
     let depth = fmt(CL_DEPTH, CL_FLOAT);
     let values: Vec<f32> = (0..w * h).map(|i| i as f32 * 0.125 - 1.0).collect();
     let a = t.image(CL_MEM_READ_ONLY, depth, d2, Some(&floats(&values)));
@@ -2146,7 +2136,7 @@ fn depth_images(cl: &Cl) {
     assert_eq!(got[0], want[0], "{}", cl.how);
     // 16-bit normalized depth in arrays.
     let layers = 3;
-    let da = desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, w, h, 0, layers);
+    let da = image_desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, w, h, 0, layers);
     let n = w * h * layers;
     let unorm: Vec<u16> = (0..n).map(|i| (i * 1000) as u16).collect();
     let bytes: Vec<u8> = unorm.iter().flat_map(|v| v.to_ne_bytes()).collect();
@@ -2172,7 +2162,7 @@ fn depth_images(cl: &Cl) {
     }
     // Other image types refuse the order.
     let mut e = 1;
-    let d3 = desc(CL_MEM_OBJECT_IMAGE3D, w, h, 2, 0);
+    let d3 = image_desc(CL_MEM_OBJECT_IMAGE3D, w, h, 2, 0);
     let m = unsafe { cl.clCreateImage.unwrap()(t.s.c, rw, &depth, &d3, null_mut(), &mut e) };
     assert!(m.is_null(), "{}", cl.how);
     assert_eq!(e, CL_IMAGE_FORMAT_NOT_SUPPORTED, "{}", cl.how);

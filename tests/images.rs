@@ -42,24 +42,20 @@ const FORMATS: [(cl_image_format, usize); 7] = [
     (fmt(CL_RGBA, CL_FLOAT), 16),
 ];
 
-fn desc(ty: cl_mem_object_type, w: usize, h: usize, d: usize, a: usize) -> cl_image_desc {
-    let mut desc: cl_image_desc = unsafe { std::mem::zeroed() };
-    desc.image_type = ty;
-    desc.image_width = w;
-    desc.image_height = h;
-    desc.image_depth = d;
-    desc.image_array_size = a;
-    desc
-}
-
 /// One image of each type, with its size in OpenCL's region coordinates.
 fn shapes() -> Vec<(cl_image_desc, [usize; 3])> {
     vec![
-        (desc(CL_MEM_OBJECT_IMAGE1D, 37, 0, 0, 0), [37, 1, 1]),
-        (desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, 19, 0, 0, 5), [19, 5, 1]),
-        (desc(CL_MEM_OBJECT_IMAGE2D, 23, 17, 0, 0), [23, 17, 1]),
-        (desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, 13, 11, 0, 4), [13, 11, 4]),
-        (desc(CL_MEM_OBJECT_IMAGE3D, 9, 7, 6, 0), [9, 7, 6]),
+        (image_desc(CL_MEM_OBJECT_IMAGE1D, 37, 0, 0, 0), [37, 1, 1]),
+        (
+            image_desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, 19, 0, 0, 5),
+            [19, 5, 1],
+        ),
+        (image_desc(CL_MEM_OBJECT_IMAGE2D, 23, 17, 0, 0), [23, 17, 1]),
+        (
+            image_desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, 13, 11, 0, 4),
+            [13, 11, 4],
+        ),
+        (image_desc(CL_MEM_OBJECT_IMAGE3D, 9, 7, 6, 0), [9, 7, 6]),
     ]
 }
 
@@ -284,7 +280,7 @@ fn supported_formats_are_listed(cl: &Cl) {
 fn creation_errors(cl: &Cl) {
     let c = cl.context();
     let rgba = fmt(CL_RGBA, CL_UNORM_INT8);
-    let d2 = desc(CL_MEM_OBJECT_IMAGE2D, 8, 8, 0, 0);
+    let d2 = image_desc(CL_MEM_OBJECT_IMAGE2D, 8, 8, 0, 0);
     let mut host = vec![0u8; 8 * 8 * 4 * 2];
     let hp: *mut c_void = host.as_mut_ptr().cast();
     let bad = |r: Result<cl_mem, cl_int>| r.err().unwrap();
@@ -324,11 +320,11 @@ fn creation_errors(cl: &Cl) {
     assert!(m.is_null());
     assert_eq!(e, CL_INVALID_IMAGE_DESCRIPTOR);
     for d in [
-        desc(CL_MEM_OBJECT_IMAGE2D, 0, 8, 0, 0),
-        desc(CL_MEM_OBJECT_IMAGE2D, 8, 0, 0, 0),
-        desc(CL_MEM_OBJECT_IMAGE3D, 8, 8, 0, 0),
-        desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, 8, 8, 0, 0),
-        desc(CL_MEM_OBJECT_BUFFER, 8, 8, 0, 0),
+        image_desc(CL_MEM_OBJECT_IMAGE2D, 0, 8, 0, 0),
+        image_desc(CL_MEM_OBJECT_IMAGE2D, 8, 0, 0, 0),
+        image_desc(CL_MEM_OBJECT_IMAGE3D, 8, 8, 0, 0),
+        image_desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, 8, 8, 0, 0),
+        image_desc(CL_MEM_OBJECT_BUFFER, 8, 8, 0, 0),
         {
             let mut d = d2;
             d.num_mip_levels = 2;
@@ -361,7 +357,7 @@ fn creation_errors(cl: &Cl) {
             c,
             0,
             &rgba,
-            &desc(CL_MEM_OBJECT_IMAGE2D, 1 << 30, 8, 0, 0),
+            &image_desc(CL_MEM_OBJECT_IMAGE2D, 1 << 30, 8, 0, 0),
             null_mut()
         )),
         CL_INVALID_IMAGE_SIZE
@@ -371,7 +367,7 @@ fn creation_errors(cl: &Cl) {
             c,
             0,
             &rgba,
-            &desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, 8, 0, 0, 1 << 30),
+            &image_desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, 8, 0, 0, 1 << 30),
             null_mut()
         )),
         CL_INVALID_IMAGE_SIZE
@@ -442,7 +438,7 @@ fn creation_errors(cl: &Cl) {
 fn image_and_memory_queries(cl: &Cl) {
     let c = cl.context();
     let f = fmt(CL_RG, CL_HALF_FLOAT);
-    let mut d = desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, 5, 3, 0, 2);
+    let mut d = image_desc(CL_MEM_OBJECT_IMAGE2D_ARRAY, 5, 3, 0, 2);
     d.image_row_pitch = 24;
     d.image_slice_pitch = 96;
     let mut host = vec![0u8; 96 * 2];
@@ -497,7 +493,7 @@ fn image_and_memory_queries(cl: &Cl) {
             c,
             0,
             &f,
-            &desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, 7, 0, 0, 3),
+            &image_desc(CL_MEM_OBJECT_IMAGE1D_ARRAY, 7, 0, 0, 3),
             null_mut(),
         )
         .unwrap();
@@ -604,7 +600,7 @@ fn host_pointers_with_pitches(cl: &Cl) {
     let f = fmt(CL_RGBA, CL_UNSIGNED_INT8);
     let (w, h, dd) = (6, 4, 3);
     let (rp, sp) = (w * 4 + 8, (w * 4 + 8) * (h + 1));
-    let mut d = desc(CL_MEM_OBJECT_IMAGE3D, w, h, dd, 0);
+    let mut d = image_desc(CL_MEM_OBJECT_IMAGE3D, w, h, dd, 0);
     d.image_row_pitch = rp;
     d.image_slice_pitch = sp;
     let host = pattern(sp * dd, 5);
@@ -845,7 +841,7 @@ fn fills_convert_the_colour(cl: &Cl) {
                 c,
                 CL_MEM_READ_ONLY,
                 &f,
-                &desc(CL_MEM_OBJECT_IMAGE2D, 7, 5, 0, 0),
+                &image_desc(CL_MEM_OBJECT_IMAGE2D, 7, 5, 0, 0),
                 null_mut(),
             )
             .unwrap();
@@ -967,7 +963,7 @@ fn transfer_errors(cl: &Cl) {
             c,
             0,
             &f,
-            &desc(CL_MEM_OBJECT_IMAGE2D, 8, 8, 0, 0),
+            &image_desc(CL_MEM_OBJECT_IMAGE2D, 8, 8, 0, 0),
             null_mut(),
         )
         .unwrap();
@@ -976,7 +972,7 @@ fn transfer_errors(cl: &Cl) {
             c,
             0,
             &f,
-            &desc(CL_MEM_OBJECT_IMAGE1D, 8, 0, 0, 0),
+            &image_desc(CL_MEM_OBJECT_IMAGE1D, 8, 0, 0, 0),
             null_mut(),
         )
         .unwrap();
@@ -985,7 +981,7 @@ fn transfer_errors(cl: &Cl) {
             c,
             0,
             &fmt(CL_R, CL_FLOAT),
-            &desc(CL_MEM_OBJECT_IMAGE2D, 8, 8, 0, 0),
+            &image_desc(CL_MEM_OBJECT_IMAGE2D, 8, 8, 0, 0),
             null_mut(),
         )
         .unwrap();
@@ -1200,7 +1196,7 @@ fn transfer_errors(cl: &Cl) {
             c,
             CL_MEM_HOST_WRITE_ONLY,
             &f,
-            &desc(CL_MEM_OBJECT_IMAGE2D, 8, 8, 0, 0),
+            &image_desc(CL_MEM_OBJECT_IMAGE2D, 8, 8, 0, 0),
             null_mut(),
         )
         .unwrap();

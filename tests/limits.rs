@@ -140,18 +140,7 @@ fn images_beyond_the_device_memory(cl: &Cl) {
         image_channel_order: CL_RGBA,
         image_channel_data_type: CL_UNORM_INT8,
     };
-    let desc = cl_image_desc {
-        image_type: CL_MEM_OBJECT_IMAGE2D,
-        image_width: side,
-        image_height: side,
-        image_depth: 1,
-        image_array_size: 1,
-        image_row_pitch: 0,
-        image_slice_pitch: 0,
-        num_mip_levels: 0,
-        num_samples: 0,
-        buffer: null_mut(),
-    };
+    let desc = image_desc(CL_MEM_OBJECT_IMAGE2D, side, side, 1, 1);
     let mut held = Vec::new();
     let mut refused = None;
     while (held.len() as u64) * bytes <= 2 * global {

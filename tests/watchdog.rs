@@ -57,18 +57,7 @@ fn a_device_that_finishes_nothing_is_taken_as_hung() {
         image_channel_order: CL_RGBA,
         image_channel_data_type: CL_UNORM_INT8,
     };
-    let desc = cl_image_desc {
-        image_type: CL_MEM_OBJECT_IMAGE2D,
-        image_width: 16,
-        image_height: 16,
-        image_depth: 0,
-        image_array_size: 0,
-        image_row_pitch: 0,
-        image_slice_pitch: 0,
-        num_mip_levels: 0,
-        num_samples: 0,
-        buffer: null_mut(),
-    };
+    let desc = image_desc(CL_MEM_OBJECT_IMAGE2D, 16, 16, 0, 0);
     let mut err = 1;
     // SAFETY: valid format and descriptor; no host pointer.
     let image = unsafe {

@@ -645,6 +645,26 @@ impl Drop for Setup<'_> {
     }
 }
 
+/// An image description with the given type and sizes, everything else
+/// zero (no pitches, mip levels, samples or buffer).
+pub fn image_desc(
+    ty: cl_mem_object_type,
+    width: usize,
+    height: usize,
+    depth: usize,
+    array_size: usize,
+) -> cl_image_desc {
+    // SAFETY: cl_image_desc is plain data (sizes, a union of a pointer),
+    // for which all zeroes is valid.
+    let mut desc: cl_image_desc = unsafe { std::mem::zeroed() };
+    desc.image_type = ty;
+    desc.image_width = width;
+    desc.image_height = height;
+    desc.image_depth = depth;
+    desc.image_array_size = array_size;
+    desc
+}
+
 /// The value of half-precision bits, by arithmetic on their fields.
 pub fn half_value(h: u16) -> f64 {
     let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
