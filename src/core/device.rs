@@ -322,19 +322,22 @@ impl Device {
         self.info.device_local_heap_size()
     }
 
-    /// The largest single buffer: bounded by Vulkan's allocation and buffer
-    /// limits and by global memory.
+    /// The largest single buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE).
+    ///
+    /// OpenCL requires at least a quarter of global memory (and 128 MiB
+    /// where there is that much); applications and the CTS size their
+    /// largest buffers and images from it. Vulkan's
+    /// `maxMemoryAllocationSize` is only the size above which an allocation
+    /// *may* fail (NVIDIA reports 4 GiB on 80 GiB cards), so it counts only
+    /// where it is larger than OpenCL's minimum; an allocation the driver
+    /// then refuses is CL_MEM_OBJECT_ALLOCATION_FAILURE. A buffer cannot
+    /// outgrow `maxBufferSize`.
     pub fn max_mem_alloc_size(&self) -> u64 {
-        let mut max = self
-            .info
-            .props11
-            .max_memory_allocation_size
-            .min(self.global_mem_size());
-        let max_buffer = self.info.props13.max_buffer_size;
-        if max_buffer > 0 {
-            max = max.min(max_buffer);
-        }
-        max
+        max_alloc(
+            self.global_mem_size(),
+            self.info.props11.max_memory_allocation_size,
+            self.info.props13.max_buffer_size,
+        )
     }
 
     pub fn max_work_group_size(&self) -> usize {
@@ -681,4 +684,38 @@ pub fn work_group_fits(size: [u32; 3], max_items: [usize; 3], max_total: usize) 
         .zip(max_items)
         .all(|(&s, max)| s >= 1 && s as usize <= max)
         && items <= max_total as u64
+}
+
+/// CL_DEVICE_MAX_MEM_ALLOC_SIZE from global memory and Vulkan's
+/// `maxMemoryAllocationSize` and `maxBufferSize` (0: not reported); see
+/// [`Device::max_mem_alloc_size`].
+fn max_alloc(global: u64, vk_max_allocation: u64, vk_max_buffer: u64) -> u64 {
+    let required = (global / 4).max((128 << 20).min(global));
+    let max = vk_max_allocation.min(global).max(required);
+    if vk_max_buffer > 0 {
+        max.min(vk_max_buffer)
+    } else {
+        max
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::max_alloc;
+
+    #[test]
+    fn max_alloc_is_at_least_a_quarter_of_global_memory() {
+        // An 80 GiB NVIDIA card: Vulkan says 4 GiB, OpenCL wants 20 GiB.
+        assert_eq!(
+            max_alloc(85_520_809_984, 4_292_870_144, 1 << 40),
+            85_520_809_984 / 4
+        );
+        // Lavapipe: the Vulkan limit is all of global memory.
+        assert_eq!(max_alloc(2 << 30, 2 << 30, u32::MAX as u64), 2 << 30);
+        // Small devices get 128 MiB, or all there is.
+        assert_eq!(max_alloc(256 << 20, 16 << 20, 0), 128 << 20);
+        assert_eq!(max_alloc(64 << 20, 16 << 20, 0), 64 << 20);
+        // No buffer can outgrow maxBufferSize.
+        assert_eq!(max_alloc(64 << 30, 4 << 30, 8 << 30), 8 << 30);
+    }
 }
