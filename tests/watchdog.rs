@@ -23,13 +23,38 @@ const LONG: &str = "kernel void long_kernel(global uint *out, uint n) {
     out[get_global_id(0) & 63] = x;
 }";
 
+/// What the context's callback was told.
+static NOTES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+extern "C" fn note(
+    errinfo: *const std::ffi::c_char,
+    _private: *const std::ffi::c_void,
+    _size: usize,
+    _user: *mut std::ffi::c_void,
+) {
+    // SAFETY: vkcl passes a NUL-terminated message.
+    let text = unsafe { std::ffi::CStr::from_ptr(errinfo) };
+    NOTES
+        .lock()
+        .unwrap()
+        .push(text.to_string_lossy().into_owned());
+}
+
 #[test]
 fn a_device_that_finishes_nothing_is_taken_as_hung() {
-    // SAFETY: set before vkcl first reads it, while no other thread of
+    // SAFETY: set before vkcl first reads them, while no other thread of
     // this test binary (one test) reads the environment.
-    unsafe { std::env::set_var("VKCL_WATCHDOG", "1") };
+    unsafe {
+        std::env::set_var("VKCL_WATCHDOG", "1");
+        std::env::set_var("VKCL_BREADCRUMBS", "1");
+    }
     let cl = direct();
-    let mut s = Setup::new(cl);
+    let d = cl.device();
+    let mut err = 1;
+    // SAFETY: one device; `note` lives for the whole program.
+    let c = unsafe { cl.clCreateContext.unwrap()(null(), 1, &d, Some(note), null_mut(), &mut err) };
+    assert_eq!(err, CL_SUCCESS);
+    let mut s = Setup::on(cl, c);
     let k = s.kernel(LONG, "long_kernel", "");
     let out = s.zeroed(64 * 4);
     s.arg(k, 0, &out);
@@ -47,6 +72,14 @@ fn a_device_that_finishes_nothing_is_taken_as_hung() {
     assert!(
         status < 0,
         "the kernel outlasting the watchdog ends in an error: {status}"
+    );
+    // The breadcrumbs name the kernel the device was running.
+    let notes = NOTES.lock().unwrap().clone();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("the device was running kernel long_kernel")),
+        "the context is told which kernel hung: {notes:?}"
     );
     let mut e2 = null_mut();
     // SAFETY: as above.

@@ -31,6 +31,7 @@ use crate::core::error::{ClError, ClResult};
 use crate::core::event::{Due, Event, Stage, host_time_ns};
 use crate::core::object::{ClObject, Handle};
 use crate::vk::device::LogicalDevice;
+use crate::vk::memory::{BufferUse, DeviceBuffer};
 
 /// A batch is submitted once it holds this many commands.
 pub const BATCH_LIMIT: usize = 64;
@@ -54,6 +55,8 @@ pub struct Command {
     pub keep: Vec<Box<dyn Any + Send + Sync>>,
     /// See [`Work::host_access`].
     host_access: bool,
+    /// Its number in the queue's breadcrumbs (`VKCL_BREADCRUMBS`), or 0.
+    pub crumb: u32,
 }
 
 /// What a command is, for the ordering rules of out-of-order queues.
@@ -233,6 +236,8 @@ struct QueueState {
     pool: vk::CommandPool,
     free_cbs: Vec<vk::CommandBuffer>,
     free_query_pools: Vec<vk::QueryPool>,
+    /// The last breadcrumb number handed to a command.
+    crumb_seq: u32,
 }
 
 pub struct Queue {
@@ -244,6 +249,11 @@ pub struct Queue {
     pub vk: Arc<LogicalDevice>,
     pub timeline: vk::Semaphore,
     state: Mutex<QueueState>,
+    /// With `VKCL_BREADCRUMBS=1`: two words the device writes around each
+    /// command, the number of the last command it started and of the last
+    /// it finished, so that a hang report names the command that never
+    /// finished.
+    crumbs: Option<DeviceBuffer>,
 }
 
 impl ClObject for Queue {
@@ -297,6 +307,19 @@ impl Queue {
         if properties & CL_QUEUE_PROFILING_ENABLE != 0 {
             vk.timestamp_offset();
         }
+        let crumbs = if breadcrumbs() {
+            let b = DeviceBuffer::new(&vk, 8, BufferUse::Readback).inspect_err(|_| {
+                // SAFETY: both unused.
+                unsafe {
+                    vk.raw.destroy_command_pool(pool, None);
+                    vk.raw.destroy_semaphore(timeline, None);
+                }
+            })?;
+            b.write(0, &[0; 8]);
+            Some(b)
+        } else {
+            None
+        };
         census::add(Kind::Semaphores, 1);
         census::add(Kind::CommandPools, 1);
         let q = Handle::new(Queue {
@@ -317,10 +340,23 @@ impl Queue {
                 pool,
                 free_cbs: Vec::new(),
                 free_query_pools: Vec::new(),
+                crumb_seq: 0,
             }),
+            crumbs,
         });
         device.register_queue(&q);
         Ok(q)
+    }
+
+    /// The breadcrumbs (`VKCL_BREADCRUMBS`): the numbers of the last
+    /// command the device started and of the last it finished.
+    pub fn crumbs(&self) -> Option<(u32, u32)> {
+        let c = self.crumbs.as_ref()?;
+        let mut words = [0u32; 2];
+        // SAFETY: 8 bytes into an 8-byte array; the device may still be
+        // writing them (diagnostics only).
+        unsafe { c.read_to(0, words.as_mut_ptr().cast(), 8) };
+        Some((words[0], words[1]))
     }
 
     pub fn profiling(&self) -> bool {
@@ -441,6 +477,7 @@ impl Handle<Queue> {
                 complete: work.complete,
                 keep: work.keep,
                 host_access: work.host_access,
+                crumb: 0,
             });
             self.pump(&mut st, &mut after)
         };
@@ -572,7 +609,16 @@ impl Handle<Queue> {
             };
         }
         rec.full_barrier();
+        if let Some(c) = &self.crumbs {
+            st.crumb_seq += 1;
+            cmd.crumb = st.crumb_seq;
+            rec.fill_buffer(c.raw, 0, 4, cmd.crumb);
+        }
         let recorded = cmd.record.take().map(|f| f(&rec)).unwrap_or(Ok(()));
+        if let Some(c) = &self.crumbs {
+            rec.full_barrier();
+            rec.fill_buffer(c.raw, 4, 4, cmd.crumb);
+        }
         if let Some(qp) = batch.queries {
             // SAFETY: as above.
             unsafe {
@@ -734,4 +780,11 @@ impl Drop for Queue {
         census::remove(Kind::Semaphores, 1);
         census::remove(Kind::CommandPools, 1);
     }
+}
+
+/// `VKCL_BREADCRUMBS=1`: every queue marks on the device which of its
+/// commands started and finished (see [`Queue::crumbs`]).
+fn breadcrumbs() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("VKCL_BREADCRUMBS").is_ok_and(|v| v == "1"))
 }

@@ -104,14 +104,18 @@ impl Worker {
                 // Nothing in flight on the device will finish. Every such
                 // command fails now, so that nothing waits for it for ever,
                 // and later work fails at once.
-                log::error!(target: "vkcl::worker", "{why}");
-                queue.context.notify_error(&format!("vkcl: {why}"));
                 let lost: Vec<InFlight> = self
                     .inflight
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .drain(..)
                     .collect();
+                let why = match running(&lost) {
+                    Some(what) => format!("{why}; the device was running {what}"),
+                    None => why,
+                };
+                log::error!(target: "vkcl::worker", "{why}");
+                queue.context.notify_error(&format!("vkcl: {why}"));
                 report_unfinished(&lost);
                 for done in lost {
                     fail(done);
@@ -131,6 +135,27 @@ impl Worker {
     }
 }
 
+/// The commands the breadcrumbs (`VKCL_BREADCRUMBS`) show started and
+/// never finished, by name, if any.
+fn running(lost: &[InFlight]) -> Option<String> {
+    let names: Vec<String> = lost
+        .iter()
+        .flat_map(|f| {
+            let crumbs = f.queue.crumbs();
+            f.batch.commands.iter().filter_map(move |c| {
+                let (started, finished) = crumbs?;
+                (c.crumb > 0 && started >= c.crumb && finished < c.crumb).then(|| {
+                    match c.event.label.get() {
+                        Some(label) => format!("kernel {label}"),
+                        None => format!("command 0x{:x}", c.event.command_type),
+                    }
+                })
+            })
+        })
+        .collect();
+    (!names.is_empty()).then(|| names.join(", "))
+}
+
 /// Says what was in flight when the device stopped: per batch, its
 /// queue's progress and its commands, so that the kernel that hung or
 /// faulted can be found.
@@ -143,13 +168,30 @@ fn report_unfinished(lost: &[InFlight]) {
         value.map_or_else(|e| e.to_string(), |v| v.to_string())
     };
     for f in lost {
+        // With breadcrumbs, where the device stands in the queue's commands.
+        let crumbs = f.queue.crumbs();
         let commands: Vec<String> = f
             .batch
             .commands
             .iter()
-            .map(|c| match c.event.label.get() {
-                Some(label) => format!("{label} (0x{:x})", c.event.command_type),
-                None => format!("0x{:x}", c.event.command_type),
+            .map(|c| {
+                let what = match c.event.label.get() {
+                    Some(label) => format!("{label} (0x{:x})", c.event.command_type),
+                    None => format!("0x{:x}", c.event.command_type),
+                };
+                match crumbs {
+                    Some((started, finished)) if c.crumb > 0 => {
+                        let state = if finished >= c.crumb {
+                            "finished"
+                        } else if started >= c.crumb {
+                            "started, never finished"
+                        } else {
+                            "not started"
+                        };
+                        format!("{what} [{state}]")
+                    }
+                    _ => what,
+                }
             })
             .collect();
         let waits: Vec<String> = f

@@ -476,7 +476,11 @@ pub struct Setup<'a> {
 
 impl<'a> Setup<'a> {
     pub fn new(cl: &'a Cl) -> Self {
-        let c = cl.context();
+        Self::on(cl, cl.context())
+    }
+
+    /// A setup on context `c`, which it releases when dropped.
+    pub fn on(cl: &'a Cl, c: cl_context) -> Self {
         let q = cl.queue(c, 0);
         Setup {
             cl,
