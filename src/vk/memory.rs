@@ -525,7 +525,7 @@ impl StagingPool {
     }
 
     /// Keeps `buffer` for reuse, the most recently used first: older idle
-    /// buffers go where they would take the pool over [`STAGING_KEEP`]
+    /// buffers go where they would take the pool over `STAGING_KEEP`
     /// (or over `buffer`'s own size, when that alone is larger: the next
     /// transfer is likely the same again, such as maps of one large buffer).
     pub fn give_back(&self, buffer: DeviceBuffer) {

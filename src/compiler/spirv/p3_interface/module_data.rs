@@ -28,6 +28,9 @@
 //! addresses of other variables (`global int *p = &x;`), are evaluated
 //! into the segments' bytes here; the host adds the segments' addresses
 //! where [`ModuleData::relocations`] says, when it uploads them.
+//!
+//! [`program_layout`]: crate::compiler::spirv::p3_interface::module_data::program_layout
+//! [`ModuleData::relocations`]: crate::compiler::spirv::p3_interface::module_data::ModuleData::relocations
 
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{Decoration, MemoryAccess, Op, StorageClass, Word};

@@ -25,6 +25,8 @@
 //! exit of every copy goes to the loop's merge, whose phis gain the
 //! copies' values. Values of the loop used after it reach their users
 //! through a new phi in the merge block.
+//!
+//! [`run`]: crate::compiler::spirv::p5_vulkan::unroll::run
 
 use rspirv::dr::{Block, Function, Instruction, Operand};
 use rspirv::spirv::{Op, Word};
