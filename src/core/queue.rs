@@ -295,6 +295,14 @@ impl Queue {
         properties_array: Vec<cl_queue_properties>,
     ) -> ClResult<Arc<Handle<Queue>>> {
         let vk = device.logical()?;
+        // First: a buffer that fails to be made frees itself.
+        let crumbs = if breadcrumbs() {
+            let b = DeviceBuffer::new(&vk, 8, BufferUse::Readback)?;
+            b.write(0, &[0; 8]);
+            Some(b)
+        } else {
+            None
+        };
         let timeline = vk.create_timeline()?;
         let info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(vk.queue_family)
@@ -307,19 +315,6 @@ impl Queue {
         if properties & CL_QUEUE_PROFILING_ENABLE != 0 {
             vk.timestamp_offset();
         }
-        let crumbs = if breadcrumbs() {
-            let b = DeviceBuffer::new(&vk, 8, BufferUse::Readback).inspect_err(|_| {
-                // SAFETY: both unused.
-                unsafe {
-                    vk.raw.destroy_command_pool(pool, None);
-                    vk.raw.destroy_semaphore(timeline, None);
-                }
-            })?;
-            b.write(0, &[0; 8]);
-            Some(b)
-        } else {
-            None
-        };
         census::add(Kind::Semaphores, 1);
         census::add(Kind::CommandPools, 1);
         let q = Handle::new(Queue {

@@ -135,6 +135,23 @@ impl Worker {
     }
 }
 
+/// What the breadcrumbs say of a command that started and never finished.
+const RUNNING: &str = "started, never finished";
+
+/// Where the device stands with command `c` by its queue's breadcrumbs
+/// (`VKCL_BREADCRUMBS`: the last command started, the last finished):
+/// finished, [`RUNNING`] or not started; `None` without breadcrumbs.
+fn progress(c: &crate::core::queue::Command, crumbs: Option<(u32, u32)>) -> Option<&'static str> {
+    let (started, finished) = crumbs.filter(|_| c.crumb > 0)?;
+    Some(if finished >= c.crumb {
+        "finished"
+    } else if started >= c.crumb {
+        RUNNING
+    } else {
+        "not started"
+    })
+}
+
 /// The commands the breadcrumbs (`VKCL_BREADCRUMBS`) show started and
 /// never finished, by name, if any.
 fn running(lost: &[InFlight]) -> Option<String> {
@@ -142,15 +159,14 @@ fn running(lost: &[InFlight]) -> Option<String> {
         .iter()
         .flat_map(|f| {
             let crumbs = f.queue.crumbs();
-            f.batch.commands.iter().filter_map(move |c| {
-                let (started, finished) = crumbs?;
-                (c.crumb > 0 && started >= c.crumb && finished < c.crumb).then(|| {
-                    match c.event.label.get() {
-                        Some(label) => format!("kernel {label}"),
-                        None => format!("command 0x{:x}", c.event.command_type),
-                    }
+            f.batch
+                .commands
+                .iter()
+                .filter(move |c| progress(c, crumbs) == Some(RUNNING))
+                .map(|c| match c.event.label.get() {
+                    Some(label) => format!("kernel {label}"),
+                    None => format!("command 0x{:x}", c.event.command_type),
                 })
-            })
         })
         .collect();
     (!names.is_empty()).then(|| names.join(", "))
@@ -179,18 +195,9 @@ fn report_unfinished(lost: &[InFlight]) {
                     Some(label) => format!("{label} (0x{:x})", c.event.command_type),
                     None => format!("0x{:x}", c.event.command_type),
                 };
-                match crumbs {
-                    Some((started, finished)) if c.crumb > 0 => {
-                        let state = if finished >= c.crumb {
-                            "finished"
-                        } else if started >= c.crumb {
-                            "started, never finished"
-                        } else {
-                            "not started"
-                        };
-                        format!("{what} [{state}]")
-                    }
-                    _ => what,
+                match progress(c, crumbs) {
+                    Some(state) => format!("{what} [{state}]"),
+                    None => what,
                 }
             })
             .collect();
