@@ -8,7 +8,7 @@
 //! rebuilt), never trusted. Writes go to a temporary file renamed into
 //! place, so readers never see half an entry.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 8] = b"VKCLCC01";
 
@@ -48,7 +48,8 @@ pub fn fnv1a(data: &[u8], seed: u64) -> u64 {
     })
 }
 
-fn dir() -> Option<PathBuf> {
+/// The cache directory, or none when `VKCL_CACHE=0`.
+pub fn dir() -> Option<PathBuf> {
     if std::env::var("VKCL_CACHE").is_ok_and(|v| v == "0") {
         return None;
     }
@@ -138,8 +139,8 @@ const BLOB_MAGIC: &[u8; 8] = b"VKCLBL01";
 
 /// A blob entry (such as a Vulkan pipeline cache): the key, the data and a
 /// checksum, under a file name that starts with `prefix`.
-fn blob_path(prefix: &str, key: &Key) -> Option<PathBuf> {
-    Some(dir()?.join(format!("{prefix}-{}", key.file_name())))
+fn blob_path(dir: &Path, prefix: &str, key: &Key) -> PathBuf {
+    dir.join(format!("{prefix}-{}", key.file_name()))
 }
 
 fn encode_blob(key: &Key, data: &[u8]) -> Vec<u8> {
@@ -170,7 +171,12 @@ fn decode_blob(key: &Key, data: &[u8]) -> Option<Vec<u8>> {
 
 /// The blob stored for `key` under `prefix`, if a sound one exists.
 pub fn load_blob(prefix: &str, key: &Key) -> Option<Vec<u8>> {
-    let path = blob_path(prefix, key)?;
+    load_blob_in(&dir()?, prefix, key)
+}
+
+/// [`load_blob`] from the cache directory `dir`.
+pub fn load_blob_in(dir: &Path, prefix: &str, key: &Key) -> Option<Vec<u8>> {
+    let path = blob_path(dir, prefix, key);
     let data = std::fs::read(&path).ok()?;
     let blob = decode_blob(key, &data);
     if blob.is_none() {
@@ -181,11 +187,15 @@ pub fn load_blob(prefix: &str, key: &Key) -> Option<Vec<u8>> {
 
 /// Stores a blob; failures only cost the next run its speed.
 pub fn store_blob(prefix: &str, key: &Key, data: &[u8]) {
-    let Some(path) = blob_path(prefix, key) else {
-        return;
-    };
+    if let Some(dir) = dir() {
+        store_blob_in(&dir, prefix, key, data);
+    }
+}
+
+/// [`store_blob`] into the cache directory `dir`.
+pub fn store_blob_in(dir: &Path, prefix: &str, key: &Key, data: &[u8]) {
+    let path = blob_path(dir, prefix, key);
     let write = || -> std::io::Result<()> {
-        let dir = path.parent().expect("a cache directory");
         std::fs::create_dir_all(dir)?;
         let name = path.file_name().expect("a file name").to_string_lossy();
         let tmp = dir.join(format!(".{name}.{}.tmp", super::unique_tag()));

@@ -1,9 +1,10 @@
 //! The compiler: OpenCL C to SPIR-V (front end), the cache of its results,
-//! linking, and SPIR-V reflection.
+//! linking, SPIR-V reflection and rewriting, and the memo of rewrites.
 
 pub mod cache;
 pub mod frontend;
 pub mod link;
+pub mod memo;
 pub mod spirv;
 
 /// A name part no other temporary file or folder of vkcl's shares: the

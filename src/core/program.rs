@@ -10,6 +10,7 @@ use opencl_sys::*;
 use crate::compiler::cache::fnv1a;
 use crate::compiler::frontend::{self, DeviceMacros, Options, Purpose};
 use crate::compiler::link;
+use crate::compiler::memo::{self, ModuleId};
 use crate::compiler::spirv::input::reflect::ArgKind;
 use crate::compiler::spirv::input::reflect::{self, KernelInfo};
 use crate::compiler::spirv::p3_interface::module_data;
@@ -84,6 +85,8 @@ type RewriteKey = (usize, String, Vec<ImageClass>, bool);
 
 /// The kernels of a build, rewritten.
 type Rewrites = Vec<(RewriteKey, Arc<Rewritten>)>;
+/// A rewrite made at build time, or why it failed.
+type Made = (RewriteKey, Result<Arc<Rewritten>, String>);
 
 impl ClObject for Program {
     const INVALID: i32 = CL_INVALID_PROGRAM;
@@ -405,14 +408,15 @@ impl Program {
         let spirv = build
             .spirv
             .ok_or("the program has no executable for this device")?;
-        let r = Arc::new(rewrite_kernel(
+        let r = rewrite_kernel(
             &self.devices[i],
             &spirv,
+            ModuleId::of(&spirv),
             &build.options,
             kernel,
             classes,
             single_work_item,
-        )?);
+        )?;
         self.rewrites().insert(key, r.clone());
         Ok(r)
     }
@@ -436,11 +440,12 @@ impl Program {
             .iter()
             .flat_map(|&i| build.kernels.iter().map(move |k| (i, k)))
             .collect();
+        let id = ModuleId::of(spirv);
         let next = AtomicUsize::new(0);
         let workers = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(jobs.len());
-        let results: Vec<Vec<(RewriteKey, Result<Rewritten, String>)>> =
+        let results: Vec<Vec<Made>> =
             std::thread::scope(|scope| {
                 let handles: Vec<_> = (0..workers)
                     .map(|_| {
@@ -455,6 +460,7 @@ impl Program {
                                 let r = rewrite_kernel(
                                     &self.devices[i],
                                     spirv,
+                                    id,
                                     &build.options,
                                     kernel,
                                     &classes,
@@ -474,7 +480,7 @@ impl Program {
         let mut rewrites = Vec::new();
         for (key, r) in results.into_iter().flatten() {
             match r {
-                Ok(r) => rewrites.push((key, Arc::new(r))),
+                Ok(r) => rewrites.push((key, r)),
                 Err(e) => failures.push(format!(
                     "kernel {} cannot run on {}: {e}",
                     key.1,
@@ -764,17 +770,20 @@ fn float_classes(kernel: &KernelInfo) -> Vec<ImageClass> {
     vec![ImageClass::Float; images]
 }
 
-/// `kernel` of `spirv`, built with `options`, rewritten for `device`.
+/// `kernel` of `spirv` (whose id is `id`), built with `options`,
+/// rewritten for `device`: made now or taken from this process's memo.
 fn rewrite_kernel(
     device: &Device,
     spirv: &[u32],
+    id: ModuleId,
     options: &str,
     kernel: &KernelInfo,
     classes: &[ImageClass],
     single_work_item: bool,
-) -> Result<Rewritten, String> {
-    rewriter::rewrite_for_images(
+) -> Result<Arc<Rewritten>, String> {
+    memo::rewrite(
         spirv,
+        id,
         kernel,
         &crate::core::kernel::device_caps(device),
         rewriter::Options {

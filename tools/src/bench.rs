@@ -456,5 +456,61 @@ fn measure(b: &mut Bench<'_>, a: &Args, extensions: &str, max_alloc: usize) -> R
     for buf in [input, x, y, z, ma, mb, mc] {
         unsafe { (s.api.clReleaseMemObject.unwrap())(buf) };
     }
+    compile(b, a)
+}
+
+/// Build and first launch of this benchmark's own program (17 kernels):
+/// cold, with a kernel that differs from any earlier run's so that no
+/// cache (vkcl's, the driver's) has it, and warm, the same source again.
+fn compile(b: &mut Bench<'_>, a: &Args) -> Result<(), String> {
+    let s = b.s;
+    b.progress("compile time");
+    let out = s.buffer(4, None)?;
+    let once = |source: &str| -> Result<(f64, f64), String> {
+        let t0 = Instant::now();
+        let program = s.program(source, "-cl-mad-enable")?;
+        let built = t0.elapsed().as_secs_f64();
+        let k = s.kernel(program, "nonce")?;
+        let launched = s
+            .set_arg(k, 0, std::mem::size_of::<cl_mem>(), arg(&out).1)
+            .and_then(|()| s.launch(k, &[1], None));
+        let total = t0.elapsed().as_secs_f64();
+        unsafe {
+            (s.api.clReleaseKernel.unwrap())(k);
+            (s.api.clReleaseProgram.unwrap())(program);
+        }
+        launched?;
+        Ok((built, total))
+    };
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64 & 0x7fff_ffff);
+    let rounds = if a.quick { 1 } else { 3 };
+    let (mut cold_build, mut cold_total, mut warm_total) =
+        (f64::INFINITY, f64::INFINITY, f64::INFINITY);
+    for round in 0..rounds {
+        let source = format!(
+            "{KERNELS}\n__kernel void nonce(__global int *out) {{ out[0] = {}; }}\n",
+            (seed + round as u64) & 0x7fff_ffff
+        );
+        let (built, total) = once(&source)?;
+        cold_build = cold_build.min(built);
+        cold_total = cold_total.min(total);
+        warm_total = warm_total.min(once(&source)?.1);
+    }
+    unsafe { (s.api.clReleaseMemObject.unwrap())(out) };
+    b.add("Compile", "build (cold)", cold_build * 1e3, "ms");
+    b.add(
+        "Compile",
+        "build + first launch (cold)",
+        cold_total * 1e3,
+        "ms",
+    );
+    b.add(
+        "Compile",
+        "build + first launch (warm)",
+        warm_total * 1e3,
+        "ms",
+    );
     Ok(())
 }

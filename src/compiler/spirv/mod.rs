@@ -31,6 +31,7 @@ use crate::compiler::spirv::p5_vulkan::finish::{self, DeviceCaps};
 use crate::compiler::spirv::p5_vulkan::{images, sync, unroll};
 
 /// A kernel ready for Vulkan.
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Rewritten {
     pub words: Vec<u32>,
     pub push: PushLayout,
@@ -181,6 +182,7 @@ fn rewrite_module(
     if caps.bounded_loops {
         single_work_item_form = unroll::run(&mut ctx, options.single_work_item);
         let unrolled = ctx.module.assemble();
+        lap("unroll");
         match crate::compiler::link::validate_vulkan(&unrolled) {
             Ok(()) => words = unrolled,
             // The loops stay as they were: what repeating them broke is

@@ -28,7 +28,7 @@ use crate::compiler::spirv::common::HashMap;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
 
 /// How one printf argument is stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PrintfArg {
     /// An integer or float of `bytes` (1, 2, 4 or 8) bytes, `lanes`
     /// components; 8-byte values take two words, smaller ones one.
@@ -38,7 +38,7 @@ pub enum PrintfArg {
 }
 
 /// One printf call site.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PrintfCall {
     pub format: String,
     pub args: Vec<PrintfArg>,

@@ -60,17 +60,43 @@ pub fn library() -> Result<&'static Library, String> {
     LIB.get_or_init(load).as_ref().map_err(Clone::clone)
 }
 
-fn load() -> Result<Library, String> {
-    let path = match std::env::var_os("VKCL_LIBCLC") {
-        Some(p) => std::path::PathBuf::from(p),
+/// Where the library is: `VKCL_LIBCLC`, else the first of the usual places.
+fn path() -> Result<std::path::PathBuf, String> {
+    match std::env::var_os("VKCL_LIBCLC") {
+        Some(p) => Ok(std::path::PathBuf::from(p)),
         None => LIBRARY_PATHS
             .iter()
             .map(std::path::PathBuf::from)
             .find(|p| p.exists())
-            .ok_or(
-                "libclc's SPIR-V library (spirv64-mesa3d-.spv, package libclc) is not installed",
-            )?,
+            .ok_or_else(|| {
+                "libclc's SPIR-V library (spirv64-mesa3d-.spv, package libclc) is not installed"
+                    .to_string()
+            }),
+    }
+}
+
+/// The library file this process uses (its path, size and modification
+/// time), without loading it: rewrites that called into another version
+/// of libclc are not this one's.
+pub fn identity() -> String {
+    let Ok(path) = path() else {
+        return "none".into();
     };
+    let meta = std::fs::metadata(&path).ok();
+    let modified = meta
+        .as_ref()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{} {} {modified}",
+        path.display(),
+        meta.map_or(0, |m| m.len())
+    )
+}
+
+fn load() -> Result<Library, String> {
+    let path = path()?;
     let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let module = rspirv::dr::load_bytes(&bytes)
         .map_err(|e| format!("{} is not a SPIR-V module: {e}", path.display()))?;

@@ -44,7 +44,7 @@ enum Conv {
 }
 
 /// How the host writes one kernel argument into the push constants.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Slot {
     /// A buffer's device address (u64), or 0 for a null buffer.
     Address { offset: u32 },
@@ -75,7 +75,7 @@ pub const FIRST_LOCAL_SPEC_ID: u32 = 3;
 pub const FIRST_IMAGE_SPEC_ID: u32 = 0x9000;
 
 /// The push-constant block the host fills for a dispatch.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PushLayout {
     pub size: u32,
     pub args: Vec<Slot>,

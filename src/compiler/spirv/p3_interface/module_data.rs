@@ -44,7 +44,7 @@ use crate::compiler::spirv::p3_interface::interface::{Block, MODULE_DATA, header
 
 /// A place in a segment that holds an address: the host writes the base
 /// address of the segment named plus `target` there.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Relocation {
     pub at: u64,
     pub target: u64,
@@ -54,7 +54,7 @@ pub struct Relocation {
 }
 
 /// The initial contents of a segment.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ModuleData {
     pub bytes: Vec<u8>,
     pub relocations: Vec<Relocation>,

@@ -54,7 +54,7 @@ use crate::compiler::spirv::p3_interface::interface::{
 };
 
 /// The scratch memory a kernel needs per work-item and per work-group.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Scratch {
     /// Bytes of relocated private data per work-item (a multiple of 16).
     pub private_bytes: u32,
@@ -69,7 +69,7 @@ pub struct Scratch {
 }
 
 /// A `__local` pointer argument placed in scratch memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LocalArg {
     /// The SpecId of its length in elements (`interface::Slot::Local`).
     pub length_spec_id: u32,

@@ -88,7 +88,7 @@ impl ImageClass {
 }
 
 /// What each descriptor binding of set 0 holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Binding {
     SampledImage,
     StorageImage,
@@ -100,7 +100,7 @@ pub enum Binding {
 }
 
 /// A sampler declared in the kernel source, with the binding it is at.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LiteralSampler {
     pub binding: u32,
     pub normalized: bool,
@@ -109,16 +109,40 @@ pub struct LiteralSampler {
 }
 
 /// The descriptors a kernel uses.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ImageInterface {
     pub bindings: Vec<Binding>,
     pub literal_samplers: Vec<LiteralSampler>,
     /// Capabilities that need device features.
+    #[serde(with = "capability_numbers")]
     pub caps: Vec<Capability>,
     /// (binding, binding of the sampler it stands for): the samplers that
     /// 1D and 2D images are sampled with, which take unnormalized
     /// coordinates where the OpenCL sampler does.
     pub direct_samplers: Vec<(u32, u32)>,
+}
+
+/// Capabilities as their SPIR-V numbers, for the disk cache's records.
+mod capability_numbers {
+    use rspirv::spirv::Capability;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(caps: &[Capability], s: S) -> Result<S::Ok, S::Error> {
+        caps.iter()
+            .map(|&c| c as u32)
+            .collect::<Vec<u32>>()
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Capability>, D::Error> {
+        Vec::<u32>::deserialize(d)?
+            .into_iter()
+            .map(|n| {
+                Capability::from_u32(n)
+                    .ok_or_else(|| serde::de::Error::custom(format!("unknown capability {n}")))
+            })
+            .collect()
+    }
 }
 
 #[derive(Clone, Copy)]
