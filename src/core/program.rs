@@ -525,6 +525,7 @@ impl Program {
         purpose: Purpose,
         headers: &[(String, Vec<u8>)],
     ) -> cl_int {
+        log::debug!(target: "vkcl::program", "{purpose:?} with options {options_text:?}");
         let result = self.compute_build(targets, options_text, purpose, headers);
         let (build, code) = match result {
             Ok(b) => (b, CL_SUCCESS),
@@ -694,6 +695,7 @@ impl Program {
     /// clLinkProgram: links the compiled objects and libraries of `inputs`
     /// for the devices of `self` (a new, empty program).
     pub fn run_link(&self, inputs: &[Arc<Handle<Program>>], options_text: &str) -> cl_int {
+        log::debug!(target: "vkcl::program", "link of {} programs with options {options_text:?}", inputs.len());
         let failed = |log: String| Build {
             status: CL_BUILD_ERROR,
             options: options_text.to_string(),
