@@ -445,37 +445,36 @@ impl Program {
         let workers = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(jobs.len());
-        let results: Vec<Vec<Made>> =
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..workers)
-                    .map(|_| {
-                        scope.spawn(|| {
-                            let mut done = Vec::new();
-                            loop {
-                                let n = next.fetch_add(1, Ordering::Relaxed);
-                                let Some(&(i, kernel)) = jobs.get(n) else {
-                                    return done;
-                                };
-                                let classes = float_classes(kernel);
-                                let r = rewrite_kernel(
-                                    &self.devices[i],
-                                    spirv,
-                                    id,
-                                    &build.options,
-                                    kernel,
-                                    &classes,
-                                    false,
-                                );
-                                done.push(((i, kernel.name.clone(), classes, false), r));
-                            }
-                        })
+        let results: Vec<Vec<Made>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut done = Vec::new();
+                        loop {
+                            let n = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(&(i, kernel)) = jobs.get(n) else {
+                                return done;
+                            };
+                            let classes = float_classes(kernel);
+                            let r = rewrite_kernel(
+                                &self.devices[i],
+                                spirv,
+                                id,
+                                &build.options,
+                                kernel,
+                                &classes,
+                                false,
+                            );
+                            done.push(((i, kernel.name.clone(), classes, false), r));
+                        }
                     })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_default())
-                    .collect()
-            });
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
         let mut failures = Vec::new();
         let mut rewrites = Vec::new();
         for (key, r) in results.into_iter().flatten() {
