@@ -24,9 +24,10 @@ use crate::compiler::spirv::p5_vulkan::finish::DeviceCaps;
 use crate::compiler::spirv::p5_vulkan::images::ImageClass;
 use crate::compiler::spirv::{self as rewriter, Rewritten};
 
-/// The memo keeps at most this many SPIR-V words (input modules and
-/// rewrites together); the oldest rewrites go first.
-const KEEP_WORDS: usize = 16 << 20;
+/// The memo keeps at most this many SPIR-V words (16 MiB, input modules
+/// and rewrites together), the oldest rewrites going first: it lives in
+/// the application's process, and the disk cache holds the rest.
+const KEEP_WORDS: usize = 4 << 20;
 
 /// An input module: its length and three hashes of its words. Within the
 /// process a hit is also checked word for word; on disk these stand for
