@@ -29,10 +29,11 @@ use crate::compiler::spirv::{self as rewriter, Rewritten};
 /// the application's process, and the disk cache holds the rest.
 const KEEP_WORDS: usize = 4 << 20;
 
-/// An input module: its length and three hashes of its words. Within the
-/// process a hit is also checked word for word; on disk these stand for
-/// the module, and three independent 64-bit hashes make an accidental
-/// match out of reach.
+/// An input module: its length and three hashes of its words (two FNV-1a
+/// variants and SipHash). Within the process a hit is also checked word
+/// for word; on disk these stand for the module, 192 bits that put an
+/// accidental match out of reach. (A toolchain whose SipHash differs only
+/// misses entries made by another.)
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct ModuleId {
     words: usize,
