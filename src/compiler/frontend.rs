@@ -646,6 +646,26 @@ pub fn words_of(bytes: &[u8]) -> Option<Vec<u32>> {
     }
 }
 
+/// For unit tests: `source` built with default options (and image support
+/// where `images`), as SPIR-V; `None`, with a note, where this system has
+/// no front end. Panics where the source does not build.
+#[cfg(test)]
+pub(crate) fn build_for_test(source: &str, images: bool) -> Option<Vec<u32>> {
+    let Some(fe) = front_end() else {
+        eprintln!("no OpenCL C front end: skipped");
+        return None;
+    };
+    let options = Options::parse("", Purpose::Build).expect("no options");
+    let device = DeviceMacros {
+        features: Vec::new(),
+        image_support: images,
+    };
+    match fe.compile(source, &[], &options, &device) {
+        Ok(compiled) => Some(compiled.spirv),
+        Err(e) => panic!("the source does not build: {}", e.log),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -226,7 +226,7 @@ fn keep(key: Key, spirv: &[u32], rewritten: &Arc<Rewritten>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compiler::frontend::{self, DeviceMacros, Options as BuildOptions, Purpose};
+    use crate::compiler::frontend;
     use crate::compiler::spirv::input::reflect;
 
     /// A second rewrite of the same kernel from the same module is the
@@ -235,20 +235,11 @@ mod tests {
     /// modules are compared word for word).
     #[test]
     fn the_same_inputs_give_the_rewrite_made_before() {
-        let Some(fe) = frontend::front_end() else {
-            eprintln!("no OpenCL C front end: skipped");
+        let source = "kernel void memo_test(global int *p) { p[get_global_id(0)] += 7; }";
+        let Some(spirv) = frontend::build_for_test(source, false) else {
             return;
         };
-        let options = BuildOptions::parse("", Purpose::Build).unwrap();
-        let device = DeviceMacros {
-            features: Vec::new(),
-            image_support: false,
-        };
-        let source = "kernel void memo_test(global int *p) { p[get_global_id(0)] += 7; }";
-        let Ok(compiled) = fe.compile(source, &[], &options, &device) else {
-            panic!("the kernel does not compile");
-        };
-        let spirv = &compiled.spirv;
+        let spirv = &spirv;
         let module = reflect::load(spirv).unwrap();
         let kernel = &reflect::kernels(&module).unwrap()[0];
         let caps = DeviceCaps {
@@ -280,15 +271,6 @@ mod tests {
     /// damaged entry, gives nothing.
     #[test]
     fn rewrites_round_trip_through_the_disk_cache() {
-        let Some(fe) = frontend::front_end() else {
-            eprintln!("no OpenCL C front end: skipped");
-            return;
-        };
-        let options = BuildOptions::parse("", Purpose::Build).unwrap();
-        let device = DeviceMacros {
-            features: Vec::new(),
-            image_support: true,
-        };
         // Push constants, printf, scratch, module data and images: every
         // part of a rewrite.
         let source = "constant int table[4] = {1, 2, 3, 4};\n\
@@ -299,10 +281,10 @@ mod tests {
                         p[0] = a[p[1] & 7] + (int)c.x;\n\
                         printf(\"%d %s\\n\", p[0], \"x\");\n\
                       }";
-        let Ok(compiled) = fe.compile(source, &[], &options, &device) else {
-            panic!("the kernel does not compile");
+        let Some(spirv) = frontend::build_for_test(source, true) else {
+            return;
         };
-        let spirv = &compiled.spirv;
+        let spirv = &spirv;
         let module = reflect::load(spirv).unwrap();
         let kernel = &reflect::kernels(&module).unwrap()[0];
         let caps = DeviceCaps {
