@@ -1,5 +1,5 @@
-//! Half precision (`cl_khr_fp16`, computed in float): arithmetic correctly
-//! rounded, fma exactly, conversions with every rounding mode, math
+//! Half precision (`cl_khr_fp16`, computed in float or, where the device
+//! has it, in 16-bit float arithmetic): arithmetic correctly rounded, fma exactly, conversions with every rounding mode, math
 //! built-ins within the OpenCL C specification's limits for half, vectors,
 //! out-parameters, the edges where half differs from float, and
 //! `read_imageh`/`write_imageh`.
@@ -19,6 +19,8 @@ both_ways!(
     conversions_round_in_each_mode,
     math_within_limits,
     vectors_and_out_parameters,
+    wide_vectors_and_comparisons,
+    signs_of_nans_are_kept,
     image_reads_and_writes_of_halves,
 );
 
@@ -441,6 +443,87 @@ fn vectors_and_out_parameters(cl: &Cl) {
             if flags != want_flags {
                 wrong.push(format!("flags of {x}: {flags} vs {want_flags}"));
             }
+        }
+    }
+    assert_none_wrong(cl, &wrong);
+}
+
+fn wide_vectors_and_comparisons(cl: &Cl) {
+    let n = 1024;
+    let table = finite_halves();
+    let a = sample_halves(n * 8, 31);
+    let mut b = sample_halves(n * 8, 32);
+    // Some equal pairs, for the comparisons.
+    for k in (0..b.len()).step_by(7) {
+        b[k] = a[k];
+    }
+    let out = run(
+        cl,
+        "wide_vectors_and_comparisons",
+        &[bytes_of(&a), bytes_of(&b)],
+        &[48, 48],
+        n,
+    );
+    let (got, flags) = (u16s(&out[0]), u16s(&out[1]));
+    let mut wrong = Vec::new();
+    for i in 0..n {
+        for c in 0..8 {
+            let (x, y) = (half_value(a[8 * i + c]), half_value(b[8 * i + c]));
+            let at = |row: usize| got[24 * i + 8 * row + c];
+            let flag = |row: usize| flags[24 * i + 8 * row + c] as i16;
+            let product = half_value(round(x * y, 0, &table));
+            let want = [
+                round(product - x, 0, &table),
+                round(y - x, 0, &table),
+                round(x * 3.0, 0, &table),
+            ];
+            for (row, w) in want.iter().enumerate() {
+                if !same(at(row), *w) {
+                    wrong.push(format!(
+                        "row {row} of {x}, {y}: {:#06x} vs {w:#06x}",
+                        at(row)
+                    ));
+                }
+            }
+            let want_flags = [x < y, x >= y, x != y].map(|t| -(t as i16));
+            for (row, w) in want_flags.iter().enumerate() {
+                if flag(row) != *w {
+                    wrong.push(format!(
+                        "comparison {row} of {x}, {y}: {} vs {w}",
+                        flag(row)
+                    ));
+                }
+            }
+        }
+    }
+    assert_none_wrong(cl, &wrong);
+}
+
+/// `copysign` and `signbit` of NaNs of either sign (hardware conversions
+/// to float may lose a NaN's sign).
+fn signs_of_nans_are_kept(cl: &Cl) {
+    let n = 1024;
+    let a = sample_halves(n, 41);
+    // NaNs of both signs with assorted payloads, and ordinary values.
+    let b: Vec<u16> = sample_halves(n, 42)
+        .iter()
+        .enumerate()
+        .map(|(i, &h)| if i % 2 == 0 { 0x7C01 | (h & 0x83FF) } else { h })
+        .collect();
+    let out = run(cl, "signs", &[bytes_of(&a), bytes_of(&b)], &[2, 4], n);
+    let (got, flags) = (u16s(&out[0]), i32s(&out[1]));
+    let mut wrong = Vec::new();
+    for i in 0..n {
+        let want = (a[i] & 0x7FFF) | (b[i] & 0x8000);
+        let sign = b[i] >> 15 == 1;
+        if !same(got[i], want) || (half_value(want).is_nan() && got[i] >> 15 != want >> 15) {
+            wrong.push(format!(
+                "copysign({:#06x}, {:#06x}) = {:#06x}, not {want:#06x}",
+                a[i], b[i], got[i]
+            ));
+        }
+        if (flags[i] != 0) != sign {
+            wrong.push(format!("signbit({:#06x}) = {}", b[i], flags[i]));
         }
     }
     assert_none_wrong(cl, &wrong);

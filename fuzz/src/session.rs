@@ -87,6 +87,7 @@ fn open() -> Result<Session, String> {
         max_push_constants: 0,
         vulkan_memory_model: false,
         shared_float_atomics: [false; 2],
+        native_f16: false,
         ..own
     };
     let large = DeviceCaps {
@@ -104,6 +105,8 @@ fn open() -> Result<Session, String> {
         max_work_group_size: 1024,
         max_push_constants: 256,
         denorm_preserve_f32: true,
+        native_f16: true,
+        denorm_preserve_f16: true,
         signed_zero_inf_nan: [true; 3],
         double_fma_rounds_twice: false,
         bounded_loops: false,

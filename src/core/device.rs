@@ -393,6 +393,27 @@ impl Device {
         self.info.props12.shader_denorm_preserve_float32 != 0
     }
 
+    /// Whether half arithmetic runs on the hardware's 16-bit floats (see
+    /// `DeviceCaps::native_f16`): shaderFloat16 with 16-bit storage and
+    /// integers, kernels that can declare rounding to nearest even, and
+    /// half denormals kept (declared, shaderDenormPreserveFloat16, or
+    /// lavapipe's, which computes half in float on the CPU). Float
+    /// controls must be settable for 16 bits alone. `VKCL_NATIVE_HALF=0`
+    /// keeps half arithmetic in float.
+    pub fn native_f16(&self) -> bool {
+        let i = &self.info;
+        let p = &i.props12;
+        let all = ash::vk::ShaderFloatControlsIndependence::ALL;
+        i.features12.shader_float16 != 0
+            && i.features11.storage_buffer16_bit_access != 0
+            && i.features.shader_int16 != 0
+            && p.shader_rounding_mode_rte_float16 != 0
+            && (p.shader_denorm_preserve_float16 != 0 || self.is_llvmpipe())
+            && p.rounding_mode_independence == all
+            && p.denorm_behavior_independence == all
+            && std::env::var("VKCL_NATIVE_HALF").map_or(true, |v| v != "0")
+    }
+
     /// Whether the device filters 8-bit normalized formats at 8-bit
     /// precision: Mesa's lavapipe interpolates those texels as bytes, an
     /// error of up to 1/255 where OpenCL allows far less, so kernels

@@ -163,6 +163,8 @@ pub fn device_caps(d: &Device) -> DeviceCaps {
         max_work_group_size: d.max_work_group_size() as u32,
         max_push_constants: i.props.limits.max_push_constants_size,
         denorm_preserve_f32: d.asks_denorm_preserve(),
+        native_f16: d.native_f16(),
+        denorm_preserve_f16: i.props12.shader_denorm_preserve_float16 != 0,
         keeps_denormals_f32: d.preserves_denormals(),
         // Mesa 22.3's llvmpipe computes a double fma as a multiply and an
         // add (tests/fp64.rs checks fma against the host either way).

@@ -75,3 +75,26 @@ __kernel void edges(__global const half *a, __global const half *b, __global hal
     out[2 * i] = nextafter(a[i], b[i]);
     out[2 * i + 1] = fract(a[i], &whole);
 }
+
+// Eight-wide halves: each operation rounded on its own (contraction
+// off), comparisons with NaNs unordered.
+__kernel void wide_vectors_and_comparisons(__global const half8 *a, __global const half8 *b,
+                                           __global half8 *out, __global short8 *flags) {
+#pragma OPENCL FP_CONTRACT OFF
+    size_t i = get_global_id(0);
+    half8 x = a[i], y = b[i];
+    out[3 * i] = x * y - x;
+    out[3 * i + 1] = -x + y;
+    out[3 * i + 2] = x * (half)3.0;
+    flags[3 * i] = x < y;
+    flags[3 * i + 1] = x >= y;
+    flags[3 * i + 2] = x != y;
+}
+
+// Signs read through conversions to float: NaNs keep theirs.
+__kernel void signs(__global const half *a, __global const half *b, __global half *out,
+                    __global int *flags) {
+    size_t i = get_global_id(0);
+    out[i] = copysign(a[i], b[i]);
+    flags[i] = signbit(b[i]);
+}

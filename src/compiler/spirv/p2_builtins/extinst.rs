@@ -127,10 +127,10 @@ fn relaxed(op: C) -> Option<Lowering> {
 
 pub fn run(ctx: &mut Ctx, fid: Word, options: Options, caps: &DeviceCaps) -> Result<(), String> {
     // Half values live as their bits; cl_khr_fp16 arithmetic is done in
-    // float.
-    fp16::widen(ctx)?;
+    // float, but for what the device's half arithmetic does exactly.
+    fp16::widen(ctx, caps.native_f16)?;
     half::retype_half(ctx);
-    fp16::lower_conversions(ctx)?;
+    fp16::lower_conversions(ctx, caps.native_f16)?;
     pi_zero_signs(ctx);
     sign_of_argument(ctx, &[C::atanpi]);
     gamma_of_doubles(ctx);
@@ -173,6 +173,9 @@ pub fn run(ctx: &mut Ctx, fid: Word, options: Options, caps: &DeviceCaps) -> Res
     }
     if !options.contract {
         no_contraction(ctx, &fusable);
+    }
+    if caps.native_f16 {
+        fp16::native_arithmetic(ctx, &fusable);
     }
     Ok(())
 }

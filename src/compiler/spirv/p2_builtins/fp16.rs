@@ -22,14 +22,26 @@
 //! float), or rounding with the conversion's rounding mode (float to half,
 //! nearest even by default).
 //!
+//! On a device with hardware half arithmetic (`DeviceCaps::native_f16`:
+//! shaderFloat16, rounding to nearest even declared and half denormals
+//! kept) the operations Vulkan computes correctly rounded in half (add,
+//! subtract, multiply, negate, comparisons) and the kernel's own `mad`
+//! (any precision) stay in half: [`native_arithmetic`] gives them 16-bit
+//! float operands again, bitcast from the bits. Conversions between half
+//! and float, and to half from double, rounded to nearest even, are then
+//! the hardware's `OpFConvert`s; the other rounding modes stay integer
+//! work.
+//!
 //! [`half::retype_half`]: crate::compiler::spirv::p2_builtins::half::retype_half
 
 use rspirv::dr::{Instruction, Operand};
-use rspirv::spirv::{Decoration, FPRoundingMode, Op, OpenclStd100Op as C, StorageClass, Word};
+use rspirv::spirv::{
+    Decoration, FPRoundingMode, GlslStd450Op, Op, OpenclStd100Op as C, StorageClass, Word,
+};
 
-use crate::compiler::spirv::common::HashMap;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
 use crate::compiler::spirv::common::emit::{self, Emit};
+use crate::compiler::spirv::common::{HashMap, HashSet};
 use crate::compiler::spirv::p2_builtins::{extinst, half};
 
 /// (component type, lanes) of a scalar or vector type.
@@ -113,9 +125,36 @@ fn computes(op: Op) -> bool {
     )
 }
 
+/// Operations that keep `half` operands on a device with hardware half
+/// arithmetic: Vulkan computes them correctly rounded (or exactly) in
+/// 16-bit floats.
+fn exact_in_half(op: Op) -> bool {
+    matches!(
+        op,
+        Op::FAdd
+            | Op::FSub
+            | Op::FMul
+            | Op::FNegate
+            | Op::VectorTimesScalar
+            | Op::FOrdEqual
+            | Op::FUnordEqual
+            | Op::FOrdNotEqual
+            | Op::FUnordNotEqual
+            | Op::FOrdLessThan
+            | Op::FUnordLessThan
+            | Op::FOrdGreaterThan
+            | Op::FUnordGreaterThan
+            | Op::FOrdLessThanEqual
+            | Op::FUnordLessThanEqual
+            | Op::FOrdGreaterThanEqual
+            | Op::FUnordGreaterThanEqual
+    )
+}
+
 /// Widens the module's `half` arithmetic to float (see the module
-/// documentation). Runs before [`half::retype_half`].
-pub fn widen(ctx: &mut Ctx) -> Result<(), String> {
+/// documentation), but for what stays in half where `native`. Runs
+/// before [`half::retype_half`].
+pub fn widen(ctx: &mut Ctx, native: bool) -> Result<(), String> {
     let Some(half_t) = ctx.find_type(Op::TypeFloat, &[Operand::LiteralBit32(16)]) else {
         return Ok(());
     };
@@ -149,6 +188,24 @@ pub fn widen(ctx: &mut Ctx) -> Result<(), String> {
                     _ => false,
                 });
                 if !candidate || !(result_half || operand_half) {
+                    out.push(i);
+                    continue;
+                }
+                // Every value operand a half: the operation can stay.
+                let all_half = |from: usize| {
+                    i.operands[from.min(i.operands.len())..]
+                        .iter()
+                        .all(|o| match o {
+                            Operand::IdRef(x) => types.get(x).is_some_and(|t| is_half(ctx, *t)),
+                            _ => false,
+                        })
+                };
+                let stays = match ext {
+                    Some(C::mad) => result_half && all_half(2),
+                    Some(_) => false,
+                    None => exact_in_half(i.class.opcode) && all_half(0),
+                };
+                if native && stays {
                     out.push(i);
                     continue;
                 }
@@ -450,8 +507,10 @@ pub(crate) fn fma_to_odd(
 
 /// After [`half::retype_half`]: `OpBitcast`s between `half` and 16-bit
 /// integers became copies, and conversions between float (or double) and
-/// the 16-bit bits become exact arithmetic on the bits.
-pub fn lower_conversions(ctx: &mut Ctx) -> Result<(), String> {
+/// the 16-bit bits become exact arithmetic on the bits; where `native`,
+/// those the hardware does exactly (from half, and to half rounded to
+/// nearest even) are 16-bit float conversions.
+pub fn lower_conversions(ctx: &mut Ctx, native: bool) -> Result<(), String> {
     let Some(short) = ctx.find_type(
         Op::TypeInt,
         &[Operand::LiteralBit32(16), Operand::LiteralBit32(0)],
@@ -506,6 +565,60 @@ pub fn lower_conversions(ctx: &mut Ctx) -> Result<(), String> {
                     out.push(i);
                     continue;
                 }
+                let mode = modes.get(&rid).copied().unwrap_or(FPRoundingMode::RTE);
+                if native && (sc == short || mode == FPRoundingMode::RTE) {
+                    // The kernel's execution modes make the hardware's
+                    // rounding nearest even, and keep half denormals.
+                    let half_t = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(16)]);
+                    let mut e = Emit {
+                        ctx,
+                        out: &mut out,
+                        glsl: &mut None,
+                    };
+                    // Some hardware (NVIDIA's) converts every NaN to its
+                    // one positive NaN: the sign, which `copysign` and
+                    // `signbit` read, is carried over from the bits.
+                    if sc == short {
+                        let ht = emit::shaped_like(e.ctx, half_t, sty);
+                        let h = e.op(Op::Bitcast, ht, &[src]);
+                        let wide = e.op(Op::FConvert, rty, &[h]);
+                        let w = emit::width(e.ctx, rty).unwrap_or(32);
+                        let ut = e.int_like(rty, w);
+                        let bits = e.op(Op::Bitcast, ut, &[wide]);
+                        let src_wide = e.op(Op::UConvert, ut, &[src]);
+                        let mask = e.konst(ut, 0x8000);
+                        let sign = e.op(Op::BitwiseAnd, ut, &[src_wide, mask]);
+                        let by = e.konst(ut, u64::from(w - 16));
+                        let sign = e.op(Op::ShiftLeftLogical, ut, &[sign, by]);
+                        let signed = e.op(Op::BitwiseOr, ut, &[bits, sign]);
+                        e.out.push(Instruction::new(
+                            Op::Bitcast,
+                            Some(rty),
+                            Some(rid),
+                            vec![Operand::IdRef(signed)],
+                        ));
+                    } else {
+                        let ht = emit::shaped_like(e.ctx, half_t, rty);
+                        let h = e.op(Op::FConvert, ht, &[src]);
+                        let h = e.op(Op::Bitcast, rty, &[h]);
+                        let w = emit::width(e.ctx, sty).unwrap_or(32);
+                        let ut = e.int_like(sty, w);
+                        let bits = e.op(Op::Bitcast, ut, &[src]);
+                        let by = e.konst(ut, u64::from(w - 16));
+                        let top = e.op(Op::ShiftRightLogical, ut, &[bits, by]);
+                        let top = e.op(Op::UConvert, rty, &[top]);
+                        let mask = e.konst(rty, 0x8000);
+                        let sign = e.op(Op::BitwiseAnd, rty, &[top, mask]);
+                        e.out.push(Instruction::new(
+                            Op::BitwiseOr,
+                            Some(rty),
+                            Some(rid),
+                            vec![Operand::IdRef(h), Operand::IdRef(sign)],
+                        ));
+                    }
+                    narrowed.push(rid);
+                    continue;
+                }
                 let mut e = Emit {
                     ctx,
                     out: &mut out,
@@ -542,7 +655,6 @@ pub fn lower_conversions(ctx: &mut Ctx) -> Result<(), String> {
                             Some(64) => half::double_to_float_odd(&mut e, x, float),
                             _ => return Err("unexpected conversion to half".into()),
                         };
-                        let mode = modes.get(&rid).copied().unwrap_or(FPRoundingMode::RTE);
                         half::float_to_half(&mut e, x, short, mode)
                     };
                     parts.push(y);
@@ -578,6 +690,130 @@ pub fn lower_conversions(ctx: &mut Ctx) -> Result<(), String> {
     Ok(())
 }
 
+/// Where the device has hardware half arithmetic, after the built-ins
+/// are lowered: the operations [`widen`] left on `half` (their operands
+/// now the 16-bit bits) take 16-bit floats bitcast from the bits, and
+/// give their result back as bits. Decorations of a result
+/// (`NoContraction`) move to the float operation.
+///
+/// A `mad` (its add in `fusable`, taking a product also in `fusable`)
+/// becomes one 16-bit `Fma`: `mad` allows any precision, and a driver may
+/// not fuse half operations itself.
+pub fn native_arithmetic(ctx: &mut Ctx, fusable: &HashSet<Word>) {
+    let Some(short) = ctx.find_type(
+        Op::TypeInt,
+        &[Operand::LiteralBit32(16), Operand::LiteralBit32(0)],
+    ) else {
+        return;
+    };
+    let types = ctx.value_types();
+    let bits = |ctx: &Ctx, x: &Word| types.get(x).is_some_and(|t| shape(ctx, *t).0 == short);
+    let mut half_t = None;
+    let mut moved: HashMap<Word, Word> = HashMap::default();
+    // Fusable products computed in half here, by their id: their factors.
+    let mut products: HashMap<Word, (Word, Word)> = HashMap::default();
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    for f in &mut functions {
+        for b in &mut f.blocks {
+            if !b.instructions.iter().any(|i| {
+                exact_in_half(i.class.opcode) && id_at(i, 0).is_some_and(|x| bits(ctx, &x))
+            }) {
+                continue;
+            }
+            let mut out = Vec::with_capacity(b.instructions.len());
+            // Bits already taken as floats in this block.
+            let mut casts: HashMap<Word, Word> = HashMap::default();
+            for mut i in std::mem::take(&mut b.instructions) {
+                let (Some(rty), Some(rid)) = (i.result_type, i.result_id) else {
+                    out.push(i);
+                    continue;
+                };
+                if !exact_in_half(i.class.opcode) || !id_at(&i, 0).is_some_and(|x| bits(ctx, &x)) {
+                    out.push(i);
+                    continue;
+                }
+                let half_t = *half_t
+                    .get_or_insert_with(|| ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(16)]));
+                let mut e = Emit {
+                    ctx,
+                    out: &mut out,
+                    glsl: &mut None,
+                };
+                for o in &mut i.operands {
+                    if let Operand::IdRef(x) = o {
+                        // The result of an operation rewritten here is
+                        // taken as the float it was computed as (it is
+                        // defined just before its bits, so it dominates
+                        // every use of them).
+                        if let Some(h) = moved.get(x) {
+                            *o = Operand::IdRef(*h);
+                            continue;
+                        }
+                        if let Some(h) = casts.get(x) {
+                            *o = Operand::IdRef(*h);
+                            continue;
+                        }
+                        let Some(&ty) = types.get(x) else { continue };
+                        let ht = emit::shaped_like(e.ctx, half_t, ty);
+                        let h = e.op(Op::Bitcast, ht, &[*x]);
+                        casts.insert(*x, h);
+                        *o = Operand::IdRef(h);
+                    }
+                }
+                if shape(e.ctx, rty).0 == short {
+                    let ht = emit::shaped_like(e.ctx, half_t, rty);
+                    let op = i.class.opcode;
+                    let args: Vec<Word> = i
+                        .operands
+                        .iter()
+                        .filter_map(|o| match o {
+                            Operand::IdRef(x) => Some(*x),
+                            _ => None,
+                        })
+                        .collect();
+                    let fused = match (op, &args[..]) {
+                        (Op::FAdd, [p, c]) if fusable.contains(&rid) => {
+                            products.get(p).map(|&(x, y)| (x, y, *c))
+                        }
+                        _ => None,
+                    };
+                    let h = match fused {
+                        Some((x, y, c)) => e.glsl(GlslStd450Op::Fma, ht, &[x, y, c]),
+                        None => {
+                            let h = e.ctx.fresh();
+                            e.out
+                                .push(Instruction::new(op, Some(ht), Some(h), i.operands));
+                            h
+                        }
+                    };
+                    if let (Op::FMul, [x, y], true) = (op, &args[..], fusable.contains(&rid)) {
+                        products.insert(h, (*x, *y));
+                    }
+                    e.out.push(Instruction::new(
+                        Op::Bitcast,
+                        Some(rty),
+                        Some(rid),
+                        vec![Operand::IdRef(h)],
+                    ));
+                    moved.insert(rid, h);
+                } else {
+                    // A comparison: its result is a boolean already.
+                    e.out.push(i);
+                }
+            }
+            b.instructions = out;
+        }
+    }
+    ctx.module.functions = functions;
+    for a in &mut ctx.module.annotations {
+        if let Some(Operand::IdRef(t)) = a.operands.first_mut() {
+            if let Some(h) = moved.get(t) {
+                *t = *h;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -610,9 +846,9 @@ mod tests {
             OpFunctionEnd
             "#,
         );
-        widen(&mut ctx).unwrap();
+        widen(&mut ctx, false).unwrap();
         half::retype_half(&mut ctx);
-        lower_conversions(&mut ctx).unwrap();
+        lower_conversions(&mut ctx, false).unwrap();
         let ops: Vec<(Op, Option<Word>)> = ctx.module.functions[0].blocks[0]
             .instructions
             .iter()
@@ -641,5 +877,114 @@ mod tests {
             })
             .count();
         assert_eq!(vectors, 2, "ushort2 and float2");
+    }
+
+    #[test]
+    fn native_half_arithmetic_stays_in_half() {
+        let mut ctx = assemble(
+            r#"
+            OpCapability Kernel
+            OpCapability Addresses
+            OpCapability Float16
+            OpMemoryModel Physical64 OpenCL
+            OpEntryPoint Kernel %f "k"
+            %half = OpTypeFloat 16
+            %float = OpTypeFloat 32
+            %bool = OpTypeBool
+            %v2half = OpTypeVector %half 2
+            %void = OpTypeVoid
+            %fn = OpTypeFunction %void
+            %one = OpConstant %half 0x1p+0
+            %two = OpConstantComposite %v2half %one %one
+            %f = OpFunction %void None %fn
+            %e = OpLabel
+            %s = OpFAdd %half %one %one
+            %v = OpFMul %v2half %two %two
+            %lt = OpFOrdLessThan %bool %s %one
+            %q = OpFDiv %half %s %one
+            %w = OpFConvert %float %q
+            OpReturn
+            OpFunctionEnd
+            "#,
+        );
+        widen(&mut ctx, true).unwrap();
+        half::retype_half(&mut ctx);
+        lower_conversions(&mut ctx, true).unwrap();
+        native_arithmetic(&mut ctx, &HashSet::default());
+        let half = ctx
+            .find_type(Op::TypeFloat, &[Operand::LiteralBit32(16)])
+            .expect("a 16-bit float type again");
+        let float = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(32)]);
+        let v2half = ctx.vector(half, 2);
+        let ops: Vec<(Op, Option<Word>)> = ctx.module.functions[0].blocks[0]
+            .instructions
+            .iter()
+            .map(|i| (i.class.opcode, i.result_type))
+            .collect();
+        // Add, multiply and compare stay in half; the division is float's,
+        // its operands widened and its result narrowed by the hardware.
+        assert!(ops.contains(&(Op::FAdd, Some(half))));
+        assert!(ops.contains(&(Op::FMul, Some(v2half))));
+        assert!(ops.contains(&(Op::FDiv, Some(float))));
+        assert!(ops.contains(&(Op::FConvert, Some(float))));
+        assert!(ops.contains(&(Op::FConvert, Some(half))));
+        assert!(!ops.contains(&(Op::FAdd, Some(float))));
+        let compare = ctx.module.functions[0].blocks[0]
+            .instructions
+            .iter()
+            .find(|i| i.class.opcode == Op::FOrdLessThan)
+            .unwrap();
+        let types = ctx.value_types();
+        for o in &compare.operands {
+            let Operand::IdRef(x) = o else { continue };
+            assert_eq!(types.get(x), Some(&half), "compared as halves");
+        }
+    }
+
+    #[test]
+    fn a_native_mad_is_one_fma() {
+        let mut ctx = assemble(
+            r#"
+            OpCapability Kernel
+            OpCapability Addresses
+            OpCapability Float16
+            OpMemoryModel Physical64 OpenCL
+            OpEntryPoint Kernel %f "k"
+            %half = OpTypeFloat 16
+            %void = OpTypeVoid
+            %fn = OpTypeFunction %void
+            %one = OpConstant %half 0x1p+0
+            %f = OpFunction %void None %fn
+            %e = OpLabel
+            %p = OpFMul %half %one %one
+            %r = OpFAdd %half %p %one
+            %s = OpFAdd %half %r %one
+            OpReturn
+            OpFunctionEnd
+            "#,
+        );
+        widen(&mut ctx, true).unwrap();
+        half::retype_half(&mut ctx);
+        lower_conversions(&mut ctx, true).unwrap();
+        // The product and the sum of the mad: the block's first results.
+        let fusable: HashSet<Word> = ctx.module.functions[0].blocks[0]
+            .instructions
+            .iter()
+            .filter_map(|i| i.result_id)
+            .take(2)
+            .collect();
+        native_arithmetic(&mut ctx, &fusable);
+        let code = &ctx.module.functions[0].blocks[0].instructions;
+        let fmas = code
+            .iter()
+            .filter(|i| {
+                i.class.opcode == Op::ExtInst
+                    && i.operands.get(1)
+                        == Some(&Operand::LiteralExtInstInteger(GlslStd450Op::Fma as u32))
+            })
+            .count();
+        let adds = code.iter().filter(|i| i.class.opcode == Op::FAdd).count();
+        // The mad is one Fma; the plain add after it stays an add.
+        assert_eq!((fmas, adds), (1, 1));
     }
 }

@@ -52,6 +52,14 @@ pub struct DeviceCaps {
     /// shaderDenormPreserveFloat32: kernels declare that single-precision
     /// denormals are kept (the DenormPreserve execution mode).
     pub denorm_preserve_f32: bool,
+    /// Half arithmetic runs on the hardware's 16-bit floats (see the
+    /// `fp16` pass): shaderFloat16 with 16-bit storage, rounding to
+    /// nearest even declared (shaderRoundingModeRTEFloat16), and half
+    /// denormals kept, declared or not.
+    pub native_f16: bool,
+    /// shaderDenormPreserveFloat16: kernels with half arithmetic declare
+    /// that its denormals are kept.
+    pub denorm_preserve_f16: bool,
     /// shaderSignedZeroInfNanPreserveFloat16/32/64: kernels may declare
     /// that zero signs, infinities and NaNs are kept through float
     /// operations of that width (otherwise Vulkan lets drivers assume
@@ -291,8 +299,29 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
         }
     }
     subgroup_capabilities(ctx, caps, &mut need)?;
-    if caps.denorm_preserve_f32 {
+    // Hardware half arithmetic rounds to nearest even and keeps half
+    // denormals because the kernel says so.
+    let half_modes: Vec<(ExecutionMode, u32)> =
+        if caps.native_f16 && widths.contains(&("float", 16)) {
+            [(ExecutionMode::RoundingModeRTE, 16)]
+                .into_iter()
+                .chain(
+                    caps.denorm_preserve_f16
+                        .then_some((ExecutionMode::DenormPreserve, 16)),
+                )
+                .collect()
+        } else {
+            Vec::new()
+        };
+    if caps.denorm_preserve_f32
+        || half_modes
+            .iter()
+            .any(|m| m.0 == ExecutionMode::DenormPreserve)
+    {
         need.push(Capability::DenormPreserve);
+    }
+    if !half_modes.is_empty() {
+        need.push(Capability::RoundingModeRTE);
     }
     // OpenCL's float arithmetic is IEEE 754's: zero signs, infinities and
     // NaNs are results like any other (NVIDIA's compiler otherwise folds
@@ -382,6 +411,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
         .denorm_preserve_f32
         .then_some((ExecutionMode::DenormPreserve, 32))
         .into_iter()
+        .chain(half_modes)
         .chain(
             preserved
                 .into_iter()
