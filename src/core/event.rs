@@ -7,7 +7,9 @@
 //! when they decide whether a dependent command can be recorded.
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use ash::vk;
 use opencl_sys::*;
@@ -78,6 +80,9 @@ pub struct Event {
     pub label: std::sync::OnceLock<String>,
     state: Mutex<State>,
     changed: Condvar,
+    /// The status is final (complete or failed): read without the lock by
+    /// threads that poll before they sleep.
+    ended: AtomicBool,
 }
 
 impl ClObject for Event {
@@ -132,6 +137,7 @@ impl Event {
                 callbacks: Vec::new(),
             }),
             changed: Condvar::new(),
+            ended: AtomicBool::new(false),
         })
     }
 
@@ -151,6 +157,7 @@ impl Event {
                 callbacks: Vec::new(),
             }),
             changed: Condvar::new(),
+            ended: AtomicBool::new(false),
         })
     }
 
@@ -199,6 +206,7 @@ impl Event {
         state.status = status;
         if status <= CL_COMPLETE as cl_int {
             state.stage = Stage::Done;
+            self.ended.store(true, Ordering::Release);
         }
         self.changed.notify_all();
         let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut state.callbacks)
@@ -223,6 +231,16 @@ impl Event {
     /// Blocks until the event is complete or failed; returns its status.
     /// The caller makes sure the command can make progress (flushes).
     pub fn wait(&self) -> cl_int {
+        // On a GPU a short command ends within microseconds, sooner than
+        // a sleeping thread is woken (tens of microseconds on some
+        // machines): watch for the end for a moment first.
+        let spin = self.queue.as_ref().map_or(Duration::ZERO, |q| q.vk.spin());
+        if !spin.is_zero() {
+            let until = Instant::now() + spin;
+            while !self.ended.load(Ordering::Acquire) && Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        }
         let mut st = self.lock();
         while st.status > CL_COMPLETE as cl_int {
             st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());

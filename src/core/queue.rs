@@ -3,7 +3,9 @@
 //! Each OpenCL queue owns a timeline semaphore and records its commands into
 //! an open Vulkan command buffer (a batch). A batch is submitted on clFlush,
 //! on blocking calls and waits, when another queue needs one of its events,
-//! or when it reaches [`BATCH_LIMIT`] commands; it signals the next value of
+//! when it reaches [`BATCH_LIMIT`] commands, or at once while none of the
+//! queue's batches is in flight (the device would otherwise sit idle, and
+//! a lone command would wait for the flush); it signals the next value of
 //! the queue's timeline, and every event in it is a point on that timeline.
 //! The device's completion worker (see `core::worker`) waits for those
 //! values, runs the host side of each command (copies into application
@@ -14,8 +16,8 @@
 //! of the batch. Commands waiting for a user event, or for a command that is
 //! itself held back, stay on the host until that event is set. Submitting a
 //! wait for something not yet submitted would let one blocked batch stall
-//! the single Vulkan queue every OpenCL queue of the device shares, so
-//! vkcl never does that.
+//! the Vulkan queue other OpenCL queues of the device share, so vkcl never
+//! does that.
 
 use std::any::Any;
 use std::collections::VecDeque;
@@ -228,6 +230,10 @@ struct QueueState {
     last_value: u64,
     /// Someone waits for this queue: submit as soon as anything is recorded.
     flush_wanted: bool,
+    /// Batches submitted and not yet completed. While there are none the
+    /// device has nothing of this queue to run, and what is recorded is
+    /// submitted at once: batching would only make it wait.
+    in_flight: usize,
     /// In-order queues: the previous command.
     last: Option<Weak<Handle<Event>>>,
     /// Out-of-order queues: the last barrier and the commands since.
@@ -247,6 +253,8 @@ pub struct Queue {
     /// The property list as passed to clCreateCommandQueueWithProperties.
     pub properties_array: Vec<cl_queue_properties>,
     pub vk: Arc<LogicalDevice>,
+    /// The Vulkan queue this queue submits to (`LogicalDevice::pick_queue`).
+    vk_queue: usize,
     pub timeline: vk::Semaphore,
     state: Mutex<QueueState>,
     /// With `VKCL_BREADCRUMBS=1`: two words the device writes around each
@@ -322,6 +330,7 @@ impl Queue {
             device: device.clone(),
             properties,
             properties_array,
+            vk_queue: vk.pick_queue(),
             vk,
             timeline,
             state: Mutex::new(QueueState {
@@ -329,6 +338,7 @@ impl Queue {
                 batch: None,
                 last_value: 0,
                 flush_wanted: false,
+                in_flight: 0,
                 last: None,
                 barrier: None,
                 since_barrier: Vec::new(),
@@ -405,7 +415,12 @@ impl Queue {
                     .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
             )?;
             if let Some(qp) = queries {
-                d.cmd_reset_query_pool(cb, qp, 0, 2 * BATCH_LIMIT as u32);
+                // The pool is fresh or its batch completed: nothing uses it.
+                if self.vk.host_query_reset {
+                    d.reset_query_pool(qp, 0, 2 * BATCH_LIMIT as u32);
+                } else {
+                    d.cmd_reset_query_pool(cb, qp, 0, 2 * BATCH_LIMIT as u32);
+                }
             }
         }
         Ok(Batch {
@@ -419,6 +434,7 @@ impl Queue {
     /// Called by the completion worker when a batch is done.
     pub fn recycle(&self, cb: vk::CommandBuffer, queries: Option<vk::QueryPool>) {
         let mut st = self.lock();
+        st.in_flight = st.in_flight.saturating_sub(1);
         st.free_cbs.push(cb);
         if let Some(q) = queries {
             st.free_query_pools.push(q);
@@ -493,8 +509,18 @@ impl Handle<Queue> {
         result
     }
 
-    /// clFinish: waits for every command enqueued so far.
+    /// clFinish: waits for every command enqueued so far: on an in-order
+    /// queue, for the last one; otherwise for a marker.
     pub fn finish(self: &Arc<Self>) -> ClResult<()> {
+        if self.in_order() {
+            let last = self.lock().last.as_ref().and_then(Weak::upgrade);
+            self.flush()?;
+            // Gone: it completed, and every command before it.
+            if let Some(last) = last {
+                last.wait();
+            }
+            return Ok(());
+        }
         let marker = self.enqueue(
             CL_COMMAND_MARKER,
             Vec::new(),
@@ -517,6 +543,7 @@ impl Handle<Queue> {
                     let host_access = cmd.host_access;
                     self.record(st, cmd, waits)?;
                     if host_access
+                        || st.in_flight == 0
                         || st
                             .batch
                             .as_ref()
@@ -533,7 +560,7 @@ impl Handle<Queue> {
                 Readiness::Wait => i += 1,
             }
         }
-        if st.flush_wanted && st.batch.is_some() {
+        if (st.flush_wanted || st.in_flight == 0) && st.batch.is_some() {
             self.submit(st, after)?;
         }
         if st.pending.is_empty() {
@@ -671,7 +698,7 @@ impl Handle<Queue> {
             .signal_semaphores(&signal)
             .push_next(&mut timeline_info);
         let at = host_time_ns();
-        if let Err(e) = self.vk.submit(&[submit], vk::Fence::null()) {
+        if let Err(e) = self.vk.submit(self.vk_queue, &[submit], vk::Fence::null()) {
             log::error!(target: "vkcl::queue", "vkQueueSubmit failed: {e}");
             self.context
                 .notify_error(&format!("vkcl: submission failed ({e})"));
@@ -684,6 +711,7 @@ impl Handle<Queue> {
             return Err(ClError::from(e));
         }
         st.last_value = value;
+        st.in_flight += 1;
         for (i, cmd) in batch.commands.iter().enumerate() {
             after
                 .due
@@ -700,7 +728,9 @@ impl Handle<Queue> {
         let mut after = After::default();
         {
             let mut st = self.lock();
-            if st.pending.is_empty() && !(st.flush_wanted && st.batch.is_some()) {
+            if st.pending.is_empty()
+                && !((st.flush_wanted || st.in_flight == 0) && st.batch.is_some())
+            {
                 return;
             }
             if let Err(e) = self.pump(&mut st, &mut after) {

@@ -1,12 +1,14 @@
 //! The completion worker: one thread per device that waits for submitted
 //! batches to finish (on their timeline values: a short poll on GPUs, then
-//! a blocking wait), then runs each command's host side and completes its
-//! event, in order. When the device is lost, or finishes nothing for as
+//! a blocking wait for whichever queue's oldest batch finishes first), then
+//! runs each command's host side and completes its event, in each queue's
+//! order. When the device is lost, or finishes nothing for as
 //! long as its watchdog allows, it fails what is in flight.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Instant;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use ash::vk;
 use opencl_sys::*;
@@ -25,6 +27,12 @@ pub struct Worker {
     inflight: Mutex<VecDeque<InFlight>>,
     more: Condvar,
     started: std::sync::Once,
+    /// Batches in flight, read without the lock while polling for work.
+    count: AtomicUsize,
+    /// How long the thread polls for the next batch before it sleeps (the
+    /// device's `spin`): an application that waits for each command and
+    /// enqueues the next finds the worker awake.
+    spin: OnceLock<Duration>,
 }
 
 impl Default for Worker {
@@ -33,6 +41,8 @@ impl Default for Worker {
             inflight: Mutex::new(VecDeque::new()),
             more: Condvar::new(),
             started: std::sync::Once::new(),
+            count: AtomicUsize::new(0),
+            spin: OnceLock::new(),
         }
     }
 }
@@ -40,6 +50,7 @@ impl Default for Worker {
 impl Worker {
     /// Hands a submitted batch to the worker.
     pub fn push(self: &Arc<Self>, queue: Arc<Handle<Queue>>, value: u64, batch: Batch) {
+        self.spin.get_or_init(|| queue.vk.spin());
         self.started.call_once(|| {
             let me = self.clone();
             std::thread::Builder::new()
@@ -55,37 +66,51 @@ impl Worker {
                 value,
                 batch,
             });
+        self.count.fetch_add(1, Ordering::Release);
         self.more.notify_one();
     }
 
     fn run(self: Arc<Self>) {
-        // The submission waited for at the front, and since when: the
-        // watchdog's measure of a device that finishes nothing.
-        let mut front: Option<(usize, u64, Instant)> = None;
+        // Since when the device has finished nothing while work was in
+        // flight: the watchdog's measure of a hung device.
+        let mut idle_since: Option<Instant> = None;
         loop {
-            // The oldest submission first: every submitted batch finishes
-            // on its own (none waits for anything unsubmitted).
-            let (queue, value) = {
+            let spin = self.spin.get().copied().unwrap_or_default();
+            if !spin.is_zero() && self.count.load(Ordering::Acquire) == 0 {
+                let until = Instant::now() + spin;
+                while self.count.load(Ordering::Acquire) == 0 && Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+            }
+            // The oldest submission of each queue: every submitted batch
+            // finishes on its own (none waits for anything unsubmitted);
+            // a queue's batches finish in order, those of different queues
+            // (on different Vulkan queues) in any order.
+            let fronts: Vec<(Arc<Handle<Queue>>, u64)> = {
                 let mut list = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
                 while list.is_empty() {
                     list = self.more.wait(list).unwrap_or_else(|e| e.into_inner());
                 }
-                let front = &list[0];
-                (front.queue.clone(), front.value)
-            };
-            let key = (Arc::as_ptr(&queue) as usize, value);
-            let since = match front {
-                Some((q, v, t)) if (q, v) == key => t,
-                _ => {
-                    let now = Instant::now();
-                    front = Some((key.0, key.1, now));
-                    now
+                let mut fronts: Vec<(Arc<Handle<Queue>>, u64)> = Vec::new();
+                for f in list.iter() {
+                    if !fronts.iter().any(|(q, _)| Arc::ptr_eq(q, &f.queue)) {
+                        fronts.push((f.queue.clone(), f.value));
+                    }
                 }
+                fronts
             };
-            let lost = match queue.vk.wait_timeline(queue.timeline, value, 2_000_000_000) {
-                Ok(true) => None,
-                Ok(false) if queue.vk.is_lost() => Some("the device was lost".to_string()),
-                Ok(false) => match queue.vk.watchdog {
+            let since = *idle_since.get_or_insert_with(Instant::now);
+            let queue = fronts[0].0.clone();
+            let waits: Vec<(vk::Semaphore, u64)> =
+                fronts.iter().map(|(q, v)| (q.timeline, *v)).collect();
+            let mut finished = None;
+            let lost = match queue.vk.wait_any(&waits, 2_000_000_000) {
+                Ok(Some(i)) => {
+                    finished = Some(i);
+                    None
+                }
+                Ok(None) if queue.vk.is_lost() => Some("the device was lost".to_string()),
+                Ok(None) => match queue.vk.watchdog {
                     Some(limit) if since.elapsed() >= limit => {
                         queue.vk.declare_hung(since.elapsed());
                         Some(format!(
@@ -110,6 +135,7 @@ impl Worker {
                     .unwrap_or_else(|e| e.into_inner())
                     .drain(..)
                     .collect();
+                self.count.fetch_sub(lost.len(), Ordering::Release);
                 let why = match running(&lost) {
                     Some(what) => format!("{why}; the device was running {what}"),
                     None => why,
@@ -120,14 +146,23 @@ impl Worker {
                 for done in lost {
                     fail(done);
                 }
-                front = None;
+                idle_since = None;
                 queue.device.repump();
                 continue;
             }
-            front = None;
+            let Some((queue, value)) = finished.map(|i| fronts[i].clone()) else {
+                continue;
+            };
+            idle_since = None;
             let done = {
                 let mut list = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
-                list.pop_front().expect("the front was waited for")
+                let at = list
+                    .iter()
+                    .position(|f| Arc::ptr_eq(&f.queue, &queue) && f.value == value)
+                    .expect("a waited-for batch stays in flight until completed here");
+                let done = list.remove(at).expect("index in range");
+                self.count.fetch_sub(1, Ordering::Release);
+                done
             };
             complete(done);
             queue.device.repump();

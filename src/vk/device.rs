@@ -12,12 +12,31 @@ use crate::vk::memory::StagingPool;
 use crate::vk::physical::PhysicalInfo;
 use crate::vk::pipeline::PipelineCache;
 
+/// The most Vulkan queues vkcl takes from the compute family.
+pub const MAX_QUEUES: usize = 8;
+
+/// How many queues to take of a family that has `available`:
+/// `VKCL_QUEUES` (1 to [`MAX_QUEUES`]) or up to [`MAX_QUEUES`].
+fn queue_count(available: u32) -> usize {
+    let wanted = std::env::var("VKCL_QUEUES")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(MAX_QUEUES)
+        .clamp(1, MAX_QUEUES);
+    wanted.min(available.max(1) as usize)
+}
+
 pub struct LogicalDevice {
     pub raw: ash::Device,
     pub queue_family: u32,
-    /// The one Vulkan queue every OpenCL queue of the device submits to;
-    /// Vulkan requires submissions to it to be serialised.
-    queue: Mutex<vk::Queue>,
+    /// The Vulkan queues of the compute family (up to [`MAX_QUEUES`]):
+    /// each OpenCL queue submits to one of them (see
+    /// [`LogicalDevice::pick_queue`]), so that independent queues run
+    /// side by side. Vulkan requires submissions to one queue to be
+    /// serialised.
+    queues: Vec<Mutex<vk::Queue>>,
+    /// The queue the next OpenCL queue takes, round robin.
+    next_queue: std::sync::atomic::AtomicUsize,
     allocator: ManuallyDrop<Mutex<Allocator>>,
     /// Device memory is host-visible (CPUs, most integrated GPUs).
     pub unified_memory: bool,
@@ -38,6 +57,9 @@ pub struct LogicalDevice {
     /// VK_KHR_push_descriptor, where the device has it: image and sampler
     /// descriptors are recorded into the command buffer, without a pool.
     pub push_descriptor: Option<ash::khr::push_descriptor::Device>,
+    /// hostQueryReset: query pools are reset on the host, not by a
+    /// command the device runs.
+    pub host_query_reset: bool,
     /// The device was lost (VK_ERROR_DEVICE_LOST, as after a kernel's
     /// memory fault): nothing submitted to it finishes any more.
     lost: std::sync::atomic::AtomicBool,
@@ -89,7 +111,8 @@ impl LogicalDevice {
         let queue_family = info
             .compute_queue_family()
             .ok_or(vk::Result::ERROR_FEATURE_NOT_PRESENT)?;
-        let priorities = [1.0f32];
+        let count = queue_count(info.queue_families[queue_family as usize].queue_count);
+        let priorities = vec![1.0f32; count];
         let queues = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(queue_family)
             .queue_priorities(&priorities)];
@@ -220,8 +243,10 @@ impl LogicalDevice {
         // SAFETY: `info.handle` comes from `instance`; every feature enabled
         // above was reported present; all pointers outlive the call.
         let raw = unsafe { instance.create_device(info.handle, &create, None)? };
-        // SAFETY: one queue of this family was requested above.
-        let queue = unsafe { raw.get_device_queue(queue_family, 0) };
+        // SAFETY: `count` queues of this family were requested above.
+        let vk_queues: Vec<Mutex<vk::Queue>> = (0..count as u32)
+            .map(|i| Mutex::new(unsafe { raw.get_device_queue(queue_family, i) }))
+            .collect();
         let allocator = Allocator::new(&AllocatorCreateDesc {
             instance: instance.clone(),
             device: raw.clone(),
@@ -262,7 +287,8 @@ impl LogicalDevice {
         Ok(LogicalDevice {
             raw,
             queue_family,
-            queue: Mutex::new(queue),
+            queues: vk_queues,
+            next_queue: std::sync::atomic::AtomicUsize::new(0),
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
             unified_memory,
             staging: StagingPool::default(),
@@ -273,6 +299,7 @@ impl LogicalDevice {
             timestamp_offset: std::sync::OnceLock::new(),
             host_import,
             push_descriptor,
+            host_query_reset: info.features12.host_query_reset != 0,
             timeline_spin: if info.props.device_type == vk::PhysicalDeviceType::CPU {
                 std::time::Duration::ZERO
             } else {
@@ -426,13 +453,30 @@ impl LogicalDevice {
         self.allocator.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Submits to the device's queue.
+    /// The Vulkan queue for a new OpenCL queue: the device's queues in
+    /// turn.
+    pub fn pick_queue(&self) -> usize {
+        self.next_queue
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            % self.queues.len()
+    }
+
+    /// How many Vulkan queues the OpenCL queues share.
+    pub fn queue_count(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// Submits to the device's queue number `index` (see
+    /// [`LogicalDevice::pick_queue`]).
     pub fn submit(
         &self,
+        index: usize,
         submits: &[vk::SubmitInfo<'_>],
         fence: vk::Fence,
     ) -> Result<(), vk::Result> {
-        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let queue = self.queues[index % self.queues.len()]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         // SAFETY: the queue is externally synchronised by the lock; the
         // caller's submit infos reference live objects.
         self.note(unsafe { self.raw.queue_submit(*queue, submits, fence) })
@@ -449,6 +493,53 @@ impl LogicalDevice {
     }
 
     /// Waits until `semaphore` reaches `value`, for at most `timeout_ns`.
+    /// How long a thread that waits for the device polls before it
+    /// sleeps: zero on CPU devices, whose work needs the cores.
+    pub fn spin(&self) -> std::time::Duration {
+        self.timeline_spin
+    }
+
+    /// Waits until one of `waits` (timeline semaphores of this device
+    /// and values) is reached, at most `timeout_ns` (after polling them
+    /// for the device's `spin`); returns the index of one reached, or
+    /// `None` on timeout.
+    pub fn wait_any(
+        &self,
+        waits: &[(vk::Semaphore, u64)],
+        timeout_ns: u64,
+    ) -> Result<Option<usize>, vk::Result> {
+        let reached = || -> Result<Option<usize>, vk::Result> {
+            for (i, &(semaphore, value)) in waits.iter().enumerate() {
+                // SAFETY: valid timeline semaphore of this device.
+                if self.note(unsafe { self.raw.get_semaphore_counter_value(semaphore) })? >= value {
+                    return Ok(Some(i));
+                }
+            }
+            Ok(None)
+        };
+        let spin_until = std::time::Instant::now() + self.timeline_spin;
+        loop {
+            if let Some(i) = reached()? {
+                return Ok(Some(i));
+            }
+            if std::time::Instant::now() >= spin_until {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        let (sems, values): (Vec<vk::Semaphore>, Vec<u64>) = waits.iter().copied().unzip();
+        let info = vk::SemaphoreWaitInfo::default()
+            .flags(vk::SemaphoreWaitFlags::ANY)
+            .semaphores(&sems)
+            .values(&values);
+        // SAFETY: valid semaphores of this device.
+        match self.note(unsafe { self.raw.wait_semaphores(&info, timeout_ns) }) {
+            Ok(()) => reached(),
+            Err(vk::Result::TIMEOUT) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     pub fn wait_timeline(
         &self,
         semaphore: vk::Semaphore,
@@ -514,7 +605,7 @@ impl LogicalDevice {
                 let cbs = [cb];
                 let submit = [vk::SubmitInfo::default().command_buffers(&cbs)];
                 let r = self
-                    .submit(&submit, fence)
+                    .submit(0, &submit, fence)
                     .and_then(|()| self.wait_fence(fence));
                 if !self.is_hung() {
                     self.raw.destroy_fence(fence, None);
