@@ -153,6 +153,106 @@ impl Bench<'_> {
     }
 }
 
+/// Times `n` host-to-device copies and `n` kernels alone, together on one
+/// queue, and on two queues (the best of the bench's repetitions each):
+/// with queues that run side by side, the last is near the longer of the
+/// first two rather than their sum.
+fn overlap(b: &mut Bench<'_>, s: &Session, quick: bool) -> Result<(), String> {
+    let n = if quick { 4 } else { 16 };
+    let bytes: usize = if quick { 1 << 20 } else { 32 << 20 };
+    let items: usize = if quick { 4096 } else { 1 << 25 };
+    let (q1, q2) = (s.new_queue()?, s.new_queue()?);
+    let host = vec![1u8; bytes];
+    let dst = s.buffer(bytes, None)?;
+    let out = s.buffer(items * 4, None)?;
+    let k = s.kernel(b.program, "sp_float")?;
+    let (o, seed) = (arg(&out), arg(&1.3f32));
+    s.set_arg(k, 0, o.0, o.1)?;
+    s.set_arg(k, 1, seed.0, seed.1)?;
+    let copies = |q: cl_command_queue| -> Result<(), String> {
+        for _ in 0..n {
+            check("clEnqueueWriteBuffer", unsafe {
+                (s.api.clEnqueueWriteBuffer.unwrap())(
+                    q,
+                    dst,
+                    CL_FALSE,
+                    0,
+                    bytes,
+                    host.as_ptr().cast(),
+                    0,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                )
+            })?;
+        }
+        Ok(())
+    };
+    let kernels = |q: cl_command_queue| -> Result<(), String> {
+        for _ in 0..n {
+            check("clEnqueueNDRangeKernel", unsafe {
+                (s.api.clEnqueueNDRangeKernel.unwrap())(
+                    q,
+                    k,
+                    1,
+                    std::ptr::null(),
+                    &items,
+                    &64usize,
+                    0,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                )
+            })?;
+        }
+        Ok(())
+    };
+    // 0: copies alone, 1: kernels alone, 2: both on one queue, 3: both on
+    // two queues.
+    let once = |shape: usize| -> Result<f64, String> {
+        let t0 = Instant::now();
+        if shape != 1 {
+            copies(q1)?;
+        }
+        match shape {
+            1 | 2 => kernels(q1)?,
+            3 => kernels(q2)?,
+            _ => {}
+        }
+        for q in [q1, q2] {
+            check("clFlush", unsafe { (s.api.clFlush.unwrap())(q) })?;
+        }
+        for q in [q1, q2] {
+            check("clFinish", unsafe { (s.api.clFinish.unwrap())(q) })?;
+        }
+        Ok(t0.elapsed().as_secs_f64())
+    };
+    let mut best = [f64::INFINITY; 4];
+    for round in 0..=b.reps {
+        for (shape, t) in best.iter_mut().enumerate() {
+            let took = once(shape)?;
+            if round > 0 {
+                *t = t.min(took);
+            }
+        }
+    }
+    unsafe {
+        (s.api.clReleaseKernel.unwrap())(k);
+        (s.api.clReleaseMemObject.unwrap())(dst);
+        (s.api.clReleaseMemObject.unwrap())(out);
+        (s.api.clReleaseCommandQueue.unwrap())(q1);
+        (s.api.clReleaseCommandQueue.unwrap())(q2);
+    }
+    let names = [
+        format!("{n} copies of {} MiB", bytes >> 20),
+        format!("{n} kernels"),
+        "both, one queue".to_string(),
+        "both, two queues".to_string(),
+    ];
+    for (name, t) in names.into_iter().zip(best) {
+        b.add("Queue overlap", name, t * 1e3, "ms");
+    }
+    Ok(())
+}
+
 fn arg<T>(v: &T) -> (usize, *const c_void) {
     (std::mem::size_of::<T>(), (v as *const T).cast())
 }
@@ -381,38 +481,58 @@ fn measure(b: &mut Bench<'_>, a: &Args, extensions: &str, max_alloc: usize) -> R
         })?;
         b.add("Transfer bandwidth", name, bytes as f64 / t / 1e9, "GB/s");
     }
-    // Latency: enqueue of an empty kernel to its completion, on the host.
+    // Latency: enqueue of an empty kernel to its completion, on the host,
+    // on the profiling queue and on a plain one; with the enqueue call's
+    // share.
     b.progress("kernel launch latency");
     let k = s.kernel(b.program, "empty")?;
     let launches = if a.quick { 20 } else { 1000 };
-    let mut total = 0.0;
-    for i in 0..=launches {
-        let t0 = Instant::now();
-        check("clEnqueueNDRangeKernel", unsafe {
-            (s.api.clEnqueueNDRangeKernel.unwrap())(
-                s.queue,
-                k,
-                1,
-                std::ptr::null(),
-                &1usize,
-                std::ptr::null(),
-                0,
-                std::ptr::null(),
-                std::ptr::null_mut(),
-            )
-        })?;
-        s.finish()?;
-        if i > 0 {
-            total += t0.elapsed().as_secs_f64();
+    let plain = s.new_queue()?;
+    for (queue, name) in [
+        (s.queue, "enqueue to completion"),
+        (plain, "same, no profiling"),
+    ] {
+        let (mut total, mut enqueue) = (0.0, 0.0);
+        for i in 0..=launches {
+            let t0 = Instant::now();
+            check("clEnqueueNDRangeKernel", unsafe {
+                (s.api.clEnqueueNDRangeKernel.unwrap())(
+                    queue,
+                    k,
+                    1,
+                    std::ptr::null(),
+                    &1usize,
+                    std::ptr::null(),
+                    0,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                )
+            })?;
+            let t1 = t0.elapsed().as_secs_f64();
+            check("clFinish", unsafe { (s.api.clFinish.unwrap())(queue) })?;
+            if i > 0 {
+                total += t0.elapsed().as_secs_f64();
+                enqueue += t1;
+            }
+        }
+        b.add("Latency", name, total / launches as f64 * 1e6, "us");
+        if queue == s.queue {
+            b.add(
+                "Latency",
+                "of which the enqueue call",
+                enqueue / launches as f64 * 1e6,
+                "us",
+            );
         }
     }
-    unsafe { (s.api.clReleaseKernel.unwrap())(k) };
-    b.add(
-        "Latency",
-        "enqueue to completion",
-        total / launches as f64 * 1e6,
-        "us",
-    );
+    unsafe {
+        (s.api.clReleaseKernel.unwrap())(k);
+        (s.api.clReleaseCommandQueue.unwrap())(plain);
+    }
+    // Queues side by side: host-to-device copies and kernels, all on one
+    // queue, then the copies on one queue and the kernels on another.
+    b.progress("queue overlap");
+    overlap(b, s, a.quick)?;
     // STREAM triad.
     b.progress("STREAM triad");
     let n = floats / 4;

@@ -50,6 +50,7 @@ api! {
     clCreateCommandQueueWithProperties: clCreateCommandQueueWithProperties_t,
     clReleaseCommandQueue: clReleaseCommandQueue_t,
     clFinish: clFinish_t,
+    clFlush: clFlush_t,
     clCreateBuffer: clCreateBuffer_t,
     clReleaseMemObject: clReleaseMemObject_t,
     clEnqueueReadBuffer: clEnqueueReadBuffer_t,
@@ -221,6 +222,22 @@ impl Session {
             context,
             queue,
         })
+    }
+
+    /// Another in-order queue on the session's device, without profiling.
+    pub fn new_queue(&self) -> Result<cl_command_queue, String> {
+        let mut err = 0;
+        let props = [0 as cl_queue_properties];
+        let queue = unsafe {
+            (self.api.clCreateCommandQueueWithProperties.unwrap())(
+                self.context,
+                self.device,
+                props.as_ptr(),
+                &mut err,
+            )
+        };
+        check("clCreateCommandQueueWithProperties", err)?;
+        Ok(queue)
     }
 
     pub fn device_info(&self, param: cl_device_info) -> Vec<u8> {
