@@ -41,6 +41,7 @@ both_ways!(
     compile_needs_source_or_il,
     // Program binaries
     binaries_round_trip,
+    optimised_code_round_trips,
     damaged_binaries_are_rejected,
     same_source_same_binary,
     // clCreateProgramWithIL
@@ -1435,6 +1436,29 @@ fn binaries_round_trip(cl: &Cl) {
     assert_eq!(kernel_names(cl, exe).unwrap(), names(&["store"]));
     for p in [exe, again, obj] {
         release_program(cl, p);
+    }
+    release_context(cl, c);
+}
+
+/// Optimised code with merged switch cases, a copy loop of run-time
+/// length and (with NARROW_SWITCH) a switch LLVM narrows to two bits runs,
+/// and its binary loads again (the validator checks a binary's SPIR-V).
+fn optimised_code_round_trips(cl: &Cl) {
+    let c = cl.context();
+    for (options, expected) in [("", 487), ("-D NARROW_SWITCH", 531)] {
+        let p = built(cl, c, include_str!("kernels/optimiser_shapes.cl"), options);
+        let bins = binaries(cl, p);
+        let (q, status) = with_binary(cl, c, &bins[0]);
+        assert_eq!(status, CL_SUCCESS, "the binary loads ({options})");
+        let q = q.unwrap();
+        assert_eq!(build(cl, q, ""), CL_SUCCESS, "{}", build_log(cl, q));
+        for program in [p, q] {
+            let k = kernel(cl, program, "shapes").unwrap();
+            assert_eq!(set_arg(cl, k, 1, &41i32), CL_SUCCESS);
+            assert_eq!(run_single(cl, c, k), expected, "{options}");
+            release_kernel(cl, k);
+            release_program(cl, program);
+        }
     }
     release_context(cl, c);
 }

@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use opencl_sys::*;
 
 use crate::compiler::cache;
+use crate::compiler::spirv::input::normalise;
 use crate::core::error::{ClError, ClResult};
 
 pub struct FrontEnd {
@@ -353,7 +354,7 @@ impl FrontEnd {
         device: &DeviceMacros,
     ) -> Result<Compiled, CompileError> {
         let mut key = cache::Key::new(
-            "opencl-c, SPIR-V 1.0 or 1.3, convergent sub-groups, not vectorised, gnu89 inline",
+            "opencl-c, SPIR-V 1.0 or 1.3, convergent sub-groups, not vectorised, gnu89 inline, native integer widths, phi parents once, dominance order",
         );
         key.add(self.version.as_bytes());
         key.add(options.clang.join("\u{1}").as_bytes());
@@ -407,21 +408,75 @@ impl FrontEnd {
                 .iter()
                 .any(|(_, body)| body.windows(10).any(|w| w == b"sub_group_"));
         let ll = dir.join("program.ll");
-        // `thaw`: through LLVM's text form with its `freeze` instructions
-        // (which llvm-spirv 15 cannot translate) made plain copies.
+        // The flags of every clang step that optimises.
+        let optimiser_flags = |clang: &mut Command| {
+            // LLVM's vectorisers make vectors SPIR-V cannot hold (more
+            // than 16 components) and Vulkan's drivers split again: the
+            // driver's compiler vectorises for its own hardware.
+            clang.args(["-fno-vectorize", "-fno-slp-vectorize"]);
+            // Loops that copy a run-time number of elements stay loops:
+            // as a `memcpy` of unknown size they would become an
+            // OpCopyMemorySized Vulkan has no counterpart for.
+            clang.args(["-mllvm", "-disable-loop-idiom-memcpy"]);
+            if uses_subgroups {
+                // LLVM 15 merges identical calls from both arms of a branch
+                // (and calls that differ in one argument, through a
+                // select) although they are convergent: a non-uniform
+                // sub-group operation would then run with lanes from both
+                // arms.
+                clang.args([
+                    "-mllvm",
+                    "-simplifycfg-sink-common=false",
+                    "-mllvm",
+                    "-simplifycfg-hoist-common=false",
+                ]);
+            }
+        };
+        // Runs clang on LLVM IR text `input` with `flags`, writing `output`.
+        let clang_ir = |flags: &[&str], input: &std::path::Path, output: &std::path::Path| {
+            let mut clang = Command::new(&self.clang);
+            clang
+                .args([
+                    "-x",
+                    "ir",
+                    "-target",
+                    "spir64-unknown-unknown",
+                    "-emit-llvm",
+                ])
+                .args(flags)
+                .arg("-o")
+                .arg(output)
+                .arg(input);
+            if flags.contains(&"-O2") {
+                optimiser_flags(&mut clang);
+            }
+            let out = clang
+                .output()
+                .map_err(|e| format!("cannot run {}: {e}", self.clang.display()))?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(String::from_utf8_lossy(&out.stderr).into_owned())
+            }
+        };
+        // `text`: through LLVM's text form. `Text::Thaw`: the optimised
+        // module with its `freeze` instructions (which llvm-spirv 15 cannot
+        // translate) made plain copies. `Text::LegalWidths`: the module
+        // built unoptimised first, then optimised with 8-, 16-, 32- and
+        // 64-bit integers declared native in its data layout (SPIR's
+        // declares none, so LLVM's InstCombine narrows values to widths
+        // such as i2, which llvm-spirv refuses), then thawed.
         let translate =
-            |optimise: bool, thaw: bool, spirv_version: &str| -> Result<String, String> {
+            |optimise: bool, text: Text, spirv_version: &str| -> Result<String, String> {
+                let thaw = text != Text::None;
+                let widths = text == Text::LegalWidths;
                 let mut clang = Command::new(&self.clang);
                 clang
                     .arg("-x")
                     .arg("cl")
                     .arg(format!("-cl-std={}", options.cl_std))
                     .args(["-target", "spir64-unknown-unknown", "-emit-llvm", "-c"])
-                    .arg(if optimise { "-O2" } else { "-O0" })
-                    // LLVM's vectorisers make vectors SPIR-V cannot hold (more
-                    // than 16 components) and Vulkan's drivers split again:
-                    // the driver's compiler vectorises for its own hardware.
-                    .args(["-fno-vectorize", "-fno-slp-vectorize"])
+                    .arg(if optimise && !widths { "-O2" } else { "-O0" })
                     .arg("-Xclang")
                     .arg(format!("-cl-ext={}", device.cl_ext()))
                     .arg("-include")
@@ -443,18 +498,13 @@ impl FrontEnd {
                 if options.kernel_arg_info {
                     clang.arg("-cl-kernel-arg-info");
                 }
-                if uses_subgroups {
-                    // LLVM 15 merges identical calls from both arms of a branch
-                    // (and calls that differ in one argument, through a
-                    // select) although they are convergent: a non-uniform
-                    // sub-group operation would then run with lanes from both
-                    // arms.
-                    clang.args([
-                        "-mllvm",
-                        "-simplifycfg-sink-common=false",
-                        "-mllvm",
-                        "-simplifycfg-hoist-common=false",
-                    ]);
+                if widths {
+                    // Optimised in the second step, from the text form;
+                    // with native widths declared, LLVM would make
+                    // switches lookup tables in private globals.
+                    clang.args(["-Xclang", "-disable-O0-optnone", "-fno-jump-tables"]);
+                } else if optimise {
+                    optimiser_flags(&mut clang);
                 }
                 if thaw {
                     clang.arg("-S");
@@ -473,18 +523,21 @@ impl FrontEnd {
                 if !out.status.success() {
                     return Err(log);
                 }
+                if widths {
+                    let text = std::fs::read_to_string(&ll).map_err(|e| e.to_string())?;
+                    std::fs::write(&ll, with_native_integers(&text)).map_err(|e| e.to_string())?;
+                    let optimised = dir.join("program.opt.ll");
+                    if let Err(e) = clang_ir(&["-O2", "-S"], &ll, &optimised) {
+                        log.push_str(&e);
+                        return Err(log);
+                    }
+                    std::fs::rename(&optimised, &ll).map_err(|e| e.to_string())?;
+                }
                 if thaw {
                     let text = std::fs::read_to_string(&ll).map_err(|e| e.to_string())?;
                     std::fs::write(&ll, thaw_freezes(&text)).map_err(|e| e.to_string())?;
-                    let out = Command::new(&self.clang)
-                        .args(["-x", "ir", "-target", "spir64-unknown-unknown"])
-                        .args(["-c", "-emit-llvm", "-O0", "-o"])
-                        .arg(&bc)
-                        .arg(&ll)
-                        .output()
-                        .map_err(|e| format!("cannot run {}: {e}", self.clang.display()))?;
-                    if !out.status.success() {
-                        log.push_str(&String::from_utf8_lossy(&out.stderr));
+                    if let Err(e) = clang_ir(&["-c", "-O0"], &ll, &bc) {
+                        log.push_str(&e);
                         return Err(log);
                     }
                 }
@@ -509,20 +562,27 @@ impl FrontEnd {
         // widest range of tools; the cl_khr_subgroup_* built-ins exist only
         // as SPIR-V 1.3's OpGroupNonUniform* instructions, which llvm-spirv
         // refuses (by aborting) below that version.
-        let translate = |optimise: bool, thaw: bool| match translate(optimise, thaw, "1.0") {
+        let translate = |optimise: bool, text: Text| match translate(optimise, text, "1.0") {
             Err(log) if log.contains("isAllowedToUseVersion") => {
                 log::debug!(target: "vkcl::compiler", "the program needs SPIR-V 1.3");
-                translate(optimise, thaw, "1.3")
+                translate(optimise, text, "1.3")
             }
             other => other,
         };
         // Optimised code with `freeze` (clang's div/rem pairing and loop
-        // passes add it) goes through the text form; what still fails is
-        // built unoptimised.
-        let translate = |optimise: bool| match translate(optimise, false) {
+        // passes add it) goes through the text form, and code with odd
+        // integer widths is optimised again with native widths declared;
+        // what still fails is built unoptimised.
+        let translate = |optimise: bool| match translate(optimise, Text::None) {
             Err(log) if optimise && log.contains("freeze") => {
                 log::debug!(target: "vkcl::compiler", "the optimised program has freeze instructions: translating it through LLVM's text form");
-                translate(true, true)
+                translate(true, Text::Thaw)
+            }
+            Err(log) if optimise && log.contains("InvalidBitWidth") => {
+                log::debug!(target: "vkcl::compiler", "the optimised program has odd integer widths: optimising it again with native widths declared");
+                // Where that fails too, the first failure's log leads to
+                // the unoptimised build below.
+                translate(true, Text::LegalWidths).or(Err(log))
             }
             other => other,
         };
@@ -549,6 +609,7 @@ impl FrontEnd {
                         || log.contains("allowed only to generic")
                         || log.contains("Unsupported vector type")) =>
             {
+                eprintln!("DBG {}", log.trim());
                 log::debug!(target: "vkcl::compiler", "llvm-spirv cannot translate the optimised program; building it unoptimised: {}", log.trim());
                 translate(false).map_err(fail)?
             }
@@ -556,13 +617,49 @@ impl FrontEnd {
         };
         let bytes =
             std::fs::read(&spv).map_err(|e| fail(format!("cannot read the SPIR-V: {e}")))?;
-        let spirv = words_of(&bytes)
+        let mut spirv = words_of(&bytes)
             .ok_or_else(|| fail("llvm-spirv produced a malformed module".into()))?;
+        if let Some(valid) = normalise::normalise(&spirv) {
+            spirv = valid;
+        }
         if cacheable {
             cache::store(&key, &spirv, &log);
         }
         Ok(Compiled { spirv, log })
     }
+}
+
+/// How a build goes through LLVM's text form (see `translate`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Text {
+    None,
+    Thaw,
+    LegalWidths,
+}
+
+/// Unoptimised LLVM IR text made ready for the optimiser: its data layout
+/// declares 8-, 16-, 32- and 64-bit integers native, so that the
+/// optimiser keeps to those widths, and its functions lose the `noinline`
+/// clang gives every function at -O0 (vkcl inlines every call anyway).
+fn with_native_integers(ir: &str) -> String {
+    const KEY: &str = "target datalayout = \"";
+    let ir = match ir.find(KEY) {
+        Some(at) => {
+            let start = at + KEY.len();
+            let end = start + ir[start..].find('"').unwrap_or(0);
+            format!("{}-n8:16:32:64{}", &ir[..end], &ir[end..])
+        }
+        None => ir.to_string(),
+    };
+    ir.split_inclusive('\n')
+        .map(|line| {
+            if line.starts_with("attributes #") {
+                line.replace(" noinline", "")
+            } else {
+                line.to_string()
+            }
+        })
+        .collect()
 }
 
 /// LLVM IR text with each `%x = freeze T v` made `%x = bitcast T v to T`:
@@ -709,6 +806,35 @@ mod tests {
             Err(ClError(CL_INVALID_LINKER_OPTIONS))
         );
         assert_eq!(Options::parse("", Purpose::Build).unwrap().cl_std, "CL1.2");
+    }
+
+    const OPTIMISER_SHAPES: &str = include_str!("../../tests/kernels/optimiser_shapes.cl");
+
+    #[test]
+    fn optimised_code_reaches_the_rewriter_valid() {
+        let source = format!("#define NARROW_SWITCH\n{OPTIMISER_SHAPES}");
+        let Some(words) = build_for_test(&source, false) else {
+            return;
+        };
+        let module = rspirv::dr::load_words(&words).expect("a module");
+        let count = |op| {
+            module
+                .all_inst_iter()
+                .filter(|i| i.class.opcode == op)
+                .count()
+        };
+        // Optimised, not the unoptimised fallback: the helpers are inlined,
+        // and the one call left is llvm-spirv's entry point calling the
+        // kernel.
+        use rspirv::spirv::Op;
+        assert_eq!(
+            count(Op::FunctionCall),
+            1,
+            "the program was built unoptimised"
+        );
+        assert_eq!(count(Op::CopyMemorySized), 0, "a copy of run-time length");
+        // The validator checks what program binaries carry.
+        crate::compiler::link::validate(&words).expect("valid SPIR-V");
     }
 
     #[test]

@@ -231,6 +231,22 @@ impl Cfg {
         self.idom[b].is_some()
     }
 
+    /// Where a reachable block comes before its immediate dominator, an
+    /// order SPIR-V allows: the reverse post-order, then the blocks no
+    /// path reaches as they were. `None` where the order is fine already.
+    pub(crate) fn dominance_order(&self) -> Option<Vec<usize>> {
+        let misplaced = self
+            .idom
+            .iter()
+            .enumerate()
+            .any(|(b, d)| d.is_some_and(|d| d > b));
+        misplaced.then(|| {
+            let mut order = self.order.clone();
+            order.extend((0..self.idom.len()).filter(|&b| !self.reachable(b)));
+            order
+        })
+    }
+
     /// Whether block `a` dominates block `b` (indexes into the blocks).
     pub(crate) fn dominates(&self, a: usize, b: usize) -> bool {
         a == b
