@@ -41,6 +41,7 @@ both_ways!(
     fence_of_an_unset_generic_pointer,
     vector_in_a_packed_struct_unoptimised,
     global_pointers_moved_back_at_run_time,
+    rows_of_arrays,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -795,5 +796,35 @@ fn global_pointers_moved_back_at_run_time(cl: &Cl) {
             "{}: half {at}",
             cl.how
         );
+    }
+}
+
+fn rows_of_arrays(cl: &Cl) {
+    let n = 64usize;
+    let input: Vec<u32> = (0..n as u32)
+        .map(|k| k.wrapping_mul(2_654_435_761) >> 7)
+        .collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(
+        include_str!("kernels/rows_of_arrays.cl"),
+        "rows_of_arrays",
+        OPTIONS,
+    );
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], Some(&[8]), None);
+    let got = s.words(bo, n);
+    for (g, &x) in input.iter().enumerate() {
+        let group_first = input[g / 8 * 8];
+        let row = |v: u32, i: u32| v.wrapping_mul(3).wrapping_add(i);
+        let private = |r: u32, c: u32| x + r * 10 + c;
+        let want = row(x, x & 63)
+            .wrapping_add(row(x, (x >> 6) & 63))
+            .wrapping_add(row(x, 7))
+            .wrapping_add(row(group_first, 63))
+            .wrapping_add(private(0, 3) + private(2, 2) + private(1, x & 3));
+        assert_eq!(got[g], want, "{}: work-item {g}", cl.how);
     }
 }

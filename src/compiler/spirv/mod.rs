@@ -217,6 +217,25 @@ mod tests {
     /// structure pass on loops with breaks, continues and returns).
     const KERNELS: &str = include_str!("../../../tests/kernels/control_flow.cl");
 
+    /// Rows of two-dimensional private and local arrays walked through
+    /// pointers to their first elements stay where they are: no object
+    /// moves to scratch memory.
+    #[test]
+    fn rows_of_arrays_stay_in_place() {
+        let source = include_str!("../../../tests/kernels/rows_of_arrays.cl");
+        let Some(words) = frontend::build_for_test(source, false) else {
+            return;
+        };
+        let module = reflect::load(&words).unwrap();
+        let kernel = &reflect::kernels(&module).unwrap()[0];
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            ..Default::default()
+        };
+        let rewritten = rewrite(&words, kernel, &caps).unwrap();
+        assert_eq!(rewritten.scratch, relocate::Scratch::default());
+    }
+
     /// The rewrite of a kernel is the same module every time: drivers'
     /// pipeline caches key on it.
     #[test]

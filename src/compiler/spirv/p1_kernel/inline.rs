@@ -2,7 +2,9 @@
 //! copy of the callee (llvm-spirv always emits at least one: the entry
 //! point is a wrapper that calls the kernel's body), so the kernel becomes
 //! one function, as Vulkan entry points with pointer arguments require.
-//! OpenCL C has no recursion, so this terminates. Lifetime markers, which
+//! OpenCL C has no recursion (a call graph with a cycle fails the rewrite
+//! by name), so this terminates; a kernel that would pass
+//! `MAX_INLINED` instructions fails too. Lifetime markers, which
 //! only Kernel modules may carry and which mean nothing to Vulkan, are
 //! dropped here too.
 //!
@@ -54,25 +56,88 @@ fn remap(i: &mut Instruction, map: &HashMap<Word, Word>) {
     }
 }
 
+/// The most instructions a kernel may have once every call is inlined:
+/// far beyond any real kernel's, and a bound on what a program of many
+/// nested calls can make the rewriter spend.
+const MAX_INLINED: usize = 1_000_000;
+
+/// A function that calls itself, directly or through others, reached
+/// from `fid`: OpenCL C has no recursion, and inlining it would not end.
+fn recursive(ctx: &Ctx, fid: Word) -> Option<Word> {
+    let callees: HashMap<Word, Vec<Word>> = ctx
+        .module
+        .functions
+        .iter()
+        .filter_map(|f| {
+            let calls = f
+                .blocks
+                .iter()
+                .flat_map(|b| &b.instructions)
+                .filter(|i| i.class.opcode == Op::FunctionCall)
+                .filter_map(|i| id_at(i, 0))
+                .collect();
+            Some((fid_of(f)?, calls))
+        })
+        .collect();
+    // Depth-first, with the functions on the current path.
+    let mut on_path: Vec<Word> = vec![fid];
+    let mut stack: Vec<(Word, usize)> = vec![(fid, 0)];
+    let mut done: crate::compiler::spirv::common::HashSet<Word> = Default::default();
+    while let Some((f, n)) = stack.pop() {
+        match callees.get(&f).and_then(|c| c.get(n)) {
+            Some(&g) => {
+                stack.push((f, n + 1));
+                if on_path.contains(&g) {
+                    return Some(g);
+                }
+                if done.insert(g) {
+                    on_path.push(g);
+                    stack.push((g, 0));
+                }
+            }
+            None => {
+                on_path.pop();
+            }
+        }
+    }
+    None
+}
+
 pub fn run(ctx: &mut Ctx, fid: Word) -> Result<(), String> {
-    let mut guard = 0;
+    if let Some(f) = recursive(ctx, fid) {
+        return Err(format!(
+            "recursion is not allowed in OpenCL C (%{f} calls itself)"
+        ));
+    }
+    let mut size: usize = ctx
+        .module
+        .functions
+        .iter()
+        .filter(|f| fid_of(f) == Some(fid))
+        .flat_map(|f| &f.blocks)
+        .map(|b| b.instructions.len())
+        .sum();
+    // Blocks before this one hold no calls any more.
+    let mut from_block = 0;
     loop {
         let functions = &ctx.module.functions;
         let k = functions
             .iter()
             .position(|f| fid_of(f) == Some(fid))
             .ok_or("kernel missing")?;
-        let found = functions[k].blocks.iter().enumerate().find_map(|(bi, b)| {
-            b.instructions
-                .iter()
-                .position(|i| i.class.opcode == Op::FunctionCall)
-                .map(|ci| (bi, ci))
-        });
+        let found = functions[k]
+            .blocks
+            .iter()
+            .enumerate()
+            .skip(from_block)
+            .find_map(|(bi, b)| {
+                b.instructions
+                    .iter()
+                    .position(|i| i.class.opcode == Op::FunctionCall)
+                    .map(|ci| (bi, ci))
+            });
         let Some((bi, ci)) = found else { break };
-        guard += 1;
-        if guard > 10_000 {
-            return Err("inlining does not terminate (recursion?)".into());
-        }
+        from_block = bi;
         let call = functions[k].blocks[bi].instructions[ci].clone();
         let callee_id = id_at(&call, 0).ok_or("malformed OpFunctionCall")?;
         let callee = functions
@@ -82,8 +147,15 @@ pub fn run(ctx: &mut Ctx, fid: Word) -> Result<(), String> {
                 format!("call to %{callee_id}, which has no body (an unresolved import?)")
             })?
             .clone();
-        if callee_id == fid {
-            return Err("recursion is not allowed in OpenCL C".into());
+        size += callee
+            .blocks
+            .iter()
+            .map(|b| b.instructions.len() + 2)
+            .sum::<usize>();
+        if size > MAX_INLINED {
+            return Err(format!(
+                "the kernel is too large once its calls are inlined (over {MAX_INLINED} instructions)"
+            ));
         }
         // Fresh ids for everything the callee defines; arguments for its
         // parameters.
@@ -200,4 +272,71 @@ pub fn run(ctx: &mut Ctx, fid: Word) -> Result<(), String> {
             .retain(|i| !matches!(i.class.opcode, Op::LifetimeStart | Op::LifetimeStop));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compiler::spirv::common::ctx::assemble;
+
+    const HEAD: &str = "
+        OpCapability Addresses
+        OpCapability Kernel
+        OpMemoryModel Physical64 OpenCL
+        OpEntryPoint Kernel %k \"k\"
+        %void = OpTypeVoid
+        %fn = OpTypeFunction %void
+    ";
+
+    #[test]
+    fn recursion_through_another_function_fails_by_name() {
+        let mut ctx = assemble(&format!(
+            "{HEAD}
+        %k = OpFunction %void None %fn
+        %k0 = OpLabel
+        %c0 = OpFunctionCall %void %f
+        OpReturn
+        OpFunctionEnd
+        %f = OpFunction %void None %fn
+        %f0 = OpLabel
+        %c1 = OpFunctionCall %void %g
+        OpReturn
+        OpFunctionEnd
+        %g = OpFunction %void None %fn
+        %g0 = OpLabel
+        %c2 = OpFunctionCall %void %f
+        OpReturn
+        OpFunctionEnd
+        "
+        ));
+        let k = fid_of(&ctx.module.functions[0]).unwrap();
+        let e = run(&mut ctx, k).unwrap_err();
+        assert!(e.contains("recursion"), "{e}");
+    }
+
+    #[test]
+    fn a_function_called_twice_is_inlined_twice() {
+        let mut ctx = assemble(&format!(
+            "{HEAD}
+        %k = OpFunction %void None %fn
+        %k0 = OpLabel
+        %c0 = OpFunctionCall %void %f
+        %c1 = OpFunctionCall %void %f
+        OpReturn
+        OpFunctionEnd
+        %f = OpFunction %void None %fn
+        %f0 = OpLabel
+        OpReturn
+        OpFunctionEnd
+        "
+        ));
+        let k = fid_of(&ctx.module.functions[0]).unwrap();
+        run(&mut ctx, k).unwrap();
+        assert_eq!(ctx.module.functions.len(), 1);
+        let calls = ctx.module.functions[0]
+            .all_inst_iter()
+            .filter(|i| i.class.opcode == Op::FunctionCall)
+            .count();
+        assert_eq!(calls, 0);
+    }
 }

@@ -20,7 +20,8 @@
 //!   `get_fence` become constants.
 //! * A private or local object whose address escapes in a way logical
 //!   pointers cannot express (a cast to another pointee type, a step from
-//!   something other than an element of a one-dimensional array, a
+//!   something other than an element of an array, or of arrays of arrays,
+//!   reached from the object by array indexes alone, a
 //!   run-time index into an inner array or vector, a conversion to an
 //!   integer, a store of the pointer, a pointer comparison, a selection
 //!   between objects, a generic pointer that can point into several
@@ -194,6 +195,21 @@ pub fn run(ctx: &mut Ctx, fid: Word, block: &Block) -> Result<Scratch, String> {
     }
     let mut a = analyse(ctx)?;
     let reasons = choose(&a)?;
+    if log::log_enabled!(target: "vkcl::compiler", log::Level::Debug) {
+        for (v, why) in &reasons {
+            let name = ctx
+                .module
+                .debug_names
+                .iter()
+                .find(|n| n.class.opcode == Op::Name && id_at(n, 0) == Some(*v))
+                .and_then(|n| match n.operands.get(1) {
+                    Some(Operand::LiteralString(s)) => Some(s.as_str()),
+                    _ => None,
+                })
+                .unwrap_or("");
+            log::debug!(target: "vkcl::compiler", "%{v} {name} moves to scratch memory (Op{why:?})");
+        }
+    }
     let relocated: HashSet<Word> = reasons.keys().copied().collect();
     check_classes(&a, &reasons)?;
     rewrite(ctx, &mut a, &relocated, fid, block)
@@ -474,12 +490,30 @@ fn steps_within_array(a: &Analysis, base: Word) -> bool {
         }
         v
     };
-    let flat_object = |v: Word| {
+    // Whether `levels` indexes into object `v` each pick an array element
+    // (or, for one index, a vector component): a step from the element
+    // they reach stays in the object, the addressing pass carrying what
+    // leaves an inner array into the enclosing indexes (C's objects are
+    // flat).
+    let arrays_all_the_way = |v: Word, levels: usize| {
         let v = through_casts(v);
-        a.vars.contains_key(&v)
-            && a.value_pointer(v)
-                .and_then(|(_, t)| a.types.get(&t))
-                .is_some_and(|t| matches!(t.class.opcode, Op::TypeArray | Op::TypeVector))
+        if !a.vars.contains_key(&v) {
+            return false;
+        }
+        let Some(mut t) = a.value_pointer(v).map(|(_, t)| t) else {
+            return false;
+        };
+        for level in 0..levels {
+            match a.types.get(&t) {
+                Some(ti) if ti.class.opcode == Op::TypeArray => match id_at(ti, 0) {
+                    Some(e) => t = e,
+                    None => return false,
+                },
+                Some(ti) if ti.class.opcode == Op::TypeVector && levels == 1 && level == 0 => {}
+                _ => return false,
+            }
+        }
+        true
     };
     let mut p = through_casts(base);
     loop {
@@ -491,7 +525,7 @@ fn steps_within_array(a: &Analysis, base: Word) -> bool {
         };
         match d.class.opcode {
             Op::AccessChain | Op::InBoundsAccessChain => {
-                return d.operands.len() == 2 && flat_object(b);
+                return arrays_all_the_way(b, d.operands.len() - 1);
             }
             Op::PtrAccessChain | Op::InBoundsPtrAccessChain => {
                 if d.operands.len() == 2 {
@@ -500,7 +534,7 @@ fn steps_within_array(a: &Analysis, base: Word) -> bool {
                     continue;
                 }
                 let zero = id_at(d, 1).is_some_and(|s| is_zero(&a.types, s));
-                return zero && d.operands.len() == 3 && flat_object(b);
+                return zero && arrays_all_the_way(b, d.operands.len() - 2);
             }
             _ => return false,
         }
@@ -510,8 +544,10 @@ fn steps_within_array(a: &Analysis, base: Word) -> bool {
 /// Whether access chain indexes may step out of the composite they index:
 /// front ends fold pointer arithmetic into indexes of inner arrays and
 /// vectors that go past their end (legal in C, where the object is flat),
-/// which logical pointers cannot follow. Only a run-time index into the
-/// object itself is safe.
+/// which logical pointers cannot follow. A run-time index into the object
+/// itself is safe, and so is one into an inner array where every level
+/// above it is an array of known length too: the addressing pass carries
+/// what leaves an inner array into the enclosing index.
 fn indexes_may_leave_their_composite(a: &Analysis, base: Word, indexes: &[Operand]) -> bool {
     let constant = |o: &Operand| match o {
         Operand::IdRef(x) => a
@@ -530,11 +566,27 @@ fn indexes_may_leave_their_composite(a: &Analysis, base: Word, indexes: &[Operan
             _ => break,
         }
     }
-    let on_object = a.vars.contains_key(&root);
-    indexes
-        .iter()
-        .enumerate()
-        .any(|(k, o)| !constant(o) && (k > 0 || !on_object))
+    if !a.vars.contains_key(&root) {
+        return indexes.iter().any(|o| !constant(o));
+    }
+    // The type each index selects in, while every level so far is an
+    // array of known length.
+    let mut arrays = a.value_pointer(root).map(|(_, t)| t);
+    for (k, o) in indexes.iter().enumerate() {
+        let level = arrays.and_then(|t| a.types.get(&t)).filter(|ti| {
+            ti.class.opcode == Op::TypeArray
+                && id_at(ti, 1).is_some_and(|n| {
+                    a.types
+                        .get(&n)
+                        .is_some_and(|c| c.class.opcode == Op::Constant)
+                })
+        });
+        if k > 0 && !constant(o) && level.is_none() {
+            return true;
+        }
+        arrays = level.and_then(|ti| id_at(ti, 0));
+    }
+    false
 }
 
 /// The storage class a pointer value has after the rewrite.

@@ -810,6 +810,103 @@ fn note_element(
     Ok(())
 }
 
+/// Carries what each index of `idx` (into an object whose levels have
+/// the array `lengths`, see `array_lengths`) steps past its array into the
+/// index before it, from the last to the second, where both levels are
+/// arrays of known length and `moves(index)` says the index may leave its
+/// array (an index a carry changed may always). True if any changed.
+fn carry_indexes(
+    ctx: &mut Ctx,
+    out: &mut Vec<Instruction>,
+    idx: &mut [Word],
+    lengths: &[Option<u64>],
+    value_type: &HashMap<Word, Word>,
+    new_types: &mut HashMap<Word, Word>,
+    moves: impl Fn(Word) -> bool,
+) -> Result<bool, String> {
+    let type_of = |new_types: &HashMap<Word, Word>, v: Word| -> Result<Word, String> {
+        value_type
+            .get(&v)
+            .or(new_types.get(&v))
+            .copied()
+            .ok_or_else(|| "index of unknown type".to_string())
+    };
+    let mut changed = false;
+    for level in (1..idx.len()).rev() {
+        let (Some(n), Some(_)) = (lengths[level], lengths[level - 1]) else {
+            continue;
+        };
+        let t = idx[level];
+        if !changed && !moves(t) {
+            continue;
+        }
+        let tt = type_of(new_types, t)?;
+        let (within, carry) = carry_step(ctx, out, tt, t, n);
+        new_types.insert(within, tt);
+        new_types.insert(carry, tt);
+        idx[level] = within;
+        let outer = idx[level - 1];
+        let ot = type_of(new_types, outer)?;
+        let mut carry_v = carry;
+        if ot != tt {
+            carry_v = ctx.fresh();
+            out.push(Instruction::new(
+                Op::SConvert,
+                Some(ot),
+                Some(carry_v),
+                vec![Operand::IdRef(carry)],
+            ));
+        }
+        let moved = ctx.fresh();
+        out.push(Instruction::new(
+            Op::IAdd,
+            Some(ot),
+            Some(moved),
+            vec![Operand::IdRef(outer), Operand::IdRef(carry_v)],
+        ));
+        new_types.insert(moved, ot);
+        idx[level - 1] = moved;
+        changed = true;
+    }
+    Ok(changed)
+}
+
+/// Splits index `t` (of integer type `ty`) of an array of `n` elements
+/// into the index within the array and the whole arrays it steps over
+/// (rounded down, so that a step back from the first element is the last
+/// element of the previous array): `(t mod n, t div n)`.
+fn carry_step(
+    ctx: &mut Ctx,
+    out: &mut Vec<Instruction>,
+    ty: Word,
+    t: Word,
+    n: u64,
+) -> (Word, Word) {
+    let mut op = |ctx: &mut Ctx, op: Op, a: Word, b: Word| {
+        let r = ctx.fresh();
+        out.push(Instruction::new(
+            op,
+            Some(ty),
+            Some(r),
+            vec![Operand::IdRef(a), Operand::IdRef(b)],
+        ));
+        r
+    };
+    if n.is_power_of_two() {
+        let mask = ctx.const_int(ty, n - 1);
+        let shift = ctx.const_int(ty, u64::from(n.trailing_zeros()));
+        let within = op(ctx, Op::BitwiseAnd, t, mask);
+        let carry = op(ctx, Op::ShiftRightArithmetic, t, shift);
+        (within, carry)
+    } else {
+        let length = ctx.const_int(ty, n);
+        let within = op(ctx, Op::SMod, t, length);
+        let whole = op(ctx, Op::ISub, t, within);
+        let carry = op(ctx, Op::SDiv, whole, length);
+        (within, carry)
+    }
+}
+
 /// Access chains, alignment of device-address accesses.
 fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result<(), String> {
     let refs: HashMap<Word, &Instruction> = types.iter().map(|(k, v)| (*k, v)).collect();
@@ -871,6 +968,35 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
             _ => None,
         }
     };
+    // For each of `idx` applied to object `obj`: the length of the array
+    // it indexes, where that is an array of known length.
+    let array_lengths = |obj: Word, idx: &[Word]| -> Vec<Option<u64>> {
+        let mut out = Vec::with_capacity(idx.len());
+        let mut t = value_type
+            .get(&obj)
+            .and_then(|pt| types.get(pt))
+            .and_then(|pt| id_at(pt, 1));
+        for &i in idx {
+            let ti = t.and_then(|t| types.get(&t));
+            let (length, next) = match ti.map(|ti| ti.class.opcode) {
+                Some(Op::TypeArray) => {
+                    let ti = ti.expect("matched");
+                    (id_at(ti, 1).and_then(constant), id_at(ti, 0))
+                }
+                Some(Op::TypeStruct) => {
+                    let ti = ti.expect("matched");
+                    (None, constant(i).and_then(|m| id_at(ti, m as usize)))
+                }
+                Some(Op::TypeVector | Op::TypeRuntimeArray) => {
+                    (None, ti.and_then(|ti| id_at(ti, 0)))
+                }
+                _ => (None, None),
+            };
+            out.push(length.filter(|&n| n > 0));
+            t = next;
+        }
+        out
+    };
     // Whether the last of `idx`, applied to object `obj`, picks an element
     // of an array: only then is moving it pointer arithmetic. (Moving a
     // vector component or struct member index is not.)
@@ -919,6 +1045,38 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
             for mut i in std::mem::take(&mut b.instructions) {
                 match i.class.opcode {
                     Op::AccessChain | Op::InBoundsAccessChain => {
+                        let base = id_at(&i, 0).ok_or("bad access chain")?;
+                        if storage(base) != Some(StorageClass::PhysicalStorageBuffer)
+                            && !element_of.contains_key(&base)
+                            && i.operands.len() > 2
+                        {
+                            // Front ends fold pointer arithmetic into the
+                            // indexes of inner arrays (C's objects are
+                            // flat): a run-time inner index may leave its
+                            // array, and goes on into the next one.
+                            let mut idx: Vec<Word> =
+                                (1..i.operands.len()).filter_map(|n| id_at(&i, n)).collect();
+                            let lengths = array_lengths(base, &idx);
+                            let carried = carry_indexes(
+                                ctx,
+                                &mut out,
+                                &mut idx,
+                                &lengths,
+                                &value_type,
+                                &mut new_types,
+                                |x| constant(x).is_none(),
+                            )?;
+                            if carried {
+                                let mut ops = vec![Operand::IdRef(base)];
+                                ops.extend(idx.iter().map(|&x| Operand::IdRef(x)));
+                                i = Instruction::new(
+                                    i.class.opcode,
+                                    i.result_type,
+                                    i.result_id,
+                                    ops,
+                                );
+                            }
+                        }
                         note_element(&mut element_of, &i)?;
                     }
                     Op::PtrAccessChain | Op::InBoundsPtrAccessChain => {
@@ -965,9 +1123,22 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
                                 vec![Operand::IdRef(last), Operand::IdRef(step_v)],
                             ));
                             new_types.insert(sum, lt);
+                            let mut idx = idx.clone();
+                            *idx.last_mut().expect("non-empty") = sum;
+                            // C's objects are flat: a step past the end of
+                            // an inner array goes on into the next one.
+                            let lengths = array_lengths(obj, &idx);
+                            carry_indexes(
+                                ctx,
+                                &mut out,
+                                &mut idx,
+                                &lengths,
+                                &value_type,
+                                &mut new_types,
+                                |_| true,
+                            )?;
                             let mut ops = vec![Operand::IdRef(obj)];
-                            ops.extend(idx[..idx.len() - 1].iter().map(|&x| Operand::IdRef(x)));
-                            ops.push(Operand::IdRef(sum));
+                            ops.extend(idx.iter().map(|&x| Operand::IdRef(x)));
                             ops.extend(i.operands[2..].iter().cloned());
                             i = Instruction::new(Op::AccessChain, i.result_type, i.result_id, ops);
                             note_element(&mut element_of, &i)?;
