@@ -478,25 +478,13 @@ fn choose(a: &Analysis) -> Result<HashMap<Word, Op>, String> {
 /// from an element of an inner array, vector or struct may leave it, as C
 /// allows, which an index cannot express.
 fn steps_within_array(a: &Analysis, base: Word) -> bool {
-    let through_casts = |mut v: Word| {
-        while let Some(d) = a.defs.get(&v) {
-            match d.class.opcode {
-                Op::PtrCastToGeneric | Op::GenericCastToPtr | Op::CopyObject => match id_at(d, 0) {
-                    Some(b) => v = b,
-                    None => break,
-                },
-                _ => break,
-            }
-        }
-        v
-    };
     // Whether `levels` indexes into object `v` each pick an array element
     // (or, for one index, a vector component): a step from the element
     // they reach stays in the object, the addressing pass carrying what
     // leaves an inner array into the enclosing indexes (C's objects are
     // flat).
     let arrays_all_the_way = |v: Word, levels: usize| {
-        let v = through_casts(v);
+        let v = through_casts(a, v);
         if !a.vars.contains_key(&v) {
             return false;
         }
@@ -515,7 +503,7 @@ fn steps_within_array(a: &Analysis, base: Word) -> bool {
         }
         true
     };
-    let mut p = through_casts(base);
+    let mut p = through_casts(a, base);
     loop {
         let Some(d) = a.defs.get(&p) else {
             return false;
@@ -530,7 +518,7 @@ fn steps_within_array(a: &Analysis, base: Word) -> bool {
             Op::PtrAccessChain | Op::InBoundsPtrAccessChain => {
                 if d.operands.len() == 2 {
                     // A step from an element is an element.
-                    p = through_casts(b);
+                    p = through_casts(a, b);
                     continue;
                 }
                 let zero = id_at(d, 1).is_some_and(|s| is_zero(&a.types, s));
@@ -539,6 +527,20 @@ fn steps_within_array(a: &Analysis, base: Word) -> bool {
             _ => return false,
         }
     }
+}
+
+/// The pointer `v` is a cast or copy of, through any number of them.
+fn through_casts(a: &Analysis, mut v: Word) -> Word {
+    while let Some(d) = a.defs.get(&v) {
+        match d.class.opcode {
+            Op::PtrCastToGeneric | Op::GenericCastToPtr | Op::CopyObject => match id_at(d, 0) {
+                Some(b) => v = b,
+                None => break,
+            },
+            _ => break,
+        }
+    }
+    v
 }
 
 /// Whether access chain indexes may step out of the composite they index:
@@ -556,16 +558,7 @@ fn indexes_may_leave_their_composite(a: &Analysis, base: Word, indexes: &[Operan
             .is_some_and(|c| matches!(c.class.opcode, Op::Constant | Op::ConstantNull)),
         _ => true,
     };
-    let mut root = base;
-    while let Some(d) = a.defs.get(&root) {
-        match d.class.opcode {
-            Op::PtrCastToGeneric | Op::GenericCastToPtr | Op::CopyObject => match id_at(d, 0) {
-                Some(b) => root = b,
-                None => break,
-            },
-            _ => break,
-        }
-    }
+    let root = through_casts(a, base);
     if !a.vars.contains_key(&root) {
         return indexes.iter().any(|o| !constant(o));
     }

@@ -810,6 +810,36 @@ fn note_element(
     Ok(())
 }
 
+/// `index + addend` as an index of integer type `ty`, the addend first
+/// converted (sign-extended or truncated) to `ty` where `converts`.
+fn add_to_index(
+    ctx: &mut Ctx,
+    out: &mut Vec<Instruction>,
+    ty: Word,
+    index: Word,
+    addend: Word,
+    converts: bool,
+) -> Word {
+    let mut addend_v = addend;
+    if converts {
+        addend_v = ctx.fresh();
+        out.push(Instruction::new(
+            Op::SConvert,
+            Some(ty),
+            Some(addend_v),
+            vec![Operand::IdRef(addend)],
+        ));
+    }
+    let sum = ctx.fresh();
+    out.push(Instruction::new(
+        Op::IAdd,
+        Some(ty),
+        Some(sum),
+        vec![Operand::IdRef(index), Operand::IdRef(addend_v)],
+    ));
+    sum
+}
+
 /// Carries what each index of `idx` (into an object whose levels have
 /// the array `lengths`, see `array_lengths`) steps past its array into the
 /// index before it, from the last to the second, where both levels are
@@ -847,23 +877,7 @@ fn carry_indexes(
         idx[level] = within;
         let outer = idx[level - 1];
         let ot = type_of(new_types, outer)?;
-        let mut carry_v = carry;
-        if ot != tt {
-            carry_v = ctx.fresh();
-            out.push(Instruction::new(
-                Op::SConvert,
-                Some(ot),
-                Some(carry_v),
-                vec![Operand::IdRef(carry)],
-            ));
-        }
-        let moved = ctx.fresh();
-        out.push(Instruction::new(
-            Op::IAdd,
-            Some(ot),
-            Some(moved),
-            vec![Operand::IdRef(outer), Operand::IdRef(carry_v)],
-        ));
+        let moved = add_to_index(ctx, out, ot, outer, carry, ot != tt);
         new_types.insert(moved, ot);
         idx[level - 1] = moved;
         changed = true;
@@ -1105,23 +1119,8 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
                                 .get(&last)
                                 .or(new_types.get(&last))
                                 .ok_or("index of unknown type")?;
-                            let mut step_v = step;
-                            if value_type.get(&step) != Some(&lt) {
-                                step_v = ctx.fresh();
-                                out.push(Instruction::new(
-                                    Op::SConvert,
-                                    Some(lt),
-                                    Some(step_v),
-                                    vec![Operand::IdRef(step)],
-                                ));
-                            }
-                            let sum = ctx.fresh();
-                            out.push(Instruction::new(
-                                Op::IAdd,
-                                Some(lt),
-                                Some(sum),
-                                vec![Operand::IdRef(last), Operand::IdRef(step_v)],
-                            ));
+                            let converts = value_type.get(&step) != Some(&lt);
+                            let sum = add_to_index(ctx, &mut out, lt, last, step, converts);
                             new_types.insert(sum, lt);
                             let mut idx = idx.clone();
                             *idx.last_mut().expect("non-empty") = sum;
