@@ -8,7 +8,11 @@ mod common;
 
 use common::*;
 
-both_ways!(integer_builtins_every_width, upsample_every_width);
+both_ways!(
+    integer_builtins_every_width,
+    upsample_every_width,
+    funnel_shifts_of_optimised_code
+);
 
 /// Results per lane of the `ops` kernel.
 const OPS: usize = 18;
@@ -273,5 +277,48 @@ fn upsample_every_width(cl: &Cl) {
             let want = wide.wrap((t.value(hi[i]) << bits) | u.value(lo[i]));
             assert_eq!(got[i], want, "{}: upsample({h}, {l}) lane {i}", cl.how);
         }
+    }
+}
+
+/// Rotates and byte alignment written with shifts, which optimised code
+/// turns into LLVM funnel shifts (amounts of 0 and of the full width
+/// included), against the host.
+fn funnel_shifts_of_optimised_code(cl: &Cl) {
+    let n = 128usize;
+    let input: Vec<u32> = (0..2 * n as u32)
+        .map(|k| k.wrapping_mul(2_654_435_761) ^ 0x8000_0001)
+        .collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(
+        include_str!("kernels/funnel_shifts.cl"),
+        "funnel_shifts",
+        "",
+    );
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.zeroed(24 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], Some(&[32]), None);
+    let got = s.words(bo, 6 * n);
+    let align = |a: u32, b: u32, c: usize| match c & 3 {
+        0 => b,
+        1 => (a << 24) | (b >> 8),
+        2 => (a << 16) | (b >> 16),
+        _ => (a << 8) | (b >> 24),
+    };
+    for g in 0..n {
+        let (x, y) = (input[2 * g], input[2 * g + 1]);
+        let s = (g & 31) as u32;
+        let wide = (u64::from(x) << 32) | u64::from(y);
+        let r = wide.rotate_left((g & 63) as u32);
+        let want = [
+            x.rotate_left(s),
+            x.rotate_right(s),
+            r as u32,
+            (r >> 32) as u32,
+            align(x, y, g) ^ align(y, x, g >> 2),
+            x.rotate_left(7).wrapping_add(y.rotate_right(13)),
+        ];
+        assert_eq!(&got[6 * g..6 * g + 6], &want, "{}: work-item {g}", cl.how);
     }
 }

@@ -42,6 +42,7 @@ both_ways!(
     vector_in_a_packed_struct_unoptimised,
     global_pointers_moved_back_at_run_time,
     rows_of_arrays,
+    private_struct_as_words,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -826,5 +827,82 @@ fn rows_of_arrays(cl: &Cl) {
             .wrapping_add(row(group_first, 63))
             .wrapping_add(private(0, 3) + private(2, 2) + private(1, x & 3));
         assert_eq!(got[g], want, "{}: work-item {g}", cl.how);
+    }
+}
+
+/// The host's model of `private_words`: the struct as its bytes.
+fn private_words_model(x: u32) -> u32 {
+    let mut m = [0u8; 56];
+    let put = |m: &mut [u8], at: usize, v: &[u8]| m[at..at + v.len()].copy_from_slice(v);
+    put(&mut m, 0, &(x & 31).to_le_bytes());
+    for i in 0..8u32 {
+        let w = x
+            .wrapping_mul(i + 1)
+            .wrapping_add(0x0102_0304u32.wrapping_mul(i));
+        put(&mut m, 4 + 4 * i as usize, &w.to_le_bytes());
+    }
+    put(&mut m, 36, &(x as u16).to_le_bytes());
+    put(&mut m, 38, &((x >> 3) as u16).to_le_bytes());
+    put(&mut m, 40, &7u16.to_le_bytes());
+    put(&mut m, 48, &(((x as u64) << 33) | 5).to_le_bytes());
+    m[4..36].reverse();
+    m[4 + (x & 31) as usize] ^= 0x5a;
+    put(
+        &mut m,
+        16,
+        &(((x & 0xffff) as f32) * 0.5).to_bits().to_le_bytes(),
+    );
+    let u32_at = |m: &[u8], at: usize| u32::from_le_bytes(m[at..at + 4].try_into().unwrap());
+    let u16_at = |m: &[u8], at: usize| u32::from(u16::from_le_bytes([m[at], m[at + 1]]));
+    let mut acc = 0u32;
+    for p in 0..8 {
+        acc = acc.wrapping_mul(31).wrapping_add(u32_at(&m, 4 + 4 * p));
+    }
+    acc = acc.wrapping_add(u32_at(&m, if x & 2 != 0 { 8 } else { 28 }));
+    acc = acc.wrapping_add(u16_at(&m, 36) + u16_at(&m, 38) + u16_at(&m, 40));
+    acc = acc
+        .wrapping_add(u32_at(&m, 52))
+        .wrapping_add(u32_at(&m, 48));
+    let mut s = (x & 7) as usize;
+    while s != 32 && m[4 + s] != 0x33 {
+        s += 1;
+    }
+    acc = acc.wrapping_add(s as u32);
+    acc = acc.wrapping_add(u32_at(&m, 8) ^ u32_at(&m, 12));
+    acc.wrapping_add(x & 31)
+}
+
+/// A private struct seen through byte, float and vector views, walked by
+/// pointer loops and chosen between: it stays private (as words) and
+/// reads back as the host's model of its bytes.
+fn private_struct_as_words(cl: &Cl) {
+    let n = 256usize;
+    // Some inputs put 0x33 bytes where the byte search finds them.
+    let input: Vec<u32> = (0..n as u32)
+        .map(|k| match k % 4 {
+            0 => k.wrapping_mul(0x0133_0133),
+            1 => 0x3333_3333 ^ k,
+            _ => k.wrapping_mul(2_654_435_761),
+        })
+        .collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(
+        include_str!("kernels/private_words.cl"),
+        "private_words",
+        OPTIONS,
+    );
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.run(k, &[n], Some(&[32]), None);
+    let got = s.words(bo, n);
+    for (g, &x) in input.iter().enumerate() {
+        assert_eq!(
+            got[g],
+            private_words_model(x),
+            "{}: work-item {g}, input {x:#x}",
+            cl.how
+        );
     }
 }

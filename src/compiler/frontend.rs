@@ -376,6 +376,7 @@ impl FrontEnd {
         if let Some((spirv, log)) = cacheable.then(|| cache::load(&key)).flatten() {
             return Ok(Compiled { spirv, log });
         }
+        let started = std::time::Instant::now();
         let fail = |log: String| CompileError { log };
         let scratch =
             Scratch::new().map_err(|e| fail(format!("cannot create a scratch directory: {e}")))?;
@@ -625,6 +626,7 @@ impl FrontEnd {
         if cacheable {
             cache::store(&key, &spirv, &log);
         }
+        log::debug!(target: "vkcl::compiler", "front end: {} words in {:?}", spirv.len(), started.elapsed());
         Ok(Compiled { spirv, log })
     }
 }

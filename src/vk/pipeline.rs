@@ -318,9 +318,12 @@ impl KernelModule {
         let info = [vk::ComputePipelineCreateInfo::default()
             .stage(stage)
             .layout(layout)];
-        // SAFETY: every handle in `info` is valid and outlives the call.
         let cache = &self.device.pipeline_cache;
-        let raw = match unsafe { d.create_compute_pipelines(cache.raw, &info, None) } {
+        let started = Instant::now();
+        // SAFETY: every handle in `info` is valid and outlives the call.
+        let made = unsafe { d.create_compute_pipelines(cache.raw, &info, None) };
+        log::debug!(target: "vkcl::compiler", "pipeline made by the driver in {:?}", started.elapsed());
+        let raw = match made {
             Ok(p) => p[0],
             Err((_, e)) => {
                 // SAFETY: the layout is unused.

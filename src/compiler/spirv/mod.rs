@@ -236,6 +236,26 @@ mod tests {
         assert_eq!(rewritten.scratch, relocate::Scratch::default());
     }
 
+    #[test]
+    fn private_struct_seen_as_bytes_stays_private() {
+        let source = include_str!("../../../tests/kernels/private_words.cl");
+        let Some(words) = frontend::build_for_test(source, false) else {
+            return;
+        };
+        let module = reflect::load(&words).unwrap();
+        let kernel = &reflect::kernels(&module).unwrap()[0];
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            int8: true,
+            int16: true,
+            storage8: true,
+            storage16: true,
+            ..Default::default()
+        };
+        let rewritten = rewrite(&words, kernel, &caps).unwrap();
+        assert_eq!(rewritten.scratch, relocate::Scratch::default());
+    }
+
     /// The rewrite of a kernel is the same module every time: drivers'
     /// pipeline caches key on it.
     #[test]

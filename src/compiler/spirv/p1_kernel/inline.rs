@@ -103,7 +103,129 @@ fn recursive(ctx: &Ctx, fid: Word) -> Option<Word> {
     None
 }
 
+/// llvm-spirv's bodies for LLVM's funnel shifts: (function id, shift
+/// left, bit width).
+fn funnel_shift_helpers(ctx: &Ctx) -> HashMap<Word, (bool, u32)> {
+    ctx.module
+        .debug_names
+        .iter()
+        .filter(|n| n.class.opcode == Op::Name)
+        .filter_map(|n| {
+            let f = id_at(n, 0)?;
+            let Some(Operand::LiteralString(name)) = n.operands.get(1) else {
+                return None;
+            };
+            let rest = name.strip_prefix("spirv.llvm_fsh")?;
+            let (left, width) = match rest.split_once("_i")? {
+                ("l", w) => (true, w.parse::<u32>().ok()?),
+                ("r", w) => (false, w.parse::<u32>().ok()?),
+                _ => return None,
+            };
+            // Three parameters and a result of one integer type.
+            let func = ctx.module.functions.iter().find(|g| fid_of(g) == Some(f))?;
+            let ty = func.def.as_ref()?.result_type?;
+            let int = ctx.global(ty).is_some_and(|t| {
+                t.class.opcode == Op::TypeInt
+                    && t.operands.first() == Some(&Operand::LiteralBit32(width))
+            });
+            (int && func.parameters.len() == 3
+                && func.parameters.iter().all(|p| p.result_type == Some(ty)))
+            .then_some((f, (left, width)))
+        })
+        .collect()
+}
+
+/// Calls of LLVM's funnel shifts (rotates, byte alignment) become the
+/// shifts themselves: with a constant amount, two shifts and an or (or
+/// nothing, for a multiple of the width), which the driver sees as the
+/// rotate or byte permute it is; otherwise a form without llvm-spirv's
+/// shift by the full width (whose result Vulkan leaves undefined) when
+/// the amount is a multiple of it.
+fn lower_funnel_shifts(ctx: &mut Ctx) {
+    let helpers = funnel_shift_helpers(ctx);
+    if helpers.is_empty() {
+        return;
+    }
+    let constant = |ctx: &Ctx, v: Word| {
+        ctx.global(v)
+            .filter(|c| c.class.opcode == Op::Constant)
+            .and_then(|c| match c.operands.first() {
+                Some(Operand::LiteralBit32(x)) => Some(u64::from(*x)),
+                Some(Operand::LiteralBit64(x)) => Some(*x),
+                _ => None,
+            })
+    };
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    for b in functions.iter_mut().flat_map(|f| &mut f.blocks) {
+        if !b.instructions.iter().any(|i| {
+            i.class.opcode == Op::FunctionCall
+                && id_at(i, 0).is_some_and(|f| helpers.contains_key(&f))
+        }) {
+            continue;
+        }
+        let mut out = Vec::with_capacity(b.instructions.len());
+        for i in std::mem::take(&mut b.instructions) {
+            let helper = (i.class.opcode == Op::FunctionCall)
+                .then(|| id_at(&i, 0).and_then(|f| helpers.get(&f)))
+                .flatten();
+            let (Some(&(left, n)), Some(ty), Some(r), Some(hi), Some(lo), Some(by)) = (
+                helper,
+                i.result_type,
+                i.result_id,
+                id_at(&i, 1),
+                id_at(&i, 2),
+                id_at(&i, 3),
+            ) else {
+                out.push(i);
+                continue;
+            };
+            let mut op = |ctx: &mut Ctx, op: Op, args: &[Word], id: Option<Word>| {
+                let id = id.unwrap_or_else(|| ctx.fresh());
+                out.push(Instruction::new(
+                    op,
+                    Some(ty),
+                    Some(id),
+                    args.iter().map(|&a| Operand::IdRef(a)).collect(),
+                ));
+                id
+            };
+            // fshl(hi, lo, s) = (hi << s) | (lo >> (n - s)), hi when s is 0;
+            // fshr(hi, lo, s) = (lo >> s) | (hi << (n - s)), lo when s is 0.
+            let (first, second, toward, away) = if left {
+                (hi, lo, Op::ShiftLeftLogical, Op::ShiftRightLogical)
+            } else {
+                (lo, hi, Op::ShiftRightLogical, Op::ShiftLeftLogical)
+            };
+            match constant(ctx, by).map(|s| s % u64::from(n)) {
+                Some(0) => {
+                    op(ctx, Op::CopyObject, &[first], Some(r));
+                }
+                Some(s) => {
+                    let (a, b) = (ctx.const_int(ty, s), ctx.const_int(ty, u64::from(n) - s));
+                    let x = op(ctx, toward, &[first, a], None);
+                    let y = op(ctx, away, &[second, b], None);
+                    op(ctx, Op::BitwiseOr, &[x, y], Some(r));
+                }
+                None => {
+                    // (second away-shifted by 1, then by n - 1 - s): zero
+                    // when s is 0, with every shift below the width.
+                    let (mask, one) = (ctx.const_int(ty, u64::from(n) - 1), ctx.const_int(ty, 1));
+                    let s = op(ctx, Op::BitwiseAnd, &[by, mask], None);
+                    let x = op(ctx, toward, &[first, s], None);
+                    let rest = op(ctx, Op::BitwiseXor, &[s, mask], None);
+                    let y = op(ctx, away, &[second, one], None);
+                    let y = op(ctx, away, &[y, rest], None);
+                    op(ctx, Op::BitwiseOr, &[x, y], Some(r));
+                }
+            }
+        }
+        b.instructions = out;
+    }
+    ctx.module.functions = functions;
+}
+
 pub fn run(ctx: &mut Ctx, fid: Word) -> Result<(), String> {
+    lower_funnel_shifts(ctx);
     if let Some(f) = recursive(ctx, fid) {
         return Err(format!(
             "recursion is not allowed in OpenCL C (%{f} calls itself)"
@@ -165,16 +287,71 @@ pub fn run(ctx: &mut Ctx, fid: Word) -> Result<(), String> {
                 map.insert(pid, *aid);
             }
         }
+        // A callee of one block (funnel shifts, byte swaps, small helpers)
+        // goes in place of the call: no blocks to split, no phi to merge
+        // its result, whose id the returned value takes.
+        let straight = match callee.blocks.as_slice() {
+            [b] => b
+                .instructions
+                .last()
+                .is_some_and(|i| matches!(i.class.opcode, Op::Return | Op::ReturnValue)),
+            _ => false,
+        };
+        let returned = straight
+            .then(|| callee.blocks[0].instructions.last())
+            .flatten()
+            .filter(|i| i.class.opcode == Op::ReturnValue)
+            .and_then(|i| id_at(i, 0));
         let mut fresh_ids: HashMap<Word, Word> = HashMap::default();
         for b in &callee.blocks {
             for i in b.label.iter().chain(&b.instructions) {
                 if let Some(r) = i.result_id {
-                    fresh_ids.insert(r, ctx.fresh());
+                    let id = match call.result_id {
+                        Some(rid) if straight && Some(r) == returned => rid,
+                        _ => ctx.fresh(),
+                    };
+                    fresh_ids.insert(r, id);
                 }
             }
         }
         copy_decorations(ctx, &fresh_ids);
         map.extend(fresh_ids);
+        if straight {
+            let kernel = &mut ctx.module.functions[k];
+            let mut hoisted = Vec::new();
+            let mut code = Vec::with_capacity(callee.blocks[0].instructions.len());
+            for i in &callee.blocks[0].instructions {
+                let mut i = i.clone();
+                remap(&mut i, &map);
+                match i.class.opcode {
+                    Op::Variable => hoisted.push(i),
+                    Op::Return => {}
+                    Op::ReturnValue => {
+                        // A parameter or a constant, returned as it is.
+                        let v = id_at(&i, 0).ok_or("malformed OpReturnValue")?;
+                        if let (Some(rid), Some(rty)) = (call.result_id, call.result_type)
+                            && v != rid
+                        {
+                            code.push(Instruction::new(
+                                Op::CopyObject,
+                                Some(rty),
+                                Some(rid),
+                                vec![Operand::IdRef(v)],
+                            ));
+                        }
+                    }
+                    _ => code.push(i),
+                }
+            }
+            kernel.blocks[bi].instructions.splice(ci..=ci, code);
+            let first = &mut kernel.blocks[0].instructions;
+            let at = first
+                .iter()
+                .take_while(|i| i.class.opcode == Op::Variable)
+                .count();
+            first.splice(at..at, hoisted);
+            continue;
+        }
         let cont = ctx.fresh();
         let kernel = &mut ctx.module.functions[k];
         let caller_label = kernel.blocks[bi].label_id().ok_or("block without label")?;

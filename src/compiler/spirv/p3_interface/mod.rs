@@ -19,6 +19,9 @@ pub mod module_data;
 /// Pass 11.
 pub mod relocate;
 
+/// Pass 11's first resort: private objects as words.
+mod words;
+
 /// Pass 12.
 pub mod groups;
 

@@ -53,6 +53,7 @@ use crate::compiler::spirv::input::reflect::layout;
 use crate::compiler::spirv::p3_interface::interface::{
     Block, SCRATCH, SCRATCH_BYTES, SCRATCH_PRIVATE_BYTES, header_address, header_word,
 };
+use crate::compiler::spirv::p3_interface::words;
 
 /// The scratch memory a kernel needs per work-item and per work-group.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -86,7 +87,7 @@ pub const LOCAL_STRIDE_SPEC_ID: u32 = 0x8000;
 
 /// Where a pointer may point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Origin {
+pub(super) enum Origin {
     /// Into a `Function` or `Workgroup` variable.
     Var(Word),
     /// Somewhere in a storage class (buffers, constants, ...).
@@ -112,25 +113,25 @@ const DERIVES: &[Op] = &[
 const WORKGROUP_MEMORY: u32 = 0x100;
 const CROSS_WORKGROUP_MEMORY: u32 = 0x200;
 
-struct Analysis {
-    types: HashMap<Word, Instruction>,
+pub(super) struct Analysis {
+    pub(super) types: HashMap<Word, Instruction>,
     /// Result type of every value (globals and function code).
-    value_type: HashMap<Word, Word>,
+    pub(super) value_type: HashMap<Word, Word>,
     /// Defining instruction of every function-code value.
-    defs: HashMap<Word, Instruction>,
-    origins: HashMap<Word, Vec<Origin>>,
+    pub(super) defs: HashMap<Word, Instruction>,
+    pub(super) origins: HashMap<Word, Vec<Origin>>,
     /// `Function` and `Workgroup` variables and their storage class.
-    vars: HashMap<Word, StorageClass>,
+    pub(super) vars: HashMap<Word, StorageClass>,
     /// Every instruction of the functions.
-    code: Vec<Instruction>,
+    pub(super) code: Vec<Instruction>,
     /// Function variables holding pointers, and where those point.
-    slots: HashMap<Word, Vec<Origin>>,
+    pub(super) slots: HashMap<Word, Vec<Origin>>,
     /// Where pointers stored in other memory point.
-    stored: Vec<Origin>,
+    pub(super) stored: Vec<Origin>,
 }
 
 impl Analysis {
-    fn pointer_parts(&self, ty: Word) -> Option<(StorageClass, Word)> {
+    pub(super) fn pointer_parts(&self, ty: Word) -> Option<(StorageClass, Word)> {
         let t = self.types.get(&ty)?;
         match (t.class.opcode, t.operands.first(), t.operands.get(1)) {
             (Op::TypePointer, Some(Operand::StorageClass(sc)), Some(Operand::IdRef(p))) => {
@@ -140,11 +141,11 @@ impl Analysis {
         }
     }
 
-    fn value_pointer(&self, v: Word) -> Option<(StorageClass, Word)> {
+    pub(super) fn value_pointer(&self, v: Word) -> Option<(StorageClass, Word)> {
         self.pointer_parts(*self.value_type.get(&v)?)
     }
 
-    fn origins_of(&self, v: Word) -> &[Origin] {
+    pub(super) fn origins_of(&self, v: Word) -> &[Origin] {
         self.origins.get(&v).map(Vec::as_slice).unwrap_or(&[])
     }
 
@@ -194,7 +195,25 @@ pub fn run(ctx: &mut Ctx, fid: Word, block: &Block) -> Result<Scratch, String> {
         return Ok(Scratch::default());
     }
     let mut a = analyse(ctx)?;
-    let reasons = choose(&a)?;
+    let mut reasons = choose(&a)?;
+    // Private objects whose pointers are all known stay private, as words.
+    let users = words::users(&a);
+    let mut flat: Vec<(Word, HashSet<Word>)> = Vec::new();
+    for &v in reasons.keys() {
+        match words::eligible(&a, &users, v) {
+            Ok(into) => flat.push((v, into)),
+            Err(why) => log::debug!(target: "vkcl::compiler", "%{v} cannot stay private: {why}"),
+        }
+    }
+    if !flat.is_empty() {
+        flat.sort_unstable_by_key(|f| f.0);
+        for (v, _) in &flat {
+            log::debug!(target: "vkcl::compiler", "%{v} stays private, as words (Op{:?})", reasons[v]);
+        }
+        words::flatten(ctx, &a, &flat)?;
+        a = analyse(ctx)?;
+        reasons = choose(&a)?;
+    }
     if log::log_enabled!(target: "vkcl::compiler", log::Level::Debug) {
         for (v, why) in &reasons {
             let name = ctx
@@ -1752,7 +1771,7 @@ mod tests {
     }
 
     #[test]
-    fn cast_private_vector_is_relocated() {
+    fn cast_private_vector_stays_private_as_words() {
         let (ctx, r) = rewrite_kernel(
             "%k = OpFunction %void None %fn
             %g = OpFunctionParameter %g_f
@@ -1762,6 +1781,32 @@ mod tests {
             %f = OpBitcast %p_f %x
             %e = OpInBoundsPtrAccessChain %p_f %f %ulong_2
             %v = OpLoad %float %e
+            OpStore %g %v
+            OpReturn
+            OpFunctionEnd",
+        );
+        assert_eq!(r.unwrap(), Scratch::default());
+        let ops = ops(&ctx);
+        assert!(!ops.contains(&Op::ConvertUToPtr), "nothing is relocated");
+        assert!(!ops.contains(&Op::InBoundsPtrAccessChain));
+        // The float is word 2 of the vector's four, read as its bits.
+        assert!(ops.contains(&Op::Variable));
+        assert!(ops.contains(&Op::AccessChain));
+        assert!(ops.contains(&Op::Bitcast));
+    }
+
+    #[test]
+    fn private_vector_whose_address_is_a_number_is_relocated() {
+        let (ctx, r) = rewrite_kernel(
+            "%k = OpFunction %void None %fn
+            %g = OpFunctionParameter %g_f
+            %c = OpFunctionParameter %bool
+            %b = OpLabel
+            %x = OpVariable %p_v4 Function
+            %f = OpBitcast %p_f %x
+            %e = OpInBoundsPtrAccessChain %p_f %f %ulong_2
+            %i = OpConvertPtrToU %ulong %e
+            %v = OpConvertUToF %float %i
             OpStore %g %v
             OpReturn
             OpFunctionEnd",
