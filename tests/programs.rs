@@ -42,6 +42,7 @@ both_ways!(
     // Program binaries
     binaries_round_trip,
     optimised_code_round_trips,
+    executables_keep_what_kernels_call,
     damaged_binaries_are_rejected,
     same_source_same_binary,
     // clCreateProgramWithIL
@@ -1460,6 +1461,37 @@ fn optimised_code_round_trips(cl: &Cl) {
             release_program(cl, program);
         }
     }
+    release_context(cl, c);
+}
+
+/// An executable holds the kernels and what they call, not every helper
+/// its source defines; a compiled object keeps them all for the link.
+fn executables_keep_what_kernels_call(cl: &Cl) {
+    const SRC: &str = "int helper_nobody_calls(int x) { return x * 3 + 1; }\n\
+        int helper_the_kernel_calls(int x) { return x * 5 + 2; }\n\
+        kernel void k(global int *out) { out[0] = helper_the_kernel_calls(out[0]); }\n";
+    let has = |bin: &[u8], name: &str| bin.windows(name.len()).any(|w| w == name.as_bytes());
+    let c = cl.context();
+    let p = built(cl, c, SRC, "");
+    let bin = binaries(cl, p).remove(0);
+    assert!(
+        !has(&bin, "helper_nobody_calls"),
+        "the executable drops an unused helper"
+    );
+    let k = kernel(cl, p, "k").unwrap();
+    assert_eq!(run_single(cl, c, k), 2);
+    release_kernel(cl, k);
+    release_program(cl, p);
+    let o = compiled(cl, c, SRC);
+    let bin = binaries(cl, o).remove(0);
+    assert!(
+        has(&bin, "helper_nobody_calls"),
+        "the compiled object keeps it for the link"
+    );
+    let (e, status) = link(cl, c, "", &[o]);
+    assert_eq!(status, CL_SUCCESS);
+    release_program(cl, e);
+    release_program(cl, o);
     release_context(cl, c);
 }
 

@@ -110,6 +110,9 @@ pub struct Options {
     pub create_library: bool,
     pub enable_link_options: bool,
     pub opt_disable: bool,
+    /// Built into an executable (clBuildProgram), not a compiled object
+    /// for clLinkProgram: only the kernels need to stay visible.
+    pub executable: bool,
 }
 
 /// Options the specification defines that pass to clang unchanged.
@@ -174,6 +177,7 @@ impl Options {
     pub fn parse(text: &str, purpose: Purpose) -> ClResult<Options> {
         let mut o = Options {
             cl_std: "CL1.2".into(),
+            executable: purpose == Purpose::Build,
             ..Default::default()
         };
         let words = split_words(text);
@@ -354,7 +358,7 @@ impl FrontEnd {
         device: &DeviceMacros,
     ) -> Result<Compiled, CompileError> {
         let mut key = cache::Key::new(
-            "opencl-c, SPIR-V 1.0 or 1.3, convergent sub-groups, not vectorised, gnu89 inline, native integer widths, phi parents once, dominance order",
+            "opencl-c, SPIR-V 1.0 or 1.3, convergent sub-groups, not vectorised, gnu89 inline, native integer widths, phi parents once, dominance order, optimised from unoptimised code, executables with internal functions",
         );
         key.add(self.version.as_bytes());
         key.add(options.clang.join("\u{1}").as_bytes());
@@ -363,6 +367,7 @@ impl FrontEnd {
             options.kernel_arg_info as u8,
             options.opt_disable as u8,
             device.image_support as u8,
+            options.executable as u8,
         ]);
         key.add(device.cl_ext().as_bytes());
         key.add(source.as_bytes());
@@ -525,8 +530,12 @@ impl FrontEnd {
                     return Err(log);
                 }
                 if widths {
-                    let text = std::fs::read_to_string(&ll).map_err(|e| e.to_string())?;
-                    std::fs::write(&ll, with_native_integers(&text)).map_err(|e| e.to_string())?;
+                    let mut text = std::fs::read_to_string(&ll).map_err(|e| e.to_string())?;
+                    text = with_native_integers(&text);
+                    if options.executable {
+                        text = with_internal_functions(&text);
+                    }
+                    std::fs::write(&ll, text).map_err(|e| e.to_string())?;
                     let optimised = dir.join("program.opt.ll");
                     if let Err(e) = clang_ir(&["-O2", "-S"], &ll, &optimised) {
                         log.push_str(&e);
@@ -570,22 +579,32 @@ impl FrontEnd {
             }
             other => other,
         };
-        // Optimised code with `freeze` (clang's div/rem pairing and loop
-        // passes add it) goes through the text form, and code with odd
-        // integer widths is optimised again with native widths declared;
+        // An optimised build starts from unoptimised code, optimised with
+        // 8-, 16-, 32- and 64-bit integers declared native (SPIR's data
+        // layout declares none, and LLVM then narrows values to widths
+        // such as i2, which llvm-spirv refuses) and, in an executable, with
+        // its functions other than kernels made internal: the optimiser
+        // drops what no kernel calls (a program's headers may define
+        // hundreds of helpers it does not use). Where that fails, clang
+        // optimises the source itself, its `freeze` instructions (from
+        // div/rem pairing and loop passes) thawed through the text form;
         // what still fails is built unoptimised.
-        let translate = |optimise: bool| match translate(optimise, Text::None) {
-            Err(log) if optimise && log.contains("freeze") => {
-                log::debug!(target: "vkcl::compiler", "the optimised program has freeze instructions: translating it through LLVM's text form");
-                translate(true, Text::Thaw)
+        let translate = |optimise: bool| {
+            if optimise {
+                match translate(true, Text::LegalWidths) {
+                    Ok(log) => return Ok(log),
+                    Err(log) => {
+                        log::debug!(target: "vkcl::compiler", "optimising the unoptimised program failed: {}", log.trim());
+                    }
+                }
             }
-            Err(log) if optimise && log.contains("InvalidBitWidth") => {
-                log::debug!(target: "vkcl::compiler", "the optimised program has odd integer widths: optimising it again with native widths declared");
-                // Where that fails too, the first failure's log leads to
-                // the unoptimised build below.
-                translate(true, Text::LegalWidths).or(Err(log))
+            match translate(optimise, Text::None) {
+                Err(log) if optimise && log.contains("freeze") => {
+                    log::debug!(target: "vkcl::compiler", "the optimised program has freeze instructions: translating it through LLVM's text form");
+                    translate(true, Text::Thaw)
+                }
+                other => other,
             }
-            other => other,
         };
         let optimise = !options.opt_disable;
         // Inline assembly crashes llvm-spirv or is unknown to clang in
@@ -610,7 +629,6 @@ impl FrontEnd {
                         || log.contains("allowed only to generic")
                         || log.contains("Unsupported vector type")) =>
             {
-                eprintln!("DBG {}", log.trim());
                 log::debug!(target: "vkcl::compiler", "llvm-spirv cannot translate the optimised program; building it unoptimised: {}", log.trim());
                 translate(false).map_err(fail)?
             }
@@ -659,6 +677,23 @@ fn with_native_integers(ir: &str) -> String {
                 line.replace(" noinline", "")
             } else {
                 line.to_string()
+            }
+        })
+        .collect()
+}
+
+/// Unoptimised LLVM IR text of an executable with its functions other than
+/// kernels internal: no other module will call them, so the optimiser may
+/// inline them anywhere and drop those no kernel reaches.
+fn with_internal_functions(ir: &str) -> String {
+    ir.split_inclusive('\n')
+        .map(|line| {
+            match line
+                .strip_prefix("define dso_local spir_func ")
+                .or_else(|| line.strip_prefix("define spir_func "))
+            {
+                Some(rest) => format!("define internal spir_func {rest}"),
+                None => line.to_string(),
             }
         })
         .collect()
