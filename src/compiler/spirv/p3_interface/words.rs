@@ -295,7 +295,16 @@ impl Emitter<'_> {
     fn index(&mut self, v: Word) -> Off {
         if let Some(c) = self.types.get(&v) {
             match (c.class.opcode, c.operands.first()) {
-                (Op::Constant, Some(Operand::LiteralBit32(x))) => return Off::Const(*x),
+                (Op::Constant, Some(Operand::LiteralBit32(x))) => {
+                    // Narrow constants are signed like any index.
+                    let w = c.result_type.and_then(|t| self.int_width(t)).unwrap_or(32);
+                    let x = if w < 32 {
+                        ((*x << (32 - w)) as i32 >> (32 - w)) as u32
+                    } else {
+                        *x
+                    };
+                    return Off::Const(x);
+                }
                 (Op::Constant, Some(Operand::LiteralBit64(x))) => return Off::Const(*x as u32),
                 (Op::ConstantNull, _) => return Off::Const(0),
                 _ => {}
