@@ -16,7 +16,7 @@ use rspirv::dr::{Block, Function, Instruction, Operand};
 use rspirv::spirv::{Op, Word};
 
 use crate::compiler::spirv::common::HashMap;
-use crate::compiler::spirv::common::ctx::{Ctx, id_at};
+use crate::compiler::spirv::common::ctx::{Ctx, id_at, insert_at_kernel_start};
 
 fn fid_of(f: &Function) -> Option<Word> {
     f.def.as_ref().and_then(|d| d.result_id)
@@ -344,12 +344,7 @@ pub fn run(ctx: &mut Ctx, fid: Word) -> Result<(), String> {
                 }
             }
             kernel.blocks[bi].instructions.splice(ci..=ci, code);
-            let first = &mut kernel.blocks[0].instructions;
-            let at = first
-                .iter()
-                .take_while(|i| i.class.opcode == Op::Variable)
-                .count();
-            first.splice(at..at, hoisted);
+            insert_at_kernel_start(&mut ctx.module.functions, fid, hoisted)?;
             continue;
         }
         let cont = ctx.fresh();
@@ -436,12 +431,7 @@ pub fn run(ctx: &mut Ctx, fid: Word) -> Result<(), String> {
         kernel.blocks.splice(insert_at..insert_at, body);
         kernel.blocks.insert(insert_at + n_body, tail);
         // Locals of the callee live in the kernel's entry block.
-        let first = &mut kernel.blocks[0].instructions;
-        let at = first
-            .iter()
-            .take_while(|i| i.class.opcode == Op::Variable)
-            .count();
-        first.splice(at..at, hoisted);
+        insert_at_kernel_start(&mut ctx.module.functions, fid, hoisted)?;
     }
     ctx.module.functions.retain(|f| fid_of(f) == Some(fid));
     for b in ctx.module.functions.iter_mut().flat_map(|f| &mut f.blocks) {

@@ -210,7 +210,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, block: &Block) -> Result<Scratch, String> {
         for (v, _) in &flat {
             log::debug!(target: "vkcl::compiler", "%{v} stays private, as words (Op{:?})", reasons[v]);
         }
-        words::flatten(ctx, &a, &flat)?;
+        words::flatten(ctx, fid, &a, &flat)?;
         a = analyse(ctx)?;
         reasons = choose(&a)?;
     }

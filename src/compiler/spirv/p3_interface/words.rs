@@ -29,7 +29,7 @@
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Op, StorageClass, Word};
 
-use crate::compiler::spirv::common::ctx::{Ctx, id_at};
+use crate::compiler::spirv::common::ctx::{Ctx, id_at, insert_at_kernel_start};
 use crate::compiler::spirv::common::{HashMap, HashSet};
 use crate::compiler::spirv::input::reflect::{is_packed, layout};
 use crate::compiler::spirv::p3_interface::relocate::{Analysis, Origin};
@@ -571,6 +571,7 @@ impl Emitter<'_> {
 /// [`eligible`]) an array of words, its pointers byte offsets.
 pub(super) fn flatten(
     ctx: &mut Ctx,
+    fid: Word,
     a: &Analysis,
     vars: &[(Word, HashSet<Word>)],
 ) -> Result<(), String> {
@@ -633,15 +634,6 @@ pub(super) fn flatten(
     }
     let mut phis: Vec<(usize, usize, usize)> = Vec::new();
     let mut functions = std::mem::take(&mut ctx.module.functions);
-    let function_of: HashMap<Word, Word> = functions
-        .iter()
-        .filter_map(|f| Some((f.def.as_ref()?.result_id?, f)))
-        .flat_map(|(id, f)| {
-            f.all_inst_iter()
-                .filter(|i| i.class.opcode == Op::Variable)
-                .filter_map(move |i| Some((i.result_id?, id)))
-        })
-        .collect();
     let mut consts: HashMap<u32, Word> = HashMap::default();
     for (fi, f) in functions.iter_mut().enumerate() {
         for (bi, b) in f.blocks.iter_mut().enumerate() {
@@ -813,23 +805,9 @@ pub(super) fn flatten(
             i.operands[k] = Operand::IdRef(o);
         }
     }
-    // The word arrays open the function that had the objects.
-    for f in &mut functions {
-        let this = f.def.as_ref().and_then(|d| d.result_id);
-        let mine: Vec<Instruction> = vars
-            .iter()
-            .filter(|(v, _)| function_of.get(v).copied() == this)
-            .map(|(v, _)| new_vars[v].clone())
-            .collect();
-        if let Some(entry) = f.blocks.first_mut() {
-            let at = entry
-                .instructions
-                .iter()
-                .take_while(|i| i.class.opcode == Op::Variable)
-                .count();
-            entry.instructions.splice(at..at, mine);
-        }
-    }
+    // The word arrays open the kernel, where the objects were.
+    let made: Vec<Instruction> = vars.iter().map(|(v, _)| new_vars[v].clone()).collect();
+    insert_at_kernel_start(&mut functions, fid, made)?;
     ctx.module.functions = functions;
     // Names and decorations of the pointers that are gone.
     let gone: HashSet<Word> = object.keys().copied().collect();
