@@ -295,11 +295,11 @@ fn funnel_shifts_of_optimised_code(cl: &Cl) {
         "",
     );
     let bi = s.buffer_from(&bytes_of(&input));
-    let bo = s.zeroed(24 * n);
+    let bo = s.zeroed(48 * n);
     s.arg(k, 0, &bi);
     s.arg(k, 1, &bo);
     s.run(k, &[n], Some(&[32]), None);
-    let got = s.words(bo, 6 * n);
+    let got = s.words(bo, 12 * n);
     let align = |a: u32, b: u32, c: usize| match c & 3 {
         0 => b,
         1 => (a << 24) | (b >> 8),
@@ -311,6 +311,12 @@ fn funnel_shifts_of_optimised_code(cl: &Cl) {
         let s = (g & 31) as u32;
         let wide = (u64::from(x) << 32) | u64::from(y);
         let r = wide.rotate_left((g & 63) as u32);
+        let other = (u64::from(y) << 32) | u64::from(x ^ 0x5a5a_5a5a);
+        let rot = wide.rotate_right(14) ^ wide.rotate_right(41);
+        let mixed = wide
+            .rotate_left(32)
+            .wrapping_add((wide << 40) | (other >> 24));
+        let low = (wide >> 7) | (other << 57);
         let want = [
             x.rotate_left(s),
             x.rotate_right(s),
@@ -318,7 +324,18 @@ fn funnel_shifts_of_optimised_code(cl: &Cl) {
             (r >> 32) as u32,
             align(x, y, g) ^ align(y, x, g >> 2),
             x.rotate_left(7).wrapping_add(y.rotate_right(13)),
+            rot as u32,
+            (rot >> 32) as u32,
+            mixed as u32,
+            (mixed >> 32) as u32,
+            low as u32,
+            (low >> 32) as u32,
         ];
-        assert_eq!(&got[6 * g..6 * g + 6], &want, "{}: work-item {g}", cl.how);
+        assert_eq!(
+            &got[12 * g..12 * g + 12],
+            &want,
+            "{}: work-item {g}",
+            cl.how
+        );
     }
 }

@@ -197,6 +197,10 @@ fn lower_funnel_shifts(ctx: &mut Ctx) {
                 (lo, hi, Op::ShiftRightLogical, Op::ShiftLeftLogical)
             };
             match constant(ctx, by).map(|s| s % u64::from(n)) {
+                Some(s) if n == 64 && s != 0 => {
+                    let s = if left { 64 - s } else { s };
+                    out.extend(shift_right_in_words(ctx, ty, r, [hi, lo], s as u32));
+                }
                 Some(0) => {
                     op(ctx, Op::CopyObject, &[first], Some(r));
                 }
@@ -222,6 +226,89 @@ fn lower_funnel_shifts(ctx: &mut Ctx) {
         b.instructions = out;
     }
     ctx.module.functions = functions;
+}
+
+/// The low 64 bits of the 128-bit `hi:lo` shifted right by `s` (1 to 63),
+/// as `r`, computed on 32-bit words: each word of the result is a 32-bit
+/// funnel shift of two neighbouring words, which drivers make one
+/// instruction (a 64-bit rotate, two), where the same on 64-bit values
+/// costs two shifts of two words each and the ors.
+fn shift_right_in_words(
+    ctx: &mut Ctx,
+    ty: Word,
+    r: Word,
+    [hi, lo]: [Word; 2],
+    s: u32,
+) -> Vec<Instruction> {
+    let (u32_ty, mut code) = (ctx.uint(32), Vec::new());
+    let pair = ctx.vector(u32_ty, 2);
+    let mut op = |ctx: &mut Ctx, op: Op, ty: Word, args: Vec<Operand>, id: Option<Word>| {
+        let id = id.unwrap_or_else(|| ctx.fresh());
+        code.push(Instruction::new(op, Some(ty), Some(id), args));
+        id
+    };
+    // The words from the lowest: lo's two, then hi's (the same when the
+    // two are one value, as in a rotate).
+    let mut words = Vec::with_capacity(4);
+    let mut halves = |ctx: &mut Ctx, v: Word, words: &mut Vec<Word>| {
+        let both = op(ctx, Op::Bitcast, pair, vec![Operand::IdRef(v)], None);
+        for k in 0..2 {
+            let w = op(
+                ctx,
+                Op::CompositeExtract,
+                u32_ty,
+                vec![Operand::IdRef(both), Operand::LiteralBit32(k)],
+                None,
+            );
+            words.push(w);
+        }
+    };
+    halves(ctx, lo, &mut words);
+    if hi == lo {
+        words.extend_from_within(..);
+    } else {
+        halves(ctx, hi, &mut words);
+    }
+    let (q, t) = ((s / 32) as usize, s % 32);
+    let result: Vec<Word> = (0..2)
+        .map(|k| {
+            let (low, high) = (words[k + q], words[k + q + 1]);
+            if t == 0 {
+                return low;
+            }
+            let (a, b) = (ctx.const_u32(t), ctx.const_u32(32 - t));
+            let x = op(
+                ctx,
+                Op::ShiftRightLogical,
+                u32_ty,
+                vec![Operand::IdRef(low), Operand::IdRef(a)],
+                None,
+            );
+            let y = op(
+                ctx,
+                Op::ShiftLeftLogical,
+                u32_ty,
+                vec![Operand::IdRef(high), Operand::IdRef(b)],
+                None,
+            );
+            op(
+                ctx,
+                Op::BitwiseOr,
+                u32_ty,
+                vec![Operand::IdRef(x), Operand::IdRef(y)],
+                None,
+            )
+        })
+        .collect();
+    let joined = op(
+        ctx,
+        Op::CompositeConstruct,
+        pair,
+        result.into_iter().map(Operand::IdRef).collect(),
+        None,
+    );
+    op(ctx, Op::Bitcast, ty, vec![Operand::IdRef(joined)], Some(r));
+    code
 }
 
 pub fn run(ctx: &mut Ctx, fid: Word) -> Result<(), String> {
