@@ -123,7 +123,7 @@ impl DeviceImage {
                 allocation_scheme: AllocationScheme::GpuAllocatorManaged,
             })
             .map_err(|e| {
-                log::warn!(target: "vkcl::memory", "allocation of an image of {} bytes failed: {e}", req.size);
+                log::debug!(target: "vkcl::memory", "allocation of an image of {} bytes failed: {e}", req.size);
                 // SAFETY: the image is unused.
                 unsafe { d.destroy_image(raw, None) };
                 vk::Result::ERROR_OUT_OF_DEVICE_MEMORY

@@ -102,7 +102,9 @@ impl DeviceBuffer {
                 allocation_scheme: AllocationScheme::GpuAllocatorManaged,
             })
             .map_err(|e| {
-                log::warn!(target: "vkcl::memory", "allocation of {size} bytes failed: {e}");
+                // The application learns of it from the error code (hashcat,
+                // for one, allocates until this fails to size the device).
+                log::debug!(target: "vkcl::memory", "allocation of {size} bytes failed: {e}");
                 // SAFETY: the buffer is unused.
                 unsafe { d.destroy_buffer(raw, None) };
                 vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
