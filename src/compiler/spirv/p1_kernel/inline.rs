@@ -593,4 +593,46 @@ mod tests {
             .count();
         assert_eq!(calls, 0);
     }
+
+    #[test]
+    fn wide_rotate_by_a_constant_is_shifted_in_words() {
+        let mut ctx = assemble(&format!(
+            "{HEAD}
+        OpCapability Int64
+        OpName %fshr \"spirv.llvm_fshr_i64\"
+        %ulong = OpTypeInt 64 0
+        %fn3 = OpTypeFunction %ulong %ulong %ulong %ulong
+        %x = OpConstant %ulong 81985529216486895
+        %s = OpConstant %ulong 14
+        %k = OpFunction %void None %fn
+        %k0 = OpLabel
+        %r = OpFunctionCall %ulong %fshr %x %x %s
+        OpReturn
+        OpFunctionEnd
+        %fshr = OpFunction %ulong None %fn3
+        %a = OpFunctionParameter %ulong
+        %b = OpFunctionParameter %ulong
+        %c = OpFunctionParameter %ulong
+        %f0 = OpLabel
+        OpReturnValue %a
+        OpFunctionEnd
+        "
+        ));
+        let k = fid_of(&ctx.module.functions[0]).unwrap();
+        run(&mut ctx, k).unwrap();
+        let types = ctx.value_types();
+        let shifts: Vec<u32> = ctx.module.functions[0]
+            .all_inst_iter()
+            .filter(|i| matches!(i.class.opcode, Op::ShiftLeftLogical | Op::ShiftRightLogical))
+            .filter_map(|i| {
+                let t = ctx.global(*types.get(&i.result_id?)?)?;
+                match t.operands.first() {
+                    Some(Operand::LiteralBit32(w)) => Some(*w),
+                    _ => None,
+                }
+            })
+            .collect();
+        // Two 32-bit funnel shifts, of two shifts each; no 64-bit shift.
+        assert_eq!(shifts, [32; 4]);
+    }
 }
