@@ -501,7 +501,13 @@ fn steps_within_array(a: &Analysis, base: Word) -> bool {
     // (or, for one index, a vector component): a step from the element
     // they reach stays in the object, the addressing pass carrying what
     // leaves an inner array into the enclosing indexes (C's objects are
-    // flat).
+    // flat), which it can where every array's length is a constant (not a
+    // specialization constant).
+    let known_length = |array: &Instruction| {
+        id_at(array, 1)
+            .and_then(|n| a.types.get(&n))
+            .is_some_and(|n| n.class.opcode == Op::Constant)
+    };
     let arrays_all_the_way = |v: Word, levels: usize| {
         let v = through_casts(a, v);
         if !a.vars.contains_key(&v) {
@@ -512,10 +518,14 @@ fn steps_within_array(a: &Analysis, base: Word) -> bool {
         };
         for level in 0..levels {
             match a.types.get(&t) {
-                Some(ti) if ti.class.opcode == Op::TypeArray => match id_at(ti, 0) {
-                    Some(e) => t = e,
-                    None => return false,
-                },
+                Some(ti)
+                    if ti.class.opcode == Op::TypeArray && (levels == 1 || known_length(ti)) =>
+                {
+                    match id_at(ti, 0) {
+                        Some(e) => t = e,
+                        None => return false,
+                    }
+                }
                 Some(ti) if ti.class.opcode == Op::TypeVector && levels == 1 && level == 0 => {}
                 _ => return false,
             }
@@ -759,11 +769,11 @@ fn rewrite(
         let arr = a.types.get(&pointee).ok_or("unknown type")?;
         let (elem, len) = match (arr.class.opcode, id_at(arr, 0), id_at(arr, 1)) {
             (Op::TypeArray, Some(e), Some(l)) => (e, l),
-            _ => return Err("a relocated __local object of unknown size".into()),
+            _ => return Err("a relocated private or __local object of unknown size".into()),
         };
         let length_spec_id = ctx
             .decoration_literal(len, Decoration::SpecId)
-            .ok_or("a relocated __local object of unknown size")?;
+            .ok_or("a relocated private or __local object of unknown size")?;
         let (elem_size, align) = layout(&refs, elem)?;
         let offset_spec_id = LOCAL_STRIDE_SPEC_ID + 1 + local_args.len() as u32;
         let u32t = ctx.uint(32);
@@ -1821,6 +1831,47 @@ mod tests {
         assert!(ctx.module.annotations.iter().any(|a| {
             a.operands.get(2) == Some(&Operand::BuiltIn(BuiltIn::GlobalInvocationId))
         }));
+    }
+
+    /// A private 2-D array whose inner length is `length`, walked by a
+    /// step from an element of a row, which may leave the row.
+    fn step_in_rows(length: &str) -> Result<Scratch, String> {
+        rewrite_kernel(&format!(
+            "%uint_2 = OpConstant %uint 2
+            %uint_4 = OpConstant %uint 4
+            %ulong_1 = OpConstant %ulong 1
+            %n = {length}
+            %row = OpTypeArray %float %n
+            %rows = OpTypeArray %row %uint_4
+            %p_rows = OpTypePointer Function %rows
+            %k = OpFunction %void None %fn
+            %g = OpFunctionParameter %g_f
+            %c = OpFunctionParameter %bool
+            %b = OpLabel
+            %x = OpVariable %p_rows Function
+            %e = OpInBoundsAccessChain %p_f %x %ulong_1 %ulong_2
+            %s = OpInBoundsPtrAccessChain %p_f %e %ulong_2
+            OpStore %s %float_1
+            %v = OpLoad %float %e
+            OpStore %g %v
+            OpReturn
+            OpFunctionEnd"
+        ))
+        .1
+    }
+
+    #[test]
+    fn rows_stay_in_place_only_where_their_length_is_known() {
+        assert_eq!(
+            step_in_rows("OpConstant %uint 4").unwrap(),
+            Scratch::default()
+        );
+        // The addressing pass cannot carry a step past a row whose length
+        // is computed from specialization constants: such rows would have
+        // to move, which needs their size (it was kept in place, the step
+        // folded into the row's index).
+        let moved = step_in_rows("OpSpecConstantOp %uint IAdd %uint_2 %uint_2");
+        assert!(moved.unwrap_err().contains("unknown size"));
     }
 
     #[test]
