@@ -96,7 +96,7 @@ pub(super) enum Origin {
     Null,
 }
 
-const DERIVES: &[Op] = &[
+pub(super) const DERIVES: &[Op] = &[
     Op::AccessChain,
     Op::InBoundsAccessChain,
     Op::PtrAccessChain,

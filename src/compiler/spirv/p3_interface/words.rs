@@ -29,25 +29,20 @@
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{Op, StorageClass, Word};
 
-use crate::compiler::spirv::common::ctx::{Ctx, id_at, insert_at_kernel_start};
+use crate::compiler::spirv::common::ctx::{Ctx, Prologue, id_at, insert_at_kernel_start};
 use crate::compiler::spirv::common::{HashMap, HashSet};
 use crate::compiler::spirv::input::reflect::{is_packed, layout};
-use crate::compiler::spirv::p3_interface::relocate::{Analysis, Origin};
+use crate::compiler::spirv::p3_interface::relocate::{Analysis, DERIVES, Origin};
 
 /// Objects larger than this stay with the scratch fallback.
 const MAX_WORDS: u32 = 16 * 1024;
 
-/// Instructions that make a pointer from another one, keeping its object.
-const DERIVES: &[Op] = &[
-    Op::AccessChain,
-    Op::InBoundsAccessChain,
-    Op::PtrAccessChain,
-    Op::InBoundsPtrAccessChain,
-    Op::Bitcast,
-    Op::CopyObject,
-    Op::PtrCastToGeneric,
-    Op::GenericCastToPtr,
-];
+/// Whether `op` makes a pointer from another one, keeping its object: the
+/// relocation pass's derivations, less the explicit cast from generic
+/// (which gives null where the class differs).
+fn derives(op: Op) -> bool {
+    DERIVES.contains(&op) && op != Op::GenericCastToPtrExplicit
+}
 
 /// What may use a pointer into a word object converted to an integer:
 /// with another such pointer, the offsets give the same answers.
@@ -143,9 +138,7 @@ pub(super) fn eligible(
         let pointer_result = d.result_type.and_then(|t| a.pointer_parts(t)).is_some();
         let ok = match op {
             Op::Variable => v == var,
-            _ if DERIVES.contains(&op) => {
-                pointer_result && id_at(d, 0).is_some_and(|b| into.contains(&b))
-            }
+            _ if derives(op) => pointer_result && id_at(d, 0).is_some_and(|b| into.contains(&b)),
             Op::Phi => (0..d.operands.len())
                 .step_by(2)
                 .all(|k| id_at(d, k).is_some_and(|x| into.contains(&x) || null(x))),
@@ -160,7 +153,7 @@ pub(super) fn eligible(
         for &u in users.get(&v).map(Vec::as_slice).unwrap_or(&[]) {
             let i = &a.code[u];
             let ok = match i.class.opcode {
-                op if DERIVES.contains(&op) => i.result_id.is_some_and(|r| into.contains(&r)),
+                op if derives(op) => i.result_id.is_some_and(|r| into.contains(&r)),
                 Op::Phi | Op::Select => i.result_id.is_some_and(|r| into.contains(&r)),
                 Op::Load => id_at(i, 0) == Some(v) && i.result_type.is_some_and(|t| plain(a, t)),
                 Op::Store => {
@@ -214,7 +207,7 @@ struct Emitter<'a> {
     types: &'a HashMap<Word, &'a Instruction>,
     /// The type of every value of the functions.
     values: &'a HashMap<Word, Word>,
-    out: Vec<Instruction>,
+    out: Prologue,
     u32t: Word,
     consts: HashMap<u32, Word>,
     word_ptr: Word,
@@ -226,14 +219,7 @@ struct Emitter<'a> {
 
 impl Emitter<'_> {
     fn op(&mut self, op: Op, ty: Word, args: &[Word]) -> Word {
-        let id = self.ctx.fresh();
-        self.out.push(Instruction::new(
-            op,
-            Some(ty),
-            Some(id),
-            args.iter().map(|&a| Operand::IdRef(a)).collect(),
-        ));
-        id
+        self.out.op(self.ctx, op, ty, args)
     }
 
     fn konst(&mut self, v: u32) -> Word {
@@ -402,7 +388,7 @@ impl Emitter<'_> {
 
     fn store_word(&mut self, index: Off, v: Word) {
         let p = self.word_at(index);
-        self.out.push(Instruction::new(
+        self.out.code.push(Instruction::new(
             Op::Store,
             None,
             None,
@@ -519,7 +505,7 @@ impl Emitter<'_> {
             Op::TypeVector | Op::TypeArray | Op::TypeStruct => {
                 for (k, (off, mty)) in self.members(t)?.into_iter().enumerate() {
                     let part = self.ctx.fresh();
-                    self.out.push(Instruction::new(
+                    self.out.code.push(Instruction::new(
                         Op::CompositeExtract,
                         Some(mty),
                         Some(part),
@@ -641,7 +627,9 @@ pub(super) fn flatten(
                 ctx,
                 types: &types,
                 values: &a.value_type,
-                out: Vec::with_capacity(b.instructions.len()),
+                out: Prologue {
+                    code: Vec::with_capacity(b.instructions.len()),
+                },
                 u32t,
                 consts: std::mem::take(&mut consts),
                 word_ptr,
@@ -662,8 +650,8 @@ pub(super) fn flatten(
                             let Some(Off::Id(id)) = offsets.get(&r).copied() else {
                                 return Err("a phi of offsets without an id".into());
                             };
-                            phis.push((fi, bi, e.out.len()));
-                            e.out.push(Instruction::new(
+                            phis.push((fi, bi, e.out.code.len()));
+                            e.out.code.push(Instruction::new(
                                 Op::Phi,
                                 Some(u32t),
                                 Some(id),
@@ -727,7 +715,7 @@ pub(super) fn flatten(
                         let v = e.load(offsets[&p], ty)?;
                         // The last instruction made the value: it takes the
                         // load's id.
-                        let last = e.out.last_mut().ok_or("a load made nothing")?;
+                        let last = e.out.code.last_mut().ok_or("a load made nothing")?;
                         debug_assert_eq!(last.result_id, Some(v));
                         last.result_id = r;
                     }
@@ -749,6 +737,7 @@ pub(super) fn flatten(
                             Op::UConvert
                         };
                         e.out
+                            .code
                             .push(Instruction::new(op, Some(ty), r, vec![Operand::IdRef(x)]));
                     }
                     Op::PtrEqual | Op::PtrNotEqual | Op::PtrDiff
@@ -778,17 +767,17 @@ pub(super) fn flatten(
                                 e.op(Op::SDiv, ty, &[d, k])
                             }
                         };
-                        e.out.push(Instruction::new(
+                        e.out.code.push(Instruction::new(
                             Op::CopyObject,
                             Some(ty),
                             r,
                             vec![Operand::IdRef(v)],
                         ));
                     }
-                    _ => e.out.push(i),
+                    _ => e.out.code.push(i),
                 }
             }
-            b.instructions = std::mem::take(&mut e.out);
+            b.instructions = std::mem::take(&mut e.out.code);
             consts = std::mem::take(&mut e.consts);
         }
     }
