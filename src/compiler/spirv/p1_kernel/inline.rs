@@ -16,7 +16,7 @@ use rspirv::dr::{Block, Function, Instruction, Operand};
 use rspirv::spirv::{Op, Word};
 
 use crate::compiler::spirv::common::HashMap;
-use crate::compiler::spirv::common::ctx::{Ctx, id_at, insert_at_kernel_start};
+use crate::compiler::spirv::common::ctx::{Ctx, Prologue, id_at, insert_at_kernel_start};
 
 fn fid_of(f: &Function) -> Option<Word> {
     f.def.as_ref().and_then(|d| d.result_id)
@@ -240,75 +240,50 @@ fn shift_right_in_words(
     [hi, lo]: [Word; 2],
     s: u32,
 ) -> Vec<Instruction> {
-    let (u32_ty, mut code) = (ctx.uint(32), Vec::new());
+    let u32_ty = ctx.uint(32);
     let pair = ctx.vector(u32_ty, 2);
-    let mut op = |ctx: &mut Ctx, op: Op, ty: Word, args: Vec<Operand>, id: Option<Word>| {
-        let id = id.unwrap_or_else(|| ctx.fresh());
-        code.push(Instruction::new(op, Some(ty), Some(id), args));
-        id
-    };
+    let mut p = Prologue { code: Vec::new() };
     // The words from the lowest: lo's two, then hi's (the same when the
     // two are one value, as in a rotate).
     let mut words = Vec::with_capacity(4);
-    let mut halves = |ctx: &mut Ctx, v: Word, words: &mut Vec<Word>| {
-        let both = op(ctx, Op::Bitcast, pair, vec![Operand::IdRef(v)], None);
+    for v in if hi == lo { vec![lo] } else { vec![lo, hi] } {
+        let both = p.op(ctx, Op::Bitcast, pair, &[v]);
         for k in 0..2 {
-            let w = op(
-                ctx,
+            let w = ctx.fresh();
+            let args = vec![Operand::IdRef(both), Operand::LiteralBit32(k)];
+            p.code.push(Instruction::new(
                 Op::CompositeExtract,
-                u32_ty,
-                vec![Operand::IdRef(both), Operand::LiteralBit32(k)],
-                None,
-            );
+                Some(u32_ty),
+                Some(w),
+                args,
+            ));
             words.push(w);
         }
-    };
-    halves(ctx, lo, &mut words);
+    }
     if hi == lo {
         words.extend_from_within(..);
-    } else {
-        halves(ctx, hi, &mut words);
     }
     let (q, t) = ((s / 32) as usize, s % 32);
-    let result: Vec<Word> = (0..2)
-        .map(|k| {
-            let (low, high) = (words[k + q], words[k + q + 1]);
-            if t == 0 {
-                return low;
-            }
+    let mut result = [0; 2];
+    for (k, word) in result.iter_mut().enumerate() {
+        let (low, high) = (words[k + q], words[k + q + 1]);
+        *word = if t == 0 {
+            low
+        } else {
             let (a, b) = (ctx.const_u32(t), ctx.const_u32(32 - t));
-            let x = op(
-                ctx,
-                Op::ShiftRightLogical,
-                u32_ty,
-                vec![Operand::IdRef(low), Operand::IdRef(a)],
-                None,
-            );
-            let y = op(
-                ctx,
-                Op::ShiftLeftLogical,
-                u32_ty,
-                vec![Operand::IdRef(high), Operand::IdRef(b)],
-                None,
-            );
-            op(
-                ctx,
-                Op::BitwiseOr,
-                u32_ty,
-                vec![Operand::IdRef(x), Operand::IdRef(y)],
-                None,
-            )
-        })
-        .collect();
-    let joined = op(
-        ctx,
-        Op::CompositeConstruct,
-        pair,
-        result.into_iter().map(Operand::IdRef).collect(),
-        None,
-    );
-    op(ctx, Op::Bitcast, ty, vec![Operand::IdRef(joined)], Some(r));
-    code
+            let x = p.op(ctx, Op::ShiftRightLogical, u32_ty, &[low, a]);
+            let y = p.op(ctx, Op::ShiftLeftLogical, u32_ty, &[high, b]);
+            p.op(ctx, Op::BitwiseOr, u32_ty, &[x, y])
+        };
+    }
+    let joined = p.op(ctx, Op::CompositeConstruct, pair, &result);
+    p.code.push(Instruction::new(
+        Op::Bitcast,
+        Some(ty),
+        Some(r),
+        vec![Operand::IdRef(joined)],
+    ));
+    p.code
 }
 
 pub fn run(ctx: &mut Ctx, fid: Word) -> Result<(), String> {
