@@ -1465,7 +1465,8 @@ fn optimised_code_round_trips(cl: &Cl) {
 }
 
 /// An executable holds the kernels and what they call, not every helper
-/// its source defines; a compiled object keeps them all for the link.
+/// its source defines, whether built or linked from one compiled object;
+/// the compiled object keeps them all for links with others.
 fn executables_keep_what_kernels_call(cl: &Cl) {
     const SRC: &str = "int helper_nobody_calls(int x) { return x * 3 + 1; }\n\
         int helper_the_kernel_calls(int x) { return x * 5 + 2; }\n\
@@ -1483,15 +1484,29 @@ fn executables_keep_what_kernels_call(cl: &Cl) {
     release_kernel(cl, k);
     release_program(cl, p);
     let o = compiled(cl, c, SRC);
+    let (e, status) = link(cl, c, "", &[o]);
+    assert_eq!(status, CL_SUCCESS);
+    assert!(
+        !has(&binaries(cl, e).remove(0), "helper_nobody_calls"),
+        "an executable linked from one object drops an unused helper"
+    );
+    let k = kernel(cl, e, "k").unwrap();
+    assert_eq!(run_single(cl, c, k), 2);
+    release_kernel(cl, k);
     let bin = binaries(cl, o).remove(0);
     assert!(
         has(&bin, "helper_nobody_calls"),
         "the compiled object keeps it for the link"
     );
-    let (e, status) = link(cl, c, "", &[o]);
+    let (l, status) = link(cl, c, "-create-library", &[o]);
     assert_eq!(status, CL_SUCCESS);
-    release_program(cl, e);
-    release_program(cl, o);
+    assert!(
+        has(&binaries(cl, l).remove(0), "helper_nobody_calls"),
+        "so does a library"
+    );
+    for p in [l, e, o] {
+        release_program(cl, p);
+    }
     release_context(cl, c);
 }
 

@@ -396,7 +396,7 @@ pub unsafe extern "C" fn clLinkProgram(
             let b = p.build_of(0);
             // Compiled objects and libraries, built or loaded from binaries.
             if b.status == CL_BUILD_ERROR
-                || b.spirv.is_none()
+                || !b.has_code()
                 || ![
                     CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT,
                     CL_PROGRAM_BINARY_TYPE_LIBRARY,
@@ -516,9 +516,10 @@ fn build_info(b: &Build, param: cl_program_build_info) -> Info {
         CL_PROGRAM_BUILD_LOG => info(b.log.clone()),
         CL_PROGRAM_BINARY_TYPE => info(b.binary_type),
         CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE => info(
-            b.spirv
-                .as_ref()
-                .map_or(0, |w| module_data::global_variable_bytes(w)) as usize,
+            b.code()
+                .ok()
+                .flatten()
+                .map_or(0, |w| module_data::global_variable_bytes(&w)) as usize,
         ),
         _ => invalid_param(param),
     }

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use opencl_sys::*;
 
@@ -322,7 +322,10 @@ impl DeviceMacros {
 
 /// The outcome of running the front end.
 pub struct Compiled {
+    /// Empty where `object` holds the code.
     pub spirv: Vec<u32>,
+    /// A compiled object's code, optimised when it is linked.
+    pub object: Option<Arc<ObjectIr>>,
     pub log: String,
 }
 
@@ -377,9 +380,16 @@ impl FrontEnd {
         }
         // Headers found through -I can change without the key seeing it:
         // such builds are not cached.
-        let cacheable = !options.clang.iter().any(|o| o.starts_with("-I"));
+        let cacheable = !options.clang.iter().any(|o| o.starts_with("-I"))
+            // An optimised object is unoptimised LLVM IR, quick to make
+            // again; what takes time is cached where it is optimised.
+            && (options.executable || options.opt_disable);
         if let Some((spirv, log)) = cacheable.then(|| cache::load(&key)).flatten() {
-            return Ok(Compiled { spirv, log });
+            return Ok(Compiled {
+                spirv,
+                object: None,
+                log,
+            });
         }
         let started = std::time::Instant::now();
         let fail = |log: String| CompileError { log };
@@ -414,75 +424,26 @@ impl FrontEnd {
                 .iter()
                 .any(|(_, body)| body.windows(10).any(|w| w == b"sub_group_"));
         let ll = dir.join("program.ll");
-        // The flags of every clang step that optimises.
-        let optimiser_flags = |clang: &mut Command| {
-            // LLVM's vectorisers make vectors SPIR-V cannot hold (more
-            // than 16 components) and Vulkan's drivers split again: the
-            // driver's compiler vectorises for its own hardware.
-            clang.args(["-fno-vectorize", "-fno-slp-vectorize"]);
-            // Loops that copy a run-time number of elements stay loops:
-            // as a `memcpy` of unknown size they would become an
-            // OpCopyMemorySized Vulkan has no counterpart for.
-            clang.args(["-mllvm", "-disable-loop-idiom-memcpy"]);
-            if uses_subgroups {
-                // LLVM 15 merges identical calls from both arms of a branch
-                // (and calls that differ in one argument, through a
-                // select) although they are convergent: a non-uniform
-                // sub-group operation would then run with lanes from both
-                // arms.
-                clang.args([
-                    "-mllvm",
-                    "-simplifycfg-sink-common=false",
-                    "-mllvm",
-                    "-simplifycfg-hoist-common=false",
-                ]);
-            }
-        };
-        // Runs clang on LLVM IR text `input` with `flags`, writing `output`.
-        let clang_ir = |flags: &[&str], input: &std::path::Path, output: &std::path::Path| {
-            let mut clang = Command::new(&self.clang);
-            clang
-                .args([
-                    "-x",
-                    "ir",
-                    "-target",
-                    "spir64-unknown-unknown",
-                    "-emit-llvm",
-                ])
-                .args(flags)
-                .arg("-o")
-                .arg(output)
-                .arg(input);
-            if flags.contains(&"-O2") {
-                optimiser_flags(&mut clang);
-            }
-            let out = clang
-                .output()
-                .map_err(|e| format!("cannot run {}: {e}", self.clang.display()))?;
-            if out.status.success() {
-                Ok(())
-            } else {
-                Err(String::from_utf8_lossy(&out.stderr).into_owned())
-            }
-        };
         // `text`: through LLVM's text form. `Text::Thaw`: the optimised
         // module with its `freeze` instructions (which llvm-spirv 15 cannot
-        // translate) made plain copies. `Text::LegalWidths`: the module
-        // built unoptimised first, then optimised with 8-, 16-, 32- and
-        // 64-bit integers declared native in its data layout (SPIR's
-        // declares none, so LLVM's InstCombine narrows values to widths
-        // such as i2, which llvm-spirv refuses), then thawed.
+        // translate) made plain copies. `Text::Unoptimised`: the module
+        // built unoptimised, for the optimiser to take from its text form
+        // (see `unoptimised_ir`); nothing is translated.
         let translate =
             |optimise: bool, text: Text, spirv_version: &str| -> Result<String, String> {
-                let thaw = text != Text::None;
-                let widths = text == Text::LegalWidths;
+                let thaw = text == Text::Thaw;
+                let unoptimised = text == Text::Unoptimised;
                 let mut clang = Command::new(&self.clang);
                 clang
                     .arg("-x")
                     .arg("cl")
                     .arg(format!("-cl-std={}", options.cl_std))
                     .args(["-target", "spir64-unknown-unknown", "-emit-llvm", "-c"])
-                    .arg(if optimise && !widths { "-O2" } else { "-O0" })
+                    .arg(if optimise && !unoptimised {
+                        "-O2"
+                    } else {
+                        "-O0"
+                    })
                     .arg("-Xclang")
                     .arg(format!("-cl-ext={}", device.cl_ext()))
                     .arg("-include")
@@ -504,69 +465,44 @@ impl FrontEnd {
                 if options.kernel_arg_info {
                     clang.arg("-cl-kernel-arg-info");
                 }
-                if widths {
-                    // Optimised in the second step, from the text form;
-                    // with native widths declared, LLVM would make
-                    // switches lookup tables in private globals.
+                if unoptimised {
+                    // Optimised later, from the text form; with native
+                    // widths declared, LLVM would make switches lookup
+                    // tables in private globals.
                     clang.args(["-Xclang", "-disable-O0-optnone", "-fno-jump-tables"]);
                 } else if optimise {
-                    optimiser_flags(&mut clang);
+                    optimiser_flags(&mut clang, uses_subgroups);
                 }
-                if thaw {
+                if thaw || unoptimised {
                     clang.arg("-S");
                 }
                 clang
                     .arg("-o")
-                    .arg(if thaw { &ll } else { &bc })
+                    .arg(if thaw || unoptimised { &ll } else { &bc })
                     .arg(&src)
                     .current_dir(dir);
                 let out = clang
                     .output()
                     .map_err(|e| format!("cannot run {}: {e}", self.clang.display()))?;
                 // Diagnostics name the file as the application gave it: no path.
-                let mut log = String::from_utf8_lossy(&out.stderr)
+                let log = String::from_utf8_lossy(&out.stderr)
                     .replace(&format!("{}/", dir.display()), "");
-                if !out.status.success() {
-                    return Err(log);
-                }
-                if widths {
-                    let mut text = std::fs::read_to_string(&ll).map_err(|e| e.to_string())?;
-                    text = with_native_integers(&text);
-                    if options.executable {
-                        text = with_internal_functions(&text);
-                    }
-                    std::fs::write(&ll, text).map_err(|e| e.to_string())?;
-                    let optimised = dir.join("program.opt.ll");
-                    if let Err(e) = clang_ir(&["-O2", "-S"], &ll, &optimised) {
-                        log.push_str(&e);
-                        return Err(log);
-                    }
-                    std::fs::rename(&optimised, &ll).map_err(|e| e.to_string())?;
+                if !out.status.success() || unoptimised {
+                    return if out.status.success() {
+                        Ok(log)
+                    } else {
+                        Err(log)
+                    };
                 }
                 if thaw {
                     let text = std::fs::read_to_string(&ll).map_err(|e| e.to_string())?;
                     std::fs::write(&ll, thaw_freezes(&text)).map_err(|e| e.to_string())?;
-                    if let Err(e) = clang_ir(&["-c", "-O0"], &ll, &bc) {
-                        log.push_str(&e);
-                        return Err(log);
+                    if let Err(e) = self.clang_ir(&["-c", "-O0"], &ll, &bc, uses_subgroups) {
+                        return Err(log + &e);
                     }
                 }
-                let out = Command::new(&self.llvm_spirv)
-                    .arg("--preserve-ocl-kernel-arg-type-metadata-through-string")
-                    .arg(format!("--spirv-max-version={spirv_version}"))
-                    // sub_group_rotate; the rewriter makes it a shuffle.
-                    .arg("--spirv-ext=+SPV_KHR_subgroup_rotate")
-                    .arg(&bc)
-                    .arg("-o")
-                    .arg(&spv)
-                    .output()
-                    .map_err(|e| format!("cannot run {}: {e}", self.llvm_spirv.display()))?;
-                log.push_str(&String::from_utf8_lossy(&out.stderr));
-                if out.status.success() {
-                    Ok(log)
-                } else {
-                    Err(log)
-                }
+                self.llvm_spirv(&bc, &spv, spirv_version)
+                    .map(|more| log + &more)
             };
         // SPIR-V 1.0 wherever it suffices, so that objects link with the
         // widest range of tools; the cl_khr_subgroup_* built-ins exist only
@@ -579,34 +515,66 @@ impl FrontEnd {
             }
             other => other,
         };
-        // An optimised build starts from unoptimised code, optimised with
-        // 8-, 16-, 32- and 64-bit integers declared native (SPIR's data
-        // layout declares none, and LLVM then narrows values to widths
-        // such as i2, which llvm-spirv refuses) and, in an executable, with
-        // its functions other than kernels made internal: the optimiser
-        // drops what no kernel calls (a program's headers may define
-        // hundreds of helpers it does not use). Where that fails, clang
-        // optimises the source itself, its `freeze` instructions (from
-        // div/rem pairing and loop passes) thawed through the text form;
-        // what still fails is built unoptimised.
-        let translate = |optimise: bool| {
-            if optimise {
-                match translate(true, Text::LegalWidths) {
-                    Ok(log) => return Ok(log),
-                    Err(log) => {
-                        log::debug!(target: "vkcl::compiler", "optimising the unoptimised program failed: {}", log.trim());
-                    }
-                }
-            }
-            match translate(optimise, Text::None) {
-                Err(log) if optimise && log.contains("freeze") => {
-                    log::debug!(target: "vkcl::compiler", "the optimised program has freeze instructions: translating it through LLVM's text form");
-                    translate(true, Text::Thaw)
-                }
-                other => other,
-            }
+        // The program as unoptimised LLVM IR text, with 8-, 16-, 32- and
+        // 64-bit integers declared native (SPIR's data layout declares
+        // none, and LLVM then narrows values to widths such as i2, which
+        // llvm-spirv refuses), and its log.
+        let unoptimised_ir = || -> Result<(String, String), String> {
+            let log = translate(false, Text::Unoptimised)?;
+            let text = std::fs::read_to_string(&ll).map_err(|e| e.to_string())?;
+            Ok((with_native_integers(&text), log))
         };
         let optimise = !options.opt_disable;
+        // An optimised build starts from unoptimised code, optimised from
+        // its text form (`FrontEnd::from_ir`); in an executable, with its
+        // functions other than kernels made internal, so that the
+        // optimiser drops what no kernel calls (a program's headers may
+        // define hundreds of helpers it does not use). A compiled object
+        // keeps that text and is optimised when it is linked, where a
+        // program linked from one object gets the same. Where that fails,
+        // clang optimises the source itself, its `freeze` instructions
+        // (from div/rem pairing and loop passes) thawed through the text
+        // form; what still fails is built unoptimised.
+        if optimise {
+            match unoptimised_ir() {
+                Ok((text, log)) if !options.executable => {
+                    log::debug!(target: "vkcl::compiler", "front end: an object of {} bytes of LLVM IR in {:?}", text.len(), started.elapsed());
+                    return Ok(Compiled {
+                        spirv: Vec::new(),
+                        object: Some(Arc::new(ObjectIr::new(text, uses_subgroups))),
+                        log,
+                    });
+                }
+                Ok((text, log)) => {
+                    match self.from_ir(&with_internal_functions(&text), uses_subgroups, true) {
+                        Ok(spirv) => {
+                            if cacheable {
+                                cache::store(&key, &spirv, &log);
+                            }
+                            log::debug!(target: "vkcl::compiler", "front end: {} words in {:?}", spirv.len(), started.elapsed());
+                            return Ok(Compiled {
+                                spirv,
+                                object: None,
+                                log,
+                            });
+                        }
+                        Err(e) => {
+                            log::debug!(target: "vkcl::compiler", "optimising the unoptimised program failed: {}", e.trim());
+                        }
+                    }
+                }
+                Err(log) => {
+                    log::debug!(target: "vkcl::compiler", "building the unoptimised program failed: {}", log.trim());
+                }
+            }
+        }
+        let translate = |optimise: bool| match translate(optimise, Text::None) {
+            Err(log) if optimise && log.contains("freeze") => {
+                log::debug!(target: "vkcl::compiler", "the optimised program has freeze instructions: translating it through LLVM's text form");
+                translate(true, Text::Thaw)
+            }
+            other => other,
+        };
         // Inline assembly crashes llvm-spirv or is unknown to clang in
         // OpenCL mode: say what it is, where.
         let fail = |log: String| match inline_assembly(source, headers) {
@@ -621,31 +589,218 @@ impl FrontEnd {
         };
         let log = match translate(optimise) {
             Ok(log) => log,
-            Err(log)
-                if optimise
-                    && (log.contains("Can't translate llvm instruction")
-                        || log.contains("InvalidBitWidth")
-                        || log.contains("Unexpected llvm intrinsic")
-                        || log.contains("allowed only to generic")
-                        || log.contains("Unsupported vector type")) =>
-            {
+            Err(log) if optimise && untranslatable(&log) => {
                 log::debug!(target: "vkcl::compiler", "llvm-spirv cannot translate the optimised program; building it unoptimised: {}", log.trim());
                 translate(false).map_err(fail)?
             }
             Err(log) => return Err(fail(log)),
         };
-        let bytes =
-            std::fs::read(&spv).map_err(|e| fail(format!("cannot read the SPIR-V: {e}")))?;
-        let mut spirv = words_of(&bytes)
-            .ok_or_else(|| fail("llvm-spirv produced a malformed module".into()))?;
-        if let Some(valid) = normalise::normalise(&spirv) {
-            spirv = valid;
-        }
+        let spirv = read_spirv(&spv).map_err(fail)?;
         if cacheable {
             cache::store(&key, &spirv, &log);
         }
         log::debug!(target: "vkcl::compiler", "front end: {} words in {:?}", spirv.len(), started.elapsed());
-        Ok(Compiled { spirv, log })
+        Ok(Compiled {
+            spirv,
+            object: None,
+            log,
+        })
+    }
+
+    /// Runs clang on LLVM IR text `input` with `flags`, writing `output`;
+    /// `subgroups`: the program uses sub-group built-ins.
+    fn clang_ir(
+        &self,
+        flags: &[&str],
+        input: &Path,
+        output: &Path,
+        subgroups: bool,
+    ) -> Result<(), String> {
+        let mut clang = Command::new(&self.clang);
+        clang
+            .args([
+                "-x",
+                "ir",
+                "-target",
+                "spir64-unknown-unknown",
+                "-emit-llvm",
+            ])
+            .args(flags)
+            .arg("-o")
+            .arg(output)
+            .arg(input);
+        if flags.contains(&"-O2") {
+            optimiser_flags(&mut clang, subgroups);
+        }
+        let out = clang
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", self.clang.display()))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    /// Translates LLVM bitcode `bc` to SPIR-V `spv` of at most
+    /// `spirv_version`; returns llvm-spirv's messages.
+    fn llvm_spirv(&self, bc: &Path, spv: &Path, spirv_version: &str) -> Result<String, String> {
+        let out = Command::new(&self.llvm_spirv)
+            .arg("--preserve-ocl-kernel-arg-type-metadata-through-string")
+            .arg(format!("--spirv-max-version={spirv_version}"))
+            // sub_group_rotate; the rewriter makes it a shuffle.
+            .arg("--spirv-ext=+SPV_KHR_subgroup_rotate")
+            .arg(bc)
+            .arg("-o")
+            .arg(spv)
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", self.llvm_spirv.display()))?;
+        let log = String::from_utf8_lossy(&out.stderr).into_owned();
+        if out.status.success() {
+            Ok(log)
+        } else {
+            Err(log)
+        }
+    }
+
+    /// SPIR-V from unoptimised LLVM IR text with native integer widths
+    /// (see `unoptimised_ir` in [`FrontEnd::compile`]): optimised, or, where
+    /// llvm-spirv cannot translate the optimised code, as it is.
+    /// `executable`: only kernels need to stay visible (the text's other
+    /// functions are internal or are made so), so that the optimiser drops
+    /// what no kernel reaches. Results are cached on disk.
+    pub fn from_ir(&self, ir: &str, subgroups: bool, executable: bool) -> Result<Vec<u32>, String> {
+        let mut key =
+            cache::Key::new("LLVM IR to SPIR-V 1.0 or 1.3, optimised where it translates");
+        key.add(self.version.as_bytes());
+        key.add(&[subgroups as u8, executable as u8]);
+        // The text itself can be tens of megabytes: two hashes stand for it.
+        key.add(&(ir.len() as u64).to_le_bytes());
+        key.add(&cache::fnv1a(ir.as_bytes(), 0xcbf2_9ce4_8422_2325).to_le_bytes());
+        key.add(&cache::fnv1a(ir.as_bytes(), 0x9e37_79b9_7f4a_7c15).to_le_bytes());
+        if let Some((spirv, _)) = cache::load(&key) {
+            return Ok(spirv);
+        }
+        let started = std::time::Instant::now();
+        let scratch =
+            Scratch::new().map_err(|e| format!("cannot create a scratch directory: {e}"))?;
+        let dir = &scratch.0;
+        let (ll, opt, bc, spv) = (
+            dir.join("program.ll"),
+            dir.join("program.opt.ll"),
+            dir.join("program.bc"),
+            dir.join("program.spv"),
+        );
+        let text = if executable {
+            with_internal_functions(ir)
+        } else {
+            ir.to_string()
+        };
+        std::fs::write(&ll, text).map_err(|e| format!("cannot write LLVM IR: {e}"))?;
+        let translate = |input: &Path| -> Result<String, String> {
+            self.clang_ir(&["-c", "-O0"], input, &bc, subgroups)?;
+            match self.llvm_spirv(&bc, &spv, "1.0") {
+                Err(log) if log.contains("isAllowedToUseVersion") => {
+                    self.llvm_spirv(&bc, &spv, "1.3")
+                }
+                other => other,
+            }
+        };
+        let optimised = || -> Result<String, String> {
+            self.clang_ir(&["-O2", "-S"], &ll, &opt, subgroups)?;
+            let text = std::fs::read_to_string(&opt).map_err(|e| e.to_string())?;
+            std::fs::write(&opt, thaw_freezes(&text)).map_err(|e| e.to_string())?;
+            translate(&opt)
+        };
+        if let Err(log) = optimised() {
+            log::debug!(target: "vkcl::compiler", "llvm-spirv cannot translate the optimised code; translating it unoptimised: {}", log.trim());
+            translate(&ll)?;
+        }
+        let spirv = read_spirv(&spv)?;
+        cache::store(&key, &spirv, "");
+        log::debug!(target: "vkcl::compiler", "front end, from LLVM IR: {} words in {:?}", spirv.len(), started.elapsed());
+        Ok(spirv)
+    }
+}
+
+/// The flags of every clang step that optimises; `subgroups`: the program
+/// uses sub-group built-ins.
+fn optimiser_flags(clang: &mut Command, subgroups: bool) {
+    // LLVM's vectorisers make vectors SPIR-V cannot hold (more than 16
+    // components) and Vulkan's drivers split again: the driver's compiler
+    // vectorises for its own hardware.
+    clang.args(["-fno-vectorize", "-fno-slp-vectorize"]);
+    // Loops that copy a run-time number of elements stay loops: as a
+    // `memcpy` of unknown size they would become an OpCopyMemorySized
+    // Vulkan has no counterpart for.
+    clang.args(["-mllvm", "-disable-loop-idiom-memcpy"]);
+    if subgroups {
+        // LLVM 15 merges identical calls from both arms of a branch (and
+        // calls that differ in one argument, through a select) although
+        // they are convergent: a non-uniform sub-group operation would
+        // then run with lanes from both arms.
+        clang.args([
+            "-mllvm",
+            "-simplifycfg-sink-common=false",
+            "-mllvm",
+            "-simplifycfg-hoist-common=false",
+        ]);
+    }
+}
+
+/// Whether llvm-spirv's messages say it cannot translate optimised code
+/// that the unoptimised build of the same program avoids.
+fn untranslatable(log: &str) -> bool {
+    log.contains("Can't translate llvm instruction")
+        || log.contains("InvalidBitWidth")
+        || log.contains("Unexpected llvm intrinsic")
+        || log.contains("allowed only to generic")
+        || log.contains("Unsupported vector type")
+}
+
+/// The SPIR-V module llvm-spirv wrote at `spv`, normalised.
+fn read_spirv(spv: &Path) -> Result<Vec<u32>, String> {
+    let bytes = std::fs::read(spv).map_err(|e| format!("cannot read the SPIR-V: {e}"))?;
+    let spirv = words_of(&bytes).ok_or("llvm-spirv produced a malformed module")?;
+    Ok(normalise::normalise(&spirv).unwrap_or(spirv))
+}
+
+/// A compiled object's code as unoptimised LLVM IR text (native integer
+/// widths declared), optimised only when needed: a program linked from
+/// this object alone is optimised with every function but its kernels
+/// internal ([`ObjectIr::executable`]), so that the optimiser drops the
+/// helpers no kernel reaches instead of optimising a whole header's worth
+/// of them; other uses (binaries, links of several objects) take
+/// [`ObjectIr::spirv`], optimised with every function kept.
+pub struct ObjectIr {
+    text: String,
+    subgroups: bool,
+    spirv: OnceLock<Result<Arc<Vec<u32>>, String>>,
+}
+
+impl ObjectIr {
+    fn new(text: String, subgroups: bool) -> ObjectIr {
+        ObjectIr {
+            text,
+            subgroups,
+            spirv: OnceLock::new(),
+        }
+    }
+
+    /// The object's SPIR-V, made once.
+    pub fn spirv(&self) -> Result<Arc<Vec<u32>>, String> {
+        self.spirv
+            .get_or_init(|| {
+                let fe = front_end().ok_or("no OpenCL C compiler is available")?;
+                fe.from_ir(&self.text, self.subgroups, false).map(Arc::new)
+            })
+            .clone()
+    }
+
+    /// An executable made of this object alone.
+    pub fn executable(&self) -> Result<Vec<u32>, String> {
+        let fe = front_end().ok_or("no OpenCL C compiler is available")?;
+        fe.from_ir(&self.text, self.subgroups, true)
     }
 }
 
@@ -654,7 +809,7 @@ impl FrontEnd {
 enum Text {
     None,
     Thaw,
-    LegalWidths,
+    Unoptimised,
 }
 
 /// Unoptimised LLVM IR text made ready for the optimiser: its data layout
@@ -872,6 +1027,59 @@ mod tests {
         assert_eq!(count(Op::CopyMemorySized), 0, "a copy of run-time length");
         // The validator checks what program binaries carry.
         crate::compiler::link::validate(&words).expect("valid SPIR-V");
+    }
+
+    /// A compiled object stays unoptimised LLVM IR until it is used: its
+    /// SPIR-V keeps every function for links with other objects, an
+    /// executable of it alone only what its kernels reach.
+    #[test]
+    fn objects_are_optimised_when_linked() {
+        let Some(fe) = front_end() else {
+            eprintln!("no OpenCL C front end: skipped");
+            return;
+        };
+        let source = "int unused_helper(int x) { return x * 3 + 1; }\n\
+            int used_helper(int x) { return x * 5 + 2; }\n\
+            kernel void k(global int *out) { out[0] = used_helper(out[0]); }\n";
+        let options = Options::parse("", Purpose::Compile).expect("no options");
+        let device = DeviceMacros {
+            features: Vec::new(),
+            image_support: false,
+        };
+        let compiled = match fe.compile(source, &[], &options, &device) {
+            Ok(c) => c,
+            Err(e) => panic!("the source does not compile: {}", e.log),
+        };
+        assert!(compiled.spirv.is_empty(), "no SPIR-V made at compile time");
+        let object = compiled.object.expect("the object's LLVM IR");
+        let functions = |words: &[u32]| -> Vec<String> {
+            let module = rspirv::dr::load_words(words).expect("a module");
+            let names: std::collections::HashMap<u32, String> = module
+                .debug_names
+                .iter()
+                .filter(|i| i.class.opcode == rspirv::spirv::Op::Name)
+                .filter_map(|i| match (&i.operands[0], &i.operands[1]) {
+                    (rspirv::dr::Operand::IdRef(id), rspirv::dr::Operand::LiteralString(name)) => {
+                        Some((*id, name.clone()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            module
+                .functions
+                .iter()
+                .filter_map(|f| f.def.as_ref()?.result_id)
+                .filter_map(|id| names.get(&id).cloned())
+                .collect()
+        };
+        let library = functions(&object.spirv().expect("the object's SPIR-V"));
+        assert!(library.iter().any(|f| f == "unused_helper"), "{library:?}");
+        let executable = functions(&object.executable().expect("an executable"));
+        assert!(
+            executable.iter().all(|f| !f.contains("helper")),
+            "helpers are inlined or dropped: {executable:?}"
+        );
+        assert!(executable.iter().any(|f| f == "k"), "{executable:?}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use opencl_sys::*;
 
 use crate::compiler::cache::fnv1a;
-use crate::compiler::frontend::{self, DeviceMacros, Options, Purpose};
+use crate::compiler::frontend::{self, DeviceMacros, ObjectIr, Options, Purpose};
 use crate::compiler::link;
 use crate::compiler::memo::{self, ModuleId};
 use crate::compiler::spirv::input::reflect::ArgKind;
@@ -40,10 +40,30 @@ pub struct Build {
     pub options: String,
     pub log: String,
     pub binary_type: cl_program_binary_type,
+    /// `None` for a compiled object kept as LLVM IR (`object`).
     pub spirv: Option<Arc<Vec<u32>>>,
+    /// A compiled object's code as LLVM IR, optimised when it is linked.
+    pub object: Option<Arc<ObjectIr>>,
     pub kernels: Vec<KernelInfo>,
     /// Built with -cl-kernel-arg-info (argument names are available).
     pub arg_info: bool,
+}
+
+impl Build {
+    /// Whether the build holds code (SPIR-V, or a compiled object's IR).
+    pub fn has_code(&self) -> bool {
+        self.spirv.is_some() || self.object.is_some()
+    }
+
+    /// The build's SPIR-V; a compiled object kept as LLVM IR is
+    /// translated (once) now.
+    pub fn code(&self) -> Result<Option<Arc<Vec<u32>>>, String> {
+        match (&self.spirv, &self.object) {
+            (Some(s), _) => Ok(Some(s.clone())),
+            (None, Some(o)) => o.spirv().map(Some),
+            (None, None) => Ok(None),
+        }
+    }
 }
 
 impl Default for Build {
@@ -54,6 +74,7 @@ impl Default for Build {
             log: String::new(),
             binary_type: CL_PROGRAM_BINARY_TYPE_NONE,
             spirv: None,
+            object: None,
             kernels: Vec::new(),
             arg_info: false,
         }
@@ -204,8 +225,13 @@ const BINARY_MAGIC: &[u8; 8] = b"VKCLBIN\0";
 const BINARY_VERSION: u32 = 1;
 
 pub fn encode_binary(b: &Build) -> Vec<u8> {
-    let Some(spirv) = &b.spirv else {
-        return Vec::new();
+    let spirv = match b.code() {
+        Ok(Some(spirv)) => spirv,
+        Ok(None) => return Vec::new(),
+        Err(e) => {
+            log::warn!(target: "vkcl::program", "a compiled object has no binary: {e}");
+            return Vec::new();
+        }
     };
     let mut out = Vec::new();
     out.extend_from_slice(BINARY_MAGIC);
@@ -286,6 +312,7 @@ pub fn decode_binary(data: &[u8]) -> Option<Build> {
         log: String::new(),
         binary_type,
         spirv: Some(Arc::new(spirv)),
+        object: None,
         kernels,
         arg_info,
     })
@@ -566,6 +593,7 @@ impl Program {
                         status: CL_BUILD_ERROR,
                         binary_type: CL_PROGRAM_BINARY_TYPE_NONE,
                         spirv: None,
+                        object: None,
                         kernels: Vec::new(),
                         ..build
                     },
@@ -605,6 +633,7 @@ impl Program {
         } else {
             CL_PROGRAM_BINARY_TYPE_EXECUTABLE
         };
+        let mut object = None;
         let (spirv, log) = match &self.origin {
             Origin::Source(src) => {
                 let fe = frontend::front_end().ok_or_else(|| {
@@ -615,7 +644,10 @@ impl Program {
                 })?;
                 let macros = device_macros(&self.devices[targets[0]]);
                 match fe.compile(src, headers, &options, &macros) {
-                    Ok(c) => (c.spirv, c.log),
+                    Ok(c) => {
+                        object = c.object;
+                        (c.spirv, c.log)
+                    }
                     Err(e) => return Err(failed(e.log, failure_code)),
                 }
             }
@@ -657,6 +689,20 @@ impl Program {
                 }
             }
         };
+        if let Some(object) = object {
+            // Kept as LLVM IR until it is linked: kernels are known, and
+            // checked, in the linked program.
+            return Ok(Build {
+                status: CL_BUILD_SUCCESS,
+                options: options_text.to_string(),
+                log,
+                binary_type,
+                spirv: None,
+                object: Some(object),
+                kernels: Vec::new(),
+                arg_info: options.kernel_arg_info,
+            });
+        }
         let module = reflect::load(&spirv).map_err(|e| failed(e, failure_code))?;
         let mut kernels = reflect::kernels(&module).map_err(|e| failed(e, failure_code))?;
         if let Origin::Source(src) = &self.origin {
@@ -686,6 +732,7 @@ impl Program {
             log,
             binary_type,
             spirv: Some(Arc::new(spirv)),
+            object: None,
             kernels,
             arg_info: options.kernel_arg_info,
         })
@@ -712,21 +759,46 @@ impl Program {
                 return e.0;
             }
         };
-        let mut modules = Vec::new();
-        for p in inputs {
-            let b = p.build_of(0);
-            match &b.spirv {
-                Some(s) if b.status != CL_BUILD_ERROR => modules.push(s.to_vec()),
-                _ => {
-                    self.finish(
-                        &all,
-                        failed("an input program has no compiled binary".into()),
-                    );
-                    return CL_INVALID_OPERATION;
-                }
-            }
+        let builds: Vec<Build> = inputs.iter().map(|p| p.build_of(0)).collect();
+        if builds
+            .iter()
+            .any(|b| b.status == CL_BUILD_ERROR || !b.has_code())
+        {
+            self.finish(
+                &all,
+                failed("an input program has no compiled binary".into()),
+            );
+            return CL_INVALID_OPERATION;
         }
-        let linked = link::link(&modules, options.create_library).and_then(|w| {
+        // An executable of one object kept as LLVM IR is optimised whole,
+        // with only its kernels visible; otherwise the inputs' SPIR-V is
+        // linked.
+        let alone = match builds.as_slice() {
+            [b] if !options.create_library => b.object.as_ref().and_then(|o| {
+                o.executable()
+                    .inspect_err(|e| log::debug!(target: "vkcl::program", "the object alone did not build: {e}"))
+                    .ok()
+            }),
+            _ => None,
+        };
+        let linked = match alone {
+            Some(words) => Ok(words),
+            // Objects kept as LLVM IR are optimised side by side.
+            None => std::thread::scope(|s| {
+                let made: Vec<_> = builds
+                    .iter()
+                    .map(|b| s.spawn(move || b.code().map(|c| c.expect("checked above").to_vec())))
+                    .collect();
+                made.into_iter()
+                    .map(|m| {
+                        m.join()
+                            .unwrap_or_else(|_| Err("the optimiser's thread failed".into()))
+                    })
+                    .collect::<Result<Vec<_>, String>>()
+            })
+            .and_then(|modules| link::link(&modules, options.create_library)),
+        }
+        .and_then(|w| {
             let module = reflect::load(&w)?;
             Ok((reflect::kernels(&module)?, w))
         });
@@ -745,6 +817,7 @@ impl Program {
                             CL_PROGRAM_BINARY_TYPE_EXECUTABLE
                         },
                         spirv: Some(Arc::new(spirv)),
+                        object: None,
                         kernels,
                         arg_info,
                     },
