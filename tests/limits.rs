@@ -17,6 +17,7 @@ both_ways!(
     images_beyond_the_device_memory,
     argument_blocks_at_and_past_the_limit,
     ten_thousand_commands_without_a_flush,
+    local_memory_beyond_the_device,
 );
 
 /// One way of reaching vkcl is enough for these.
@@ -392,4 +393,77 @@ fn million_events(cl: &Cl) {
         // SAFETY: released once.
         unsafe { cl.clReleaseEvent.unwrap()(e) };
     }
+}
+
+const LOCAL: &str = "kernel void fill(global uint *out, local uint *arg) {\n\
+    local uint own[OWN];\n\
+    uint i = get_local_id(0);\n\
+    own[i] = i * 3u;\n\
+    arg[i] = i + 1u;\n\
+    barrier(CLK_LOCAL_MEM_FENCE);\n\
+    out[i] = own[get_local_size(0) - 1u - i] + arg[i];\n\
+}\n";
+
+/// `__local` variables larger than the device's local memory fail the
+/// build with a log; variables and `__local` arguments that fit only
+/// apart fail the enqueue with CL_OUT_OF_RESOURCES; both fitting run.
+fn local_memory_beyond_the_device(cl: &Cl) {
+    let _one = one_at_a_time();
+    let mut s = Setup::new(cl);
+    let limit = device_u64(cl, CL_DEVICE_LOCAL_MEM_SIZE) as usize;
+    // A build past the limit.
+    let src = std::ffi::CString::new(LOCAL).unwrap();
+    let mut ptr = src.as_ptr();
+    let mut r = 1;
+    // SAFETY: one valid source string.
+    let p = unsafe { cl.clCreateProgramWithSource.unwrap()(s.c, 1, &mut ptr, null(), &mut r) };
+    assert_eq!(r, CL_SUCCESS);
+    let opts = std::ffi::CString::new(format!("-D OWN={}u", limit / 4 + 1)).unwrap();
+    let d = cl.device();
+    // SAFETY: a valid program and device.
+    let r = unsafe { cl.clBuildProgram.unwrap()(p, 1, &d, opts.as_ptr(), None, null_mut()) };
+    assert_eq!(
+        r, CL_BUILD_PROGRAM_FAILURE,
+        "{}: a kernel past the limit",
+        cl.how
+    );
+    let log = query(|size, value, size_ret| unsafe {
+        cl.clGetProgramBuildInfo.unwrap()(p, d, CL_PROGRAM_BUILD_LOG, size, value, size_ret)
+    })
+    .unwrap();
+    assert!(
+        c_string(&log).contains("__local"),
+        "{}: the log says why: {}",
+        cl.how,
+        c_string(&log)
+    );
+    // SAFETY: the program is released once.
+    unsafe { cl.clReleaseProgram.unwrap()(p) };
+    // Three quarters of the limit in variables: an argument of half fails
+    // the enqueue, one of an eighth runs.
+    let own = limit / 4 * 3 / 4;
+    let k = s.kernel(LOCAL, "fill", &format!("-D OWN={own}u"));
+    let out = s.zeroed(64 * 4);
+    s.arg(k, 0, &out);
+    // SAFETY: a valid kernel; a `__local` argument takes a size and NULL.
+    let set_local = |bytes: usize| unsafe { cl.clSetKernelArg.unwrap()(k, 1, bytes, null()) };
+    assert_eq!(set_local(limit / 2), CL_SUCCESS);
+    assert_eq!(
+        s.enqueue(k, &[64], Some(&[64]), None),
+        CL_OUT_OF_RESOURCES,
+        "{}: variables and argument past the limit together",
+        cl.how
+    );
+    assert_eq!(set_local(limit / 8), CL_SUCCESS);
+    s.run(k, &[64], Some(&[64]), None);
+    let got = s.words(out, 64);
+    for i in 0..64 {
+        assert_eq!(
+            got[i],
+            (63 - i as u32) * 3 + i as u32 + 1,
+            "{}: out[{i}]",
+            cl.how
+        );
+    }
+    still_usable(&mut s);
 }

@@ -855,6 +855,16 @@ fn rewrite_kernel(
     classes: &[ImageClass],
     single_work_item: bool,
 ) -> Result<Arc<Rewritten>, String> {
+    // Vulkan refuses a pipeline whose workgroup memory exceeds the
+    // device's shared memory, where OpenCL's limit for `__local` data is
+    // the same number (CL_DEVICE_LOCAL_MEM_SIZE).
+    let limit = device.local_mem_size();
+    if kernel.local_bytes > limit {
+        return Err(format!(
+            "its __local variables take {} bytes, more than the device's {limit} (CL_DEVICE_LOCAL_MEM_SIZE)",
+            kernel.local_bytes
+        ));
+    }
     memo::rewrite(
         spirv,
         id,
