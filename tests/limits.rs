@@ -18,6 +18,7 @@ both_ways!(
     argument_blocks_at_and_past_the_limit,
     ten_thousand_commands_without_a_flush,
     local_memory_beyond_the_device,
+    private_memory_beyond_the_limit,
 );
 
 /// One way of reaching vkcl is enough for these.
@@ -466,4 +467,43 @@ fn local_memory_beyond_the_device(cl: &Cl) {
         );
     }
     still_usable(&mut s);
+}
+
+/// A private array of a million words per work-item (4 MiB, more than
+/// GPUs give a work-item) fails the build with a log.
+fn private_memory_beyond_the_limit(cl: &Cl) {
+    const BIG: &str = "kernel void big(global uint *out, uint n) {\n\
+        uint own[1 << 20];\n\
+        for (uint i = 0; i < n; i++) own[(i * 7919u) & ((1u << 20) - 1u)] = i;\n\
+        out[0] = own[n & ((1u << 20) - 1u)];\n\
+    }\n";
+    let s = Setup::new(cl);
+    let src = std::ffi::CString::new(BIG).unwrap();
+    let mut ptr = src.as_ptr();
+    let mut r = 1;
+    // SAFETY: one valid source string.
+    let p = unsafe { cl.clCreateProgramWithSource.unwrap()(s.c, 1, &mut ptr, null(), &mut r) };
+    assert_eq!(r, CL_SUCCESS);
+    let d = cl.device();
+    // SAFETY: a valid program and device.
+    let r = unsafe { cl.clBuildProgram.unwrap()(p, 1, &d, null(), None, null_mut()) };
+    let log = query(|size, value, size_ret| unsafe {
+        cl.clGetProgramBuildInfo.unwrap()(p, d, CL_PROGRAM_BUILD_LOG, size, value, size_ret)
+    })
+    .unwrap();
+    assert_eq!(
+        r,
+        CL_BUILD_PROGRAM_FAILURE,
+        "{}: {}",
+        cl.how,
+        c_string(&log)
+    );
+    assert!(
+        c_string(&log).contains("private variables"),
+        "{}: the log says why: {}",
+        cl.how,
+        c_string(&log)
+    );
+    // SAFETY: the program is released once.
+    unsafe { cl.clReleaseProgram.unwrap()(p) };
 }

@@ -227,6 +227,15 @@ fn pipelines_beyond_the_device_are_refused() {
 ///   a `__constant` string made a module data segment of 4 GB (the process
 ///   grew by that much on NVIDIA's driver); its required work-group size of
 ///   8x128x128, which the target now asks a pipeline for, is refused.
+/// * `binary-local-array-past-the-device.bin`,
+///   `binary-local-array-of-4-gib.bin`: kernels whose `__local` arrays
+///   (300 MB; 2^32 - 1 `uint`s, whose size the reflection dropped as
+///   unknown) reached the driver as pipelines with more workgroup memory
+///   than the device has (a validation error on NVIDIA's driver).
+/// * `binary-private-array-of-2-64-rows.bin`: a private array of 2^64 - 1
+///   rows, kept in place, crashed lavapipe's and NVIDIA's pipeline
+///   compilers; private variables past 512 KiB per work-item fail the
+///   build now.
 #[test]
 fn inputs_that_broke_vkcl() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/inputs");

@@ -333,7 +333,7 @@ fn work_group_info(k: &Kernel, d: &Device, param: cl_kernel_work_group_info) -> 
             info(0 as cl_ulong)
         }
         CL_KERNEL_COMPILE_WORK_GROUP_SIZE => info(reqd.unwrap_or([0; 3]).map(|v| v as usize)),
-        CL_KERNEL_LOCAL_MEM_SIZE => info(k.local_arg_bytes() + k.info.local_bytes),
+        CL_KERNEL_LOCAL_MEM_SIZE => info(k.local_arg_bytes().saturating_add(k.info.local_bytes)),
         CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => info(sub_group_width(k, d)),
         // Private data lives in registers, except what the rewrite moved
         // to device memory (casts and pointer arithmetic on it).

@@ -381,7 +381,7 @@ impl Launch {
         })?;
         // `__local` arguments and the kernel's own `__local` variables
         // share the device's local memory.
-        if bound.local_bytes + kernel.info.local_bytes > d.local_mem_size() {
+        if bound.local_bytes.saturating_add(kernel.info.local_bytes) > d.local_mem_size() {
             return err(CL_OUT_OF_RESOURCES);
         }
         let arg_block = match compiled.push.block {

@@ -846,6 +846,10 @@ fn float_classes(kernel: &KernelInfo) -> Vec<ImageClass> {
 
 /// `kernel` of `spirv` (whose id is `id`), built with `options`,
 /// rewritten for `device`: made now or taken from this process's memo.
+/// The most private memory a work-item may have: drivers compile kernels
+/// with more (a fuzzed array of 2^64 rows) into pipelines that crash them.
+const PRIVATE_LIMIT: u64 = 512 * 1024;
+
 fn rewrite_kernel(
     device: &Device,
     spirv: &[u32],
@@ -863,6 +867,12 @@ fn rewrite_kernel(
         return Err(format!(
             "its __local variables take {} bytes, more than the device's {limit} (CL_DEVICE_LOCAL_MEM_SIZE)",
             kernel.local_bytes
+        ));
+    }
+    if kernel.private_bytes > PRIVATE_LIMIT {
+        return Err(format!(
+            "its private variables take {} bytes per work-item, more than the {PRIVATE_LIMIT} vkcl allows one (CUDA's limit of local memory per thread)",
+            kernel.private_bytes
         ));
     }
     memo::rewrite(

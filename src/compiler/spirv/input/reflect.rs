@@ -50,6 +50,9 @@ pub struct KernelInfo {
     pub reqd_sub_group_size: Option<u32>,
     /// Bytes of `__local` variables the kernel declares.
     pub local_bytes: u64,
+    /// Bytes of the private (function) variables of the kernel and of the
+    /// functions it calls, each function counted once.
+    pub private_bytes: u64,
 }
 
 impl KernelInfo {
@@ -519,6 +522,7 @@ pub fn kernels(module: &Module) -> Result<Vec<KernelInfo>, String> {
             })
         };
         let triple = |v: Option<Vec<u32>>| v.filter(|v| v.len() == 3).map(|v| [v[0], v[1], v[2]]);
+        let (local_bytes, private_bytes) = variable_bytes(module, &types, func_id);
         out.push(KernelInfo {
             name,
             args,
@@ -527,15 +531,30 @@ pub fn kernels(module: &Module) -> Result<Vec<KernelInfo>, String> {
             vec_type_hint: mode(ExecutionMode::VecTypeHint)
                 .and_then(|v| v.first().map(|&h| vec_type_name(h))),
             reqd_sub_group_size: mode(ExecutionMode::SubgroupSize).and_then(|v| v.first().copied()),
-            local_bytes: local_bytes(module, &types, func_id),
+            local_bytes,
+            private_bytes,
         });
     }
     Ok(out)
 }
 
-/// The size of the module-scope `__local` variables a kernel (and what it
-/// calls) uses.
-fn local_bytes(module: &Module, types: &HashMap<u32, &Instruction>, kernel: u32) -> u64 {
+/// The bytes a type takes, `u64::MAX` for one of 4 GiB or more, `None`
+/// where its size is unknown (an array of specialised length).
+fn type_bytes(types: &HashMap<u32, &Instruction>, pointer: Option<u32>) -> Option<u64> {
+    let ptr = types.get(&pointer?)?;
+    let pointee = id(ptr.operands.get(1)?)?;
+    match layout(types, pointee) {
+        Ok((s, _)) => Some(s as u64),
+        // Past any device's memory: the build fails on it.
+        Err(e) if e.ends_with(TOO_LARGE) => Some(u64::MAX),
+        Err(_) => None,
+    }
+}
+
+/// The sizes of the module-scope `__local` variables a kernel (and what it
+/// calls) uses, and of the private (function) variables of those
+/// functions.
+fn variable_bytes(module: &Module, types: &HashMap<u32, &Instruction>, kernel: u32) -> (u64, u64) {
     let by_id: HashMap<u32, &rspirv::dr::Function> = module
         .functions
         .iter()
@@ -544,9 +563,15 @@ fn local_bytes(module: &Module, types: &HashMap<u32, &Instruction>, kernel: u32)
     let mut seen = crate::compiler::spirv::common::HashSet::from_iter([kernel]);
     let mut todo = vec![kernel];
     let mut used = crate::compiler::spirv::common::HashSet::default();
+    let mut private = 0u64;
     while let Some(f) = todo.pop() {
         let Some(func) = by_id.get(&f) else { continue };
         for i in func.blocks.iter().flat_map(|b| &b.instructions) {
+            if i.class.opcode == Op::Variable
+                && i.operands.first() == Some(&Operand::StorageClass(StorageClass::Function))
+            {
+                private = private.saturating_add(type_bytes(types, i.result_type).unwrap_or(0));
+            }
             for o in &i.operands {
                 if let Operand::IdRef(x) = o {
                     used.insert(*x);
@@ -557,7 +582,7 @@ fn local_bytes(module: &Module, types: &HashMap<u32, &Instruction>, kernel: u32)
             }
         }
     }
-    module
+    let local = module
         .types_global_values
         .iter()
         .filter(|v| {
@@ -565,13 +590,13 @@ fn local_bytes(module: &Module, types: &HashMap<u32, &Instruction>, kernel: u32)
                 && v.operands.first() == Some(&Operand::StorageClass(StorageClass::Workgroup))
                 && v.result_id.is_some_and(|r| used.contains(&r))
         })
-        .filter_map(|v| {
-            let ptr = types.get(&v.result_type?)?;
-            let pointee = id(ptr.operands.get(1)?)?;
-            layout(types, pointee).ok().map(|(s, _)| s as u64)
-        })
-        .sum()
+        .filter_map(|v| type_bytes(types, v.result_type))
+        .fold(0, u64::saturating_add);
+    (local, private)
 }
+
+/// How [`layout`]'s error for a type of 4 GiB or more ends.
+const TOO_LARGE: &str = "is larger than 4 GiB";
 
 type Decorated<'a> = dyn Fn(u32, &dyn Fn(&[Operand]) -> bool) -> bool + 'a;
 
@@ -693,7 +718,7 @@ pub fn is_packed(ty: u32) -> bool {
 pub fn layout(types: &HashMap<u32, &Instruction>, ty: u32) -> Result<(u32, u32), String> {
     let t = types.get(&ty).ok_or("unknown type")?;
     // Valid modules may declare types of any size; vkcl's sizes are 32-bit.
-    let too_large = || format!("type %{ty} is larger than 4 GiB");
+    let too_large = || format!("type %{ty} {TOO_LARGE}");
     let mul = |a: u32, b: u32| a.checked_mul(b).ok_or_else(too_large);
     let lit0 = || t.operands.first().and_then(lit).ok_or("bad type");
     Ok(match t.class.opcode {
@@ -715,11 +740,13 @@ pub fn layout(types: &HashMap<u32, &Instruction>, ty: u32) -> Result<(u32, u32),
                 .get(&len_id)
                 .filter(|c| c.class.opcode == Op::Constant)
                 .and_then(|c| match c.operands.first() {
-                    Some(Operand::LiteralBit32(v)) => Some(*v),
-                    Some(Operand::LiteralBit64(v)) => u32::try_from(*v).ok(),
+                    Some(Operand::LiteralBit32(v)) => Some(Ok(*v)),
+                    Some(Operand::LiteralBit64(v)) => {
+                        Some(u32::try_from(*v).map_err(|_| too_large()))
+                    }
                     _ => None,
                 })
-                .ok_or("array of unknown length")?;
+                .ok_or("array of unknown length")??;
             // The vectors pass holds 8/16-component vectors as arrays with
             // a 32-bit length (front ends give array lengths 64 bits): they
             // keep the vector's alignment.

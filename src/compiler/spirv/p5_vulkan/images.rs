@@ -1920,6 +1920,7 @@ mod tests {
             work_group_size_hint: None,
             vec_type_hint: None,
             local_bytes: 0,
+            private_bytes: 0,
         }
     }
 
