@@ -458,13 +458,9 @@ fn local_memory_beyond_the_device(cl: &Cl) {
     assert_eq!(set_local(limit / 8), CL_SUCCESS);
     s.run(k, &[64], Some(&[64]), None);
     let got = s.words(out, 64);
-    for i in 0..64 {
-        assert_eq!(
-            got[i],
-            (63 - i as u32) * 3 + i as u32 + 1,
-            "{}: out[{i}]",
-            cl.how
-        );
+    for (i, &g) in got.iter().enumerate() {
+        let i = i as u32;
+        assert_eq!(g, (63 - i) * 3 + i + 1, "{}: out[{i}]", cl.how);
     }
     still_usable(&mut s);
 }
