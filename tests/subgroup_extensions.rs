@@ -397,5 +397,45 @@ fn required_sub_group_size(cl: &Cl) {
         "{}: a kernel that requires sub-groups of {bad}",
         cl.how
     );
+    // So does a link of it compiled on its own.
+    let r = unsafe {
+        cl.clCompileProgram.unwrap()(
+            p,
+            1,
+            &d,
+            opts.as_ptr(),
+            0,
+            std::ptr::null(),
+            std::ptr::null_mut(),
+            None,
+            std::ptr::null_mut(),
+        )
+    };
+    if r == CL_SUCCESS {
+        let mut e = 1;
+        let linked = unsafe {
+            cl.clLinkProgram.unwrap()(
+                s.c,
+                1,
+                &d,
+                std::ptr::null(),
+                1,
+                &p,
+                None,
+                std::ptr::null_mut(),
+                &mut e,
+            )
+        };
+        assert_eq!(
+            e, CL_LINK_PROGRAM_FAILURE,
+            "{}: a link of a kernel that requires sub-groups of {bad}",
+            cl.how
+        );
+        if !linked.is_null() {
+            unsafe { cl.clReleaseProgram.unwrap()(linked) };
+        }
+    } else {
+        assert_eq!(r, CL_COMPILE_PROGRAM_FAILURE, "{}", cl.how);
+    }
     unsafe { cl.clReleaseProgram.unwrap()(p) };
 }

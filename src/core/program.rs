@@ -869,6 +869,16 @@ fn rewrite_kernel(
             kernel.local_bytes
         ));
     }
+    // Checked by builds from source and IL already; linked programs are
+    // checked here.
+    if let Some(size) = kernel.reqd_sub_group_size
+        && !device.required_subgroup_sizes().contains(&size)
+    {
+        return Err(format!(
+            "it needs sub-groups of {size} work-items (intel_reqd_sub_group_size); the device offers {:?}",
+            device.required_subgroup_sizes()
+        ));
+    }
     if kernel.private_bytes > PRIVATE_LIMIT {
         return Err(format!(
             "its private variables take {} bytes per work-item, more than the {PRIVATE_LIMIT} vkcl allows one (CUDA's limit of local memory per thread)",
