@@ -545,24 +545,22 @@ impl FrontEnd {
                         log,
                     });
                 }
-                Ok((text, log)) => {
-                    match self.from_ir(&with_internal_functions(&text), uses_subgroups, true) {
-                        Ok(spirv) => {
-                            if cacheable {
-                                cache::store(&key, &spirv, &log);
-                            }
-                            log::debug!(target: "vkcl::compiler", "front end: {} words in {:?}", spirv.len(), started.elapsed());
-                            return Ok(Compiled {
-                                spirv,
-                                object: None,
-                                log,
-                            });
+                Ok((text, log)) => match self.from_ir(&text, uses_subgroups, true, false) {
+                    Ok(spirv) => {
+                        if cacheable {
+                            cache::store(&key, &spirv, &log);
                         }
-                        Err(e) => {
-                            log::debug!(target: "vkcl::compiler", "optimising the unoptimised program failed: {}", e.trim());
-                        }
+                        log::debug!(target: "vkcl::compiler", "front end: {} words in {:?}", spirv.len(), started.elapsed());
+                        return Ok(Compiled {
+                            spirv,
+                            object: None,
+                            log,
+                        });
                     }
-                }
+                    Err(e) => {
+                        log::debug!(target: "vkcl::compiler", "optimising the unoptimised program failed: {}", e.trim());
+                    }
+                },
                 Err(log) => {
                     log::debug!(target: "vkcl::compiler", "building the unoptimised program failed: {}", log.trim());
                 }
@@ -664,16 +662,23 @@ impl FrontEnd {
     }
 
     /// SPIR-V from unoptimised LLVM IR text with native integer widths
-    /// (see `unoptimised_ir` in [`FrontEnd::compile`]): optimised, or, where
-    /// llvm-spirv cannot translate the optimised code, as it is.
-    /// `executable`: only kernels need to stay visible (the text's other
-    /// functions are internal or are made so), so that the optimiser drops
-    /// what no kernel reaches. Results are cached on disk.
-    pub fn from_ir(&self, ir: &str, subgroups: bool, executable: bool) -> Result<Vec<u32>, String> {
+    /// (see `unoptimised_ir` in [`FrontEnd::compile`]): optimised, or,
+    /// where llvm-spirv cannot translate the optimised code and
+    /// `unoptimised` allows it, as it is. `executable`: only kernels need
+    /// to stay visible (the text's other functions are internal or are
+    /// made so), so that the optimiser drops what no kernel reaches.
+    /// Results are cached on disk.
+    pub fn from_ir(
+        &self,
+        ir: &str,
+        subgroups: bool,
+        executable: bool,
+        unoptimised: bool,
+    ) -> Result<Vec<u32>, String> {
         let mut key =
             cache::Key::new("LLVM IR to SPIR-V 1.0 or 1.3, optimised where it translates");
         key.add(self.version.as_bytes());
-        key.add(&[subgroups as u8, executable as u8]);
+        key.add(&[subgroups as u8, executable as u8, unoptimised as u8]);
         // The text itself can be tens of megabytes: two hashes stand for it.
         key.add(&(ir.len() as u64).to_le_bytes());
         key.add(&cache::fnv1a(ir.as_bytes(), 0xcbf2_9ce4_8422_2325).to_le_bytes());
@@ -713,6 +718,9 @@ impl FrontEnd {
             translate(&opt)
         };
         if let Err(log) = optimised() {
+            if !unoptimised {
+                return Err(log);
+            }
             log::debug!(target: "vkcl::compiler", "llvm-spirv cannot translate the optimised code; translating it unoptimised: {}", log.trim());
             translate(&ll)?;
         }
@@ -792,7 +800,8 @@ impl ObjectIr {
         self.spirv
             .get_or_init(|| {
                 let fe = front_end().ok_or("no OpenCL C compiler is available")?;
-                fe.from_ir(&self.text, self.subgroups, false).map(Arc::new)
+                fe.from_ir(&self.text, self.subgroups, false, true)
+                    .map(Arc::new)
             })
             .clone()
     }
@@ -800,7 +809,7 @@ impl ObjectIr {
     /// An executable made of this object alone.
     pub fn executable(&self) -> Result<Vec<u32>, String> {
         let fe = front_end().ok_or("no OpenCL C compiler is available")?;
-        fe.from_ir(&self.text, self.subgroups, true)
+        fe.from_ir(&self.text, self.subgroups, true, true)
     }
 }
 
