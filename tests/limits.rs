@@ -413,33 +413,17 @@ fn local_memory_beyond_the_device(cl: &Cl) {
     let mut s = Setup::new(cl);
     let limit = device_u64(cl, CL_DEVICE_LOCAL_MEM_SIZE) as usize;
     // A build past the limit.
-    let src = std::ffi::CString::new(LOCAL).unwrap();
-    let mut ptr = src.as_ptr();
-    let mut r = 1;
-    // SAFETY: one valid source string.
-    let p = unsafe { cl.clCreateProgramWithSource.unwrap()(s.c, 1, &mut ptr, null(), &mut r) };
-    assert_eq!(r, CL_SUCCESS);
-    let opts = std::ffi::CString::new(format!("-D OWN={}u", limit / 4 + 1)).unwrap();
-    let d = cl.device();
-    // SAFETY: a valid program and device.
-    let r = unsafe { cl.clBuildProgram.unwrap()(p, 1, &d, opts.as_ptr(), None, null_mut()) };
+    let (r, log) = try_build(cl, s.c, LOCAL, &format!("-D OWN={}u", limit / 4 + 1));
     assert_eq!(
         r, CL_BUILD_PROGRAM_FAILURE,
         "{}: a kernel past the limit",
         cl.how
     );
-    let log = query(|size, value, size_ret| unsafe {
-        cl.clGetProgramBuildInfo.unwrap()(p, d, CL_PROGRAM_BUILD_LOG, size, value, size_ret)
-    })
-    .unwrap();
     assert!(
-        c_string(&log).contains("__local"),
-        "{}: the log says why: {}",
-        cl.how,
-        c_string(&log)
+        log.contains("__local"),
+        "{}: the log says why: {log}",
+        cl.how
     );
-    // SAFETY: the program is released once.
-    unsafe { cl.clReleaseProgram.unwrap()(p) };
     // Three quarters of the limit in variables: an argument of half fails
     // the enqueue, one of an eighth runs.
     let own = limit / 4 * 3 / 4;
@@ -474,32 +458,33 @@ fn private_memory_beyond_the_limit(cl: &Cl) {
         out[0] = own[n & ((1u << 20) - 1u)];\n\
     }\n";
     let s = Setup::new(cl);
-    let src = std::ffi::CString::new(BIG).unwrap();
+    let (r, log) = try_build(cl, s.c, BIG, "");
+    assert_eq!(r, CL_BUILD_PROGRAM_FAILURE, "{}: {log}", cl.how);
+    assert!(
+        log.contains("private variables"),
+        "{}: the log says why: {log}",
+        cl.how
+    );
+}
+
+/// clBuildProgram of `source` with `options` on context `c`: its result
+/// and build log (the program is released).
+fn try_build(cl: &Cl, c: cl_context, source: &str, options: &str) -> (cl_int, String) {
+    let src = std::ffi::CString::new(source).unwrap();
     let mut ptr = src.as_ptr();
     let mut r = 1;
     // SAFETY: one valid source string.
-    let p = unsafe { cl.clCreateProgramWithSource.unwrap()(s.c, 1, &mut ptr, null(), &mut r) };
+    let p = unsafe { cl.clCreateProgramWithSource.unwrap()(c, 1, &mut ptr, null(), &mut r) };
     assert_eq!(r, CL_SUCCESS);
+    let opts = std::ffi::CString::new(options).unwrap();
     let d = cl.device();
     // SAFETY: a valid program and device.
-    let r = unsafe { cl.clBuildProgram.unwrap()(p, 1, &d, null(), None, null_mut()) };
+    let r = unsafe { cl.clBuildProgram.unwrap()(p, 1, &d, opts.as_ptr(), None, null_mut()) };
     let log = query(|size, value, size_ret| unsafe {
         cl.clGetProgramBuildInfo.unwrap()(p, d, CL_PROGRAM_BUILD_LOG, size, value, size_ret)
     })
     .unwrap();
-    assert_eq!(
-        r,
-        CL_BUILD_PROGRAM_FAILURE,
-        "{}: {}",
-        cl.how,
-        c_string(&log)
-    );
-    assert!(
-        c_string(&log).contains("private variables"),
-        "{}: the log says why: {}",
-        cl.how,
-        c_string(&log)
-    );
     // SAFETY: the program is released once.
     unsafe { cl.clReleaseProgram.unwrap()(p) };
+    (r, c_string(&log))
 }

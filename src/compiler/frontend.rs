@@ -487,12 +487,11 @@ impl FrontEnd {
                 // Diagnostics name the file as the application gave it: no path.
                 let log = String::from_utf8_lossy(&out.stderr)
                     .replace(&format!("{}/", dir.display()), "");
-                if !out.status.success() || unoptimised {
-                    return if out.status.success() {
-                        Ok(log)
-                    } else {
-                        Err(log)
-                    };
+                if !out.status.success() {
+                    return Err(log);
+                }
+                if unoptimised {
+                    return Ok(log);
                 }
                 if thaw {
                     let text = std::fs::read_to_string(&ll).map_err(|e| e.to_string())?;
@@ -526,7 +525,7 @@ impl FrontEnd {
         };
         let optimise = !options.opt_disable;
         // An optimised build starts from unoptimised code, optimised from
-        // its text form (`FrontEnd::from_ir`); in an executable, with its
+        // its text form (`FrontEnd::translate_ir`); in an executable, with its
         // functions other than kernels made internal, so that the
         // optimiser drops what no kernel calls (a program's headers may
         // define hundreds of helpers it does not use). A compiled object
@@ -545,7 +544,7 @@ impl FrontEnd {
                         log,
                     });
                 }
-                Ok((text, log)) => match self.from_ir(&text, uses_subgroups, true, false) {
+                Ok((text, log)) => match self.translate_ir(&text, uses_subgroups, true, false) {
                     Ok(spirv) => {
                         if cacheable {
                             cache::store(&key, &spirv, &log);
@@ -661,24 +660,18 @@ impl FrontEnd {
         }
     }
 
-    /// SPIR-V from unoptimised LLVM IR text with native integer widths
-    /// (see `unoptimised_ir` in [`FrontEnd::compile`]): optimised, or,
-    /// where llvm-spirv cannot translate the optimised code and
-    /// `unoptimised` allows it, as it is. `executable`: only kernels need
-    /// to stay visible (the text's other functions are internal or are
-    /// made so), so that the optimiser drops what no kernel reaches.
-    /// Results are cached on disk.
-    pub fn from_ir(
+    /// [`FrontEnd::translate_ir`] with the unoptimised fallback, its results
+    /// cached on disk (a build's are cached by its source instead).
+    fn translate_ir_cached(
         &self,
         ir: &str,
         subgroups: bool,
         executable: bool,
-        unoptimised: bool,
     ) -> Result<Vec<u32>, String> {
         let mut key =
             cache::Key::new("LLVM IR to SPIR-V 1.0 or 1.3, optimised where it translates");
         key.add(self.version.as_bytes());
-        key.add(&[subgroups as u8, executable as u8, unoptimised as u8]);
+        key.add(&[subgroups as u8, executable as u8]);
         // The text itself can be tens of megabytes: two hashes stand for it.
         key.add(&(ir.len() as u64).to_le_bytes());
         key.add(&cache::fnv1a(ir.as_bytes(), 0xcbf2_9ce4_8422_2325).to_le_bytes());
@@ -686,6 +679,24 @@ impl FrontEnd {
         if let Some((spirv, _)) = cache::load(&key) {
             return Ok(spirv);
         }
+        let spirv = self.translate_ir(ir, subgroups, executable, true)?;
+        cache::store(&key, &spirv, "");
+        Ok(spirv)
+    }
+
+    /// SPIR-V from unoptimised LLVM IR text with native integer widths
+    /// (see `unoptimised_ir` in [`FrontEnd::compile`]): optimised, or,
+    /// where llvm-spirv cannot translate the optimised code and
+    /// `unoptimised` allows it, as it is. `executable`: only kernels need
+    /// to stay visible (the text's other functions are internal or are
+    /// made so), so that the optimiser drops what no kernel reaches.
+    fn translate_ir(
+        &self,
+        ir: &str,
+        subgroups: bool,
+        executable: bool,
+        unoptimised: bool,
+    ) -> Result<Vec<u32>, String> {
         let started = std::time::Instant::now();
         let scratch =
             Scratch::new().map_err(|e| format!("cannot create a scratch directory: {e}"))?;
@@ -725,7 +736,6 @@ impl FrontEnd {
             translate(&ll)?;
         }
         let spirv = read_spirv(&spv)?;
-        cache::store(&key, &spirv, "");
         log::debug!(target: "vkcl::compiler", "front end, from LLVM IR: {} words in {:?}", spirv.len(), started.elapsed());
         Ok(spirv)
     }
@@ -800,7 +810,7 @@ impl ObjectIr {
         self.spirv
             .get_or_init(|| {
                 let fe = front_end().ok_or("no OpenCL C compiler is available")?;
-                fe.from_ir(&self.text, self.subgroups, false, true)
+                fe.translate_ir_cached(&self.text, self.subgroups, false)
                     .map(Arc::new)
             })
             .clone()
@@ -809,7 +819,7 @@ impl ObjectIr {
     /// An executable made of this object alone.
     pub fn executable(&self) -> Result<Vec<u32>, String> {
         let fe = front_end().ok_or("no OpenCL C compiler is available")?;
-        fe.from_ir(&self.text, self.subgroups, true, true)
+        fe.translate_ir_cached(&self.text, self.subgroups, true)
     }
 }
 

@@ -710,19 +710,9 @@ impl Program {
         }
         // A required sub-group size must be one every device offers.
         for k in &kernels {
-            let Some(size) = k.reqd_sub_group_size else {
-                continue;
-            };
             for &t in targets {
-                let d = &self.devices[t];
-                if !d.required_subgroup_sizes().contains(&size) {
-                    let log = format!(
-                        "kernel {}: {} cannot run sub-groups of {size} work-items (intel_reqd_sub_group_size); it offers {:?}",
-                        k.name,
-                        d.name(),
-                        d.required_subgroup_sizes()
-                    );
-                    return Err(failed(log, failure_code));
+                if let Some(why) = unoffered_sub_group_size(&self.devices[t], k) {
+                    return Err(failed(format!("kernel {}: {why}", k.name), failure_code));
                 }
             }
         }
@@ -846,6 +836,19 @@ fn float_classes(kernel: &KernelInfo) -> Vec<ImageClass> {
 
 /// `kernel` of `spirv` (whose id is `id`), built with `options`,
 /// rewritten for `device`: made now or taken from this process's memo.
+/// Why `device` cannot run `kernel`'s required sub-group size, if it
+/// cannot.
+fn unoffered_sub_group_size(device: &Device, kernel: &KernelInfo) -> Option<String> {
+    let size = kernel.reqd_sub_group_size?;
+    let offered = device.required_subgroup_sizes();
+    (!offered.contains(&size)).then(|| {
+        format!(
+            "{} cannot run sub-groups of {size} work-items (intel_reqd_sub_group_size); it offers {offered:?}",
+            device.name()
+        )
+    })
+}
+
 /// The most private memory a work-item may have: drivers compile kernels
 /// with more (a fuzzed array of 2^64 rows) into pipelines that crash them.
 const PRIVATE_LIMIT: u64 = 512 * 1024;
@@ -871,13 +874,8 @@ fn rewrite_kernel(
     }
     // Checked by builds from source and IL already; linked programs are
     // checked here.
-    if let Some(size) = kernel.reqd_sub_group_size
-        && !device.required_subgroup_sizes().contains(&size)
-    {
-        return Err(format!(
-            "it needs sub-groups of {size} work-items (intel_reqd_sub_group_size); the device offers {:?}",
-            device.required_subgroup_sizes()
-        ));
+    if let Some(why) = unoffered_sub_group_size(device, kernel) {
+        return Err(why);
     }
     if kernel.private_bytes > PRIVATE_LIMIT {
         return Err(format!(
