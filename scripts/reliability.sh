@@ -17,7 +17,8 @@
 # fuzz      the fuzz targets unguided, 20 times CI's cases
 #           (fuzz/tests/bounded.rs; scripts/fuzz.sh for libFuzzer runs).
 # CTS       with the path of an OpenCL-CTS build: test_basic in the CTS's
-#           parallel mode (8 worker threads) against vkcl.
+#           parallel mode (8 worker threads) against vkcl, without the
+#           tests that share globals when run at once (see the README).
 #
 # The test binaries run with the Khronos validation layer failing on any
 # message; VKCL_VALIDATION=0 turns it off (machines without the layer).
@@ -76,8 +77,18 @@ if [ -n "${1:-}" ]; then
     log "cargo build --release --lib"
     cargo build --release --lib
     use_built_icd release
-    log "CTS test_basic --num-worker-threads 8"
-    (cd "$(dirname "$basic")" && CL_DEVICE_TYPE=all "$basic" --num-worker-threads 8) >"$out" 2>&1 || true
+    # These tests keep per-test state (kernel text, a type table, a queue)
+    # in globals: run at once, they use each other's.
+    racy=(astype vector_creation vload_constant vload_global vload_local vload_private
+        vstore_global vstore_local vstore_private progvar_func_scope progvar_prog_scope_init
+        progvar_prog_scope_misc progvar_prog_scope_uninit bufferreadwriterect
+        immutable_bufferreadwriterect)
+    tests=()
+    for t in $("$basic" --help 2>&1 | sed -n '/Test names/,$p' | tail -n +2); do
+        [[ " ${racy[*]} " == *" $t "* ]] || tests+=("$t")
+    done
+    log "CTS test_basic --num-worker-threads 8 (${#tests[@]} tests)"
+    (cd "$(dirname "$basic")" && CL_DEVICE_TYPE=all "$basic" "${tests[@]}" --num-worker-threads 8) >"$out" 2>&1 || true
     failed="$(grep -E "^[a-z0-9_]+ FAILED" "$out" | awk '{print $1}' | sort -u | tr '\n' ' ')"
     summary+=("CTS basic, 8 worker threads: $(grep -cE "^[a-z0-9_]+ passed" "$out") passed, failed: ${failed:-none}")
     [ -z "$failed" ] || status=1
