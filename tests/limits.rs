@@ -18,6 +18,7 @@ both_ways!(
     argument_blocks_at_and_past_the_limit,
     ten_thousand_commands_without_a_flush,
     local_memory_beyond_the_device,
+    collectives_beyond_the_local_memory,
     private_memory_beyond_the_limit,
 );
 
@@ -469,6 +470,50 @@ fn private_memory_beyond_the_limit(cl: &Cl) {
 
 /// clBuildProgram of `source` with `options` on context `c`: its result
 /// and build log (the program is released).
+const COLLECTIVE: &str = "kernel void reduce(global uint *out) {\n\
+    local uint own[OWN];\n\
+    uint i = get_local_id(0);\n\
+    own[i] = i;\n\
+    barrier(CLK_LOCAL_MEM_FENCE);\n\
+    out[get_global_id(0)] = work_group_reduce_add(own[get_local_size(0) - 1u - i]);\n\
+}\n";
+
+/// The work-group memory a work-group collective needs counts with the
+/// kernel's `__local` variables: a kernel whose variables alone take the
+/// whole local memory fails the build with a log, rather than handing
+/// the driver a pipeline past its shared memory; with room left it runs.
+fn collectives_beyond_the_local_memory(cl: &Cl) {
+    let _one = one_at_a_time();
+    let mut s = Setup::new(cl);
+    let limit = device_u64(cl, CL_DEVICE_LOCAL_MEM_SIZE) as usize;
+    let (r, log) = try_build(
+        cl,
+        s.c,
+        COLLECTIVE,
+        &format!("-cl-std=CL3.0 -D OWN={}u", limit / 4),
+    );
+    assert_eq!(
+        r, CL_BUILD_PROGRAM_FAILURE,
+        "{}: variables of the whole local memory and a collective",
+        cl.how
+    );
+    assert!(
+        log.contains("work-group functions"),
+        "{}: the log says why: {log}",
+        cl.how
+    );
+    let k = s.kernel(
+        COLLECTIVE,
+        "reduce",
+        &format!("-cl-std=CL3.0 -D OWN={}u", limit / 4 - 1024),
+    );
+    let out = s.zeroed(128 * 4);
+    s.arg(k, 0, &out);
+    s.run(k, &[128], Some(&[64]), None);
+    assert_eq!(s.words(out, 128), vec![63 * 64 / 2; 128], "{}", cl.how);
+    still_usable(&mut s);
+}
+
 fn try_build(cl: &Cl, c: cl_context, source: &str, options: &str) -> (cl_int, String) {
     let src = std::ffi::CString::new(source).unwrap();
     let mut ptr = src.as_ptr();

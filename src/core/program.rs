@@ -883,7 +883,7 @@ fn rewrite_kernel(
             kernel.private_bytes
         ));
     }
-    memo::rewrite(
+    let rewritten = memo::rewrite(
         spirv,
         id,
         kernel,
@@ -893,7 +893,16 @@ fn rewrite_kernel(
             ..rewriter::Options::from_build_options(options)
         },
         classes,
-    )
+    )?;
+    // The rewriter's own Workgroup data (the collectives' scratch) shares
+    // the same memory as the kernel's `__local` variables.
+    if rewritten.workgroup_bytes > limit {
+        return Err(format!(
+            "its __local variables and the work-group memory its work-group functions need take {} bytes, more than the device's {limit} (CL_DEVICE_LOCAL_MEM_SIZE)",
+            rewritten.workgroup_bytes
+        ));
+    }
+    Ok(rewritten)
 }
 
 /// Checks application IL: a SPIR-V module (1.0 to 1.6) that validates.

@@ -47,6 +47,9 @@ pub struct Rewritten {
     /// A launch of one work-item needs a form of its own (rewritten with
     /// `Options::single_work_item`), whose loops are repeated further.
     pub single_work_item_form: bool,
+    /// The bytes of its Workgroup variables: the kernel's `__local`
+    /// variables and the rewriter's own (collectives' scratch).
+    pub workgroup_bytes: u64,
 }
 
 /// Choices for the rewrite: those of the program's build options, and
@@ -176,6 +179,7 @@ fn rewrite_module(
     let images = images::run(&mut ctx, fid, &block, classes)?;
     sync::run(&mut ctx, caps)?;
     finish::run(&mut ctx, fid, caps)?;
+    let workgroup_bytes = reflect::workgroup_bytes(&ctx.module);
     lap("finish");
     let mut words = ctx.module.assemble();
     let mut single_work_item_form = false;
@@ -205,6 +209,7 @@ fn rewrite_module(
         data,
         images,
         single_work_item_form,
+        workgroup_bytes,
     })
 }
 

@@ -781,6 +781,28 @@ pub fn layout(types: &HashMap<u32, &Instruction>, ty: u32) -> Result<(u32, u32),
     })
 }
 
+/// The bytes of a module's Workgroup variables (the kernel's `__local`
+/// variables and what the rewriter adds for collectives), by OpenCL C's
+/// layout; `u64::MAX` when one is larger than 4 GiB. Variables of a type
+/// without a fixed size (an array whose length is a specialization
+/// constant) count nothing.
+pub fn workgroup_bytes(module: &Module) -> u64 {
+    let types: HashMap<u32, &Instruction> = module
+        .types_global_values
+        .iter()
+        .filter_map(|i| i.result_id.map(|r| (r, i)))
+        .collect();
+    module
+        .types_global_values
+        .iter()
+        .filter(|i| {
+            i.class.opcode == Op::Variable
+                && i.operands.first() == Some(&Operand::StorageClass(StorageClass::Workgroup))
+        })
+        .map(|v| type_bytes(&types, v.result_type).unwrap_or(0))
+        .fold(0, u64::saturating_add)
+}
+
 /// vec_type_hint's operand: the low 16 bits give the component type
 /// (0..3: 8/16/32/64-bit int, 4: half, 5: float, 6: double), the high 16
 /// the number of components (0 or 1 for a scalar).
