@@ -773,20 +773,28 @@ impl Program {
         };
         let linked = match alone {
             Some(words) => Ok(words),
-            // Objects kept as LLVM IR are optimised side by side.
-            None => std::thread::scope(|s| {
-                let made: Vec<_> = builds
+            None => {
+                // Objects kept as LLVM IR are optimised side by side (each
+                // keeps its result); inputs that hold SPIR-V need no work.
+                let pending: Vec<&Build> = builds.iter().filter(|b| b.spirv.is_none()).collect();
+                if pending.len() > 1 {
+                    std::thread::scope(|s| {
+                        let made: Vec<_> = pending
+                            .into_iter()
+                            .map(|b| s.spawn(move || b.code().map(drop)))
+                            .collect();
+                        // A thread's failure shows again below, on this one.
+                        for m in made {
+                            let _ = m.join();
+                        }
+                    });
+                }
+                builds
                     .iter()
-                    .map(|b| s.spawn(move || b.code().map(|c| c.expect("checked above").to_vec())))
-                    .collect();
-                made.into_iter()
-                    .map(|m| {
-                        m.join()
-                            .unwrap_or_else(|_| Err("the optimiser's thread failed".into()))
-                    })
+                    .map(|b| b.code().map(|c| c.expect("checked above").to_vec()))
                     .collect::<Result<Vec<_>, String>>()
-            })
-            .and_then(|modules| link::link(&modules, options.create_library)),
+                    .and_then(|modules| link::link(&modules, options.create_library))
+            }
         }
         .and_then(|w| {
             let module = reflect::load(&w)?;
