@@ -1,16 +1,19 @@
 //! The OpenCL C integer built-ins (clz, ctz, popcount, rotate, the
 //! saturating, halving and high-half operations, mad_sat, abs, abs_diff,
-//! bitselect, select, upsample, and / and % of both signs) for every integer width, signed and
+//! bitselect, select, upsample, and / and % of both signs, and
+//! cl_khr_extended_bit_ops) for every integer width, signed and
 //! unsigned, scalar and vector, against a host reference on edge and
 //! pseudo-random inputs.
 
 mod common;
 
 use common::*;
+use opencl_sys::CL_DEVICE_EXTENSIONS;
 
 both_ways!(
     integer_builtins_every_width,
     upsample_every_width,
+    extended_bit_ops_every_width,
     funnel_shifts_of_optimised_code
 );
 
@@ -337,5 +340,120 @@ fn funnel_shifts_of_optimised_code(cl: &Cl) {
             "{}: work-item {g}",
             cl.how
         );
+    }
+}
+
+const BIT_OPS: &str = "kernel void bits(global T *base, global T *insert, global uint *offsets,\n\
+        global uint *counts, global T *inserted, global U *unsigned_field,\n\
+        global S *signed_field, global T *reversed) {\n\
+    size_t i = get_global_id(0);\n\
+    uint o = offsets[i], c = counts[i];\n\
+    inserted[i] = bitfield_insert(base[i], insert[i], o, c);\n\
+    unsigned_field[i] = bitfield_extract_unsigned(base[i], o, c);\n\
+    signed_field[i] = bitfield_extract_signed(base[i], o, c);\n\
+    reversed[i] = bit_reverse(base[i]);\n\
+}\n";
+
+/// cl_khr_extended_bit_ops: `bitfield_insert`, both `bitfield_extract`s
+/// and `bit_reverse` of every width (Vulkan has them for 32-bit values
+/// only), scalar and vector, fields of every offset and count that fit,
+/// empty ones at the top included.
+fn extended_bit_ops_every_width(cl: &Cl) {
+    let extensions = c_string(&cl.device_bytes(cl.device(), CL_DEVICE_EXTENSIONS).unwrap());
+    assert!(
+        extensions
+            .split(' ')
+            .any(|e| e == "cl_khr_extended_bit_ops"),
+        "{}: offered everywhere",
+        cl.how
+    );
+    let types = [
+        ("uchar", 8, 1),
+        ("char", 8, 1),
+        ("ushort4", 16, 4),
+        ("uint", 32, 1),
+        ("int16", 32, 16),
+        ("ulong", 64, 1),
+        ("long2", 64, 2),
+        ("uchar16", 8, 16),
+    ];
+    for (name, bits, lanes) in types {
+        let t = Ty {
+            bits,
+            signed: false,
+        };
+        let base_name = name.trim_end_matches(char::is_numeric);
+        let width = &name[base_name.len()..];
+        let unsigned = base_name.strip_prefix('u').unwrap_or(base_name);
+        let options =
+            format!("-cl-std=CL3.0 -DT={name} -DU=u{unsigned}{width} -DS={unsigned}{width}");
+        // Every (offset, count) with offset + count <= bits, in turn.
+        let fields: Vec<(u32, u32)> = (0..=bits)
+            .flat_map(|c| (0..=bits - c).map(move |o| (o, c)))
+            .collect();
+        let items = fields.len();
+        let base = inputs(t, items * lanes, 3);
+        let insert = inputs(t, items * lanes, 7);
+        let mut s = Setup::new(cl);
+        let k = s.kernel(BIT_OPS, "bits", &options);
+        let offsets: Vec<u32> = fields.iter().map(|f| f.0).collect();
+        let counts: Vec<u32> = fields.iter().map(|f| f.1).collect();
+        let bytes = items * lanes * (bits / 8) as usize;
+        let args = [
+            s.buffer_from(&pack(t, &base)),
+            s.buffer_from(&pack(t, &insert)),
+            s.buffer_from(&bytes_of(&offsets)),
+            s.buffer_from(&bytes_of(&counts)),
+            s.buffer(bytes),
+            s.buffer(bytes),
+            s.buffer(bytes),
+            s.buffer(bytes),
+        ];
+        for (i, b) in args.iter().enumerate() {
+            s.arg(k, i as u32, b);
+        }
+        s.run(k, &[items], None, None);
+        let got: Vec<Vec<u64>> = args[4..]
+            .iter()
+            .map(|&b| unpack(t, &cl.read(s.q, b, 0, bytes)))
+            .collect();
+        for lane in 0..items * lanes {
+            let (o, c) = fields[lane / lanes];
+            let (b, ins) = (
+                u128::from(base[lane]) & t.mask(),
+                u128::from(insert[lane]) & t.mask(),
+            );
+            let low = (1u128 << c) - 1;
+            let field = (b >> o) & low;
+            let sign = c > 0 && field >> (c - 1) == 1;
+            let want = [
+                (b & !(low << o) | (ins << o) & (low << o)) & t.mask(),
+                field,
+                if sign {
+                    (field | !low) & t.mask()
+                } else {
+                    field
+                },
+                (b.reverse_bits() >> (128 - bits)) & t.mask(),
+            ];
+            for (r, what) in [
+                "bitfield_insert",
+                "bitfield_extract_unsigned",
+                "bitfield_extract_signed",
+                "bit_reverse",
+            ]
+            .iter()
+            .enumerate()
+            {
+                assert_eq!(
+                    u128::from(got[r][lane]) & t.mask(),
+                    want[r],
+                    "{}: {what} of {name} {:#x} (insert {:#x}) at offset {o}, count {c}",
+                    cl.how,
+                    b,
+                    ins
+                );
+            }
+        }
     }
 }

@@ -645,8 +645,9 @@ impl FrontEnd {
         let out = Command::new(&self.llvm_spirv)
             .arg("--preserve-ocl-kernel-arg-type-metadata-through-string")
             .arg(format!("--spirv-max-version={spirv_version}"))
-            // sub_group_rotate; the rewriter makes it a shuffle.
-            .arg("--spirv-ext=+SPV_KHR_subgroup_rotate")
+            // sub_group_rotate, which the rewriter makes a shuffle, and
+            // cl_khr_extended_bit_ops.
+            .arg("--spirv-ext=+SPV_KHR_subgroup_rotate,+SPV_KHR_bit_instructions")
             .arg(bc)
             .arg("-o")
             .arg(spv)

@@ -77,6 +77,7 @@ pub const KERNEL_EXTENSIONS: &[(&str, cl_version)] = &[
     ("cl_khr_local_int32_base_atomics", make_version(1, 0, 0)),
     ("cl_khr_local_int32_extended_atomics", make_version(1, 0, 0)),
     ("cl_ext_buffer_device_address", make_version(1, 0, 2)),
+    ("cl_khr_extended_bit_ops", make_version(1, 0, 0)),
 ];
 
 /// `CL_MAKE_VERSION`.

@@ -153,6 +153,112 @@ impl Emit<'_> {
         }
     }
 
+    /// Scalar integer `n` (a bit offset or count) as the components of
+    /// integer type `ty`: resized to their width, repeated over vectors.
+    fn bit_amount(&mut self, n: Word, n_ty: Word, ty: Word) -> Word {
+        let (c, lanes) = shape(self.ctx, ty).expect("a value type");
+        let w = width(self.ctx, ty).unwrap_or(32);
+        let scalar = self.resize(n, n_ty, w, false);
+        match lanes {
+            Some(lanes) => self.op(Op::CompositeConstruct, ty, &vec![scalar; lanes as usize]),
+            None => {
+                debug_assert_eq!(c, ty);
+                scalar
+            }
+        }
+    }
+
+    /// The low `count` bits set (none for a count of zero), and `offset`
+    /// kept below the width so that no shift is by the whole width: the
+    /// specification allows `offset + count` up to the width, where an
+    /// offset of the width comes with a count of zero.
+    fn bit_field(&mut self, offset: Word, count: Word, ty: Word) -> (Word, Word, Word) {
+        let w = width(self.ctx, ty).unwrap_or(32);
+        let bt = self.bool_like(ty);
+        let (zero, kw) = (self.konst(ty, 0), self.konst(ty, u64::from(w)));
+        let ones = self.konst(ty, u64::MAX);
+        let empty = self.op(Op::IEqual, bt, &[count, zero]);
+        let rest = self.op(Op::ISub, ty, &[kw, count]);
+        let rest = self.select(ty, empty, zero, rest);
+        let low = self.op(Op::ShiftRightLogical, ty, &[ones, rest]);
+        let low = self.select(ty, empty, zero, low);
+        let past = self.op(Op::UGreaterThanEqual, bt, &[offset, kw]);
+        let offset = self.select(ty, past, zero, offset);
+        (low, offset, empty)
+    }
+
+    /// `OpBitFieldInsert`, `OpBitFieldSExtract` and `OpBitFieldUExtract`
+    /// of 8, 16 and 64-bit integers, which Vulkan does not take, with
+    /// shifts and masks (`base`, `insert` of type `ty`; `offset`, `count`
+    /// scalars of `n_ty`).
+    fn bit_field_op(
+        &mut self,
+        op: Op,
+        ty: Word,
+        base: Word,
+        insert: Option<Word>,
+        (offset, count): (Word, Word),
+        n_ty: (Word, Word),
+    ) -> Word {
+        let offset = self.bit_amount(offset, n_ty.0, ty);
+        let count = self.bit_amount(count, n_ty.1, ty);
+        let (low, offset, empty) = self.bit_field(offset, count, ty);
+        match (op, insert) {
+            (Op::BitFieldInsert, Some(insert)) => {
+                let mask = self.op(Op::ShiftLeftLogical, ty, &[low, offset]);
+                let keep = self.op(Op::Not, ty, &[mask]);
+                let kept = self.op(Op::BitwiseAnd, ty, &[base, keep]);
+                let moved = self.op(Op::ShiftLeftLogical, ty, &[insert, offset]);
+                let moved = self.op(Op::BitwiseAnd, ty, &[moved, mask]);
+                self.op(Op::BitwiseOr, ty, &[kept, moved])
+            }
+            (Op::BitFieldSExtract, _) => {
+                // The field's top bit moved to the top, then shifted back
+                // down arithmetically.
+                let w = width(self.ctx, ty).unwrap_or(32);
+                let (zero, kw) = (self.konst(ty, 0), self.konst(ty, u64::from(w)));
+                let end = self.op(Op::IAdd, ty, &[offset, count]);
+                let up = self.op(Op::ISub, ty, &[kw, end]);
+                let up = self.select(ty, empty, zero, up);
+                let down = self.op(Op::ISub, ty, &[kw, count]);
+                let down = self.select(ty, empty, zero, down);
+                let top = self.op(Op::ShiftLeftLogical, ty, &[base, up]);
+                let field = self.op(Op::ShiftRightArithmetic, ty, &[top, down]);
+                self.select(ty, empty, zero, field)
+            }
+            _ => {
+                let down = self.op(Op::ShiftRightLogical, ty, &[base, offset]);
+                self.op(Op::BitwiseAnd, ty, &[down, low])
+            }
+        }
+    }
+
+    /// `OpBitReverse` of 8, 16 and 64-bit integers: reversed as 32-bit
+    /// values (64-bit ones in halves, which trade places).
+    fn bit_reverse(&mut self, x: Word, ty: Word) -> Word {
+        let w = width(self.ctx, ty).unwrap_or(32);
+        if w == 64 {
+            let (lo, hi, t32) = self.halves(x, ty);
+            let (rlo, rhi) = (
+                self.op(Op::BitReverse, t32, &[lo]),
+                self.op(Op::BitReverse, t32, &[hi]),
+            );
+            let (top, bottom) = (
+                self.op(Op::UConvert, ty, &[rlo]),
+                self.op(Op::UConvert, ty, &[rhi]),
+            );
+            let k32 = self.konst(ty, 32);
+            let top = self.op(Op::ShiftLeftLogical, ty, &[top, k32]);
+            return self.op(Op::BitwiseOr, ty, &[top, bottom]);
+        }
+        let wide = self.resize(x, ty, 32, false);
+        let t32 = self.int_like(ty, 32);
+        let r = self.op(Op::BitReverse, t32, &[wide]);
+        let extra = self.konst(t32, u64::from(32 - w));
+        let r = self.op(Op::ShiftRightLogical, t32, &[r, extra]);
+        self.op(Op::UConvert, ty, &[r])
+    }
+
     pub(crate) fn min_max(&self, ty: Word, signed: bool) -> (u64, u64) {
         let w = width(self.ctx, ty).unwrap_or(32);
         let all = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
@@ -787,8 +893,9 @@ pub fn lower(
 
 /// Lowers the relational instructions SPIR-V reserves for kernels
 /// (`OpIsFinite`, `OpIsNormal`, `OpSignBitSet`, `OpLessOrGreater`,
-/// `OpOrdered`, `OpUnordered`) and `OpBitCount` of other widths than 32
-/// bits; returns whether `i` was one.
+/// `OpOrdered`, `OpUnordered`), and `OpBitCount`, `OpBitReverse` and the
+/// bit-field instructions of other widths than 32 bits; returns whether
+/// `i` was one.
 pub fn lower_relational(e: &mut Emit, i: &Instruction, arg_types: &[Word]) -> Result<bool, String> {
     let (Some(rty), Some(rid)) = (i.result_type, i.result_id) else {
         return Ok(false);
@@ -812,6 +919,32 @@ pub fn lower_relational(e: &mut Emit, i: &Instruction, arg_types: &[Word]) -> Re
     let value = match i.class.opcode {
         // popcount of other widths than 32 bits arrives as OpBitCount.
         Op::BitCount if width(e.ctx, ty) != Some(32) => e.popcount(x, ty),
+        // cl_khr_extended_bit_ops (SPV_KHR_bit_instructions).
+        Op::BitReverse if width(e.ctx, ty) != Some(32) => e.bit_reverse(x, ty),
+        Op::BitFieldInsert | Op::BitFieldSExtract | Op::BitFieldUExtract
+            if width(e.ctx, ty) != Some(32) =>
+        {
+            let insert = (i.class.opcode == Op::BitFieldInsert).then(|| ids.get(1).copied());
+            let insert = insert.map(|x| x.ok_or("OpBitFieldInsert needs an insert operand"));
+            let insert = insert.transpose()?;
+            let at = if insert.is_some() { 2 } else { 1 };
+            let (Some(&offset), Some(&count), Some(&offset_ty), Some(&count_ty)) = (
+                ids.get(at),
+                ids.get(at + 1),
+                arg_types.get(at),
+                arg_types.get(at + 1),
+            ) else {
+                return Err(format!("{:?} needs an offset and a count", i.class.opcode));
+            };
+            e.bit_field_op(
+                i.class.opcode,
+                ty,
+                x,
+                insert,
+                (offset, count),
+                (offset_ty, count_ty),
+            )
+        }
         Op::IsFinite => {
             let nan = e.op(Op::IsNan, rty, &[x]);
             let inf = e.op(Op::IsInf, rty, &[x]);

@@ -90,6 +90,9 @@ fn componentwise(op: Op) -> bool {
             | VectorTimesScalar
             | BitCount
             | BitReverse
+            | BitFieldInsert
+            | BitFieldSExtract
+            | BitFieldUExtract
             | GroupBroadcast
             | GroupNonUniformBroadcast
             | GroupNonUniformBroadcastFirst

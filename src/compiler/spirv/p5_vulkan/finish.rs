@@ -349,7 +349,11 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
         .collect();
     for e in &ctx.module.extensions {
         match e.operands.first() {
-            Some(Operand::LiteralString(s)) if s == "SPV_KHR_no_integer_wrap_decoration" => {}
+            // The bit instructions are core in Vulkan shaders, for 32-bit
+            // values; the built-ins pass lowered other widths.
+            Some(Operand::LiteralString(s))
+                if s == "SPV_KHR_no_integer_wrap_decoration" || s == "SPV_KHR_bit_instructions" => {
+            }
             Some(Operand::LiteralString(s)) => {
                 return Err(format!("the SPIR-V extension {s} is not supported yet"));
             }
