@@ -15,6 +15,11 @@ use crate::core::object::Handle;
 use crate::core::platform::{Platform, platform};
 use crate::core::program;
 
+/// CL_DEVICE_INTEGER_DOT_PRODUCT_ACCELERATION_PROPERTIES_4x8BIT_PACKED_KHR,
+/// under a name a pattern may take.
+const DOT_PRODUCT_ACCELERATION_PACKED: cl_device_info =
+    CL_DEVICE_INTEGER_DOT_PRODUCT_ACCELERATION_PROPERTIES_4x8BIT_PACKED;
+
 const VALID_DEVICE_TYPES: cl_device_type = CL_DEVICE_TYPE_DEFAULT
     | CL_DEVICE_TYPE_CPU
     | CL_DEVICE_TYPE_GPU
@@ -284,6 +289,19 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_ATOMIC_FENCE_CAPABILITIES => info(d.atomic_capabilities()),
         CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT => info(true),
         CL_DEVICE_WORK_GROUP_COLLECTIVE_FUNCTIONS_SUPPORT => info(d.has_subgroups()),
+        CL_DEVICE_INTEGER_DOT_PRODUCT_CAPABILITIES if d.has_integer_dot_product() => info(
+            CL_DEVICE_INTEGER_DOT_PRODUCT_INPUT_4x8BIT_PACKED
+                | CL_DEVICE_INTEGER_DOT_PRODUCT_INPUT_4x8BIT,
+        ),
+        // Six cl_bools: signed, unsigned, mixed signedness, and the same
+        // accumulating with saturation. The products are made of plain
+        // multiplies and adds, so none is claimed as accelerated.
+        CL_DEVICE_INTEGER_DOT_PRODUCT_ACCELERATION_PROPERTIES_8BIT
+        | DOT_PRODUCT_ACCELERATION_PACKED
+            if d.has_integer_dot_product() =>
+        {
+            info(vec![CL_FALSE; 6])
+        }
         CL_DEVICE_GENERIC_ADDRESS_SPACE_SUPPORT => info(true),
         CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => info(d.subgroup_size() as usize),
         CL_DEVICE_LATEST_CONFORMANCE_VERSION_PASSED => info("v0000-01-01-00"),

@@ -316,9 +316,33 @@ impl DeviceMacros {
         if !self.image_support {
             p.push_str("#undef __IMAGE_SUPPORT__\n");
         }
+        if self
+            .features
+            .iter()
+            .any(|f| f == "__opencl_c_integer_dot_product_input_4x8bit_packed")
+        {
+            p.push_str(PACKED_DOT_PRODUCTS);
+        }
         p
     }
 }
+
+/// cl_khr_integer_dot_product's packed forms, which llvm-spirv 15 leaves
+/// as calls: the same products of the four bytes, as vectors.
+const PACKED_DOT_PRODUCTS: &str = "\
+#define dot_4x8packed_uu_uint(a, b) dot(as_uchar4((uint)(a)), as_uchar4((uint)(b)))
+#define dot_4x8packed_ss_int(a, b) dot(as_char4((uint)(a)), as_char4((uint)(b)))
+#define dot_4x8packed_us_int(a, b) dot(as_uchar4((uint)(a)), as_char4((uint)(b)))
+#define dot_4x8packed_su_int(a, b) dot(as_char4((uint)(a)), as_uchar4((uint)(b)))
+#define dot_acc_sat_4x8packed_uu_uint(a, b, c) \\
+    dot_acc_sat(as_uchar4((uint)(a)), as_uchar4((uint)(b)), (uint)(c))
+#define dot_acc_sat_4x8packed_ss_int(a, b, c) \\
+    dot_acc_sat(as_char4((uint)(a)), as_char4((uint)(b)), (int)(c))
+#define dot_acc_sat_4x8packed_us_int(a, b, c) \\
+    dot_acc_sat(as_uchar4((uint)(a)), as_char4((uint)(b)), (int)(c))
+#define dot_acc_sat_4x8packed_su_int(a, b, c) \\
+    dot_acc_sat(as_char4((uint)(a)), as_uchar4((uint)(b)), (int)(c))
+";
 
 /// The outcome of running the front end.
 pub struct Compiled {
@@ -645,9 +669,12 @@ impl FrontEnd {
         let out = Command::new(&self.llvm_spirv)
             .arg("--preserve-ocl-kernel-arg-type-metadata-through-string")
             .arg(format!("--spirv-max-version={spirv_version}"))
-            // sub_group_rotate, which the rewriter makes a shuffle, and
-            // cl_khr_extended_bit_ops.
-            .arg("--spirv-ext=+SPV_KHR_subgroup_rotate,+SPV_KHR_bit_instructions")
+            // sub_group_rotate, which the rewriter makes a shuffle,
+            // cl_khr_extended_bit_ops and cl_khr_integer_dot_product.
+            .arg(
+                "--spirv-ext=+SPV_KHR_subgroup_rotate,+SPV_KHR_bit_instructions,\
+                 +SPV_KHR_integer_dot_product",
+            )
             .arg(bc)
             .arg("-o")
             .arg(spv)

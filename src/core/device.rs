@@ -216,6 +216,9 @@ impl Device {
         if !self.required_subgroup_sizes().is_empty() {
             ext.push(("cl_intel_required_subgroup_size", make_version(1, 0, 0)));
         }
+        if self.has_integer_dot_product() {
+            ext.push(("cl_khr_integer_dot_product", make_version(2, 0, 0)));
+        }
         if self.has_fp64() {
             ext.push(("cl_khr_fp64", make_version(1, 0, 0)));
         }
@@ -280,12 +283,25 @@ impl Device {
         if self.has_fp64() {
             features.push("__opencl_c_fp64");
         }
+        if self.has_integer_dot_product() {
+            features.extend([
+                "__opencl_c_integer_dot_product_input_4x8bit",
+                "__opencl_c_integer_dot_product_input_4x8bit_packed",
+            ]);
+        }
         if self.has_subgroups() {
             features.push("__opencl_c_subgroups");
             // Lowered to sub-group steps (see the rewriter's groups pass).
             features.push("__opencl_c_work_group_collective_functions");
         }
         features
+    }
+
+    /// cl_khr_integer_dot_product, unpacked and packed: the rewriter makes
+    /// the dot products 8-bit lanes widened, multiplied and added, which
+    /// needs 8-bit integers (shaderInt8).
+    pub fn has_integer_dot_product(&self) -> bool {
+        self.info.features12.shader_int8 != 0
     }
 
     /// The most sub-groups a work-group may have (0 without sub-groups).

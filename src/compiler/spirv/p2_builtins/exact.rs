@@ -259,6 +259,96 @@ impl Emit<'_> {
         self.op(Op::UConvert, ty, &[r])
     }
 
+    /// The integer dot products of SPV_KHR_integer_dot_product
+    /// (cl_khr_integer_dot_product): the four 8-bit lanes of `a` and `b`
+    /// (vectors, or packed in 32-bit integers) widened by their
+    /// signedness, multiplied and added, then for the accumulating forms
+    /// added to `acc` with saturation to the result type `rty`.
+    fn dot_product(
+        &mut self,
+        op: Op,
+        rty: Word,
+        (a, a_ty): (Word, Word),
+        (b, b_ty): (Word, Word),
+        acc: Option<Word>,
+    ) -> Word {
+        let (a_signed, b_signed) = match op {
+            Op::SDot | Op::SDotAccSat => (true, true),
+            Op::SUDot | Op::SUDotAccSat => (true, false),
+            _ => (false, false),
+        };
+        let t32 = self.ctx.uint(32);
+        let t64 = self.ctx.uint(64);
+        let lanes = |e: &mut Self, v: Word, ty: Word, signed: bool| -> Vec<Word> {
+            let packed = shape(e.ctx, ty).is_some_and(|(_, n)| n.is_none());
+            (0..4u32)
+                .map(|k| {
+                    if packed {
+                        // Byte k moved to the top, then back down with its sign.
+                        let v = e.resize(v, ty, 32, false);
+                        let up = e.konst(t32, u64::from(24 - 8 * k));
+                        let top = e.op(Op::ShiftLeftLogical, t32, &[v, up]);
+                        let k24 = e.konst(t32, 24);
+                        let down = if signed {
+                            Op::ShiftRightArithmetic
+                        } else {
+                            Op::ShiftRightLogical
+                        };
+                        e.op(down, t32, &[top, k24])
+                    } else {
+                        let (c, _) = shape(e.ctx, ty).expect("a vector");
+                        let lane = e.ctx.fresh();
+                        e.out.push(Instruction::new(
+                            Op::CompositeExtract,
+                            Some(c),
+                            Some(lane),
+                            vec![Operand::IdRef(v), Operand::LiteralBit32(k)],
+                        ));
+                        e.resize(lane, c, 32, signed)
+                    }
+                })
+                .collect()
+        };
+        let xs = lanes(self, a, a_ty, a_signed);
+        let ys = lanes(self, b, b_ty, b_signed);
+        // At most 4 * 2^16 in magnitude: no 32-bit sum overflows.
+        let mut sum = None;
+        for (x, y) in xs.into_iter().zip(ys) {
+            let p = self.op(Op::IMul, t32, &[x, y]);
+            sum = Some(match sum {
+                Some(s) => self.op(Op::IAdd, t32, &[s, p]),
+                None => p,
+            });
+        }
+        let sum = sum.expect("four lanes");
+        let w = width(self.ctx, rty).unwrap_or(32);
+        let Some(acc) = acc else {
+            return self.resize(sum, t32, w, a_signed || b_signed);
+        };
+        // Saturating: the sum and the accumulator added in 64 bits (the
+        // result type is at most 32 bits wide), clamped to the result's range.
+        let signed = a_signed || b_signed;
+        let wide_sum = self.resize(sum, t32, 64, signed);
+        let wide_acc = self.resize(acc, rty, 64, signed);
+        let total = self.op(Op::IAdd, t64, &[wide_sum, wide_acc]);
+        let (min, max) = self.min_max(rty, signed);
+        let bt = self.bool_like(t64);
+        let clamped = if signed {
+            debug_assert_eq!(min, 1u64 << (w - 1));
+            let kmin = self.konst(t64, (-(1i128 << (w - 1))) as u64);
+            let kmax = self.konst(t64, max);
+            let low = self.op(Op::SLessThan, bt, &[total, kmin]);
+            let total = self.select(t64, low, kmin, total);
+            let high = self.op(Op::SGreaterThan, bt, &[total, kmax]);
+            self.select(t64, high, kmax, total)
+        } else {
+            let kmax = self.konst(t64, max);
+            let high = self.op(Op::UGreaterThan, bt, &[total, kmax]);
+            self.select(t64, high, kmax, total)
+        };
+        self.resize(clamped, t64, w, signed)
+    }
+
     pub(crate) fn min_max(&self, ty: Word, signed: bool) -> (u64, u64) {
         let w = width(self.ctx, ty).unwrap_or(32);
         let all = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
@@ -919,6 +1009,25 @@ pub fn lower_relational(e: &mut Emit, i: &Instruction, arg_types: &[Word]) -> Re
     let value = match i.class.opcode {
         // popcount of other widths than 32 bits arrives as OpBitCount.
         Op::BitCount if width(e.ctx, ty) != Some(32) => e.popcount(x, ty),
+        // cl_khr_integer_dot_product (SPV_KHR_integer_dot_product).
+        Op::SDot | Op::UDot | Op::SUDot | Op::SDotAccSat | Op::UDotAccSat | Op::SUDotAccSat => {
+            let accumulates = matches!(
+                i.class.opcode,
+                Op::SDotAccSat | Op::UDotAccSat | Op::SUDotAccSat
+            );
+            let (Some(&b), Some(&b_ty)) = (ids.get(1), arg_types.get(1)) else {
+                return Err(format!("{:?} needs two vectors", i.class.opcode));
+            };
+            let acc = if accumulates {
+                Some(
+                    *ids.get(2)
+                        .ok_or("an accumulating dot product needs an accumulator")?,
+                )
+            } else {
+                None
+            };
+            e.dot_product(i.class.opcode, rty, (x, ty), (b, b_ty), acc)
+        }
         // cl_khr_extended_bit_ops (SPV_KHR_bit_instructions).
         Op::BitReverse if width(e.ctx, ty) != Some(32) => e.bit_reverse(x, ty),
         Op::BitFieldInsert | Op::BitFieldSExtract | Op::BitFieldUExtract

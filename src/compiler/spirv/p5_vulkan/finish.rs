@@ -350,10 +350,12 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
     for e in &ctx.module.extensions {
         match e.operands.first() {
             // The bit instructions are core in Vulkan shaders, for 32-bit
-            // values; the built-ins pass lowered other widths.
+            // values (the built-ins pass lowered other widths), and the
+            // built-ins pass lowered the integer dot products.
             Some(Operand::LiteralString(s))
-                if s == "SPV_KHR_no_integer_wrap_decoration" || s == "SPV_KHR_bit_instructions" => {
-            }
+                if s == "SPV_KHR_no_integer_wrap_decoration"
+                    || s == "SPV_KHR_bit_instructions"
+                    || s == "SPV_KHR_integer_dot_product" => {}
             Some(Operand::LiteralString(s)) => {
                 return Err(format!("the SPIR-V extension {s} is not supported yet"));
             }
