@@ -17,6 +17,7 @@ both_ways!(
     reinterpreting_wide_vectors,
     contended_atomics,
     linear_ids,
+    kernel_clock,
 );
 
 fn vector_add_every_type(cl: &Cl) {
@@ -346,4 +347,60 @@ fn linear_ids(cl: &Cl) {
             }
         }
     }
+}
+
+const CLOCK: &str = "kernel void clocks(global ulong *out, global uint *order) {\n\
+    size_t i = get_global_id(0);\n\
+    ulong t0 = clock_read_device();\n\
+    uint2 h0 = clock_read_hilo_device();\n\
+    ulong w = clock_read_work_group();\n\
+    uint2 hw = clock_read_hilo_work_group();\n\
+    ulong s = 0;\n\
+#ifdef __opencl_c_kernel_clock_scope_sub_group\n\
+    s = clock_read_sub_group();\n\
+    uint2 hs = clock_read_hilo_sub_group();\n\
+    s = max(s, upsample(hs.hi, hs.lo)) - s;\n\
+#endif\n\
+    ulong t1 = clock_read_device();\n\
+    // Each later reading of one clock is no earlier than the one before.\n\
+    order[i] = (upsample(h0.hi, h0.lo) >= t0) + 2 * (t1 >= upsample(h0.hi, h0.lo))\n\
+        + 4 * (upsample(hw.hi, hw.lo) >= w);\n\
+    out[i] = t1 - t0 + s;\n\
+}\n";
+
+/// cl_khr_kernel_clock, where the device has a clock (lavapipe and the
+/// GPUs vkcl is tested on have both): every scope's built-ins read a clock
+/// that does not run backwards.
+fn kernel_clock(cl: &Cl) {
+    let extensions = c_string(&cl.device_bytes(cl.device(), CL_DEVICE_EXTENSIONS).unwrap());
+    assert!(
+        extensions.split(' ').any(|e| e == "cl_khr_kernel_clock"),
+        "{}: cl_khr_kernel_clock offered",
+        cl.how
+    );
+    let caps = cl
+        .device_bytes(cl.device(), CL_DEVICE_KERNEL_CLOCK_CAPABILITIES_KHR)
+        .unwrap();
+    let caps = u64::from_ne_bytes(caps.try_into().unwrap());
+    assert_ne!(
+        caps & (CL_DEVICE_KERNEL_CLOCK_SCOPE_DEVICE_KHR
+            | CL_DEVICE_KERNEL_CLOCK_SCOPE_WORK_GROUP_KHR),
+        0,
+        "{}: scopes {caps:#x}",
+        cl.how
+    );
+    let mut s = Setup::new(cl);
+    let k = s.kernel(CLOCK, "clocks", "-cl-std=CL3.0");
+    let n = 256;
+    let out = s.zeroed(8 * n);
+    let order = s.zeroed(4 * n);
+    s.arg(k, 0, &out);
+    s.arg(k, 1, &order);
+    s.run(k, &[n], Some(&[64]), None);
+    assert_eq!(
+        s.words(order, n),
+        vec![7; n],
+        "{}: readings in order",
+        cl.how
+    );
 }

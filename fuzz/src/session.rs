@@ -74,6 +74,8 @@ fn open() -> Result<Session, String> {
     let dev = Handle::<Device>::from_raw(device_id).map_err(|e| format!("{e:?}"))?;
     let own = vkcl::core::kernel::device_caps(&dev);
     let small = DeviceCaps {
+        device_clock: false,
+        subgroup_clock: false,
         int8: false,
         int16: false,
         float16: false,
@@ -91,6 +93,8 @@ fn open() -> Result<Session, String> {
         ..own
     };
     let large = DeviceCaps {
+        device_clock: true,
+        subgroup_clock: true,
         int8: true,
         int16: true,
         float16: true,

@@ -289,6 +289,9 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_ATOMIC_FENCE_CAPABILITIES => info(d.atomic_capabilities()),
         CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT => info(true),
         CL_DEVICE_WORK_GROUP_COLLECTIVE_FUNCTIONS_SUPPORT => info(d.has_subgroups()),
+        CL_DEVICE_KERNEL_CLOCK_CAPABILITIES_KHR if d.kernel_clock_capabilities() != 0 => {
+            info(d.kernel_clock_capabilities())
+        }
         CL_DEVICE_INTEGER_DOT_PRODUCT_CAPABILITIES if d.has_integer_dot_product() => info(
             CL_DEVICE_INTEGER_DOT_PRODUCT_INPUT_4x8BIT_PACKED
                 | CL_DEVICE_INTEGER_DOT_PRODUCT_INPUT_4x8BIT,

@@ -323,6 +323,20 @@ impl DeviceMacros {
         {
             p.push_str(PACKED_DOT_PRODUCTS);
         }
+        // cl_khr_kernel_clock is newer than clang 15: its macros and
+        // built-ins are declared here, and the rewriter reads the clock
+        // where they are called.
+        if self.features.iter().any(|f| f == "cl_khr_kernel_clock") {
+            p.push_str("#define cl_khr_kernel_clock 1\n");
+            for scope in ["device", "work_group", "sub_group"] {
+                let feature = format!("__opencl_c_kernel_clock_scope_{scope}");
+                if self.features.contains(&feature) {
+                    p.push_str(&format!(
+                        "#define {feature} 1\nulong clock_read_{scope}(void);\nuint2 clock_read_hilo_{scope}(void);\n"
+                    ));
+                }
+            }
+        }
         p
     }
 }

@@ -219,6 +219,9 @@ impl Device {
         if self.has_integer_dot_product() {
             ext.push(("cl_khr_integer_dot_product", make_version(2, 0, 0)));
         }
+        if self.kernel_clock_capabilities() != 0 {
+            ext.push(("cl_khr_kernel_clock", make_version(1, 0, 0)));
+        }
         if self.has_fp64() {
             ext.push(("cl_khr_fp64", make_version(1, 0, 0)));
         }
@@ -289,6 +292,25 @@ impl Device {
                 "__opencl_c_integer_dot_product_input_4x8bit_packed",
             ]);
         }
+        let clock = self.kernel_clock_capabilities();
+        for (bit, name) in [
+            (
+                CL_DEVICE_KERNEL_CLOCK_SCOPE_DEVICE_KHR,
+                "__opencl_c_kernel_clock_scope_device",
+            ),
+            (
+                CL_DEVICE_KERNEL_CLOCK_SCOPE_WORK_GROUP_KHR,
+                "__opencl_c_kernel_clock_scope_work_group",
+            ),
+            (
+                CL_DEVICE_KERNEL_CLOCK_SCOPE_SUB_GROUP_KHR,
+                "__opencl_c_kernel_clock_scope_sub_group",
+            ),
+        ] {
+            if clock & bit != 0 {
+                features.push(name);
+            }
+        }
         if self.has_subgroups() {
             features.push("__opencl_c_subgroups");
             // Lowered to sub-group steps (see the rewriter's groups pass).
@@ -302,6 +324,23 @@ impl Device {
     /// needs 8-bit integers (shaderInt8).
     pub fn has_integer_dot_product(&self) -> bool {
         self.info.features12.shader_int8 != 0
+    }
+
+    /// CL_DEVICE_KERNEL_CLOCK_CAPABILITIES_KHR, from VK_KHR_shader_clock:
+    /// the device and work-group scopes read the device clock (Vulkan has
+    /// no work-group clock; the device's is coherent over a work-group
+    /// too), the sub-group scope the sub-group clock.
+    pub fn kernel_clock_capabilities(&self) -> cl_bitfield {
+        let clock = &self.info.shader_clock;
+        let mut caps = 0;
+        if clock.shader_device_clock != 0 {
+            caps |= CL_DEVICE_KERNEL_CLOCK_SCOPE_DEVICE_KHR
+                | CL_DEVICE_KERNEL_CLOCK_SCOPE_WORK_GROUP_KHR;
+        }
+        if clock.shader_subgroup_clock != 0 && self.has_subgroups() {
+            caps |= CL_DEVICE_KERNEL_CLOCK_SCOPE_SUB_GROUP_KHR;
+        }
+        caps
     }
 
     /// The most sub-groups a work-group may have (0 without sub-groups).

@@ -145,7 +145,10 @@ pub fn image_class(device: &Device, format: &cl_image_format) -> ImageClass {
 
 pub fn device_caps(d: &Device) -> DeviceCaps {
     let i = &d.info;
+    let clock = d.kernel_clock_capabilities();
     DeviceCaps {
+        device_clock: clock & CL_DEVICE_KERNEL_CLOCK_SCOPE_DEVICE_KHR != 0,
+        subgroup_clock: clock & CL_DEVICE_KERNEL_CLOCK_SCOPE_SUB_GROUP_KHR != 0,
         int8: i.features12.shader_int8 != 0,
         int16: i.features.shader_int16 != 0,
         float16: i.features12.shader_float16 != 0,

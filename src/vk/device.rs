@@ -220,6 +220,15 @@ impl LogicalDevice {
         if shared_float_atomics {
             extensions.push(ash::ext::shader_atomic_float::NAME.as_ptr());
         }
+        // The kernel clock (cl_khr_kernel_clock).
+        let clock = &info.shader_clock;
+        let has_clock = clock.shader_subgroup_clock != 0 || clock.shader_device_clock != 0;
+        let mut shader_clock = vk::PhysicalDeviceShaderClockFeaturesKHR::default()
+            .shader_subgroup_clock(clock.shader_subgroup_clock != 0)
+            .shader_device_clock(clock.shader_device_clock != 0);
+        if has_clock {
+            extensions.push(ash::khr::shader_clock::NAME.as_ptr());
+        }
         let push_ext = ash::khr::push_descriptor::NAME;
         let has_push = info.has_extension(push_ext);
         if has_push {
@@ -236,6 +245,9 @@ impl LogicalDevice {
         }
         if shared_float_atomics {
             create = create.push_next(&mut atomic_float);
+        }
+        if has_clock {
+            create = create.push_next(&mut shader_clock);
         }
         if info.props.api_version >= vk::API_VERSION_1_3 {
             create = create.push_next(&mut f13);

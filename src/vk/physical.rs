@@ -23,6 +23,8 @@ pub struct PhysicalInfo {
     pub features13: vk::PhysicalDeviceVulkan13Features<'static>,
     /// VK_EXT_shader_atomic_float's features (all false without it).
     pub atomic_float: vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT<'static>,
+    /// VK_KHR_shader_clock's features (all false without it).
+    pub shader_clock: vk::PhysicalDeviceShaderClockFeaturesKHR<'static>,
     pub memory: vk::PhysicalDeviceMemoryProperties,
     pub queue_families: Vec<vk::QueueFamilyProperties>,
     pub extensions: Vec<String>,
@@ -88,6 +90,8 @@ impl PhysicalInfo {
             let mut features13 = vk::PhysicalDeviceVulkan13Features::default();
             let mut atomic_float = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default();
             let has_atomic_float = has(ext::shader_atomic_float::NAME);
+            let mut shader_clock = vk::PhysicalDeviceShaderClockFeaturesKHR::default();
+            let has_shader_clock = has(ash::khr::shader_clock::NAME);
             let features = {
                 let mut f2 = vk::PhysicalDeviceFeatures2::default()
                     .push_next(&mut features11)
@@ -97,6 +101,9 @@ impl PhysicalInfo {
                 }
                 if has_atomic_float {
                     f2 = f2.push_next(&mut atomic_float);
+                }
+                if has_shader_clock {
+                    f2 = f2.push_next(&mut shader_clock);
                 }
                 instance.get_physical_device_features2(pd, &mut f2);
                 f2.features
@@ -110,6 +117,7 @@ impl PhysicalInfo {
             features12.p_next = std::ptr::null_mut();
             features13.p_next = std::ptr::null_mut();
             atomic_float.p_next = std::ptr::null_mut();
+            shader_clock.p_next = std::ptr::null_mut();
 
             PhysicalInfo {
                 handle: pd,
@@ -124,6 +132,7 @@ impl PhysicalInfo {
                 features12,
                 features13,
                 atomic_float,
+                shader_clock,
                 memory: instance.get_physical_device_memory_properties(pd),
                 queue_families: instance.get_physical_device_queue_family_properties(pd),
                 extensions,

@@ -1,5 +1,6 @@
 //! Phase 1: one kernel, one function. Passes 1 to 5, in this order:
-//! `select` keeps the kernel and what it reaches, `inline` makes it one
+//! `select` keeps the kernel and what it reaches, `clock` reads the kernel
+//! clock where cl_khr_kernel_clock's built-ins are called, `inline` makes it one
 //! function, `memcopy` and `async_copy` turn OpenCL's copies into loads,
 //! stores and loops, and `printf` turns calls into record writes.
 //!
@@ -8,6 +9,9 @@
 
 /// Pass 1.
 pub mod select;
+
+/// Pass 1b.
+pub mod clock;
 
 /// Pass 2.
 pub mod inline;

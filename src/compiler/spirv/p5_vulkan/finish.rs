@@ -26,6 +26,9 @@ use crate::compiler::spirv::p3_interface::builtins::workgroup_size;
 /// What the Vulkan device can take, for the capabilities the module needs.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DeviceCaps {
+    /// VK_KHR_shader_clock's shaderDeviceClock and shaderSubgroupClock.
+    pub device_clock: bool,
+    pub subgroup_clock: bool,
     pub int8: bool,
     pub int16: bool,
     pub float16: bool,
@@ -343,6 +346,16 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
         need.push(Capability::VulkanMemoryModel);
         need.push(Capability::VulkanMemoryModelDeviceScope);
     }
+    // The kernel clock (the clock pass).
+    let reads_clock = ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| f.all_inst_iter())
+        .any(|i| i.class.opcode == Op::ReadClockKHR);
+    if reads_clock {
+        need.push(Capability::ShaderClockKHR);
+    }
     ctx.module.capabilities = need
         .into_iter()
         .map(|c| Instruction::new(Op::Capability, None, None, vec![Operand::Capability(c)]))
@@ -363,6 +376,14 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
         }
     }
     ctx.module.extensions.clear();
+    if reads_clock {
+        ctx.module.extensions.push(Instruction::new(
+            Op::Extension,
+            None,
+            None,
+            vec![Operand::LiteralString("SPV_KHR_shader_clock".into())],
+        ));
+    }
     ctx.module.memory_model = Some(Instruction::new(
         Op::MemoryModel,
         None,
