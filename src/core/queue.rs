@@ -809,7 +809,7 @@ impl Drop for Queue {
 
 /// `VKCL_BREADCRUMBS=1`: every queue marks on the device which of its
 /// commands started and finished (see [`Queue::crumbs`]).
-fn breadcrumbs() -> bool {
+pub(crate) fn breadcrumbs() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var("VKCL_BREADCRUMBS").is_ok_and(|v| v == "1"))
 }

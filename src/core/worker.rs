@@ -33,7 +33,15 @@ pub struct Worker {
     /// device's `spin`): an application that waits for each command and
     /// enqueues the next finds the worker awake.
     spin: OnceLock<Duration>,
+    /// With breadcrumbs (`VKCL_BREADCRUMBS=1`), the last batches that
+    /// finished, newest last: a kernel that faults may finish its own
+    /// work before the device stops, so the report names what ran just
+    /// before the stall too.
+    finished: Mutex<VecDeque<String>>,
 }
+
+/// How many finished batches the breadcrumbs report keeps.
+const FINISHED_KEPT: usize = 32;
 
 impl Default for Worker {
     fn default() -> Self {
@@ -43,6 +51,7 @@ impl Default for Worker {
             started: std::sync::Once::new(),
             count: AtomicUsize::new(0),
             spin: OnceLock::new(),
+            finished: Mutex::new(VecDeque::new()),
         }
     }
 }
@@ -142,6 +151,15 @@ impl Worker {
                 };
                 log::error!(target: "vkcl::worker", "{why}");
                 queue.context.notify_error(&format!("vkcl: {why}"));
+                let now = crate::core::event::host_time_ns();
+                for f in self
+                    .finished
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter()
+                {
+                    log::error!(target: "vkcl::worker", "finished before (now at {now} ns): {f}");
+                }
                 report_unfinished(&lost);
                 for done in lost {
                     fail(done);
@@ -164,6 +182,13 @@ impl Worker {
                 self.count.fetch_sub(1, Ordering::Release);
                 done
             };
+            if crate::core::queue::breadcrumbs() {
+                let mut finished = self.finished.lock().unwrap_or_else(|e| e.into_inner());
+                if finished.len() == FINISHED_KEPT {
+                    finished.pop_front();
+                }
+                finished.push_back(summary(&done));
+            }
             complete(done);
             queue.device.repump();
         }
@@ -205,6 +230,27 @@ fn running(lost: &[InFlight]) -> Option<String> {
         })
         .collect();
     (!names.is_empty()).then(|| names.join(", "))
+}
+
+/// A finished batch for the breadcrumbs report: when (host clock), its
+/// queue and its commands.
+fn summary(f: &InFlight) -> String {
+    let commands: Vec<String> = f
+        .batch
+        .commands
+        .iter()
+        .map(|c| match c.event.label.get() {
+            Some(label) => format!("{label} (0x{:x})", c.event.command_type),
+            None => format!("0x{:x}", c.event.command_type),
+        })
+        .collect();
+    format!(
+        "at {} ns, queue {:p} batch {}: {}",
+        crate::core::event::host_time_ns(),
+        Arc::as_ptr(&f.queue),
+        f.value,
+        commands.join(", ")
+    )
 }
 
 /// Says what was in flight when the device stopped: per batch, its
