@@ -74,6 +74,7 @@ fn open() -> Result<Session, String> {
     let dev = Handle::<Device>::from_raw(device_id).map_err(|e| format!("{e:?}"))?;
     let own = vkcl::core::kernel::device_caps(&dev);
     let small = DeviceCaps {
+        native_dot: 0,
         device_clock: false,
         subgroup_clock: false,
         int8: false,
@@ -93,6 +94,7 @@ fn open() -> Result<Session, String> {
         ..own
     };
     let large = DeviceCaps {
+        native_dot: 0x3F,
         device_clock: true,
         subgroup_clock: true,
         int8: true,

@@ -297,13 +297,17 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
                 | CL_DEVICE_INTEGER_DOT_PRODUCT_INPUT_4x8BIT,
         ),
         // Six cl_bools: signed, unsigned, mixed signedness, and the same
-        // accumulating with saturation. The products are made of plain
-        // multiplies and adds, so none is claimed as accelerated.
+        // accumulating with saturation: those left to the device's own
+        // (accelerated) instructions, for vectors and packed words alike.
         CL_DEVICE_INTEGER_DOT_PRODUCT_ACCELERATION_PROPERTIES_8BIT
         | DOT_PRODUCT_ACCELERATION_PACKED
             if d.has_integer_dot_product() =>
         {
-            info(vec![CL_FALSE; 6])
+            let native = d.native_dot_products();
+            // vkcl's bits are unsigned, signed, mixed; OpenCL's order is
+            // signed, unsigned, mixed.
+            let bit = |k: u32| cl_bool::from(native & (1 << k) != 0);
+            info(vec![bit(1), bit(0), bit(2), bit(4), bit(3), bit(5)])
         }
         CL_DEVICE_GENERIC_ADDRESS_SPACE_SUPPORT => info(true),
         CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE => info(d.subgroup_size() as usize),

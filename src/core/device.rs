@@ -326,6 +326,40 @@ impl Device {
         self.info.features12.shader_int8 != 0
     }
 
+    /// The integer dot products kernels leave to the device's own packed
+    /// 4x8-bit instructions (`DeviceCaps::native_dot`): those Vulkan says
+    /// are accelerated (shaderIntegerDotProduct, Vulkan 1.3), as unsigned,
+    /// signed and mixed, then the same accumulating with saturation.
+    /// `VKCL_NATIVE_DOT=0` makes every one multiplies and adds,
+    /// `VKCL_NATIVE_DOT=1` leaves every one to the device where it has
+    /// the instructions at all (for testing them).
+    pub fn native_dot_products(&self) -> u8 {
+        let i = &self.info;
+        if !self.has_integer_dot_product()
+            || i.props.api_version < ash::vk::API_VERSION_1_3
+            || i.features13.shader_integer_dot_product == 0
+        {
+            return 0;
+        }
+        match std::env::var("VKCL_NATIVE_DOT").as_deref() {
+            Ok("0") => return 0,
+            Ok("1") => return 0x3F,
+            _ => {}
+        }
+        let p = &i.props13;
+        [
+            p.integer_dot_product4x8_bit_packed_unsigned_accelerated,
+            p.integer_dot_product4x8_bit_packed_signed_accelerated,
+            p.integer_dot_product4x8_bit_packed_mixed_signedness_accelerated,
+            p.integer_dot_product_accumulating_saturating4x8_bit_packed_unsigned_accelerated,
+            p.integer_dot_product_accumulating_saturating4x8_bit_packed_signed_accelerated,
+            p.integer_dot_product_accumulating_saturating4x8_bit_packed_mixed_signedness_accelerated,
+        ]
+        .iter()
+        .enumerate()
+        .fold(0, |bits, (k, &on)| if on != 0 { bits | 1 << k } else { bits })
+    }
+
     /// CL_DEVICE_KERNEL_CLOCK_CAPABILITIES_KHR, from VK_KHR_shader_clock:
     /// the device and work-group scopes read the device clock (Vulkan has
     /// no work-group clock; the device's is coherent over a work-group

@@ -160,6 +160,7 @@ impl LogicalDevice {
             .subgroup_size_control(h13.subgroup_size_control != 0)
             .compute_full_subgroups(h13.compute_full_subgroups != 0)
             .synchronization2(h13.synchronization2 != 0)
+            .shader_integer_dot_product(h13.shader_integer_dot_product != 0)
             .maintenance4(h13.maintenance4 != 0);
 
         let mut extensions: Vec<*const c_char> = Vec::new();

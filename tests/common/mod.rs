@@ -207,6 +207,11 @@ pub fn environment() -> &'static PathBuf {
             if env!("CARGO_CRATE_NAME").ends_with("_device_local") {
                 std::env::set_var("VKCL_DEVICE_LOCAL", "1");
             }
+            // Those named *_native_dot leave every integer dot product to
+            // the device's own instructions where it has them.
+            if env!("CARGO_CRATE_NAME").ends_with("_native_dot") {
+                std::env::set_var("VKCL_NATIVE_DOT", "1");
+            }
         }
         dir
     })

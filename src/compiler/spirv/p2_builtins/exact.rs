@@ -981,12 +981,30 @@ pub fn lower(
     Ok(true)
 }
 
+/// The bit of `DeviceCaps::native_dot` for a dot product instruction:
+/// unsigned, signed, mixed, then the same accumulating with saturation.
+pub fn dot_form(op: Op) -> u32 {
+    match op {
+        Op::UDot => 0,
+        Op::SDot => 1,
+        Op::SUDot => 2,
+        Op::UDotAccSat => 3,
+        Op::SDotAccSat => 4,
+        _ => 5,
+    }
+}
+
 /// Lowers the relational instructions SPIR-V reserves for kernels
 /// (`OpIsFinite`, `OpIsNormal`, `OpSignBitSet`, `OpLessOrGreater`,
 /// `OpOrdered`, `OpUnordered`), and `OpBitCount`, `OpBitReverse` and the
 /// bit-field instructions of other widths than 32 bits; returns whether
 /// `i` was one.
-pub fn lower_relational(e: &mut Emit, i: &Instruction, arg_types: &[Word]) -> Result<bool, String> {
+pub fn lower_relational(
+    e: &mut Emit,
+    i: &Instruction,
+    arg_types: &[Word],
+    native_dot: u8,
+) -> Result<bool, String> {
     let (Some(rty), Some(rid)) = (i.result_type, i.result_id) else {
         return Ok(false);
     };
@@ -1026,6 +1044,32 @@ pub fn lower_relational(e: &mut Emit, i: &Instruction, arg_types: &[Word]) -> Re
             } else {
                 None
             };
+            let form = dot_form(i.class.opcode);
+            if native_dot & (1 << form) != 0 {
+                // The device's own instruction, on the lanes packed in
+                // 32-bit words (the form Vulkan drivers accelerate).
+                let packed = |e: &mut Emit, v: Word, t: Word| {
+                    if shape(e.ctx, t).is_some_and(|(_, n)| n.is_some()) {
+                        let u32t = e.ctx.uint(32);
+                        e.op(Op::Bitcast, u32t, &[v])
+                    } else {
+                        v
+                    }
+                };
+                let (pa, pb) = (packed(e, x, ty), packed(e, b, b_ty));
+                let mut operands = vec![Operand::IdRef(pa), Operand::IdRef(pb)];
+                operands.extend(acc.map(Operand::IdRef));
+                operands.push(Operand::PackedVectorFormat(
+                    rspirv::spirv::PackedVectorFormat::PackedVectorFormat4x8Bit,
+                ));
+                e.out.push(Instruction::new(
+                    i.class.opcode,
+                    Some(rty),
+                    Some(rid),
+                    operands,
+                ));
+                return Ok(true);
+            }
             e.dot_product(i.class.opcode, rty, (x, ty), (b, b_ty), acc)
         }
         // cl_khr_extended_bit_ops (SPV_KHR_bit_instructions).

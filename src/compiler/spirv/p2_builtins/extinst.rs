@@ -161,7 +161,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, options: Options, caps: &DeviceCaps) -> Res
         subnormals,
         rounds == 0,
         options.relaxed_math,
-        caps.double_fma_rounds_twice,
+        caps,
         &mut fusable,
     )? {
         rounds += 1;
@@ -737,12 +737,13 @@ fn lower(
     subnormals: libclc::Subnormals,
     kernel_code: bool,
     relaxed_math: bool,
-    soft_double_fma: bool,
+    caps: &DeviceCaps,
     fusable: &mut HashSet<Word>,
 ) -> Result<bool, String> {
-    let Some(ocl) = ctx.ext_import("OpenCL.std") else {
-        return Ok(false);
-    };
+    let soft_double_fma = caps.double_fma_rounds_twice;
+    // A module without OpenCL.std (IL) still has its core instructions
+    // lowered; id 0 names no import.
+    let ocl = ctx.ext_import("OpenCL.std").unwrap_or(0);
     if let Some(l) = linker.as_mut() {
         l.begin(ctx);
     }
@@ -795,7 +796,7 @@ fn lower(
                         out: &mut out,
                         glsl: &mut glsl,
                     };
-                    if !exact::lower_relational(&mut e, &i, &arg_types)? {
+                    if !exact::lower_relational(&mut e, &i, &arg_types, caps.native_dot)? {
                         out.push(i);
                     }
                     continue;

@@ -26,6 +26,10 @@ use crate::compiler::spirv::p3_interface::builtins::workgroup_size;
 /// What the Vulkan device can take, for the capabilities the module needs.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DeviceCaps {
+    /// The integer dot products (cl_khr_integer_dot_product) the built-ins
+    /// pass leaves to the device's own packed 4x8-bit instructions, by
+    /// `exact::dot_form` bit; the others become multiplies and adds.
+    pub native_dot: u8,
     /// VK_KHR_shader_clock's shaderDeviceClock and shaderSubgroupClock.
     pub device_clock: bool,
     pub subgroup_clock: bool,
@@ -346,6 +350,24 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
         need.push(Capability::VulkanMemoryModel);
         need.push(Capability::VulkanMemoryModelDeviceScope);
     }
+    // Integer dot products left to the device (see `native_dot`).
+    let dots = ctx
+        .module
+        .functions
+        .iter()
+        .flat_map(|f| f.all_inst_iter())
+        .any(|i| {
+            matches!(
+                i.class.opcode,
+                Op::SDot | Op::UDot | Op::SUDot | Op::SDotAccSat | Op::UDotAccSat | Op::SUDotAccSat
+            )
+        });
+    if dots {
+        need.extend([
+            Capability::DotProduct,
+            Capability::DotProductInput4x8BitPacked,
+        ]);
+    }
     // The kernel clock (the clock pass).
     let reads_clock = ctx
         .module
@@ -376,6 +398,14 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
         }
     }
     ctx.module.extensions.clear();
+    if dots {
+        ctx.module.extensions.push(Instruction::new(
+            Op::Extension,
+            None,
+            None,
+            vec![Operand::LiteralString("SPV_KHR_integer_dot_product".into())],
+        ));
+    }
     if reads_clock {
         ctx.module.extensions.push(Instruction::new(
             Op::Extension,
