@@ -93,11 +93,6 @@ pub fn run(ctx: &mut Ctx, caps: &DeviceCaps) -> Result<(), String> {
     }
     // The declarations go, with their names and linkage.
     ctx.module.functions.retain(|f| !declared(f));
-    ctx.module
-        .annotations
-        .retain(|a| id_at(a, 0).is_none_or(|id| !clocks.contains_key(&id)));
-    ctx.module
-        .debug_names
-        .retain(|n| id_at(n, 0).is_none_or(|id| !clocks.contains_key(&id)));
+    ctx.forget_globals(&clocks.keys().copied().collect());
     Ok(())
 }

@@ -156,23 +156,22 @@ impl Emit<'_> {
     /// Scalar integer `n` (a bit offset or count) as the components of
     /// integer type `ty`: resized to their width, repeated over vectors.
     fn bit_amount(&mut self, n: Word, n_ty: Word, ty: Word) -> Word {
-        let (c, lanes) = shape(self.ctx, ty).expect("a value type");
+        let (_, lanes) = shape(self.ctx, ty).expect("a value type");
         let w = width(self.ctx, ty).unwrap_or(32);
         let scalar = self.resize(n, n_ty, w, false);
         match lanes {
             Some(lanes) => self.op(Op::CompositeConstruct, ty, &vec![scalar; lanes as usize]),
-            None => {
-                debug_assert_eq!(c, ty);
-                scalar
-            }
+            None => scalar,
         }
     }
 
-    /// The low `count` bits set (none for a count of zero), and `offset`
-    /// kept below the width so that no shift is by the whole width: the
-    /// specification allows `offset + count` up to the width, where an
-    /// offset of the width comes with a count of zero.
-    fn bit_field(&mut self, offset: Word, count: Word, ty: Word) -> (Word, Word, Word) {
+    /// The field's mask, offset and shape: the low `count` bits set (none
+    /// for a count of zero); `offset` kept below the width so that no
+    /// shift is by the whole width (the specification allows `offset +
+    /// count` up to the width, where an offset of the width comes with a
+    /// count of zero); the width less `count` (zero for a count of zero),
+    /// the shift that leaves `count` bits; and whether `count` is zero.
+    fn bit_field(&mut self, offset: Word, count: Word, ty: Word) -> (Word, Word, Word, Word) {
         let w = width(self.ctx, ty).unwrap_or(32);
         let bt = self.bool_like(ty);
         let (zero, kw) = (self.konst(ty, 0), self.konst(ty, u64::from(w)));
@@ -184,7 +183,7 @@ impl Emit<'_> {
         let low = self.select(ty, empty, zero, low);
         let past = self.op(Op::UGreaterThanEqual, bt, &[offset, kw]);
         let offset = self.select(ty, past, zero, offset);
-        (low, offset, empty)
+        (low, offset, rest, empty)
     }
 
     /// `OpBitFieldInsert`, `OpBitFieldSExtract` and `OpBitFieldUExtract`
@@ -202,7 +201,7 @@ impl Emit<'_> {
     ) -> Word {
         let offset = self.bit_amount(offset, n_ty.0, ty);
         let count = self.bit_amount(count, n_ty.1, ty);
-        let (low, offset, empty) = self.bit_field(offset, count, ty);
+        let (low, offset, rest, empty) = self.bit_field(offset, count, ty);
         match (op, insert) {
             (Op::BitFieldInsert, Some(insert)) => {
                 let mask = self.op(Op::ShiftLeftLogical, ty, &[low, offset]);
@@ -220,10 +219,8 @@ impl Emit<'_> {
                 let end = self.op(Op::IAdd, ty, &[offset, count]);
                 let up = self.op(Op::ISub, ty, &[kw, end]);
                 let up = self.select(ty, empty, zero, up);
-                let down = self.op(Op::ISub, ty, &[kw, count]);
-                let down = self.select(ty, empty, zero, down);
                 let top = self.op(Op::ShiftLeftLogical, ty, &[base, up]);
-                let field = self.op(Op::ShiftRightArithmetic, ty, &[top, down]);
+                let field = self.op(Op::ShiftRightArithmetic, ty, &[top, rest]);
                 self.select(ty, empty, zero, field)
             }
             _ => {
@@ -297,13 +294,7 @@ impl Emit<'_> {
                         e.op(down, t32, &[top, k24])
                     } else {
                         let (c, _) = shape(e.ctx, ty).expect("a vector");
-                        let lane = e.ctx.fresh();
-                        e.out.push(Instruction::new(
-                            Op::CompositeExtract,
-                            Some(c),
-                            Some(lane),
-                            vec![Operand::IdRef(v), Operand::LiteralBit32(k)],
-                        ));
+                        let lane = super::vectors::extract(e.ctx, e.out, c, v, k);
                         e.resize(lane, c, 32, signed)
                     }
                 })
@@ -981,17 +972,19 @@ pub fn lower(
     Ok(true)
 }
 
-/// The bit of `DeviceCaps::native_dot` for a dot product instruction:
-/// unsigned, signed, mixed, then the same accumulating with saturation.
-pub fn dot_form(op: Op) -> u32 {
-    match op {
+/// For an integer dot product instruction, its bit of
+/// `DeviceCaps::native_dot`: unsigned, signed, mixed, then the same
+/// accumulating with saturation (from 3 on); `None` for other opcodes.
+pub fn dot_form(op: Op) -> Option<u32> {
+    Some(match op {
         Op::UDot => 0,
         Op::SDot => 1,
         Op::SUDot => 2,
         Op::UDotAccSat => 3,
         Op::SDotAccSat => 4,
-        _ => 5,
-    }
+        Op::SUDotAccSat => 5,
+        _ => return None,
+    })
 }
 
 /// Lowers the relational instructions SPIR-V reserves for kernels
@@ -1028,15 +1021,12 @@ pub fn lower_relational(
         // popcount of other widths than 32 bits arrives as OpBitCount.
         Op::BitCount if width(e.ctx, ty) != Some(32) => e.popcount(x, ty),
         // cl_khr_integer_dot_product (SPV_KHR_integer_dot_product).
-        Op::SDot | Op::UDot | Op::SUDot | Op::SDotAccSat | Op::UDotAccSat | Op::SUDotAccSat => {
-            let accumulates = matches!(
-                i.class.opcode,
-                Op::SDotAccSat | Op::UDotAccSat | Op::SUDotAccSat
-            );
+        op if dot_form(op).is_some() => {
+            let form = dot_form(op).expect("a dot product");
             let (Some(&b), Some(&b_ty)) = (ids.get(1), arg_types.get(1)) else {
                 return Err(format!("{:?} needs two vectors", i.class.opcode));
             };
-            let acc = if accumulates {
+            let acc = if form >= 3 {
                 Some(
                     *ids.get(2)
                         .ok_or("an accumulating dot product needs an accumulator")?,
@@ -1044,7 +1034,6 @@ pub fn lower_relational(
             } else {
                 None
             };
-            let form = dot_form(i.class.opcode);
             if native_dot & (1 << form) != 0 {
                 // The device's own instruction, on the lanes packed in
                 // 32-bit words (the form Vulkan drivers accelerate).

@@ -428,7 +428,13 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
 
 /// Emits the extraction of component `k` of `src` (of component type
 /// `comp`) and returns its id.
-fn extract(ctx: &mut Ctx, out: &mut Vec<Instruction>, comp: Word, src: Word, k: u32) -> Word {
+pub(crate) fn extract(
+    ctx: &mut Ctx,
+    out: &mut Vec<Instruction>,
+    comp: Word,
+    src: Word,
+    k: u32,
+) -> Word {
     let e = ctx.fresh();
     out.push(Instruction::new(
         Op::CompositeExtract,

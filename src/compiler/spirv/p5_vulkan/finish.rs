@@ -350,33 +350,27 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
         need.push(Capability::VulkanMemoryModel);
         need.push(Capability::VulkanMemoryModelDeviceScope);
     }
-    // Integer dot products left to the device (see `native_dot`).
-    let dots = ctx
-        .module
-        .functions
-        .iter()
-        .flat_map(|f| f.all_inst_iter())
-        .any(|i| {
-            matches!(
-                i.class.opcode,
-                Op::SDot | Op::UDot | Op::SUDot | Op::SDotAccSat | Op::UDotAccSat | Op::SUDotAccSat
-            )
-        });
-    if dots {
+    // What the module still uses that needs a capability and a SPIR-V
+    // extension: integer dot products left to the device (see
+    // `native_dot`), and the kernel clock (the clock pass).
+    let uses = |wanted: &dyn Fn(Op) -> bool| {
+        ctx.module
+            .functions
+            .iter()
+            .flat_map(|f| f.all_inst_iter())
+            .any(|i| wanted(i.class.opcode))
+    };
+    let mut extensions = Vec::new();
+    if uses(&|op| crate::compiler::spirv::p2_builtins::exact::dot_form(op).is_some()) {
         need.extend([
             Capability::DotProduct,
             Capability::DotProductInput4x8BitPacked,
         ]);
+        extensions.push("SPV_KHR_integer_dot_product");
     }
-    // The kernel clock (the clock pass).
-    let reads_clock = ctx
-        .module
-        .functions
-        .iter()
-        .flat_map(|f| f.all_inst_iter())
-        .any(|i| i.class.opcode == Op::ReadClockKHR);
-    if reads_clock {
+    if uses(&|op| op == Op::ReadClockKHR) {
         need.push(Capability::ShaderClockKHR);
+        extensions.push("SPV_KHR_shader_clock");
     }
     ctx.module.capabilities = need
         .into_iter()
@@ -385,8 +379,8 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
     for e in &ctx.module.extensions {
         match e.operands.first() {
             // The bit instructions are core in Vulkan shaders, for 32-bit
-            // values (the built-ins pass lowered other widths), and the
-            // built-ins pass lowered the integer dot products.
+            // values (the built-ins pass lowered other widths); integer
+            // dot products were lowered or are declared again below.
             Some(Operand::LiteralString(s))
                 if s == "SPV_KHR_no_integer_wrap_decoration"
                     || s == "SPV_KHR_bit_instructions"
@@ -397,23 +391,17 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
             _ => {}
         }
     }
-    ctx.module.extensions.clear();
-    if dots {
-        ctx.module.extensions.push(Instruction::new(
-            Op::Extension,
-            None,
-            None,
-            vec![Operand::LiteralString("SPV_KHR_integer_dot_product".into())],
-        ));
-    }
-    if reads_clock {
-        ctx.module.extensions.push(Instruction::new(
-            Op::Extension,
-            None,
-            None,
-            vec![Operand::LiteralString("SPV_KHR_shader_clock".into())],
-        ));
-    }
+    ctx.module.extensions = extensions
+        .into_iter()
+        .map(|e| {
+            Instruction::new(
+                Op::Extension,
+                None,
+                None,
+                vec![Operand::LiteralString(e.into())],
+            )
+        })
+        .collect();
     ctx.module.memory_model = Some(Instruction::new(
         Op::MemoryModel,
         None,
