@@ -259,6 +259,7 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         ),
         CL_DEVICE_EXTENSIONS => info(extension_string(&d.extensions())),
         CL_DEVICE_EXTENSIONS_WITH_VERSION => info(extension_versions(&d.extensions())),
+        CL_DEVICE_SEMAPHORE_TYPES_KHR => info(vec![CL_SEMAPHORE_TYPE_BINARY_KHR]),
         // printf is not offered yet.
         CL_DEVICE_PRINTF_BUFFER_SIZE => info(crate::core::printf::buffer_size()),
         CL_DEVICE_PREFERRED_INTEROP_USER_SYNC => info(true),

@@ -21,5 +21,6 @@ pub mod platform;
 pub mod program;
 pub mod queue;
 pub mod sampler;
+pub mod semaphore;
 pub mod svm;
 pub mod util;

@@ -4,6 +4,7 @@ use std::ffi::{CStr, c_char, c_void};
 
 use opencl_sys::*;
 
+use crate::api::semaphore;
 use crate::api::util::*;
 use crate::core::device::make_version;
 use crate::core::error::{ClResult, err};
@@ -71,6 +72,7 @@ fn platform_info(p: &Platform, param: cl_platform_info) -> Info {
         // clGetHostTimer reads a nanosecond clock.
         CL_PLATFORM_HOST_TIMER_RESOLUTION => info(1u64),
         CL_PLATFORM_ICD_SUFFIX_KHR => info(platform::ICD_SUFFIX),
+        CL_PLATFORM_SEMAPHORE_TYPES_KHR => info(vec![CL_SEMAPHORE_TYPE_BINARY_KHR]),
         _ => invalid_param(param),
     }
 }
@@ -128,6 +130,17 @@ fn extension_function(name: &[u8]) -> *mut c_void {
             crate::api::kernel::clSetKernelArgDevicePointerEXT as *mut c_void
         }
         b"clGetKernelSubGroupInfoKHR" => crate::api::ext::clGetKernelSubGroupInfoKHR as *mut c_void,
+        b"clCreateSemaphoreWithPropertiesKHR" => {
+            semaphore::clCreateSemaphoreWithPropertiesKHR as *mut c_void
+        }
+        b"clEnqueueSignalSemaphoresKHR" => semaphore::clEnqueueSignalSemaphoresKHR as *mut c_void,
+        b"clEnqueueWaitSemaphoresKHR" => semaphore::clEnqueueWaitSemaphoresKHR as *mut c_void,
+        b"clGetSemaphoreInfoKHR" => semaphore::clGetSemaphoreInfoKHR as *mut c_void,
+        b"clGetSemaphoreHandleForTypeKHR" => {
+            semaphore::clGetSemaphoreHandleForTypeKHR as *mut c_void
+        }
+        b"clRetainSemaphoreKHR" => semaphore::clRetainSemaphoreKHR as *mut c_void,
+        b"clReleaseSemaphoreKHR" => semaphore::clReleaseSemaphoreKHR as *mut c_void,
         _ => std::ptr::null_mut(),
     }
 }

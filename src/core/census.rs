@@ -19,6 +19,8 @@ pub enum Kind {
     Programs,
     Kernels,
     Events,
+    /// cl_khr_semaphore objects.
+    SemaphoreObjects,
     SvmAllocations,
     /// Vulkan buffers with memory of their own (buffers, staging,
     /// scratch, module data).
@@ -38,7 +40,7 @@ pub enum Kind {
     Semaphores,
 }
 
-const KINDS: [(Kind, &str); 21] = [
+const KINDS: [(Kind, &str); 22] = [
     (Kind::Contexts, "contexts"),
     (Kind::Queues, "queues"),
     (Kind::Buffers, "buffers"),
@@ -47,6 +49,7 @@ const KINDS: [(Kind, &str); 21] = [
     (Kind::Programs, "programs"),
     (Kind::Kernels, "kernels"),
     (Kind::Events, "events"),
+    (Kind::SemaphoreObjects, "semaphores"),
     (Kind::SvmAllocations, "svm_allocations"),
     (Kind::DeviceBuffers, "vk_buffers"),
     (Kind::DeviceBytes, "device_bytes"),
