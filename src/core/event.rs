@@ -65,6 +65,9 @@ struct State {
     stage: Stage,
     profile: Profile,
     callbacks: Vec<(cl_int, Callback<EventCallback>)>,
+    /// Threads asleep in [`Event::wait`]: only they need a wake-up (a
+    /// futex call), and most waiters see the end while they poll.
+    sleepers: u32,
 }
 
 pub struct Event {
@@ -135,6 +138,7 @@ impl Event {
                     ..Default::default()
                 },
                 callbacks: Vec::new(),
+                sleepers: 0,
             }),
             changed: Condvar::new(),
             ended: AtomicBool::new(false),
@@ -155,6 +159,7 @@ impl Event {
                 stage: Stage::Pending,
                 profile: Profile::default(),
                 callbacks: Vec::new(),
+                sleepers: 0,
             }),
             changed: Condvar::new(),
             ended: AtomicBool::new(false),
@@ -208,7 +213,9 @@ impl Event {
             state.stage = Stage::Done;
             self.ended.store(true, Ordering::Release);
         }
-        self.changed.notify_all();
+        if state.sleepers > 0 {
+            self.changed.notify_all();
+        }
         let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut state.callbacks)
             .into_iter()
             .partition(|(when, _)| status <= *when);
@@ -243,7 +250,9 @@ impl Event {
         }
         let mut st = self.lock();
         while st.status > CL_COMPLETE as cl_int {
+            st.sleepers += 1;
             st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.sleepers -= 1;
         }
         st.status
     }

@@ -38,6 +38,10 @@ pub struct Worker {
     /// work before the device stops, so the report names what ran just
     /// before the stall too.
     finished: Mutex<VecDeque<String>>,
+    /// The thread sleeps on `more` (read and written under the
+    /// `inflight` lock): only then does a push wake it, a futex call
+    /// saved on every submission while it polls.
+    sleeping: std::sync::atomic::AtomicBool,
 }
 
 /// How many finished batches the breadcrumbs report keeps.
@@ -52,6 +56,7 @@ impl Default for Worker {
             count: AtomicUsize::new(0),
             spin: OnceLock::new(),
             finished: Mutex::new(VecDeque::new()),
+            sleeping: Default::default(),
         }
     }
 }
@@ -67,16 +72,19 @@ impl Worker {
                 .spawn(move || me.run())
                 .expect("spawn the completion worker");
         });
-        self.inflight
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(InFlight {
+        let asleep = {
+            let mut list = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
+            list.push_back(InFlight {
                 queue,
                 value,
                 batch,
             });
+            self.sleeping.load(Ordering::Relaxed)
+        };
         self.count.fetch_add(1, Ordering::Release);
-        self.more.notify_one();
+        if asleep {
+            self.more.notify_one();
+        }
     }
 
     fn run(self: Arc<Self>) {
@@ -98,7 +106,9 @@ impl Worker {
             let fronts: Vec<(Arc<Handle<Queue>>, u64)> = {
                 let mut list = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
                 while list.is_empty() {
+                    self.sleeping.store(true, Ordering::Relaxed);
                     list = self.more.wait(list).unwrap_or_else(|e| e.into_inner());
+                    self.sleeping.store(false, Ordering::Relaxed);
                 }
                 let mut fronts: Vec<(Arc<Handle<Queue>>, u64)> = Vec::new();
                 for f in list.iter() {

@@ -154,8 +154,23 @@ impl PhysicalInfo {
     }
 
     /// The queue family vkcl submits to: compute-capable, preferring one
-    /// without graphics (a dedicated compute engine) that has timestamps.
+    /// without graphics (a dedicated compute engine) that has timestamps;
+    /// `VKCL_QUEUE_FAMILY` names another compute-capable family instead.
     pub fn compute_queue_family(&self) -> Option<u32> {
+        let compute = |q: &vk::QueueFamilyProperties| {
+            q.queue_flags.contains(vk::QueueFlags::COMPUTE) && q.queue_count > 0
+        };
+        if let Some(i) = std::env::var("VKCL_QUEUE_FAMILY")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+        {
+            match self.queue_families.get(i) {
+                Some(q) if compute(q) => return Some(i as u32),
+                _ => {
+                    log::warn!(target: "vkcl::vk", "VKCL_QUEUE_FAMILY={i} is no compute queue family of this device; ignored")
+                }
+            }
+        }
         let score = |q: &vk::QueueFamilyProperties| {
             let mut s = 0;
             if !q.queue_flags.contains(vk::QueueFlags::GRAPHICS) {
@@ -169,7 +184,7 @@ impl PhysicalInfo {
         self.queue_families
             .iter()
             .enumerate()
-            .filter(|(_, q)| q.queue_flags.contains(vk::QueueFlags::COMPUTE) && q.queue_count > 0)
+            .filter(|(_, q)| compute(q))
             .max_by_key(|(i, q)| (score(q), std::cmp::Reverse(*i)))
             .map(|(i, _)| i as u32)
     }
