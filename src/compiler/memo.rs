@@ -115,6 +115,50 @@ pub fn rewrite(
     )
 }
 
+/// The rewrite [`rewrite`] would give, if the memo holds it: nothing is
+/// made or read from disk.
+pub fn find(
+    spirv: &[u32],
+    id: ModuleId,
+    kernel: &KernelInfo,
+    caps: &DeviceCaps,
+    options: &rewriter::Options,
+    classes: &[ImageClass],
+) -> Option<Arc<Rewritten>> {
+    lookup(&key(id, kernel, caps, options, classes), spirv)
+}
+
+/// How many modules' kernel lists [`kernels`] keeps.
+const KERNEL_LISTS: usize = 16;
+
+/// The kernels of the module `spirv` (whose id is `id`), as `reflect`
+/// finds them: found now, or the list found for the same module before
+/// (a build from source whose front end output comes from the cache then
+/// parses nothing). Failures are not kept.
+pub fn kernels(
+    spirv: &[u32],
+    id: ModuleId,
+    reflect: impl FnOnce(&[u32]) -> Result<Vec<KernelInfo>, String>,
+) -> Result<Vec<KernelInfo>, String> {
+    type Lists = VecDeque<(ModuleId, Arc<[u32]>, Vec<KernelInfo>)>;
+    static LISTS: Mutex<Lists> = Mutex::new(VecDeque::new());
+    let lists = || LISTS.lock().unwrap_or_else(|e| e.into_inner());
+    let hit = lists()
+        .iter()
+        .find(|(i, words, _)| *i == id && **words == *spirv)
+        .map(|(_, _, k)| k.clone());
+    if let Some(k) = hit {
+        return Ok(k);
+    }
+    let found = reflect(spirv)?;
+    let mut lists = lists();
+    if lists.len() == KERNEL_LISTS {
+        lists.pop_front();
+    }
+    lists.push_back((id, spirv.into(), found.clone()));
+    Ok(found)
+}
+
 /// [`rewrite`] with the disk cache in `dir` (none: the memo only).
 fn rewrite_in(
     dir: Option<&Path>,
@@ -265,6 +309,37 @@ mod tests {
         changed[last] = 0x0001_0000 | 8; // OpNop, one word
         let collided = rewrite_in(None, &changed, id, kernel, &caps, opts, &[]);
         assert!(!collided.is_ok_and(|r| *r == *first));
+    }
+
+    /// A module's kernel list is found once; the same words give it again
+    /// without reflecting, other words under the same id do not; `find`
+    /// sees only what the memo holds.
+    #[test]
+    fn kernel_lists_and_found_rewrites() {
+        let source = "kernel void list_test(global int *p) { p[0] = 3; }";
+        let Some(spirv) = frontend::build_for_test(source, false) else {
+            return;
+        };
+        let id = ModuleId::of(&spirv);
+        let reflected = |w: &[u32]| reflect::kernels(&reflect::load(w)?);
+        let first = kernels(&spirv, id, reflected).unwrap();
+        assert_eq!(first[0].name, "list_test");
+        let again = kernels(&spirv, id, |_| Err("reflected again".into())).unwrap();
+        assert_eq!(again, first);
+        let mut changed = spirv.clone();
+        changed.push(0x0001_0000 | 8); // OpNop
+        assert!(kernels(&changed, id, |_| Err("another module".into())).is_err());
+
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            ..Default::default()
+        };
+        let opts = rewriter::Options::default();
+        let kernel = &first[0];
+        assert!(find(&spirv, id, kernel, &caps, &opts, &[]).is_none());
+        let made = rewrite_in(None, &spirv, id, kernel, &caps, opts, &[]).unwrap();
+        let found = find(&spirv, id, kernel, &caps, &opts, &[]).unwrap();
+        assert!(Arc::ptr_eq(&made, &found));
     }
 
     /// A rewrite stored on disk comes back whole; another key, or a

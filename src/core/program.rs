@@ -468,6 +468,28 @@ impl Program {
             .flat_map(|&i| build.kernels.iter().map(move |k| (i, k)))
             .collect();
         let id = ModuleId::of(spirv);
+        // Rewrites made before (a program built again) are taken here;
+        // threads are started only for the rewriting left to do.
+        let mut found: Vec<Made> = Vec::new();
+        let jobs: Vec<(usize, &KernelInfo)> = jobs
+            .into_iter()
+            .filter(|&(i, kernel)| {
+                let classes = float_classes(kernel);
+                let made = made_before(
+                    &self.devices[i],
+                    spirv,
+                    id,
+                    &build.options,
+                    kernel,
+                    &classes,
+                );
+                match made {
+                    Some(r) => found.push(((i, kernel.name.clone(), classes, false), Ok(r))),
+                    None => return true,
+                }
+                false
+            })
+            .collect();
         let next = AtomicUsize::new(0);
         let workers = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
@@ -504,7 +526,7 @@ impl Program {
         });
         let mut failures = Vec::new();
         let mut rewrites = Vec::new();
-        for (key, r) in results.into_iter().flatten() {
+        for (key, r) in found.into_iter().chain(results.into_iter().flatten()) {
             match r {
                 Ok(r) => rewrites.push((key, r)),
                 Err(e) => failures.push(format!(
@@ -703,8 +725,10 @@ impl Program {
                 arg_info: options.kernel_arg_info,
             });
         }
-        let module = reflect::load(&spirv).map_err(|e| failed(e, failure_code))?;
-        let mut kernels = reflect::kernels(&module).map_err(|e| failed(e, failure_code))?;
+        let mut kernels = memo::kernels(&spirv, ModuleId::of(&spirv), |w| {
+            reflect::kernels(&reflect::load(w)?)
+        })
+        .map_err(|e| failed(e, failure_code))?;
         if let Origin::Source(src) = &self.origin {
             unsigned_vec_type_hints(src, &mut kernels);
         }
@@ -870,6 +894,42 @@ fn rewrite_kernel(
     classes: &[ImageClass],
     single_work_item: bool,
 ) -> Result<Arc<Rewritten>, String> {
+    may_run(device, kernel)?;
+    let rewritten = memo::rewrite(
+        spirv,
+        id,
+        kernel,
+        &crate::core::kernel::device_caps(device),
+        rewriter::Options {
+            single_work_item,
+            ..rewriter::Options::from_build_options(options)
+        },
+        classes,
+    )?;
+    fits_local_memory(device, &rewritten)?;
+    Ok(rewritten)
+}
+
+/// The rewrite [`rewrite_kernel`] would give (for all work-items), if it
+/// was made before in this process and the kernel can run.
+fn made_before(
+    device: &Device,
+    spirv: &[u32],
+    id: ModuleId,
+    options: &str,
+    kernel: &KernelInfo,
+    classes: &[ImageClass],
+) -> Option<Arc<Rewritten>> {
+    may_run(device, kernel).ok()?;
+    let options = rewriter::Options::from_build_options(options);
+    let caps = crate::core::kernel::device_caps(device);
+    let rewritten = memo::find(spirv, id, kernel, &caps, &options, classes)?;
+    fits_local_memory(device, &rewritten).ok()?;
+    Some(rewritten)
+}
+
+/// Why `kernel` cannot run on `device` whatever its rewrite, if it cannot.
+fn may_run(device: &Device, kernel: &KernelInfo) -> Result<(), String> {
     // Vulkan refuses a pipeline whose workgroup memory exceeds the
     // device's shared memory, where OpenCL's limit for `__local` data is
     // the same number (CL_DEVICE_LOCAL_MEM_SIZE).
@@ -891,17 +951,12 @@ fn rewrite_kernel(
             kernel.private_bytes
         ));
     }
-    let rewritten = memo::rewrite(
-        spirv,
-        id,
-        kernel,
-        &crate::core::kernel::device_caps(device),
-        rewriter::Options {
-            single_work_item,
-            ..rewriter::Options::from_build_options(options)
-        },
-        classes,
-    )?;
+    Ok(())
+}
+
+/// Whether the rewrite's work-group memory fits the device's.
+fn fits_local_memory(device: &Device, rewritten: &Rewritten) -> Result<(), String> {
+    let limit = device.local_mem_size();
     // The rewriter's own Workgroup data (the collectives' scratch) shares
     // the same memory as the kernel's `__local` variables.
     if rewritten.workgroup_bytes > limit {
@@ -910,7 +965,7 @@ fn rewrite_kernel(
             rewritten.workgroup_bytes
         ));
     }
-    Ok(rewritten)
+    Ok(())
 }
 
 /// Checks application IL: a SPIR-V module (1.0 to 1.6) that validates.
