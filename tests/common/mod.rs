@@ -212,8 +212,32 @@ pub fn environment() -> &'static PathBuf {
             if env!("CARGO_CRATE_NAME").ends_with("_native_dot") {
                 std::env::set_var("VKCL_NATIVE_DOT", "1");
             }
+            // Those named *_without_compiler hide every program vkcl could
+            // run (clang, llvm-spirv, spirv-link), as on a device that
+            // ships none; the test itself finds clang first (`TEST_CLANG`).
+            if env!("CARGO_CRATE_NAME").ends_with("_without_compiler") {
+                if let Some(dir) = front_end_dir() {
+                    std::env::set_var("VKCL_TEST_FRONT_END_DIR", dir);
+                }
+                std::env::set_var("VKCL_CLANG", "/nonexistent/clang");
+                std::env::set_var("VKCL_LLVM_SPIRV", "/nonexistent/llvm-spirv");
+                std::env::set_var("PATH", "/nonexistent");
+            }
         }
         dir
+    })
+}
+
+/// The folder of the newest `clang-N` that has an `llvm-spirv-N` beside
+/// it on the `PATH`, as (folder, N).
+fn front_end_dir() -> Option<String> {
+    let path = std::env::var_os("PATH")?;
+    (15..=19).rev().find_map(|n| {
+        std::env::split_paths(&path).find_map(|dir| {
+            (dir.join(format!("clang-{n}")).is_file()
+                && dir.join(format!("llvm-spirv-{n}")).is_file())
+            .then(|| format!("{}:{n}", dir.display()))
+        })
     })
 }
 
