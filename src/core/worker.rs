@@ -140,7 +140,13 @@ impl Worker {
                     _ => continue,
                 },
                 Err(e) => {
-                    queue.vk.mark_lost();
+                    if e == vk::Result::ERROR_DEVICE_LOST {
+                        queue.vk.mark_lost();
+                    } else {
+                        // The wait failed, not the device: what was
+                        // submitted may still run.
+                        queue.vk.abandon(e);
+                    }
                     Some(format!("the device was lost ({e})"))
                 }
             };

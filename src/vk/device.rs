@@ -393,7 +393,18 @@ impl LogicalDevice {
         self.mark_lost();
     }
 
-    /// Whether the watchdog declared the device hung.
+    /// Gives up on the device after a wait failed with `error`, which is
+    /// not VK_ERROR_DEVICE_LOST: submitted work may still run, so, as on
+    /// a hung device, whatever it uses stays allocated.
+    pub fn abandon(&self, error: vk::Result) {
+        if !self.hung.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            log::error!(target: "vkcl::vk", "waiting for the device failed ({error}): it is given up, and what its work uses stays allocated");
+        }
+        self.mark_lost();
+    }
+
+    /// Whether the device was given up with work that may still run
+    /// (the watchdog took it as hung, or a wait failed).
     pub fn is_hung(&self) -> bool {
         self.hung.load(std::sync::atomic::Ordering::Acquire)
     }
