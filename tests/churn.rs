@@ -9,7 +9,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::ffi::{CStr, CString, c_void};
+use std::ffi::{CString, c_void};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -172,18 +172,18 @@ fn round(cl: &Cl, svm: bool) {
     assert_eq!(e, CL_SUCCESS, "{}: enqueue", cl.how);
     // A semaphore: the in-order queue waits for it before the kernel's
     // signal is even enqueued, and it is released while both are pending.
-    let sem = semaphore_entries(cl);
+    let sem = SemaphoreApi::new(cl);
     let props = [
         CL_SEMAPHORE_TYPE_KHR as cl_semaphore_properties_khr,
         CL_SEMAPHORE_TYPE_BINARY_KHR as cl_semaphore_properties_khr,
         0,
     ];
-    let semaphore = unsafe { (sem.0)(c, props.as_ptr(), &mut err) };
+    let semaphore = unsafe { (sem.create)(c, props.as_ptr(), &mut err) };
     assert_eq!(err, CL_SUCCESS, "{}: semaphore", cl.how);
     unsafe {
         let none = std::ptr::null_mut();
         assert_eq!(
-            (sem.2)(
+            (sem.wait)(
                 q,
                 1,
                 &semaphore,
@@ -195,10 +195,10 @@ fn round(cl: &Cl, svm: bool) {
             CL_SUCCESS
         );
         assert_eq!(
-            (sem.1)(oq, 1, &semaphore, std::ptr::null(), 1, &run, none),
+            (sem.signal)(oq, 1, &semaphore, std::ptr::null(), 1, &run, none),
             CL_SUCCESS
         );
-        assert_eq!((sem.3)(semaphore), CL_SUCCESS);
+        assert_eq!((sem.release)(semaphore), CL_SUCCESS);
     }
     let svm_ptr = if svm {
         let s = unsafe { cl.clSVMAlloc.unwrap()(c, CL_MEM_READ_WRITE, 4096, 0) };
@@ -230,47 +230,6 @@ fn round(cl: &Cl, svm: bool) {
         cl.clReleaseCommandQueue.unwrap()(q);
         cl.clReleaseCommandQueue.unwrap()(oq);
         cl.clReleaseContext.unwrap()(c);
-    }
-}
-
-type SemaphoreOp = unsafe extern "C" fn(
-    cl_command_queue,
-    cl_uint,
-    *const cl_semaphore_khr,
-    *const cl_semaphore_payload_khr,
-    cl_uint,
-    *const cl_event,
-    *mut cl_event,
-) -> cl_int;
-
-/// cl_khr_semaphore's create, signal, wait and release.
-fn semaphore_entries(
-    cl: &Cl,
-) -> (
-    unsafe extern "C" fn(
-        cl_context,
-        *const cl_semaphore_properties_khr,
-        *mut cl_int,
-    ) -> cl_semaphore_khr,
-    SemaphoreOp,
-    SemaphoreOp,
-    unsafe extern "C" fn(cl_semaphore_khr) -> cl_int,
-) {
-    let get = |name: &CStr| {
-        let f = unsafe {
-            cl.clGetExtensionFunctionAddressForPlatform.unwrap()(cl.platform(), name.as_ptr())
-        };
-        assert!(!f.is_null(), "{}: {name:?}", cl.how);
-        f
-    };
-    // SAFETY (each): the extension's entry points have these signatures.
-    unsafe {
-        (
-            std::mem::transmute_copy(&get(c"clCreateSemaphoreWithPropertiesKHR")),
-            std::mem::transmute_copy(&get(c"clEnqueueSignalSemaphoresKHR")),
-            std::mem::transmute_copy(&get(c"clEnqueueWaitSemaphoresKHR")),
-            std::mem::transmute_copy(&get(c"clReleaseSemaphoreKHR")),
-        )
     }
 }
 

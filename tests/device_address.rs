@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::ffi::{CString, c_void};
 use std::ptr::null_mut;
 
 use common::*;
@@ -54,14 +53,9 @@ fn address_passed_to_a_kernel(cl: &Cl) {
     cl.write(s.q, b, 0, &zeros);
     let address = address_of(cl, b).unwrap();
     assert_ne!(address, 0);
-    let name = CString::new("clSetKernelArgDevicePointerEXT").unwrap();
-    let f = unsafe {
-        cl.clGetExtensionFunctionAddressForPlatform.unwrap()(cl.platform(), name.as_ptr())
-    };
-    assert!(!f.is_null(), "{}", cl.how);
     type SetDevicePointer = unsafe extern "C" fn(cl_kernel, cl_uint, cl_ulong) -> cl_int;
     // SAFETY: the extension's entry point has this signature.
-    let set: SetDevicePointer = unsafe { std::mem::transmute::<*mut c_void, SetDevicePointer>(f) };
+    let set: SetDevicePointer = unsafe { extension_fn(cl, "clSetKernelArgDevicePointerEXT") };
     let k = s.kernel(SOURCE, "add_one", "");
     // The second half, through an address inside the buffer.
     assert_eq!(

@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::ffi::{CString, c_void};
-
 use common::*;
 use opencl_sys::*;
 
@@ -17,60 +15,33 @@ both_ways!(
     errors,
 );
 
-/// The extension's entry points, from clGetExtensionFunctionAddressForPlatform.
-struct Sem {
-    create: unsafe extern "C" fn(
-        cl_context,
-        *const cl_semaphore_properties_khr,
-        *mut cl_int,
-    ) -> cl_semaphore_khr,
-    signal: Op,
-    wait: Op,
-    info: unsafe extern "C" fn(cl_semaphore_khr, cl_uint, usize, *mut c_void, *mut usize) -> cl_int,
-    release: unsafe extern "C" fn(cl_semaphore_khr) -> cl_int,
-    retain: unsafe extern "C" fn(cl_semaphore_khr) -> cl_int,
-}
+type Sem = SemaphoreApi;
 
-type Op = unsafe extern "C" fn(
-    cl_command_queue,
-    cl_uint,
-    *const cl_semaphore_khr,
-    *const cl_semaphore_payload_khr,
-    cl_uint,
-    *const cl_event,
-    *mut cl_event,
-) -> cl_int;
-
-fn entry(cl: &Cl, name: &str) -> *mut c_void {
-    let n = CString::new(name).unwrap();
-    let f =
-        unsafe { cl.clGetExtensionFunctionAddressForPlatform.unwrap()(cl.platform(), n.as_ptr()) };
-    assert!(!f.is_null(), "{}: {name}", cl.how);
-    f
-}
-
-/// An extension entry point as the function type `F` it has.
-///
-/// # Safety
-/// `F` is the function pointer type of the entry point `name`.
-unsafe fn entry_as<F: Copy>(cl: &Cl, name: &str) -> F {
-    let f = entry(cl, name);
-    // SAFETY: a function pointer, of the type the caller names.
-    unsafe { std::mem::transmute_copy::<*mut c_void, F>(&f) }
-}
-
-impl Sem {
-    fn new(cl: &Cl) -> Sem {
-        // SAFETY (each): the extension's entry point has this signature.
+impl SemaphoreApi {
+    /// `f` (signal or wait) on the semaphores `list` (its pointer passed
+    /// even when empty) after `waits`, without payloads.
+    fn call(
+        f: SemaphoreOp,
+        q: cl_command_queue,
+        list: &[cl_semaphore_khr],
+        waits: &[cl_event],
+        event: *mut cl_event,
+    ) -> cl_int {
+        let waits_ptr = if waits.is_empty() {
+            std::ptr::null()
+        } else {
+            waits.as_ptr()
+        };
         unsafe {
-            Sem {
-                create: entry_as(cl, "clCreateSemaphoreWithPropertiesKHR"),
-                signal: entry_as(cl, "clEnqueueSignalSemaphoresKHR"),
-                wait: entry_as(cl, "clEnqueueWaitSemaphoresKHR"),
-                info: entry_as(cl, "clGetSemaphoreInfoKHR"),
-                release: entry_as(cl, "clReleaseSemaphoreKHR"),
-                retain: entry_as(cl, "clRetainSemaphoreKHR"),
-            }
+            f(
+                q,
+                list.len() as cl_uint,
+                list.as_ptr(),
+                std::ptr::null(),
+                waits.len() as cl_uint,
+                waits_ptr,
+                event,
+            )
         }
     }
 
@@ -87,24 +58,15 @@ impl Sem {
     }
 
     /// Signals (or waits for) `s` on `q` after `waits`; returns the event.
-    fn op(&self, f: Op, q: cl_command_queue, s: cl_semaphore_khr, waits: &[cl_event]) -> cl_event {
+    fn op(
+        &self,
+        f: SemaphoreOp,
+        q: cl_command_queue,
+        s: cl_semaphore_khr,
+        waits: &[cl_event],
+    ) -> cl_event {
         let mut ev = std::ptr::null_mut();
-        let r = unsafe {
-            f(
-                q,
-                1,
-                &s,
-                std::ptr::null(),
-                waits.len() as cl_uint,
-                if waits.is_empty() {
-                    std::ptr::null()
-                } else {
-                    waits.as_ptr()
-                },
-                &mut ev,
-            )
-        };
-        assert_eq!(r, CL_SUCCESS);
+        assert_eq!(Self::call(f, q, &[s], waits, &mut ev), CL_SUCCESS);
         ev
     }
 
@@ -373,30 +335,10 @@ fn errors(cl: &Cl) {
     assert_eq!(err, CL_INVALID_CONTEXT);
 
     let h = sem.binary(s.c);
-    let none = unsafe {
-        (sem.signal)(
-            s.q,
-            0,
-            &h,
-            std::ptr::null(),
-            0,
-            std::ptr::null(),
-            std::ptr::null_mut(),
-        )
-    };
+    let none = Sem::call(sem.signal, s.q, &[h][..0], &[], std::ptr::null_mut());
     assert_eq!(none, CL_INVALID_VALUE);
     let junk: cl_semaphore_khr = junk_handle();
-    let bad = unsafe {
-        (sem.wait)(
-            s.q,
-            1,
-            &junk,
-            std::ptr::null(),
-            0,
-            std::ptr::null(),
-            std::ptr::null_mut(),
-        )
-    };
+    let bad = Sem::call(sem.wait, s.q, &[junk], &[], std::ptr::null_mut());
     assert_eq!(bad, CL_INVALID_SEMAPHORE_KHR);
     let mut info = 0u64;
     let small = unsafe {

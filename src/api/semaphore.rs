@@ -32,25 +32,29 @@ pub(crate) unsafe extern "C" fn clCreateSemaphoreWithPropertiesKHR(
     unsafe { api_create("clCreateSemaphoreWithPropertiesKHR", errcode_ret, create) }
 }
 
-/// A signal or wait's queue, semaphores and event wait list.
-type Operation = (
-    Arc<Handle<Queue>>,
-    Vec<Arc<Handle<Semaphore>>>,
+/// What a signal or a wait enqueues, given its checked arguments.
+type Operation = fn(
+    &Arc<Handle<Queue>>,
+    &[Arc<Handle<Semaphore>>],
     Vec<Arc<Handle<Event>>>,
-);
+) -> ClResult<Arc<Handle<Event>>>;
 
-/// The queue, semaphores and wait list of a signal or wait, checked in the
-/// order the extension lists its errors.
+/// clEnqueueSignalSemaphoresKHR and clEnqueueWaitSemaphoresKHR: checks the
+/// queue, semaphores and wait list in the order the extension lists its
+/// errors, enqueues `op` and hands out its event. Binary semaphores have
+/// no payload: the payload list is ignored.
 ///
 /// # Safety
 /// The pointers are null or valid for the counts given.
-unsafe fn operation_args(
+unsafe fn enqueue_operation(
     command_queue: cl_command_queue,
     num_sema_objects: cl_uint,
     sema_objects: *const cl_semaphore_khr,
     num_events_in_wait_list: cl_uint,
     event_wait_list: *const cl_event,
-) -> ClResult<Operation> {
+    event: *mut cl_event,
+    op: Operation,
+) -> ClResult<()> {
     let q = Handle::<Queue>::from_raw(command_queue)?;
     if num_sema_objects == 0 || sema_objects.is_null() {
         return err(CL_INVALID_VALUE);
@@ -72,7 +76,10 @@ unsafe fn operation_args(
     // SAFETY: the application passes `num_events_in_wait_list` handles.
     let waits = unsafe { wait_list(&q.context, num_events_in_wait_list, event_wait_list)? };
     check_wait_list_ok(&waits)?;
-    Ok((q, semaphores, waits))
+    let ev = op(&q, &semaphores, waits)?;
+    // SAFETY: null or writable, per the specification.
+    unsafe { out_event(event, ev) };
+    Ok(())
 }
 
 pub(crate) unsafe extern "C" fn clEnqueueSignalSemaphoresKHR(
@@ -86,20 +93,17 @@ pub(crate) unsafe extern "C" fn clEnqueueSignalSemaphoresKHR(
 ) -> cl_int {
     api_call("clEnqueueSignalSemaphoresKHR", || {
         // SAFETY: the application passes lists of the sizes it states.
-        // Binary semaphores have no payload: the payload list is ignored.
-        let (q, semaphores, waits) = unsafe {
-            operation_args(
+        unsafe {
+            enqueue_operation(
                 command_queue,
                 num_sema_objects,
                 sema_objects,
                 num_events_in_wait_list,
                 event_wait_list,
-            )?
-        };
-        let ev = semaphore::enqueue_signal(&q, &semaphores, waits)?;
-        // SAFETY: null or writable, per the specification.
-        unsafe { out_event(event, ev) };
-        Ok(())
+                event,
+                semaphore::enqueue_signal,
+            )
+        }
     })
 }
 
@@ -113,20 +117,18 @@ pub(crate) unsafe extern "C" fn clEnqueueWaitSemaphoresKHR(
     event: *mut cl_event,
 ) -> cl_int {
     api_call("clEnqueueWaitSemaphoresKHR", || {
-        // SAFETY: as in clEnqueueSignalSemaphoresKHR.
-        let (q, semaphores, waits) = unsafe {
-            operation_args(
+        // SAFETY: the application passes lists of the sizes it states.
+        unsafe {
+            enqueue_operation(
                 command_queue,
                 num_sema_objects,
                 sema_objects,
                 num_events_in_wait_list,
                 event_wait_list,
-            )?
-        };
-        let ev = semaphore::enqueue_wait(&q, &semaphores, waits)?;
-        // SAFETY: null or writable, per the specification.
-        unsafe { out_event(event, ev) };
-        Ok(())
+                event,
+                semaphore::enqueue_wait,
+            )
+        }
     })
 }
 

@@ -463,37 +463,32 @@ impl Program {
         if build.binary_type != CL_PROGRAM_BINARY_TYPE_EXECUTABLE {
             return Ok(Vec::new());
         }
-        let jobs: Vec<(usize, &KernelInfo)> = targets
-            .iter()
-            .flat_map(|&i| build.kernels.iter().map(move |k| (i, k)))
-            .collect();
         let id = ModuleId::of(spirv);
         // Rewrites made before (a program built again) are taken here;
         // threads are started only for the rewriting left to do.
         let mut found: Vec<Made> = Vec::new();
-        let jobs: Vec<(usize, &KernelInfo)> = jobs
-            .into_iter()
-            .filter(|&(i, kernel)| {
-                let classes = float_classes(kernel);
-                let made = made_before(
-                    &self.devices[i],
-                    spirv,
-                    id,
-                    &build.options,
-                    kernel,
-                    &classes,
-                );
-                match made {
-                    Some(r) => found.push(((i, kernel.name.clone(), classes, false), Ok(r))),
-                    None => return true,
-                }
-                false
-            })
-            .collect();
+        let mut left = Vec::new();
+        let jobs = targets
+            .iter()
+            .flat_map(|&i| build.kernels.iter().map(move |k| (i, k)));
+        for (i, kernel) in jobs {
+            let classes = float_classes(kernel);
+            match made_before(
+                &self.devices[i],
+                spirv,
+                id,
+                &build.options,
+                kernel,
+                &classes,
+            ) {
+                Some(r) => found.push(((i, kernel.name.clone(), classes, false), Ok(r))),
+                None => left.push((i, kernel, classes)),
+            }
+        }
         let next = AtomicUsize::new(0);
         let workers = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
-            .min(jobs.len());
+            .min(left.len());
         let results: Vec<Vec<Made>> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..workers)
                 .map(|_| {
@@ -501,20 +496,19 @@ impl Program {
                         let mut done = Vec::new();
                         loop {
                             let n = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(&(i, kernel)) = jobs.get(n) else {
+                            let Some((i, kernel, classes)) = left.get(n) else {
                                 return done;
                             };
-                            let classes = float_classes(kernel);
                             let r = rewrite_kernel(
-                                &self.devices[i],
+                                &self.devices[*i],
                                 spirv,
                                 id,
                                 &build.options,
                                 kernel,
-                                &classes,
+                                classes,
                                 false,
                             );
-                            done.push(((i, kernel.name.clone(), classes, false), r));
+                            done.push(((*i, kernel.name.clone(), classes.clone(), false), r));
                         }
                     })
                 })

@@ -749,3 +749,59 @@ pub fn bytes_of<T: Copy>(v: &[T]) -> Vec<u8> {
         std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)).to_vec()
     }
 }
+
+/// An extension's entry point, from clGetExtensionFunctionAddressForPlatform,
+/// as the function type `F` it has.
+///
+/// # Safety
+/// `F` is the function pointer type of the entry point `name`.
+pub unsafe fn extension_fn<F: Copy>(cl: &Cl, name: &str) -> F {
+    let n = CString::new(name).unwrap();
+    let f =
+        unsafe { cl.clGetExtensionFunctionAddressForPlatform.unwrap()(cl.platform(), n.as_ptr()) };
+    assert!(!f.is_null(), "{}: {name}", cl.how);
+    // SAFETY: a function pointer, of the type the caller names.
+    unsafe { std::mem::transmute_copy::<*mut c_void, F>(&f) }
+}
+
+/// clEnqueueSignalSemaphoresKHR and clEnqueueWaitSemaphoresKHR.
+pub type SemaphoreOp = unsafe extern "C" fn(
+    cl_command_queue,
+    cl_uint,
+    *const cl_semaphore_khr,
+    *const cl_semaphore_payload_khr,
+    cl_uint,
+    *const cl_event,
+    *mut cl_event,
+) -> cl_int;
+
+/// cl_khr_semaphore's entry points.
+pub struct SemaphoreApi {
+    pub create: unsafe extern "C" fn(
+        cl_context,
+        *const cl_semaphore_properties_khr,
+        *mut cl_int,
+    ) -> cl_semaphore_khr,
+    pub signal: SemaphoreOp,
+    pub wait: SemaphoreOp,
+    pub info:
+        unsafe extern "C" fn(cl_semaphore_khr, cl_uint, usize, *mut c_void, *mut usize) -> cl_int,
+    pub release: unsafe extern "C" fn(cl_semaphore_khr) -> cl_int,
+    pub retain: unsafe extern "C" fn(cl_semaphore_khr) -> cl_int,
+}
+
+impl SemaphoreApi {
+    pub fn new(cl: &Cl) -> SemaphoreApi {
+        // SAFETY (each): the extension's entry point has this signature.
+        unsafe {
+            SemaphoreApi {
+                create: extension_fn(cl, "clCreateSemaphoreWithPropertiesKHR"),
+                signal: extension_fn(cl, "clEnqueueSignalSemaphoresKHR"),
+                wait: extension_fn(cl, "clEnqueueWaitSemaphoresKHR"),
+                info: extension_fn(cl, "clGetSemaphoreInfoKHR"),
+                release: extension_fn(cl, "clReleaseSemaphoreKHR"),
+                retain: extension_fn(cl, "clRetainSemaphoreKHR"),
+            }
+        }
+    }
+}
