@@ -12,7 +12,10 @@ use std::path::PathBuf;
 use common::*;
 use opencl_sys::*;
 
-both_ways!(il_and_binaries_run_without_a_compiler);
+both_ways!(
+    il_and_binaries_run_without_a_compiler,
+    modules_needing_more_than_the_device_has_are_refused
+);
 
 const SOURCE: &str =
     "kernel void triple(global uint *p) { size_t i = get_global_id(0); p[i] = p[i] * 3u + 1u; }";
@@ -22,15 +25,23 @@ const SOURCE: &str =
 /// machine has none either. Made once for both ways of loading vkcl.
 fn il() -> Option<&'static [u8]> {
     static IL: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
-    IL.get_or_init(make_il).as_deref()
+    IL.get_or_init(|| make_il("spir64")).as_deref()
 }
 
-fn make_il() -> Option<Vec<u8>> {
+/// The same kernel as 32-bit SPIR-V, which no vkcl device runs (their
+/// addresses are 64-bit).
+fn il_32_bit() -> Option<&'static [u8]> {
+    static IL: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
+    IL.get_or_init(|| make_il("spir")).as_deref()
+}
+
+fn make_il(target: &str) -> Option<Vec<u8>> {
     environment();
     let found = std::env::var("VKCL_TEST_FRONT_END_DIR").ok()?;
     let (dir, n) = found.rsplit_once(':')?;
     let dir = PathBuf::from(dir);
-    let work = std::env::temp_dir().join(format!("vkcl-no-compiler-{}", std::process::id()));
+    let work =
+        std::env::temp_dir().join(format!("vkcl-no-compiler-{target}-{}", std::process::id()));
     std::fs::create_dir_all(&work).ok()?;
     let (cl, bc, spv) = (work.join("k.cl"), work.join("k.bc"), work.join("k.spv"));
     std::fs::write(&cl, SOURCE).ok()?;
@@ -39,7 +50,7 @@ fn make_il() -> Option<Vec<u8>> {
             "-c",
             "-cl-std=CL1.2",
             "-target",
-            "spir64-unknown-unknown",
+            &format!("{target}-unknown-unknown"),
             "-emit-llvm",
         ])
         .args(["-Xclang", "-finclude-default-header", "-O2", "-o"])
@@ -171,5 +182,81 @@ fn il_and_binaries_run_without_a_compiler(cl: &Cl) {
     unsafe {
         cl.clReleaseProgram.unwrap()(from_il);
         cl.clReleaseProgram.unwrap()(from_binary);
+    }
+}
+
+/// A vkcl program binary holding `spirv` as an executable, written as
+/// vkcl writes them (magic, format 1, type, argument names kept, options,
+/// the words, an FNV-1a checksum): a binary made by some other build.
+fn binary_around(spirv: &[u8]) -> Vec<u8> {
+    let mut out = b"VKCLBIN\0".to_vec();
+    for v in [
+        1,
+        CL_PROGRAM_BINARY_TYPE_EXECUTABLE,
+        0,
+        0,
+        spirv.len() as u32 / 4,
+    ] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(spirv);
+    let sum = out.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    out.extend_from_slice(&sum.to_le_bytes());
+    out
+}
+
+/// A module asking for what the device lacks (here 32-bit addresses) fails
+/// to build from IL with a log that says why, and as a program binary is
+/// refused with CL_INVALID_BINARY for that device; the same container
+/// around a module the device can run loads.
+fn modules_needing_more_than_the_device_has_are_refused(cl: &Cl) {
+    let (Some(il32), Some(il64)) = (il_32_bit(), il()) else {
+        eprintln!("no clang-N with llvm-spirv-N on this machine: skipped");
+        return;
+    };
+    let d = cl.device();
+    let s = Setup::new(cl);
+    let mut err = 1;
+    let from_il = unsafe {
+        cl.clCreateProgramWithIL.unwrap()(s.c, il32.as_ptr().cast(), il32.len(), &mut err)
+    };
+    assert_eq!(err, CL_SUCCESS, "{}", cl.how);
+    let r = unsafe {
+        cl.clBuildProgram.unwrap()(from_il, 1, &d, c"".as_ptr(), None, std::ptr::null_mut())
+    };
+    assert_eq!(r, CL_BUILD_PROGRAM_FAILURE, "{}", cl.how);
+    let log = c_string(
+        &query(|n, v, r| unsafe {
+            cl.clGetProgramBuildInfo.unwrap()(from_il, d, CL_PROGRAM_BUILD_LOG, n, v, r)
+        })
+        .unwrap(),
+    );
+    assert!(log.contains("32-bit addresses"), "{}: log {log:?}", cl.how);
+    unsafe { cl.clReleaseProgram.unwrap()(from_il) };
+
+    for (module, want) in [(il32, CL_INVALID_BINARY), (il64, CL_SUCCESS)] {
+        let binary = binary_around(module);
+        let mut status = 1;
+        let mut ptr: *const u8 = binary.as_ptr();
+        let p = unsafe {
+            cl.clCreateProgramWithBinary.unwrap()(
+                s.c,
+                1,
+                &d,
+                &binary.len(),
+                &mut ptr,
+                &mut status,
+                &mut err,
+            )
+        };
+        assert_eq!((err, status), (want, want), "{}", cl.how);
+        if want == CL_SUCCESS {
+            build_and_run(cl, &s, p);
+            unsafe { cl.clReleaseProgram.unwrap()(p) };
+        } else {
+            assert!(p.is_null());
+        }
     }
 }

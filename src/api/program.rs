@@ -166,7 +166,7 @@ pub unsafe extern "C" fn clCreateProgramWithBinary(
         };
         let mut builds = Vec::new();
         let mut bad = false;
-        for i in 0..num_devices as usize {
+        for (i, device) in devices.iter().enumerate() {
             // SAFETY: `num_devices` entries in both arrays.
             let (len, ptr) = unsafe { (*lengths.add(i), *binaries.add(i)) };
             if len == 0 || ptr.is_null() {
@@ -175,7 +175,24 @@ pub unsafe extern "C" fn clCreateProgramWithBinary(
             }
             // SAFETY: `len` readable bytes.
             let data = unsafe { std::slice::from_raw_parts(ptr, len) };
-            let (build, status) = match decode_binary(data) {
+            // A binary suits a device when the device has all its module
+            // asks for (made on another machine, it may ask for more).
+            let suited = decode_binary(data).filter(|b| {
+                let unmet = b
+                    .spirv
+                    .as_ref()
+                    .map_or_else(Vec::new, |w| device.unmet_needs(w));
+                if !unmet.is_empty() {
+                    log::warn!(
+                        target: "vkcl::program",
+                        "a program binary needs {}, which {} lacks",
+                        unmet.join(", "),
+                        device.name()
+                    );
+                }
+                unmet.is_empty()
+            });
+            let (build, status) = match suited {
                 Some(b) => (b, CL_SUCCESS),
                 None => {
                     bad = true;

@@ -320,6 +320,66 @@ impl Device {
         features
     }
 
+    /// What a SPIR-V module (an IL program, or the module inside a program
+    /// binary) needs that this device lacks, one phrase each: the optional
+    /// features its capabilities name, and an addressing model other than
+    /// the device's 64-bit one. Empty when the device can run it. The
+    /// rewrite checks the finer points (which sub-group operations, image
+    /// formats) when it builds each kernel.
+    pub fn unmet_needs(&self, words: &[u32]) -> Vec<String> {
+        use rspirv::spirv::Capability as C;
+        let (caps, addressing) = crate::compiler::spirv::input::reflect::preamble(words);
+        let mut unmet = Vec::new();
+        if addressing == Some(rspirv::spirv::AddressingModel::Physical32 as u32) {
+            unmet.push("32-bit addresses (the device's are 64-bit)".to_string());
+        }
+        for c in caps {
+            let (what, has) = match c {
+                C::Float64 => ("double precision (cl_khr_fp64)", self.has_fp64()),
+                // Float16Buffer alone (vload_half and friends) is core.
+                C::Float16 => ("half precision (cl_khr_fp16)", self.has_fp16()),
+                C::Int64Atomics => (
+                    "64-bit atomics (cl_khr_int64_base_atomics)",
+                    self.has_int64_atomics(),
+                ),
+                C::ImageBasic
+                | C::LiteralSampler
+                | C::Sampled1D
+                | C::Image1D
+                | C::SampledBuffer
+                | C::ImageBuffer => ("images", self.image_support()),
+                C::ImageReadWrite => ("read-write images", self.read_write_images()),
+                C::ImageMipmap => ("mipmapped images", false),
+                C::Groups
+                | C::GroupNonUniform
+                | C::GroupNonUniformVote
+                | C::GroupNonUniformArithmetic
+                | C::GroupNonUniformBallot
+                | C::GroupNonUniformShuffle
+                | C::GroupNonUniformShuffleRelative
+                | C::GroupNonUniformClustered => ("sub-groups", self.has_subgroups()),
+                C::DotProduct
+                | C::DotProductInputAll
+                | C::DotProductInput4x8Bit
+                | C::DotProductInput4x8BitPacked => (
+                    "integer dot products (cl_khr_integer_dot_product)",
+                    self.has_integer_dot_product(),
+                ),
+                C::ShaderClockKHR => (
+                    "kernel clocks (cl_khr_kernel_clock)",
+                    self.kernel_clock_capabilities() != 0,
+                ),
+                C::Pipes | C::PipeStorage => ("pipes", false),
+                C::DeviceEnqueue | C::SubgroupDispatch => ("device-side enqueue", false),
+                _ => continue,
+            };
+            if !has && !unmet.iter().any(|u| u == what) {
+                unmet.push(what.to_string());
+            }
+        }
+        unmet
+    }
+
     /// cl_khr_integer_dot_product, unpacked and packed: the rewriter makes
     /// the dot products 8-bit lanes widened, multiplied and added, which
     /// needs 8-bit integers (shaderInt8).

@@ -726,6 +726,24 @@ impl Program {
         if let Origin::Source(src) = &self.origin {
             unsigned_vec_type_hints(src, &mut kernels);
         }
+        // IL may ask for what a device lacks: it is made elsewhere, without
+        // this device's macros (binaries are checked when they are loaded).
+        for &t in targets
+            .iter()
+            .filter(|_| matches!(self.origin, Origin::Il(_)))
+        {
+            let unmet = self.devices[t].unmet_needs(&spirv);
+            if !unmet.is_empty() {
+                return Err(failed(
+                    format!(
+                        "the program needs {}, which {} lacks",
+                        unmet.join(", "),
+                        self.devices[t].name()
+                    ),
+                    failure_code,
+                ));
+            }
+        }
         // A required sub-group size must be one every device offers.
         for k in &kernels {
             for &t in targets {

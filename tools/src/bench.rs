@@ -261,7 +261,7 @@ pub fn run(a: Args) -> Result<(), String> {
     let s = Session::open(a.platform.as_deref(), a.device)?;
     let extensions = text(&s.device_info(CL_DEVICE_EXTENSIONS));
     let max_alloc = s.device_u64(CL_DEVICE_MAX_MEM_ALLOC_SIZE) as usize;
-    let program = s.program(KERNELS, "-cl-mad-enable")?;
+    let program = s.program(KERNELS.as_bytes(), "-cl-mad-enable")?;
     let mut b = Bench {
         s: &s,
         program,
@@ -588,7 +588,7 @@ fn compile(b: &mut Bench<'_>, a: &Args) -> Result<(), String> {
     let out = s.buffer(4, None)?;
     let once = |source: &str| -> Result<(f64, f64), String> {
         let t0 = Instant::now();
-        let program = s.program(source, "-cl-mad-enable")?;
+        let program = s.program(source.as_bytes(), "-cl-mad-enable")?;
         let built = t0.elapsed().as_secs_f64();
         let k = s.kernel(program, "nonce")?;
         let launched = s

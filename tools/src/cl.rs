@@ -58,6 +58,8 @@ api! {
     clEnqueueMapBuffer: clEnqueueMapBuffer_t,
     clEnqueueUnmapMemObject: clEnqueueUnmapMemObject_t,
     clWaitForEvents: clWaitForEvents_t,
+    clCreateProgramWithIL: clCreateProgramWithIL_t,
+    clCreateProgramWithBinary: clCreateProgramWithBinary_t,
     clReleaseEvent: clReleaseEvent_t,
     clGetEventProfilingInfo: clGetEventProfilingInfo_t,
     clCreateProgramWithSource: clCreateProgramWithSource_t,
@@ -253,20 +255,55 @@ impl Session {
     }
 
     /// Builds `source`; the build log is the error.
-    pub fn program(&self, source: &str, options: &str) -> Result<cl_program, String> {
-        let src = CString::new(source).map_err(|_| "the source holds a NUL byte".to_string())?;
-        let mut ptr = src.as_ptr();
+    /// A program built from `file`'s contents: a SPIR-V module (IL), a
+    /// vkcl program binary, or OpenCL C source.
+    pub fn program(&self, file: &[u8], options: &str) -> Result<cl_program, String> {
         let mut err = 0;
-        let p = unsafe {
-            (self.api.clCreateProgramWithSource.unwrap())(
-                self.context,
-                1,
-                &mut ptr,
-                std::ptr::null(),
-                &mut err,
-            )
+        let p = if file.starts_with(&0x0723_0203u32.to_le_bytes()) {
+            let p = unsafe {
+                (self.api.clCreateProgramWithIL.unwrap())(
+                    self.context,
+                    file.as_ptr().cast(),
+                    file.len(),
+                    &mut err,
+                )
+            };
+            check("clCreateProgramWithIL", err)?;
+            p
+        } else if file.starts_with(b"VKCLBIN\0") {
+            let mut status = 0;
+            let mut ptr = file.as_ptr();
+            let p = unsafe {
+                (self.api.clCreateProgramWithBinary.unwrap())(
+                    self.context,
+                    1,
+                    &self.device,
+                    &file.len(),
+                    &mut ptr,
+                    &mut status,
+                    &mut err,
+                )
+            };
+            check("clCreateProgramWithBinary", err)?;
+            p
+        } else {
+            let source = std::str::from_utf8(file)
+                .map_err(|_| "the file is neither SPIR-V, a program binary nor UTF-8 text")?;
+            let src =
+                CString::new(source).map_err(|_| "the source holds a NUL byte".to_string())?;
+            let mut ptr = src.as_ptr();
+            let p = unsafe {
+                (self.api.clCreateProgramWithSource.unwrap())(
+                    self.context,
+                    1,
+                    &mut ptr,
+                    std::ptr::null(),
+                    &mut err,
+                )
+            };
+            check("clCreateProgramWithSource", err)?;
+            p
         };
-        check("clCreateProgramWithSource", err)?;
         let opts = CString::new(options).map_err(|_| "the options hold a NUL byte".to_string())?;
         let r = unsafe {
             (self.api.clBuildProgram.unwrap())(

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
+use opencl_sys::{CL_BUILD_SUCCESS, CL_PROGRAM_BINARY_TYPE_EXECUTABLE};
 use rspirv::binary::Disassemble;
 use vkcl::compiler::frontend::{self, Options, Purpose};
 use vkcl::compiler::spirv::{self, input::reflect};
@@ -16,6 +17,10 @@ pub enum Emit {
     VulkanSpirv,
     /// Kernels, arguments and their push-constant layout.
     Metadata,
+    /// A vkcl program binary (an executable, as `CL_PROGRAM_BINARIES`
+    /// gives it), for clCreateProgramWithBinary on machines without a
+    /// compiler. It suits every device that has what its module uses.
+    Binary,
 }
 
 #[derive(clap::Args)]
@@ -113,6 +118,32 @@ pub fn run(a: Args) -> Result<(), String> {
             return Err(format!("the program has no kernel named {want:?}"));
         }
     }
+    if a.emit == Emit::Binary {
+        let out = a
+            .output
+            .as_ref()
+            .ok_or("--emit binary writes a file: name it with -o")?;
+        let options = Options::parse(&a.options, Purpose::Build)
+            .map_err(|_| format!("invalid build options: {}", a.options))?;
+        let build = vkcl::core::program::Build {
+            status: CL_BUILD_SUCCESS,
+            options: a.options.clone(),
+            binary_type: CL_PROGRAM_BINARY_TYPE_EXECUTABLE,
+            spirv: Some(std::sync::Arc::new(words.clone())),
+            kernels,
+            arg_info: options.kernel_arg_info,
+            ..Default::default()
+        };
+        let unmet = device.unmet_needs(&words);
+        if !unmet.is_empty() {
+            eprintln!(
+                "note: device {} cannot run this binary: it lacks {}",
+                a.device,
+                unmet.join(", ")
+            );
+        }
+        return write(out, &vkcl::core::program::encode_binary(&build));
+    }
     if a.emit == Emit::KernelSpirv {
         return match &a.output {
             Some(out) => write(out, &bytes_of(&words)),
@@ -162,7 +193,7 @@ pub fn run(a: Args) -> Result<(), String> {
                     None => print!("{text}"),
                 }
             }
-            Emit::KernelSpirv => unreachable!("returned above"),
+            Emit::KernelSpirv | Emit::Binary => unreachable!("returned above"),
         }
     }
     if failed.is_empty() {

@@ -19,7 +19,8 @@ Argument specs (--arg, one per kernel argument, in order):
 Example: vkcl run add.cl add --global 1024 --arg buf:float:1024:iota \\
          --arg buf:float:1024:random --arg buf:float:1024 --print 4")]
 pub struct Args {
-    /// The OpenCL C source.
+    /// The program: OpenCL C source, SPIR-V IL (.spv) or a vkcl program
+    /// binary (from `vkcl compile --emit binary`).
     file: PathBuf,
     /// The kernel to run.
     kernel: String,
@@ -190,15 +191,15 @@ pub fn run(a: Args) -> Result<(), String> {
             return Err("--local needs as many sizes as --global".into());
         }
     }
-    let source = std::fs::read_to_string(&a.file)
-        .map_err(|e| format!("cannot read {}: {e}", a.file.display()))?;
+    let file =
+        std::fs::read(&a.file).map_err(|e| format!("cannot read {}: {e}", a.file.display()))?;
     let args: Vec<Arg> = a
         .args
         .iter()
         .map(|s| parse_arg(s))
         .collect::<Result<_, _>>()?;
     let s = Session::open(a.platform.as_deref(), a.device)?;
-    let program = s.program(&source, &a.options)?;
+    let program = s.program(&file, &a.options)?;
     let k = s.kernel(program, &a.kernel)?;
     let count = query(|size, v, r| unsafe {
         (s.api.clGetKernelInfo.unwrap())(k, CL_KERNEL_NUM_ARGS, size, v, r)

@@ -154,6 +154,46 @@ fn run_computes_and_prints() {
     assert!(out.contains("arg 2: 0 3 6 9"), "{out}");
 }
 
+/// What an application packager does: a program binary and SPIR-V IL made
+/// by `vkcl compile`, each run by `vkcl run` as a program built elsewhere.
+#[test]
+fn binaries_and_il_from_compile_run() {
+    let src = file("shipped_add.cl", ADD);
+    assert!(fails(&["compile", src.to_str().unwrap(), "--emit", "binary"]).contains("-o"));
+    for (emit, name) in [
+        ("binary", "shipped_add.bin"),
+        ("kernel-spirv", "shipped_add.spv"),
+    ] {
+        let out = build_dir().join("tool-test-files").join(name);
+        ok(&[
+            "compile",
+            src.to_str().unwrap(),
+            "--emit",
+            emit,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let printed = ok(&[
+            "run",
+            out.to_str().unwrap(),
+            "add",
+            "--global",
+            "64",
+            "--arg",
+            "buf:float:64:iota",
+            "--arg",
+            "buf:float:64:iota",
+            "--arg",
+            "buf:float:64",
+            "--arg",
+            "float:2",
+            "--print",
+            "4",
+        ]);
+        assert!(printed.contains("arg 2: 0 3 6 9"), "{emit}: {printed}");
+    }
+}
+
 #[test]
 fn run_rejects_bad_input() {
     let src = file("run_bad.cl", ADD);

@@ -825,6 +825,39 @@ fn vec_type_name(hint: u32) -> String {
     }
 }
 
+/// The capabilities a module declares and its addressing model, read from
+/// the words of its preamble without loading the module (for deciding
+/// whether a device can run it at all).
+pub fn preamble(words: &[u32]) -> (Vec<rspirv::spirv::Capability>, Option<u32>) {
+    let mut caps = Vec::new();
+    let mut addressing = None;
+    let mut at = 5;
+    while let Some(&first) = words.get(at) {
+        let (len, op) = ((first >> 16) as usize, first & 0xffff);
+        let Some(operands) = words.get(at + 1..at + len.max(1)) else {
+            break;
+        };
+        match op {
+            o if o == Op::Capability as u32 => {
+                if let Some(c) = operands
+                    .first()
+                    .and_then(|&c| rspirv::spirv::Capability::from_u32(c))
+                {
+                    caps.push(c);
+                }
+            }
+            o if o == Op::Extension as u32 || o == Op::ExtInstImport as u32 => {}
+            o if o == Op::MemoryModel as u32 => {
+                addressing = operands.first().copied();
+                break;
+            }
+            _ => break,
+        }
+        at += len.max(1);
+    }
+    (caps, addressing)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
