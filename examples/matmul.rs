@@ -2,7 +2,8 @@
 //! memory, two barriers per step) on the default OpenCL device, checked
 //! against a CPU reference and timed with event profiling.
 //!
-//! It uses whatever OpenCL the system's ICD loader (libOpenCL.so.1) offers;
+//! It uses whatever OpenCL the system's ICD loader (libOpenCL.so.1, or
+//! OpenCL.dll on Windows) offers;
 //! `scripts/main.sh` points the loader at the freshly built vkcl.
 //!
 //! Usage: cargo run --release --example matmul [N]   (N a multiple of 16)
@@ -39,8 +40,13 @@ struct Cl {
 
 fn load() -> Result<Cl, String> {
     // SAFETY: opening the system's OpenCL loader, as any OpenCL program does.
-    let lib = unsafe { libloading::Library::new("libOpenCL.so.1") }
-        .map_err(|e| format!("cannot open libOpenCL.so.1: {e}"))?;
+    let name = if cfg!(windows) {
+        "OpenCL.dll"
+    } else {
+        "libOpenCL.so.1"
+    };
+    let lib = unsafe { libloading::Library::new(name) }
+        .map_err(|e| format!("cannot open {name}: {e}"))?;
     macro_rules! sym {
         ($name:ident: $ty:ty) => {{
             // SAFETY: the symbol has the signature the OpenCL headers give it.

@@ -469,10 +469,12 @@ fn unsupported_features_say_so(cl: &Cl) {
         // Fine-grained SVM is not offered: a null pointer.
         let flags = CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER;
         assert!(cl.clSVMAlloc.unwrap()(c, flags, 1024, 0).is_null());
-        // No native kernels.
+        // No native kernels (asked on a real queue: for a null one, the
+        // Khronos loader answers CL_INVALID_COMMAND_QUEUE itself).
+        let q = cl.queue(c, 0);
         assert_eq!(
             cl.clEnqueueNativeKernel.unwrap()(
-                std::ptr::null_mut(),
+                q,
                 None,
                 std::ptr::null_mut(),
                 0,
@@ -485,6 +487,7 @@ fn unsupported_features_say_so(cl: &Cl) {
             ),
             CL_INVALID_OPERATION
         );
+        assert_eq!(cl.clReleaseCommandQueue.unwrap()(q), CL_SUCCESS);
         assert_eq!(cl.clReleaseContext.unwrap()(c), CL_SUCCESS);
     }
 }

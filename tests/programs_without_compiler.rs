@@ -35,17 +35,37 @@ fn il_32_bit() -> Option<&'static [u8]> {
     IL.get_or_init(|| make_il("spir")).as_deref()
 }
 
+/// `VKCL_TEST_IL_DIR`, when set, keeps the IL between runs: a file there is
+/// used as it is, and IL made here is saved there. A run where the front end
+/// cannot be started (the Windows build under Wine, which starts host
+/// programs but cannot wait for them) takes the IL a host run saved.
 fn make_il(target: &str) -> Option<Vec<u8>> {
     environment();
+    let kept = std::env::var_os("VKCL_TEST_IL_DIR")
+        .map(|d| PathBuf::from(d).join(format!("triple.{target}.spv")));
+    if let Some(bytes) = kept.as_ref().and_then(|f| std::fs::read(f).ok()) {
+        return Some(bytes);
+    }
+    let bytes = compile_il(target)?;
+    if let Some(f) = kept {
+        std::fs::create_dir_all(f.parent()?).ok()?;
+        std::fs::write(f, &bytes).ok()?;
+    }
+    Some(bytes)
+}
+
+fn compile_il(target: &str) -> Option<Vec<u8>> {
     let found = std::env::var("VKCL_TEST_FRONT_END_DIR").ok()?;
     let (dir, n) = found.rsplit_once(':')?;
     let dir = PathBuf::from(dir);
     let work =
         std::env::temp_dir().join(format!("vkcl-no-compiler-{target}-{}", std::process::id()));
     std::fs::create_dir_all(&work).ok()?;
-    let (cl, bc, spv) = (work.join("k.cl"), work.join("k.bc"), work.join("k.spv"));
-    std::fs::write(&cl, SOURCE).ok()?;
+    std::fs::write(work.join("k.cl"), SOURCE).ok()?;
+    // The files are named relative to the folder the tools run in: under
+    // Wine they are host programs, which read host paths.
     let clang = std::process::Command::new(dir.join(format!("clang-{n}")))
+        .current_dir(&work)
         .args([
             "-c",
             "-cl-std=CL1.2",
@@ -53,20 +73,18 @@ fn make_il(target: &str) -> Option<Vec<u8>> {
             &format!("{target}-unknown-unknown"),
             "-emit-llvm",
         ])
-        .args(["-Xclang", "-finclude-default-header", "-O2", "-o"])
-        .arg(&bc)
-        .arg(&cl)
+        .args(["-Xclang", "-finclude-default-header", "-O2"])
+        .args(["-o", "k.bc", "k.cl"])
         .status()
         .ok()?;
     assert!(clang.success(), "clang-{n} failed");
     let spirv = std::process::Command::new(dir.join(format!("llvm-spirv-{n}")))
-        .arg(&bc)
-        .arg("-o")
-        .arg(&spv)
+        .current_dir(&work)
+        .args(["k.bc", "-o", "k.spv"])
         .status()
         .ok()?;
     assert!(spirv.success(), "llvm-spirv-{n} failed");
-    let bytes = std::fs::read(&spv).ok();
+    let bytes = std::fs::read(work.join("k.spv")).ok();
     let _ = std::fs::remove_dir_all(&work);
     bytes
 }

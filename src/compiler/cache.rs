@@ -3,7 +3,8 @@
 //! version and vkcl's own.
 //!
 //! Entries live in `$VKCL_CACHE_DIR`, else `$XDG_CACHE_HOME/vkcl`, else
-//! `~/.cache/vkcl`; `VKCL_CACHE=0` turns the cache off. An entry holds its
+//! `~/.cache/vkcl` (on Windows `%LOCALAPPDATA%\vkcl\cache`); `VKCL_CACHE=0`
+//! turns the cache off. An entry holds its
 //! whole key and a checksum: a mismatched or corrupt entry is ignored (and
 //! rebuilt), never trusted. Writes go to a temporary file renamed into
 //! place, so readers never see half an entry.
@@ -58,6 +59,10 @@ pub fn dir() -> Option<PathBuf> {
     }
     if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
         return Some(PathBuf::from(d).join("vkcl"));
+    }
+    if cfg!(windows) {
+        return std::env::var_os("LOCALAPPDATA")
+            .map(|d| PathBuf::from(d).join("vkcl").join("cache"));
     }
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("vkcl"))
 }

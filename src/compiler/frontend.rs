@@ -37,10 +37,12 @@ pub fn front_end() -> Option<&'static FrontEnd> {
     .as_ref()
 }
 
-fn find_in_path(name: &str) -> Option<PathBuf> {
+/// The program `name` (with `.exe` on Windows) in a folder of `PATH`.
+pub(crate) fn find_in_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
+    let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
     std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
+        .map(|dir| dir.join(&file))
         .find(|p| p.is_file())
 }
 

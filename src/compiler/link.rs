@@ -11,10 +11,7 @@ use spirv_tools::TargetEnv;
 use spirv_tools::val::{Validator, compiled::CompiledValidator};
 
 fn tool(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
+    super::frontend::find_in_path(name)
 }
 
 fn to_bytes(words: &[u32]) -> Vec<u8> {

@@ -167,9 +167,14 @@ fn build_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// The freshly built library.
+/// The freshly built library (`libvkcl.so`, or `vkcl.dll` on Windows).
 pub fn library_path() -> PathBuf {
-    let lib = build_dir().join("libvkcl.so");
+    let name = format!(
+        "{}vkcl{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    let lib = build_dir().join(name);
     assert!(
         lib.exists(),
         "{} is missing: build the library first",
@@ -195,7 +200,13 @@ pub fn environment() -> &'static PathBuf {
         // through before it touches OpenCL, and no test reads or writes the
         // environment on another thread while it runs.
         unsafe {
-            std::env::set_var("OCL_ICD_VENDORS", &dir);
+            // ocl-icd reads the folder; the Khronos loader on Windows takes
+            // the library itself (it has no folder of .icd files).
+            if cfg!(windows) {
+                std::env::set_var("OCL_ICD_FILENAMES", library_path());
+            } else {
+                std::env::set_var("OCL_ICD_VENDORS", &dir);
+            }
             // Validation is fatal, unless the run asks otherwise (a GPU
             // machine whose validation layer predates an extension that
             // is under test).
@@ -221,7 +232,10 @@ pub fn environment() -> &'static PathBuf {
                 }
                 std::env::set_var("VKCL_CLANG", "/nonexistent/clang");
                 std::env::set_var("VKCL_LLVM_SPIRV", "/nonexistent/llvm-spirv");
-                std::env::set_var("PATH", "/nonexistent");
+                // Windows finds libraries through PATH: it stays there.
+                if !cfg!(windows) {
+                    std::env::set_var("PATH", "/nonexistent");
+                }
             }
         }
         dir
@@ -246,7 +260,14 @@ pub fn loader() -> &'static Cl {
     static CL: OnceLock<Cl> = OnceLock::new();
     CL.get_or_init(|| {
         environment();
-        Cl::load("ICD loader", "libOpenCL.so.1")
+        Cl::load(
+            "ICD loader",
+            if cfg!(windows) {
+                "OpenCL.dll"
+            } else {
+                "libOpenCL.so.1"
+            },
+        )
     })
 }
 

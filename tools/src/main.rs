@@ -37,6 +37,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Output piped into `head` or a closed pager ends the program quietly,
+    // as for other command-line tools, instead of a panic on the next print.
+    #[cfg(unix)]
+    // SAFETY: restoring the default action of SIGPIPE before any thread
+    // starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info => info::run(),
