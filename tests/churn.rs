@@ -200,6 +200,65 @@ fn round(cl: &Cl, svm: bool) {
         );
         assert_eq!((sem.release)(semaphore), CL_SUCCESS);
     }
+    // A command buffer: a fill recorded, enqueued behind the semaphore's
+    // wait and released while that enqueue is pending.
+    unsafe {
+        use std::ptr::{null, null_mut};
+        let create: unsafe extern "C" fn(
+            cl_uint,
+            *const cl_command_queue,
+            *const cl_command_buffer_properties_khr,
+            *mut cl_int,
+        ) -> cl_command_buffer_khr = extension_fn(cl, "clCreateCommandBufferKHR");
+        let fill: unsafe extern "C" fn(
+            cl_command_buffer_khr,
+            cl_command_queue,
+            *const cl_command_properties_khr,
+            cl_mem,
+            *const c_void,
+            usize,
+            usize,
+            usize,
+            cl_uint,
+            *const cl_sync_point_khr,
+            *mut cl_sync_point_khr,
+            *mut cl_mutable_command_khr,
+        ) -> cl_int = extension_fn(cl, "clCommandFillBufferKHR");
+        let finalize: unsafe extern "C" fn(cl_command_buffer_khr) -> cl_int =
+            extension_fn(cl, "clFinalizeCommandBufferKHR");
+        let enqueue: unsafe extern "C" fn(
+            cl_uint,
+            *mut cl_command_queue,
+            cl_command_buffer_khr,
+            cl_uint,
+            *const cl_event,
+            *mut cl_event,
+        ) -> cl_int = extension_fn(cl, "clEnqueueCommandBufferKHR");
+        let release: unsafe extern "C" fn(cl_command_buffer_khr) -> cl_int =
+            extension_fn(cl, "clReleaseCommandBufferKHR");
+        let b = create(1, &q, null(), &mut err);
+        assert_eq!(err, CL_SUCCESS, "{}: command buffer", cl.how);
+        let word = 7u32;
+        let pattern = (&word as *const u32).cast();
+        let r = fill(
+            b,
+            null_mut(),
+            null(),
+            buf,
+            pattern,
+            4,
+            0,
+            64,
+            0,
+            null(),
+            null_mut(),
+            null_mut(),
+        );
+        assert_eq!(r, CL_SUCCESS);
+        assert_eq!(finalize(b), CL_SUCCESS);
+        assert_eq!(enqueue(0, null_mut(), b, 0, null(), null_mut()), CL_SUCCESS);
+        assert_eq!(release(b), CL_SUCCESS);
+    }
     let svm_ptr = if svm {
         let s = unsafe { cl.clSVMAlloc.unwrap()(c, CL_MEM_READ_WRITE, 4096, 0) };
         assert!(!s.is_null(), "{}: clSVMAlloc", cl.how);

@@ -260,6 +260,17 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_EXTENSIONS => info(extension_string(&d.extensions())),
         CL_DEVICE_EXTENSIONS_WITH_VERSION => info(extension_versions(&d.extensions())),
         CL_DEVICE_SEMAPHORE_TYPES_KHR => info(vec![CL_SEMAPHORE_TYPE_BINARY_KHR]),
+        // Command buffers replay on any queue of the device, with printf.
+        CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR => {
+            info(CL_COMMAND_BUFFER_CAPABILITY_KERNEL_PRINTF_KHR)
+        }
+        CL_DEVICE_COMMAND_BUFFER_SUPPORTED_QUEUE_PROPERTIES_KHR => info(
+            CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE as cl_command_queue_properties
+                | CL_QUEUE_PROFILING_ENABLE as cl_command_queue_properties,
+        ),
+        CL_DEVICE_COMMAND_BUFFER_REQUIRED_QUEUE_PROPERTIES_KHR => {
+            info(0 as cl_command_queue_properties)
+        }
         // printf is not offered yet.
         CL_DEVICE_PRINTF_BUFFER_SIZE => info(crate::core::printf::buffer_size()),
         CL_DEVICE_PREFERRED_INTEROP_USER_SYNC => info(true),

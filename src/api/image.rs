@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use opencl_sys::*;
 
-use crate::api::memory::{ACCESS_FLAGS, Target, check_mem_flags};
+use crate::api::memory::{ACCESS_FLAGS, Plan, Target, check_mem_flags};
 use crate::api::util::*;
 use crate::core::context::Context;
 use crate::core::device::Device;
@@ -792,33 +792,65 @@ pub unsafe extern "C" fn clEnqueueCopyImage(
     event: *mut cl_event,
 ) -> cl_int {
     api_call("clEnqueueCopyImage", || {
-        let (t, i) = image_target(
-            command_queue,
-            &[src_image, dst_image],
-            num_events_in_wait_list,
-            event_wait_list,
-        )?;
-        let (src, dst) = (&i[0], &i[1]);
-        let f = |i: &Image| {
-            (
-                i.format.image_channel_order,
-                i.format.image_channel_data_type,
-            )
+        // SAFETY: three values in each array, per the specification.
+        let (t, plan) = unsafe {
+            copy_image_plan(
+                command_queue,
+                src_image,
+                dst_image,
+                src_origin,
+                dst_origin,
+                region,
+                num_events_in_wait_list,
+                event_wait_list,
+            )?
         };
-        if f(src) != f(dst) {
-            return err(CL_IMAGE_FORMAT_MISMATCH);
-        }
-        let (so, d_o, region) = (triple(src_origin)?, triple(dst_origin)?, triple(region)?);
-        src.check_region(so, region)?;
-        dst.check_region(d_o, region)?;
-        if Arc::ptr_eq(src, dst)
-            && (0..3).all(|k| so[k] < d_o[k] + region[k] && d_o[k] < so[k] + region[k])
-        {
-            return err(CL_MEM_COPY_OVERLAP);
-        }
-        let w = work::copy(&t.queue, src, dst, so, d_o, region)?;
+        let w = plan(&t.queue)?;
         t.run(CL_COMMAND_COPY_IMAGE, false, event, w)
     })
+}
+
+/// clEnqueueCopyImage's checks and work (also clCommandCopyImageKHR's).
+///
+/// # Safety
+/// The origins and region are null or point to three values each.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn copy_image_plan(
+    command_queue: cl_command_queue,
+    src_image: cl_mem,
+    dst_image: cl_mem,
+    src_origin: *const usize,
+    dst_origin: *const usize,
+    region: *const usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+) -> ClResult<(Target, Plan)> {
+    let (t, i) = image_target(
+        command_queue,
+        &[src_image, dst_image],
+        num_events_in_wait_list,
+        event_wait_list,
+    )?;
+    let (src, dst) = (i[0].clone(), i[1].clone());
+    let f = |i: &Image| {
+        (
+            i.format.image_channel_order,
+            i.format.image_channel_data_type,
+        )
+    };
+    if f(&src) != f(&dst) {
+        return err(CL_IMAGE_FORMAT_MISMATCH);
+    }
+    let (so, d_o, region) = (triple(src_origin)?, triple(dst_origin)?, triple(region)?);
+    src.check_region(so, region)?;
+    dst.check_region(d_o, region)?;
+    if Arc::ptr_eq(&src, &dst)
+        && (0..3).all(|k| so[k] < d_o[k] + region[k] && d_o[k] < so[k] + region[k])
+    {
+        return err(CL_MEM_COPY_OVERLAP);
+    }
+    let plan: Plan = Arc::new(move |q| work::copy(q, &src, &dst, so, d_o, region));
+    Ok((t, plan))
 }
 
 #[unsafe(no_mangle)]
@@ -834,25 +866,58 @@ pub unsafe extern "C" fn clEnqueueCopyImageToBuffer(
     event: *mut cl_event,
 ) -> cl_int {
     api_call("clEnqueueCopyImageToBuffer", || {
-        let (t, i) = image_target(
-            command_queue,
-            &[src_image],
-            num_events_in_wait_list,
-            event_wait_list,
-        )?;
-        let b = buffer_of(&t, dst_buffer)?;
-        let i = &i[0];
-        let (origin, region) = (triple(src_origin)?, triple(region)?);
-        i.check_region(origin, region)?;
-        if dst_offset
-            .checked_add(i.packed_size(region))
-            .is_none_or(|end| end > b.size)
-        {
-            return err(CL_INVALID_VALUE);
-        }
-        let w = work::to_buffer(&t.queue, i, origin, region, &b, dst_offset)?;
+        // SAFETY: three values in each array, per the specification.
+        let (t, plan) = unsafe {
+            copy_image_to_buffer_plan(
+                command_queue,
+                src_image,
+                dst_buffer,
+                src_origin,
+                region,
+                dst_offset,
+                num_events_in_wait_list,
+                event_wait_list,
+            )?
+        };
+        let w = plan(&t.queue)?;
         t.run(CL_COMMAND_COPY_IMAGE_TO_BUFFER, false, event, w)
     })
+}
+
+/// clEnqueueCopyImageToBuffer's checks and work (also
+/// clCommandCopyImageToBufferKHR's).
+///
+/// # Safety
+/// The origin and region are null or point to three values each.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn copy_image_to_buffer_plan(
+    command_queue: cl_command_queue,
+    src_image: cl_mem,
+    dst_buffer: cl_mem,
+    src_origin: *const usize,
+    region: *const usize,
+    dst_offset: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+) -> ClResult<(Target, Plan)> {
+    let (t, i) = image_target(
+        command_queue,
+        &[src_image],
+        num_events_in_wait_list,
+        event_wait_list,
+    )?;
+    let b = buffer_of(&t, dst_buffer)?;
+    let i = i[0].clone();
+    let (origin, region) = (triple(src_origin)?, triple(region)?);
+    i.check_region(origin, region)?;
+    if dst_offset
+        .checked_add(i.packed_size(region))
+        .is_none_or(|end| end > b.size)
+    {
+        return err(CL_INVALID_VALUE);
+    }
+    let plan: Plan = Arc::new(move |q| work::to_buffer(q, &i, origin, region, &b, dst_offset));
+    Ok((t, plan))
 }
 
 #[unsafe(no_mangle)]
@@ -868,25 +933,58 @@ pub unsafe extern "C" fn clEnqueueCopyBufferToImage(
     event: *mut cl_event,
 ) -> cl_int {
     api_call("clEnqueueCopyBufferToImage", || {
-        let (t, i) = image_target(
-            command_queue,
-            &[dst_image],
-            num_events_in_wait_list,
-            event_wait_list,
-        )?;
-        let b = buffer_of(&t, src_buffer)?;
-        let i = &i[0];
-        let (origin, region) = (triple(dst_origin)?, triple(region)?);
-        i.check_region(origin, region)?;
-        if src_offset
-            .checked_add(i.packed_size(region))
-            .is_none_or(|end| end > b.size)
-        {
-            return err(CL_INVALID_VALUE);
-        }
-        let w = work::from_buffer(&t.queue, &b, src_offset, i, origin, region)?;
+        // SAFETY: three values in each array, per the specification.
+        let (t, plan) = unsafe {
+            copy_buffer_to_image_plan(
+                command_queue,
+                src_buffer,
+                dst_image,
+                src_offset,
+                dst_origin,
+                region,
+                num_events_in_wait_list,
+                event_wait_list,
+            )?
+        };
+        let w = plan(&t.queue)?;
         t.run(CL_COMMAND_COPY_BUFFER_TO_IMAGE, false, event, w)
     })
+}
+
+/// clEnqueueCopyBufferToImage's checks and work (also
+/// clCommandCopyBufferToImageKHR's).
+///
+/// # Safety
+/// The origin and region are null or point to three values each.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn copy_buffer_to_image_plan(
+    command_queue: cl_command_queue,
+    src_buffer: cl_mem,
+    dst_image: cl_mem,
+    src_offset: usize,
+    dst_origin: *const usize,
+    region: *const usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+) -> ClResult<(Target, Plan)> {
+    let (t, i) = image_target(
+        command_queue,
+        &[dst_image],
+        num_events_in_wait_list,
+        event_wait_list,
+    )?;
+    let b = buffer_of(&t, src_buffer)?;
+    let i = i[0].clone();
+    let (origin, region) = (triple(dst_origin)?, triple(region)?);
+    i.check_region(origin, region)?;
+    if src_offset
+        .checked_add(i.packed_size(region))
+        .is_none_or(|end| end > b.size)
+    {
+        return err(CL_INVALID_VALUE);
+    }
+    let plan: Plan = Arc::new(move |q| work::from_buffer(q, &b, src_offset, &i, origin, region));
+    Ok((t, plan))
 }
 
 #[unsafe(no_mangle)]
@@ -901,32 +999,62 @@ pub unsafe extern "C" fn clEnqueueFillImage(
     event: *mut cl_event,
 ) -> cl_int {
     api_call("clEnqueueFillImage", || {
-        let (t, i) = image_target(
-            command_queue,
-            &[image],
-            num_events_in_wait_list,
-            event_wait_list,
-        )?;
-        let i = &i[0];
-        if fill_color.is_null() {
-            return err(CL_INVALID_VALUE);
-        }
-        let (origin, region) = (triple(origin)?, triple(region)?);
-        i.check_region(origin, region)?;
-        // SAFETY: non-null; the colour is four 32-bit values, or one
-        // float for a depth image.
-        let color = unsafe {
-            if i.format.image_channel_order == CL_DEPTH {
-                let mut c = [0u8; 16];
-                c[..4].copy_from_slice(&*(fill_color as *const [u8; 4]));
-                c
-            } else {
-                *(fill_color as *const [u8; 16])
-            }
+        // SAFETY: the colour and the arrays are as the specification says.
+        let (t, plan) = unsafe {
+            fill_image_plan(
+                command_queue,
+                image,
+                fill_color,
+                origin,
+                region,
+                num_events_in_wait_list,
+                event_wait_list,
+            )?
         };
-        let w = work::fill(&t.queue, i, &color, origin, region)?;
+        let w = plan(&t.queue)?;
         t.run(CL_COMMAND_FILL_IMAGE, false, event, w)
     })
+}
+
+/// clEnqueueFillImage's checks and work (also clCommandFillImageKHR's).
+///
+/// # Safety
+/// `fill_color` is null or points to four 32-bit values (one float for a
+/// depth image); the origin and region are null or three values each.
+pub(crate) unsafe fn fill_image_plan(
+    command_queue: cl_command_queue,
+    image: cl_mem,
+    fill_color: *const c_void,
+    origin: *const usize,
+    region: *const usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+) -> ClResult<(Target, Plan)> {
+    let (t, i) = image_target(
+        command_queue,
+        &[image],
+        num_events_in_wait_list,
+        event_wait_list,
+    )?;
+    let i = i[0].clone();
+    if fill_color.is_null() {
+        return err(CL_INVALID_VALUE);
+    }
+    let (origin, region) = (triple(origin)?, triple(region)?);
+    i.check_region(origin, region)?;
+    // SAFETY: non-null; the colour is four 32-bit values, or one float
+    // for a depth image.
+    let color = unsafe {
+        if i.format.image_channel_order == CL_DEPTH {
+            let mut c = [0u8; 16];
+            c[..4].copy_from_slice(&*(fill_color as *const [u8; 4]));
+            c
+        } else {
+            *(fill_color as *const [u8; 16])
+        }
+    };
+    let plan: Plan = Arc::new(move |q| work::fill(q, &i, &color, origin, region));
+    Ok((t, plan))
 }
 
 #[unsafe(no_mangle)]

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use opencl_sys::*;
 
+use crate::api::memory::Target;
 use crate::api::util::*;
 use crate::compiler::spirv::input::reflect::{ArgKind, KernelArg};
 use crate::core::device::Device;
@@ -432,6 +433,36 @@ fn enqueue_ndrange(
     event: *mut cl_event,
     command_type: cl_command_type,
 ) -> ClResult<()> {
+    let (t, launch) = ndrange_launch(
+        command_queue,
+        kernel,
+        work_dim,
+        global_work_offset,
+        global_work_size,
+        local_work_size,
+        num_events_in_wait_list,
+        event_wait_list,
+    )?;
+    let ev = launch.enqueue(&t.queue, command_type, t.waits)?;
+    // SAFETY: null or writable, per the specification.
+    unsafe { out_event(event, ev) };
+    Ok(())
+}
+
+/// clEnqueueNDRangeKernel's checks, in the specification's order, and the
+/// launch they allow (the kernel's arguments as set now): also
+/// clCommandNDRangeKernelKHR's.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn ndrange_launch(
+    command_queue: cl_command_queue,
+    kernel: cl_kernel,
+    work_dim: cl_uint,
+    global_work_offset: *const usize,
+    global_work_size: *const usize,
+    local_work_size: *const usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+) -> ClResult<(Target, Launch)> {
     let q = Handle::<Queue>::from_raw(command_queue)?;
     let k = Handle::<Kernel>::from_raw(kernel)?;
     if !Arc::ptr_eq(&q.context, &k.program.context) {
@@ -501,10 +532,8 @@ fn enqueue_ndrange(
     // SAFETY: the application passes `num_events_in_wait_list` handles.
     let waits = unsafe { wait_list(&q.context, num_events_in_wait_list, event_wait_list)? };
     let range = NdRange::new(&k, d, offset, global, local)?;
-    let ev = Launch::new(&q, &k, range)?.enqueue(&q, command_type, waits)?;
-    // SAFETY: null or writable, per the specification.
-    unsafe { out_event(event, ev) };
-    Ok(())
+    let launch = Launch::new(&q, &k, range)?;
+    Ok((Target { queue: q, waits }, launch))
 }
 
 #[unsafe(no_mangle)]

@@ -323,6 +323,12 @@ pub(crate) struct Target {
     pub waits: Vec<Arc<Handle<crate::core::event::Event>>>,
 }
 
+/// A checked command's device work, made afresh each time the command
+/// runs: once for an enqueue, at every enqueue of the command buffer a
+/// command was recorded into. The values it captures (buffers, sizes,
+/// patterns) are those of the call that checked them.
+pub(crate) use crate::core::command_buffer::Plan;
+
 pub(crate) fn target(
     command_queue: cl_command_queue,
     buffers: &[cl_mem],
@@ -484,27 +490,48 @@ pub unsafe extern "C" fn clEnqueueCopyBuffer(
     event: *mut cl_event,
 ) -> cl_int {
     api_call("clEnqueueCopyBuffer", || {
-        let (t, b) = target(
+        let (t, plan) = copy_buffer_plan(
             command_queue,
-            &[src_buffer, dst_buffer],
+            src_buffer,
+            dst_buffer,
+            src_offset,
+            dst_offset,
+            size,
             num_events_in_wait_list,
             event_wait_list,
         )?;
-        let (src, dst) = (&b[0], &b[1]);
-        in_bounds(src, src_offset, size)?;
-        in_bounds(dst, dst_offset, size)?;
-        if ranges_overlap(src, src_offset, dst, dst_offset, size) {
-            return err(CL_MEM_COPY_OVERLAP);
-        }
-        // A zero-sized copy is allowed and moves nothing.
-        let region = [(src_offset, dst_offset, size)];
-        t.run(
-            CL_COMMAND_COPY_BUFFER,
-            false,
-            event,
-            work::copy(src, dst, &region),
-        )
+        let w = plan(&t.queue)?;
+        t.run(CL_COMMAND_COPY_BUFFER, false, event, w)
     })
+}
+
+/// clEnqueueCopyBuffer's checks and work (also clCommandCopyBufferKHR's).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn copy_buffer_plan(
+    command_queue: cl_command_queue,
+    src_buffer: cl_mem,
+    dst_buffer: cl_mem,
+    src_offset: usize,
+    dst_offset: usize,
+    size: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+) -> ClResult<(Target, Plan)> {
+    let (t, b) = target(
+        command_queue,
+        &[src_buffer, dst_buffer],
+        num_events_in_wait_list,
+        event_wait_list,
+    )?;
+    let (src, dst) = (b[0].clone(), b[1].clone());
+    in_bounds(&src, src_offset, size)?;
+    in_bounds(&dst, dst_offset, size)?;
+    if ranges_overlap(&src, src_offset, &dst, dst_offset, size) {
+        return err(CL_MEM_COPY_OVERLAP);
+    }
+    // A zero-sized copy is allowed and moves nothing.
+    let region = [(src_offset, dst_offset, size)];
+    Ok((t, Arc::new(move |_| Ok(work::copy(&src, &dst, &region)))))
 }
 
 #[unsafe(no_mangle)]
@@ -520,31 +547,65 @@ pub unsafe extern "C" fn clEnqueueFillBuffer(
     event: *mut cl_event,
 ) -> cl_int {
     api_call("clEnqueueFillBuffer", || {
-        let (t, b) = target(
-            command_queue,
-            &[buffer],
-            num_events_in_wait_list,
-            event_wait_list,
-        )?;
-        let b = &b[0];
-        if pattern.is_null()
-            || !pattern_size.is_power_of_two()
-            || pattern_size > 128
-            || offset % pattern_size != 0
-            || size % pattern_size != 0
-        {
-            return err(CL_INVALID_VALUE);
-        }
-        in_bounds(b, offset, size)?;
         // SAFETY: the application passes `pattern_size` readable bytes.
-        let pat = unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) };
-        let w = if size == 0 {
-            Work::none()
-        } else {
-            work::fill(&t.queue, b, pat, offset, size)?
+        let (t, plan) = unsafe {
+            fill_buffer_plan(
+                command_queue,
+                buffer,
+                pattern,
+                pattern_size,
+                offset,
+                size,
+                num_events_in_wait_list,
+                event_wait_list,
+            )?
         };
+        let w = plan(&t.queue)?;
         t.run(CL_COMMAND_FILL_BUFFER, false, event, w)
     })
+}
+
+/// clEnqueueFillBuffer's checks and work (also clCommandFillBufferKHR's).
+///
+/// # Safety
+/// `pattern` is null or points to `pattern_size` bytes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn fill_buffer_plan(
+    command_queue: cl_command_queue,
+    buffer: cl_mem,
+    pattern: *const c_void,
+    pattern_size: usize,
+    offset: usize,
+    size: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+) -> ClResult<(Target, Plan)> {
+    let (t, b) = target(
+        command_queue,
+        &[buffer],
+        num_events_in_wait_list,
+        event_wait_list,
+    )?;
+    let b = b[0].clone();
+    if pattern.is_null()
+        || !pattern_size.is_power_of_two()
+        || pattern_size > 128
+        || offset % pattern_size != 0
+        || size % pattern_size != 0
+    {
+        return err(CL_INVALID_VALUE);
+    }
+    in_bounds(&b, offset, size)?;
+    // SAFETY: the caller promises `pattern_size` readable bytes.
+    let pat = unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) }.to_vec();
+    let plan: Plan = Arc::new(move |q| {
+        if size == 0 {
+            Ok(Work::none())
+        } else {
+            work::fill(q, &b, &pat, offset, size)
+        }
+    });
+    Ok((t, plan))
 }
 
 /// Reads a 3-component size_t array argument.
@@ -783,52 +844,101 @@ pub unsafe extern "C" fn clEnqueueCopyBufferRect(
     event: *mut cl_event,
 ) -> cl_int {
     api_call("clEnqueueCopyBufferRect", || {
-        let (t, b) = target(
-            command_queue,
-            &[src_buffer, dst_buffer],
-            num_events_in_wait_list,
-            event_wait_list,
-        )?;
-        let (src, dst) = (&b[0], &b[1]);
-        // SAFETY: three values each, per the specification.
-        let (so, dof, region) =
-            unsafe { (triple(src_origin)?, triple(dst_origin)?, triple(region)?) };
-        check_region(region)?;
-        let sr = rect(so, region, src_row_pitch, src_slice_pitch)?;
-        let dr = rect(dof, region, dst_row_pitch, dst_slice_pitch)?;
-        if sr.end(region) > src.size || dr.end(region) > dst.size {
+        // SAFETY: three values in each array, per the specification.
+        let (t, plan) = unsafe {
+            copy_buffer_rect_plan(
+                command_queue,
+                src_buffer,
+                dst_buffer,
+                src_origin,
+                dst_origin,
+                region,
+                [
+                    src_row_pitch,
+                    src_slice_pitch,
+                    dst_row_pitch,
+                    dst_slice_pitch,
+                ],
+                num_events_in_wait_list,
+                event_wait_list,
+            )?
+        };
+        let w = plan(&t.queue)?;
+        t.run(CL_COMMAND_COPY_BUFFER_RECT, false, event, w)
+    })
+}
+
+/// clEnqueueCopyBufferRect's checks and work (also
+/// clCommandCopyBufferRectKHR's); `pitches` are the source row and slice
+/// pitches, then the destination's.
+///
+/// # Safety
+/// The origins and region are null or point to three values each.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn copy_buffer_rect_plan(
+    command_queue: cl_command_queue,
+    src_buffer: cl_mem,
+    dst_buffer: cl_mem,
+    src_origin: *const usize,
+    dst_origin: *const usize,
+    region: *const usize,
+    pitches: [usize; 4],
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+) -> ClResult<(Target, Plan)> {
+    let [
+        src_row_pitch,
+        src_slice_pitch,
+        dst_row_pitch,
+        dst_slice_pitch,
+    ] = pitches;
+    let (t, b) = target(
+        command_queue,
+        &[src_buffer, dst_buffer],
+        num_events_in_wait_list,
+        event_wait_list,
+    )?;
+    let (src, dst) = (&b[0], &b[1]);
+    // SAFETY: three values each, per the specification.
+    let (so, dof, region) = unsafe { (triple(src_origin)?, triple(dst_origin)?, triple(region)?) };
+    check_region(region)?;
+    let sr = rect(so, region, src_row_pitch, src_slice_pitch)?;
+    let dr = rect(dof, region, dst_row_pitch, dst_slice_pitch)?;
+    if sr.end(region) > src.size || dr.end(region) > dst.size {
+        return err(CL_INVALID_VALUE);
+    }
+    let mut bytes_meet = false;
+    if Arc::ptr_eq(&src.storage, &dst.storage) {
+        if Arc::ptr_eq(src, dst)
+            && (sr.row_pitch != dr.row_pitch || sr.slice_pitch != dr.slice_pitch)
+        {
             return err(CL_INVALID_VALUE);
         }
-        let mut bytes_meet = false;
-        if Arc::ptr_eq(&src.storage, &dst.storage) {
-            if Arc::ptr_eq(src, dst)
-                && (sr.row_pitch != dr.row_pitch || sr.slice_pitch != dr.slice_pitch)
-            {
-                return err(CL_INVALID_VALUE);
-            }
-            let same_pitch = sr.row_pitch == dr.row_pitch && sr.slice_pitch == dr.slice_pitch;
-            let (a0, a1) = (src.offset + sr.offset(0, 0), src.offset + sr.end(region));
-            let (b0, b1) = (dst.offset + dr.offset(0, 0), dst.offset + dr.end(region));
-            let spans_meet = a0 < b1 && b0 < a1;
-            bytes_meet = spans_meet
-                && (!same_pitch || boxes_overlap(&sr, src.offset, &dr, dst.offset, region));
-            // Within one buffer, boxes that share a point overlap; rows
-            // that only interleave do not.
-            if Arc::ptr_eq(src, dst) && rect_boxes_overlap(so, dof, region) {
-                return err(CL_MEM_COPY_OVERLAP);
-            }
-            if bytes_meet && !Arc::ptr_eq(src, dst) {
-                return err(CL_MEM_COPY_OVERLAP);
-            }
+        let same_pitch = sr.row_pitch == dr.row_pitch && sr.slice_pitch == dr.slice_pitch;
+        let (a0, a1) = (src.offset + sr.offset(0, 0), src.offset + sr.end(region));
+        let (b0, b1) = (dst.offset + dr.offset(0, 0), dst.offset + dr.end(region));
+        let spans_meet = a0 < b1 && b0 < a1;
+        bytes_meet =
+            spans_meet && (!same_pitch || boxes_overlap(&sr, src.offset, &dr, dst.offset, region));
+        // Within one buffer, boxes that share a point overlap; rows
+        // that only interleave do not.
+        if Arc::ptr_eq(src, dst) && rect_boxes_overlap(so, dof, region) {
+            return err(CL_MEM_COPY_OVERLAP);
         }
-        let rows = work::rect_rows(&sr, &dr, region);
-        let work = if bytes_meet {
-            work::copy_through_temporary(&t.queue, src, dst, &rows)?
+        if bytes_meet && !Arc::ptr_eq(src, dst) {
+            return err(CL_MEM_COPY_OVERLAP);
+        }
+    }
+    let rows = work::rect_rows(&sr, &dr, region);
+    let (src, dst) = (src.clone(), dst.clone());
+    let plan: Plan = Arc::new(move |q| {
+        if bytes_meet {
+            work::copy_through_temporary(q, &src, &dst, &rows)
         } else {
-            work::copy(src, dst, &rows)
-        };
-        t.run(CL_COMMAND_COPY_BUFFER_RECT, false, event, work)
-    })
+            Ok(work::copy(&src, &dst, &rows))
+        }
+    });
+    Ok((t, plan))
 }
 
 #[unsafe(no_mangle)]

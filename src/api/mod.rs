@@ -9,6 +9,7 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+pub mod command_buffer;
 pub mod context;
 pub mod device;
 pub mod event;

@@ -141,6 +141,31 @@ fn extension_function(name: &[u8]) -> *mut c_void {
         }
         b"clRetainSemaphoreKHR" => semaphore::clRetainSemaphoreKHR as *mut c_void,
         b"clReleaseSemaphoreKHR" => semaphore::clReleaseSemaphoreKHR as *mut c_void,
+        _ => command_buffer_function(name),
+    }
+}
+
+/// cl_khr_command_buffer's entry points.
+fn command_buffer_function(name: &[u8]) -> *mut c_void {
+    use crate::api::command_buffer as cb;
+    match name {
+        b"clCreateCommandBufferKHR" => cb::clCreateCommandBufferKHR as *mut c_void,
+        b"clFinalizeCommandBufferKHR" => cb::clFinalizeCommandBufferKHR as *mut c_void,
+        b"clRetainCommandBufferKHR" => cb::clRetainCommandBufferKHR as *mut c_void,
+        b"clReleaseCommandBufferKHR" => cb::clReleaseCommandBufferKHR as *mut c_void,
+        b"clEnqueueCommandBufferKHR" => cb::clEnqueueCommandBufferKHR as *mut c_void,
+        b"clCommandBarrierWithWaitListKHR" => cb::clCommandBarrierWithWaitListKHR as *mut c_void,
+        b"clCommandCopyBufferKHR" => cb::clCommandCopyBufferKHR as *mut c_void,
+        b"clCommandCopyBufferRectKHR" => cb::clCommandCopyBufferRectKHR as *mut c_void,
+        b"clCommandCopyBufferToImageKHR" => cb::clCommandCopyBufferToImageKHR as *mut c_void,
+        b"clCommandCopyImageKHR" => cb::clCommandCopyImageKHR as *mut c_void,
+        b"clCommandCopyImageToBufferKHR" => cb::clCommandCopyImageToBufferKHR as *mut c_void,
+        b"clCommandFillBufferKHR" => cb::clCommandFillBufferKHR as *mut c_void,
+        b"clCommandFillImageKHR" => cb::clCommandFillImageKHR as *mut c_void,
+        b"clCommandNDRangeKernelKHR" => cb::clCommandNDRangeKernelKHR as *mut c_void,
+        b"clCommandSVMMemcpyKHR" => cb::clCommandSVMMemcpyKHR as *mut c_void,
+        b"clCommandSVMMemFillKHR" => cb::clCommandSVMMemFillKHR as *mut c_void,
+        b"clGetCommandBufferInfoKHR" => cb::clGetCommandBufferInfoKHR as *mut c_void,
         _ => std::ptr::null_mut(),
     }
 }

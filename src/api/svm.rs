@@ -5,10 +5,11 @@
 //! commands report CL_INVALID_OPERATION, as the specification says.
 
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use opencl_sys::*;
 
-use crate::api::memory::{Target, target};
+use crate::api::memory::{Plan, Target, target};
 use crate::api::util::*;
 use crate::compiler::spirv::input::reflect::ArgKind;
 use crate::core::context::Context;
@@ -167,24 +168,47 @@ pub unsafe extern "C" fn clEnqueueSVMMemcpy(
     event: *mut cl_event,
 ) -> cl_int {
     api_call("clEnqueueSVMMemcpy", || {
-        let t = svm_target(command_queue, num_events_in_wait_list, event_wait_list)?;
-        if dst_ptr.is_null() || src_ptr.is_null() {
-            return err(CL_INVALID_VALUE);
-        }
-        let (dst, src) = (dst_ptr as usize, src_ptr as usize);
-        if dst < src.saturating_add(size) && src < dst.saturating_add(size) {
-            return err(CL_MEM_COPY_OVERLAP);
-        }
-        let keep = held(&t.queue.context, &[dst, src]);
+        let (t, plan) = svm_memcpy_plan(
+            command_queue,
+            dst_ptr,
+            src_ptr,
+            size,
+            num_events_in_wait_list,
+            event_wait_list,
+        )?;
+        let work = plan(&t.queue)?;
+        t.run(CL_COMMAND_SVM_MEMCPY, blocking_copy != 0, event, work)
+    })
+}
+
+/// clEnqueueSVMMemcpy's checks and work (also clCommandSVMMemcpyKHR's).
+pub(crate) fn svm_memcpy_plan(
+    command_queue: cl_command_queue,
+    dst_ptr: *mut c_void,
+    src_ptr: *const c_void,
+    size: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+) -> ClResult<(Target, Plan)> {
+    let t = svm_target(command_queue, num_events_in_wait_list, event_wait_list)?;
+    if dst_ptr.is_null() || src_ptr.is_null() {
+        return err(CL_INVALID_VALUE);
+    }
+    let (dst, src) = (dst_ptr as usize, src_ptr as usize);
+    if dst < src.saturating_add(size) && src < dst.saturating_add(size) {
+        return err(CL_MEM_COPY_OVERLAP);
+    }
+    let plan: Plan = Arc::new(move |q| {
+        let keep = held(&q.context, &[dst, src]);
         let (dst, src) = (HostPtr(dst), HostPtr(src));
-        let work = host_step(
+        Ok(host_step(
             // SAFETY: the application keeps both ranges valid until the
             // command completes, as the specification requires.
             move || unsafe { std::ptr::copy_nonoverlapping(src.get(), dst.get(), size) },
             keep,
-        );
-        t.run(CL_COMMAND_SVM_MEMCPY, blocking_copy != 0, event, work)
-    })
+        ))
+    });
+    Ok((t, plan))
 }
 
 #[unsafe(no_mangle)]
@@ -199,23 +223,54 @@ pub unsafe extern "C" fn clEnqueueSVMMemFill(
     event: *mut cl_event,
 ) -> cl_int {
     api_call("clEnqueueSVMMemFill", || {
-        let t = svm_target(command_queue, num_events_in_wait_list, event_wait_list)?;
-        let ptr = svm_ptr as usize;
-        if svm_ptr.is_null()
-            || pattern.is_null()
-            || !pattern_size.is_power_of_two()
-            || pattern_size > 128
-            || ptr % pattern_size != 0
-            || size % pattern_size != 0
-        {
-            return err(CL_INVALID_VALUE);
-        }
-        // SAFETY: the application passes `pattern_size` bytes; copied now,
-        // as it may reuse them once the call returns.
-        let pattern = unsafe { slice_in(pattern.cast::<u8>(), pattern_size)? }.to_vec();
-        let keep = held(&t.queue.context, &[ptr]);
-        let dst = HostPtr(ptr);
-        let work = host_step(
+        // SAFETY: the application passes `pattern_size` pattern bytes.
+        let (t, plan) = unsafe {
+            svm_mem_fill_plan(
+                command_queue,
+                svm_ptr,
+                pattern,
+                pattern_size,
+                size,
+                num_events_in_wait_list,
+                event_wait_list,
+            )?
+        };
+        let work = plan(&t.queue)?;
+        t.run(CL_COMMAND_SVM_MEMFILL, false, event, work)
+    })
+}
+
+/// clEnqueueSVMMemFill's checks and work (also clCommandSVMMemFillKHR's).
+///
+/// # Safety
+/// `pattern` is null or points to `pattern_size` bytes.
+pub(crate) unsafe fn svm_mem_fill_plan(
+    command_queue: cl_command_queue,
+    svm_ptr: *mut c_void,
+    pattern: *const c_void,
+    pattern_size: usize,
+    size: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+) -> ClResult<(Target, Plan)> {
+    let t = svm_target(command_queue, num_events_in_wait_list, event_wait_list)?;
+    let ptr = svm_ptr as usize;
+    if svm_ptr.is_null()
+        || pattern.is_null()
+        || !pattern_size.is_power_of_two()
+        || pattern_size > 128
+        || ptr % pattern_size != 0
+        || size % pattern_size != 0
+    {
+        return err(CL_INVALID_VALUE);
+    }
+    // SAFETY: the caller promises `pattern_size` bytes; copied now, as the
+    // application may reuse them once the call returns.
+    let pattern: Arc<[u8]> = unsafe { slice_in(pattern.cast::<u8>(), pattern_size)? }.into();
+    let plan: Plan = Arc::new(move |q| {
+        let keep = held(&q.context, &[ptr]);
+        let (dst, pattern) = (HostPtr(ptr), pattern.clone());
+        Ok(host_step(
             move || {
                 for k in (0..size).step_by(pattern.len()) {
                     // SAFETY: inside the range the application gave, which
@@ -230,9 +285,9 @@ pub unsafe extern "C" fn clEnqueueSVMMemFill(
                 }
             },
             keep,
-        );
-        t.run(CL_COMMAND_SVM_MEMFILL, false, event, work)
-    })
+        ))
+    });
+    Ok((t, plan))
 }
 
 /// Map flags the specification defines.

@@ -21,6 +21,8 @@ pub enum Kind {
     Events,
     /// cl_khr_semaphore objects.
     SemaphoreObjects,
+    /// cl_khr_command_buffer objects.
+    CommandBufferObjects,
     SvmAllocations,
     /// Vulkan buffers with memory of their own (buffers, staging,
     /// scratch, module data).
@@ -40,7 +42,7 @@ pub enum Kind {
     Semaphores,
 }
 
-const KINDS: [(Kind, &str); 22] = [
+const KINDS: [(Kind, &str); 23] = [
     (Kind::Contexts, "contexts"),
     (Kind::Queues, "queues"),
     (Kind::Buffers, "buffers"),
@@ -50,6 +52,7 @@ const KINDS: [(Kind, &str); 22] = [
     (Kind::Kernels, "kernels"),
     (Kind::Events, "events"),
     (Kind::SemaphoreObjects, "semaphores"),
+    (Kind::CommandBufferObjects, "command_buffers"),
     (Kind::SvmAllocations, "svm_allocations"),
     (Kind::DeviceBuffers, "vk_buffers"),
     (Kind::DeviceBytes, "device_bytes"),

@@ -539,6 +539,8 @@ impl Launch {
             // SAFETY: `bytes` has room for the whole buffer.
             unsafe { buffer.buffer().read_to(0, bytes.as_mut_ptr().cast(), size) };
             crate::core::printf::print_records(&bytes, &self.compiled.printf);
+            // Emptied for the next run of a launch kept in a command buffer.
+            buffer.buffer().write(0, &crate::core::printf::header(size));
         }
         Ok(())
     }
@@ -554,20 +556,29 @@ impl Launch {
         wait_list: Vec<Arc<Handle<Event>>>,
     ) -> ClResult<Arc<Handle<Event>>> {
         let name = self.name.clone();
-        let launch = Arc::new(self);
-        let (recorded, printed) = (launch.clone(), launch.clone());
-        let work = Work {
-            record: Some(Box::new(move |r| recorded.record(r))),
-            complete: launch
-                .printf
-                .is_some()
-                .then(|| -> crate::core::queue::CompleteFn { Box::new(move || printed.print()) }),
-            keep: vec![Box::new(launch)],
-            host_access: false,
-        };
+        let work = Arc::new(self).work();
         let event = queue.enqueue(command_type, wait_list, Ordering::Normal, work)?;
         let _ = event.label.set(name);
         Ok(event)
+    }
+
+    /// The device work of one run of the launch: recorded as it stands,
+    /// then (with printf) printed. A launch kept in a command buffer makes
+    /// this once per enqueue of the buffer; the runs share its memory, so
+    /// they must not overlap (the command buffer orders them). With printf,
+    /// the printing is a host step that later work waits for, as the
+    /// printf buffer is emptied there for the next run.
+    pub fn work(self: &Arc<Self>) -> Work {
+        let (recorded, printed) = (self.clone(), self.clone());
+        Work {
+            record: Some(Box::new(move |r| recorded.record(r))),
+            complete: self
+                .printf
+                .is_some()
+                .then(|| -> crate::core::queue::CompleteFn { Box::new(move || printed.print()) }),
+            keep: vec![Box::new(self.clone())],
+            host_access: self.printf.is_some(),
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! with the completion worker and the census of what is alive.
 
 pub mod census;
+pub mod command_buffer;
 pub mod context;
 pub mod device;
 pub mod error;

@@ -253,6 +253,134 @@ fn overlap(b: &mut Bench<'_>, s: &Session, quick: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// cl_khr_command_buffer: `n` one-item kernels enqueued one by one, then
+/// recorded once into a command buffer and enqueued as one, each to its
+/// completion (the best of the bench's repetitions, after a warm-up).
+fn replay(b: &mut Bench<'_>, s: &Session, quick: bool) -> Result<(), String> {
+    let n = if quick { 4 } else { 32 };
+    let lookup = |name: &std::ffi::CStr| unsafe {
+        let f =
+            (s.api.clGetExtensionFunctionAddressForPlatform.unwrap())(s.platform, name.as_ptr());
+        if f.is_null() {
+            Err(format!("{} is missing", name.to_string_lossy()))
+        } else {
+            Ok(f)
+        }
+    };
+    // SAFETY: each address is the named extension function, whose type
+    // the Khronos headers give.
+    let (create, record, finalize, enqueue, release) = unsafe {
+        (
+            std::mem::transmute::<*mut c_void, clCreateCommandBufferKHR_t>(lookup(
+                c"clCreateCommandBufferKHR",
+            )?)
+            .unwrap(),
+            std::mem::transmute::<*mut c_void, clCommandNDRangeKernelKHR_t>(lookup(
+                c"clCommandNDRangeKernelKHR",
+            )?)
+            .unwrap(),
+            std::mem::transmute::<*mut c_void, clFinalizeCommandBufferKHR_t>(lookup(
+                c"clFinalizeCommandBufferKHR",
+            )?)
+            .unwrap(),
+            std::mem::transmute::<*mut c_void, clEnqueueCommandBufferKHR_t>(lookup(
+                c"clEnqueueCommandBufferKHR",
+            )?)
+            .unwrap(),
+            std::mem::transmute::<*mut c_void, clReleaseCommandBufferKHR_t>(lookup(
+                c"clReleaseCommandBufferKHR",
+            )?)
+            .unwrap(),
+        )
+    };
+    let q = s.new_queue()?;
+    let k = s.kernel(b.program, "empty")?;
+    let mut err = 0;
+    let cb = unsafe { create(1, &q, std::ptr::null(), &mut err) };
+    check("clCreateCommandBufferKHR", err)?;
+    for _ in 0..n {
+        check("clCommandNDRangeKernelKHR", unsafe {
+            record(
+                cb,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                k,
+                1,
+                std::ptr::null(),
+                &1usize,
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        })?;
+    }
+    check("clFinalizeCommandBufferKHR", unsafe { finalize(cb) })?;
+    let one_by_one = || -> Result<(), String> {
+        for _ in 0..n {
+            check("clEnqueueNDRangeKernel", unsafe {
+                (s.api.clEnqueueNDRangeKernel.unwrap())(
+                    q,
+                    k,
+                    1,
+                    std::ptr::null(),
+                    &1usize,
+                    std::ptr::null(),
+                    0,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                )
+            })?;
+        }
+        check("clFinish", unsafe { (s.api.clFinish.unwrap())(q) })
+    };
+    let replayed = || -> Result<(), String> {
+        check("clEnqueueCommandBufferKHR", unsafe {
+            enqueue(
+                0,
+                std::ptr::null_mut(),
+                cb,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        })?;
+        check("clFinish", unsafe { (s.api.clFinish.unwrap())(q) })
+    };
+    let mut best = [f64::INFINITY; 2];
+    for round in 0..=b.reps.max(10) {
+        for (i, f) in [&one_by_one as &dyn Fn() -> Result<(), String>, &replayed]
+            .iter()
+            .enumerate()
+        {
+            let t0 = Instant::now();
+            f()?;
+            if round > 0 {
+                best[i] = best[i].min(t0.elapsed().as_secs_f64());
+            }
+        }
+    }
+    unsafe {
+        release(cb);
+        (s.api.clReleaseKernel.unwrap())(k);
+        (s.api.clReleaseCommandQueue.unwrap())(q);
+    }
+    b.add(
+        "Command buffer",
+        format!("{n} kernels, enqueued"),
+        best[0] * 1e6,
+        "us",
+    );
+    b.add(
+        "Command buffer",
+        format!("{n} kernels, one replay"),
+        best[1] * 1e6,
+        "us",
+    );
+    Ok(())
+}
+
 fn arg<T>(v: &T) -> (usize, *const c_void) {
     (std::mem::size_of::<T>(), (v as *const T).cast())
 }
@@ -528,6 +656,10 @@ fn measure(b: &mut Bench<'_>, a: &Args, extensions: &str, max_alloc: usize) -> R
     unsafe {
         (s.api.clReleaseKernel.unwrap())(k);
         (s.api.clReleaseCommandQueue.unwrap())(plain);
+    }
+    if extensions.contains("cl_khr_command_buffer") {
+        b.progress("command buffer replay");
+        replay(b, s, a.quick)?;
     }
     // Queues side by side: host-to-device copies and kernels, all on one
     // queue, then the copies on one queue and the kernels on another.

@@ -59,6 +59,7 @@ api! {
     clEnqueueUnmapMemObject: clEnqueueUnmapMemObject_t,
     clWaitForEvents: clWaitForEvents_t,
     clCreateProgramWithIL: clCreateProgramWithIL_t,
+    clGetExtensionFunctionAddressForPlatform: clGetExtensionFunctionAddressForPlatform_t,
     clCreateProgramWithBinary: clCreateProgramWithBinary_t,
     clReleaseEvent: clReleaseEvent_t,
     clGetEventProfilingInfo: clGetEventProfilingInfo_t,
@@ -105,6 +106,7 @@ pub fn text(bytes: &[u8]) -> String {
 /// A device with a context and a profiling queue on it.
 pub struct Session {
     pub api: Api,
+    pub platform: cl_platform_id,
     pub platform_name: String,
     pub device: cl_device_id,
     pub device_name: String,
@@ -217,6 +219,7 @@ impl Session {
         };
         check("clCreateCommandQueueWithProperties", err)?;
         Ok(Session {
+            platform: chosen,
             platform_name: name_of(chosen),
             api,
             device: dev,
