@@ -1,7 +1,9 @@
 //! cl_khr_command_buffer entry points, reached through
 //! clGetExtensionFunctionAddressForPlatform. Each clCommand* function runs
 //! the checks of the matching enqueue on the command buffer's queue and
-//! records the plan they give (see `core::command_buffer`).
+//! records the plan they give (see `core::command_buffer`). Kernel
+//! commands may also be recorded as mutable dispatches and updated
+//! between enqueues (cl_khr_command_buffer_mutable_dispatch).
 
 #![allow(non_snake_case, clippy::too_many_arguments)]
 
@@ -12,8 +14,12 @@ use opencl_sys::*;
 
 use crate::api::memory::Plan;
 use crate::api::util::*;
-use crate::core::command_buffer::{self, CommandBuffer};
+use crate::api::{kernel, svm};
+use crate::core::command_buffer::{
+    self, BufferState, CommandBuffer, DispatchState, MutableDispatch, Sizes,
+};
 use crate::core::error::{ClResult, err};
+use crate::core::launch::{Launch, NdRange};
 use crate::core::object::Handle;
 use crate::core::queue::Queue;
 
@@ -105,8 +111,8 @@ pub(crate) unsafe extern "C" fn clEnqueueCommandBufferKHR(
 
 /// The checks every clCommand* function shares: a command buffer still
 /// recording, no queue (the buffer's own is used), no command properties
-/// and no mutable handle (vkcl offers neither extension that defines
-/// them), and a well-formed sync-point list. Gives the buffer, the raw
+/// and no mutable handle (only kernel commands have them; their function
+/// passes none here), and a well-formed sync-point list. Gives the buffer, the raw
 /// handle of its queue (for the enqueue checks) and the sync points.
 ///
 /// # Safety
@@ -344,43 +350,373 @@ command!(
     .1
 );
 
-command!(
-    clCommandNDRangeKernelKHR,
-    CL_COMMAND_NDRANGE_KERNEL,
-    (
-        kernel: cl_kernel,
-        work_dim: cl_uint,
-        global_work_offset: *const usize,
-        global_work_size: *const usize,
-        local_work_size: *const usize
-    ),
-    |q| {
-        let (_, launch) = crate::api::kernel::ndrange_launch(
-            q,
-            kernel,
-            work_dim,
-            global_work_offset,
-            global_work_size,
-            local_work_size,
-            0,
-            std::ptr::null(),
-        )?;
-        let launch = Arc::new(launch);
-        Arc::new(move |_| Ok(launch.work()))
+/// The properties of a kernel command
+/// (`cl_khr_command_buffer_mutable_dispatch`).
+struct DispatchProperties {
+    /// As the application passed them, terminator included (empty for
+    /// none).
+    list: Vec<cl_command_properties_khr>,
+    /// `CL_MUTABLE_DISPATCH_UPDATABLE_FIELDS_KHR`, where given.
+    fields: Option<cl_mutable_dispatch_fields_khr>,
+    /// `CL_MUTABLE_DISPATCH_ASSERT_NO_ADDITIONAL_WORK_GROUPS_KHR`.
+    no_additional_groups: bool,
+}
+
+/// Reads a kernel command's property list (null: none); a name or value
+/// vkcl does not know is CL_INVALID_VALUE.
+///
+/// # Safety
+/// `props` is null or a zero-terminated list of name and value pairs.
+unsafe fn read_dispatch_properties(
+    props: *const cl_command_properties_khr,
+) -> ClResult<DispatchProperties> {
+    let mut out = DispatchProperties {
+        list: Vec::new(),
+        fields: None,
+        no_additional_groups: false,
+    };
+    if props.is_null() {
+        return Ok(out);
     }
-);
+    let mut i = 0;
+    loop {
+        // SAFETY: the caller promises a zero-terminated list of pairs.
+        let name = unsafe { *props.add(i) };
+        out.list.push(name);
+        if name == 0 {
+            return Ok(out);
+        }
+        // SAFETY: as above: a name is followed by its value.
+        let value = unsafe { *props.add(i + 1) };
+        out.list.push(value);
+        i += 2;
+        match name {
+            CL_MUTABLE_DISPATCH_UPDATABLE_FIELDS_KHR
+                if out.fields.is_none() && value & !command_buffer::MUTABLE_FIELDS == 0 =>
+            {
+                out.fields = Some(value);
+            }
+            CL_MUTABLE_DISPATCH_ASSERTS_KHR
+                if value & !CL_MUTABLE_DISPATCH_ASSERT_NO_ADDITIONAL_WORK_GROUPS_KHR == 0 =>
+            {
+                out.no_additional_groups = value != 0;
+            }
+            _ => return err(CL_INVALID_VALUE),
+        }
+    }
+}
+
+pub(crate) unsafe extern "C" fn clCommandNDRangeKernelKHR(
+    command_buffer: cl_command_buffer_khr,
+    command_queue: cl_command_queue,
+    properties: *const cl_command_properties_khr,
+    kernel: cl_kernel,
+    work_dim: cl_uint,
+    global_work_offset: *const usize,
+    global_work_size: *const usize,
+    local_work_size: *const usize,
+    num_sync_points_in_wait_list: cl_uint,
+    sync_point_wait_list: *const cl_sync_point_khr,
+    sync_point: *mut cl_sync_point_khr,
+    mutable_handle: *mut cl_mutable_command_khr,
+) -> cl_int {
+    api_call("clCommandNDRangeKernelKHR", || {
+        // SAFETY: the application passes lists and arrays of the sizes the
+        // extension gives them.
+        unsafe {
+            let (b, q, syncs) = recording(
+                command_buffer,
+                command_queue,
+                std::ptr::null(),
+                num_sync_points_in_wait_list,
+                sync_point_wait_list,
+                std::ptr::null_mut(),
+            )?;
+            let props = read_dispatch_properties(properties)?;
+            // Arguments may be left for an update only where the command
+            // says it will update them.
+            let args_later = props
+                .fields
+                .is_some_and(|f| f & CL_MUTABLE_DISPATCH_ARGUMENTS_KHR != 0);
+            let c = kernel::ndrange_checks(
+                q,
+                kernel,
+                work_dim,
+                global_work_offset,
+                global_work_size,
+                local_work_size,
+                0,
+                std::ptr::null(),
+                args_later,
+            )?;
+            if (b.properties.no_additional_groups || props.no_additional_groups)
+                && local_work_size.is_null()
+            {
+                return err(CL_INVALID_VALUE);
+            }
+            let args_set = c.kernel.check_args_set().is_ok();
+            if mutable_handle.is_null() && args_set {
+                let launch = Arc::new(Launch::new(&c.target.queue, &c.kernel, c.range)?);
+                let plan: Plan = Arc::new(move |_| Ok(launch.work()));
+                return record(
+                    &b,
+                    CL_COMMAND_NDRANGE_KERNEL,
+                    &syncs,
+                    Some(plan),
+                    sync_point,
+                );
+            }
+            // A command the application may update: it runs its own copy
+            // of the kernel, so later clSetKernelArg calls on `kernel` do
+            // not reach it.
+            let own = c.kernel.clone_kernel();
+            let launch = if args_set {
+                Some(Arc::new(Launch::new(&c.target.queue, &own, c.range)?))
+            } else {
+                None
+            };
+            let d = MutableDispatch::new(
+                &b,
+                c.kernel,
+                work_dim,
+                props.list,
+                props.fields.unwrap_or(command_buffer::MUTABLE_FIELDS),
+                c.range.uniform(),
+                DispatchState {
+                    kernel: own,
+                    sizes: Sizes {
+                        offset: c.offset,
+                        global: c.global,
+                        local: c.local,
+                    },
+                    launch,
+                },
+            );
+            let point = b.record_dispatch(&syncs, d.clone())?;
+            if !sync_point.is_null() {
+                // SAFETY: non-null and writable, per the extension.
+                sync_point.write(point);
+            }
+            if !mutable_handle.is_null() {
+                // SAFETY: non-null and writable, per the extension. The
+                // handle lives as long as the command buffer.
+                mutable_handle.write(Handle::as_raw(&d));
+            }
+            Ok(())
+        }
+    })
+}
+
+/// One update of a mutable dispatch: its state after `config`, made from
+/// `base` (its state before, or as an earlier configuration of the same
+/// call left it). Checks as the matching clSetKernelArg,
+/// clSetKernelArgSVMPointer, clSetKernelExecInfo and
+/// clEnqueueNDRangeKernel calls would.
+///
+/// # Safety
+/// The lists and arrays of `config` are null or as long as it says.
+unsafe fn updated(
+    d: &MutableDispatch,
+    base: DispatchState,
+    config: &cl_mutable_dispatch_config_khr,
+) -> ClResult<DispatchState> {
+    let fields = d.fields;
+    let may = |field: cl_mutable_dispatch_fields_khr, given: bool| {
+        if given && fields & field == 0 {
+            err(CL_INVALID_OPERATION)
+        } else {
+            Ok(())
+        }
+    };
+    may(
+        CL_MUTABLE_DISPATCH_GLOBAL_OFFSET_KHR,
+        !config.global_work_offset.is_null(),
+    )?;
+    may(
+        CL_MUTABLE_DISPATCH_GLOBAL_SIZE_KHR,
+        !config.global_work_size.is_null(),
+    )?;
+    may(
+        CL_MUTABLE_DISPATCH_LOCAL_SIZE_KHR,
+        !config.local_work_size.is_null(),
+    )?;
+    may(
+        CL_MUTABLE_DISPATCH_ARGUMENTS_KHR,
+        config.num_args != 0 || config.num_svm_args != 0,
+    )?;
+    may(
+        CL_MUTABLE_DISPATCH_EXEC_INFO_KHR,
+        config.num_exec_infos != 0,
+    )?;
+    if config.work_dim != 0 && config.work_dim != d.work_dim {
+        return err(CL_INVALID_OPERATION);
+    }
+    let list = |ptr: bool, n: cl_uint| {
+        if ptr != (n != 0) {
+            err(CL_INVALID_VALUE)
+        } else {
+            Ok(n as usize)
+        }
+    };
+    let n_args = list(!config.arg_list.is_null(), config.num_args)?;
+    let n_svm = list(!config.arg_svm_list.is_null(), config.num_svm_args)?;
+    let n_exec = list(!config.exec_info_list.is_null(), config.num_exec_infos)?;
+    // SAFETY: lists of the lengths the configuration gives.
+    let (args, svm_args, exec_infos) = unsafe {
+        (
+            slice_in(config.arg_list, n_args)?,
+            slice_in(config.arg_svm_list, n_svm)?,
+            slice_in(config.exec_info_list, n_exec)?,
+        )
+    };
+    let mut state = base;
+    if !args.is_empty() || !svm_args.is_empty() {
+        // A copy of the kernel for the new values, so that a failed update
+        // leaves the dispatch as it was.
+        let k = state.kernel.clone_kernel();
+        for a in args {
+            let v = kernel::arg_value_of(&k, a.arg_index, a.arg_size, a.arg_value)?;
+            k.set_arg(a.arg_index as usize, v)?;
+        }
+        for a in svm_args {
+            let v = svm::svm_arg_value_of(&k, a.arg_index, a.arg_value)?;
+            k.set_arg(a.arg_index as usize, v)?;
+        }
+        state.kernel = k;
+    }
+    for e in exec_infos {
+        kernel::check_exec_info(
+            &state.kernel,
+            e.param_name,
+            e.param_value_size,
+            e.param_value,
+        )?;
+    }
+    let dims = d.work_dim as usize;
+    // SAFETY: `work_dim` values each, per the extension.
+    unsafe {
+        if !config.global_work_offset.is_null() {
+            state.sizes.offset = slice_in(config.global_work_offset, dims)?.to_vec();
+        }
+        if !config.global_work_size.is_null() {
+            state.sizes.global = slice_in(config.global_work_size, dims)?.to_vec();
+        }
+        if !config.local_work_size.is_null() {
+            state.sizes.local = slice_in(config.local_work_size, dims)?.to_vec();
+        }
+    }
+    let device = &d.queue.device;
+    let s = &state.sizes;
+    kernel::check_sizes(device, &state.kernel, &s.offset, &s.global, &s.local)?;
+    let range = NdRange::new(&state.kernel, device, &s.offset, &s.global, &s.local)?;
+    if range.uniform() != d.uniform {
+        return err(CL_INVALID_OPERATION);
+    }
+    state.launch = match state.kernel.check_args_set() {
+        Ok(()) => Some(Arc::new(Launch::new(&d.queue, &state.kernel, range)?)),
+        Err(_) => None,
+    };
+    Ok(state)
+}
+
+pub(crate) unsafe extern "C" fn clUpdateMutableCommandsKHR(
+    command_buffer: cl_command_buffer_khr,
+    num_configs: cl_uint,
+    config_types: *const cl_command_buffer_update_type_khr,
+    configs: *mut *const c_void,
+) -> cl_int {
+    api_call("clUpdateMutableCommandsKHR", || {
+        let b = Handle::<CommandBuffer>::from_raw(command_buffer)?;
+        if !b.is_finalized() || !b.properties.mutable {
+            return err(CL_INVALID_OPERATION);
+        }
+        let n = num_configs as usize;
+        if config_types.is_null() != (n == 0) || configs.is_null() != (n == 0) {
+            return err(CL_INVALID_VALUE);
+        }
+        // SAFETY: `num_configs` entries each, per the extension.
+        let (types, configs) = unsafe { (slice_in(config_types, n)?, slice_in(configs, n)?) };
+        b.update(|owns| {
+            let mut staged: Vec<(Arc<Handle<MutableDispatch>>, DispatchState)> = Vec::new();
+            for (&t, &c) in types.iter().zip(configs) {
+                if t != CL_STRUCTURE_TYPE_MUTABLE_DISPATCH_CONFIG_KHR || c.is_null() {
+                    return err(CL_INVALID_VALUE);
+                }
+                // SAFETY: a configuration of the type given, per the extension.
+                let config = unsafe { &*c.cast::<cl_mutable_dispatch_config_khr>() };
+                let d = Handle::<MutableDispatch>::from_raw(config.command)?;
+                if !owns(&d) {
+                    return err(CL_INVALID_MUTABLE_COMMAND_KHR);
+                }
+                let base = match staged.iter().rposition(|(o, _)| Arc::ptr_eq(o, &d)) {
+                    Some(i) => staged.remove(i).1,
+                    None => d.state(),
+                };
+                // SAFETY: the configuration's lists are as long as it says.
+                let next = unsafe { updated(&d, base, config)? };
+                staged.push((d, next));
+            }
+            Ok(staged)
+        })
+    })
+}
+
+fn mutable_command_info(d: &MutableDispatch, param: cl_mutable_command_info_khr) -> Info {
+    let sizes = || d.state().sizes;
+    // Unset offsets and local sizes read as zeros.
+    let or_zeros = |v: Vec<usize>| {
+        if v.is_empty() {
+            info(vec![0usize; d.work_dim as usize])
+        } else {
+            info(v)
+        }
+    };
+    match param {
+        CL_MUTABLE_COMMAND_COMMAND_QUEUE_KHR => info(Handle::as_raw::<c_void>(&d.queue)),
+        CL_MUTABLE_COMMAND_COMMAND_BUFFER_KHR => info(d.buffer as *mut c_void),
+        CL_MUTABLE_COMMAND_COMMAND_TYPE_KHR => info(CL_COMMAND_NDRANGE_KERNEL),
+        CL_MUTABLE_COMMAND_PROPERTIES_ARRAY_KHR => info(d.properties.clone()),
+        CL_MUTABLE_DISPATCH_KERNEL_KHR => info(Handle::as_raw::<c_void>(&d.recorded_kernel)),
+        CL_MUTABLE_DISPATCH_DIMENSIONS_KHR => info(d.work_dim),
+        CL_MUTABLE_DISPATCH_GLOBAL_WORK_OFFSET_KHR => or_zeros(sizes().offset),
+        CL_MUTABLE_DISPATCH_GLOBAL_WORK_SIZE_KHR => info(sizes().global),
+        CL_MUTABLE_DISPATCH_LOCAL_WORK_SIZE_KHR => or_zeros(sizes().local),
+        _ => invalid_param(param),
+    }
+}
+
+pub(crate) unsafe extern "C" fn clGetMutableCommandInfoKHR(
+    command: cl_mutable_command_khr,
+    param_name: cl_mutable_command_info_khr,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> cl_int {
+    api_call("clGetMutableCommandInfoKHR", || {
+        let d = Handle::<MutableDispatch>::from_raw(command)?;
+        // SAFETY: the application passes buffers of the sizes it states.
+        unsafe {
+            write_info(
+                mutable_command_info(&d, param_name),
+                param_value_size,
+                param_value,
+                param_value_size_ret,
+            )
+        }
+    })
+}
 
 fn command_buffer_info(b: &Arc<Handle<CommandBuffer>>, param: cl_command_buffer_info_khr) -> Info {
     match param {
         CL_COMMAND_BUFFER_QUEUES_KHR => info(vec![Handle::as_raw::<c_void>(&b.queue)]),
         CL_COMMAND_BUFFER_NUM_QUEUES_KHR => info(1 as cl_uint),
         CL_COMMAND_BUFFER_REFERENCE_COUNT_KHR => info(b.api_ref_count()),
-        CL_COMMAND_BUFFER_STATE_KHR => info(if b.is_finalized() {
-            CL_COMMAND_BUFFER_STATE_EXECUTABLE_KHR
-        } else {
-            CL_COMMAND_BUFFER_STATE_RECORDING_KHR
+        CL_COMMAND_BUFFER_STATE_KHR => info(match b.state() {
+            BufferState::Recording => CL_COMMAND_BUFFER_STATE_RECORDING_KHR,
+            BufferState::Finalized => CL_COMMAND_BUFFER_STATE_FINALIZED_KHR,
+            BufferState::Executable => CL_COMMAND_BUFFER_STATE_EXECUTABLE_KHR,
         }),
-        CL_COMMAND_BUFFER_PROPERTIES_ARRAY_KHR => info(b.properties.clone()),
+        CL_COMMAND_BUFFER_PROPERTIES_ARRAY_KHR => info(b.properties.list.clone()),
         CL_COMMAND_BUFFER_CONTEXT_KHR => info(Handle::as_raw::<c_void>(&b.context)),
         _ => invalid_param(param),
     }

@@ -260,9 +260,15 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_EXTENSIONS => info(extension_string(&d.extensions())),
         CL_DEVICE_EXTENSIONS_WITH_VERSION => info(extension_versions(&d.extensions())),
         CL_DEVICE_SEMAPHORE_TYPES_KHR => info(vec![CL_SEMAPHORE_TYPE_BINARY_KHR]),
-        // Command buffers replay on any queue of the device, with printf.
-        CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR => {
-            info(CL_COMMAND_BUFFER_CAPABILITY_KERNEL_PRINTF_KHR)
+        // Command buffers replay on any queue of the device, with printf;
+        // enqueues of one buffer run one after another, so a buffer may
+        // be enqueued again before its last enqueue completes.
+        CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR => info(
+            CL_COMMAND_BUFFER_CAPABILITY_KERNEL_PRINTF_KHR
+                | CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR,
+        ),
+        CL_DEVICE_MUTABLE_DISPATCH_CAPABILITIES_KHR => {
+            info(crate::core::command_buffer::MUTABLE_FIELDS)
         }
         CL_DEVICE_COMMAND_BUFFER_SUPPORTED_QUEUE_PROPERTIES_KHR => info(
             CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE as cl_command_queue_properties

@@ -221,15 +221,27 @@ pub unsafe extern "C" fn clSetKernelArg(
 ) -> cl_int {
     api_call("clSetKernelArg", || {
         let k = Handle::<Kernel>::from_raw(kernel)?;
-        let kind = k.arg_kind(arg_index as usize)?.clone();
-        let v = decode_arg(&k, &kind, arg_size, arg_value)?;
-        if let ArgValue::Image(w) = &v {
-            let arg = &k.info.args[arg_index as usize];
-            let image = w.upgrade().ok_or(ClError(CL_INVALID_MEM_OBJECT))?;
-            check_image_arg(arg, &image)?;
-        }
+        let v = arg_value_of(&k, arg_index, arg_size, arg_value)?;
         k.set_arg(arg_index as usize, v)
     })
+}
+
+/// clSetKernelArg's checks: the value `arg_value` (`arg_size` bytes) gives
+/// argument `arg_index` of `k`. Also a mutable dispatch's argument update.
+pub(crate) fn arg_value_of(
+    k: &Kernel,
+    arg_index: cl_uint,
+    arg_size: usize,
+    arg_value: *const c_void,
+) -> ClResult<ArgValue> {
+    let kind = k.arg_kind(arg_index as usize)?.clone();
+    let v = decode_arg(k, &kind, arg_size, arg_value)?;
+    if let ArgValue::Image(w) = &v {
+        let arg = &k.info.args[arg_index as usize];
+        let image = w.upgrade().ok_or(ClError(CL_INVALID_MEM_OBJECT))?;
+        check_image_arg(arg, &image)?;
+    }
+    Ok(v)
 }
 
 fn kernel_info(k: &Arc<Handle<Kernel>>, param: cl_kernel_info) -> Info {
@@ -377,45 +389,56 @@ pub unsafe extern "C" fn clSetKernelExecInfo(
 ) -> cl_int {
     api_call("clSetKernelExecInfo", || {
         let k = Handle::<Kernel>::from_raw(kernel)?;
-        let svm = k.program.context.devices.iter().any(|d| d.coarse_svm());
-        match param_name {
-            // An empty list forgets the pointers set before.
-            CL_KERNEL_EXEC_INFO_SVM_PTRS if svm && param_value_size == 0 => Ok(()),
-            CL_KERNEL_EXEC_INFO_DEVICE_PTRS_EXT if param_value_size == 0 => Ok(()),
-            _ if param_value.is_null() => err(CL_INVALID_VALUE),
-            // Coarse-grained SVM: kernels may reach any allocation through
-            // pointers, and every allocation is device memory already.
-            CL_KERNEL_EXEC_INFO_SVM_PTRS if svm => {
-                if param_value_size % std::mem::size_of::<*const c_void>() != 0 {
-                    return err(CL_INVALID_VALUE);
-                }
-                Ok(())
-            }
-            CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM if svm => {
-                if param_value_size != std::mem::size_of::<cl_bool>() {
-                    return err(CL_INVALID_VALUE);
-                }
-                // SAFETY: checked to be a cl_bool above.
-                match unsafe { *param_value.cast::<cl_bool>() } {
-                    CL_FALSE => Ok(()),
-                    _ => err(CL_INVALID_OPERATION),
-                }
-            }
-            CL_KERNEL_EXEC_INFO_SVM_PTRS | CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM => {
-                err(CL_INVALID_OPERATION)
-            }
-            // cl_ext_buffer_device_address: buffers the kernel reaches
-            // through addresses; every buffer is device memory already.
-            CL_KERNEL_EXEC_INFO_DEVICE_PTRS_EXT => {
-                if param_value_size % std::mem::size_of::<cl_mem_device_address_ext>() != 0 {
-                    return err(CL_INVALID_VALUE);
-                }
-                Ok(())
-            }
-            // Nothing else is defined yet.
-            _ => err(CL_INVALID_VALUE),
-        }
+        check_exec_info(&k, param_name, param_value_size, param_value)
     })
+}
+
+/// clSetKernelExecInfo's checks; vkcl keeps nothing it is told (see each
+/// case). Also a mutable dispatch's execution info update.
+pub(crate) fn check_exec_info(
+    k: &Kernel,
+    param_name: cl_kernel_exec_info,
+    param_value_size: usize,
+    param_value: *const c_void,
+) -> ClResult<()> {
+    let svm = k.program.context.devices.iter().any(|d| d.coarse_svm());
+    match param_name {
+        // An empty list forgets the pointers set before.
+        CL_KERNEL_EXEC_INFO_SVM_PTRS if svm && param_value_size == 0 => Ok(()),
+        CL_KERNEL_EXEC_INFO_DEVICE_PTRS_EXT if param_value_size == 0 => Ok(()),
+        _ if param_value.is_null() => err(CL_INVALID_VALUE),
+        // Coarse-grained SVM: kernels may reach any allocation through
+        // pointers, and every allocation is device memory already.
+        CL_KERNEL_EXEC_INFO_SVM_PTRS if svm => {
+            if param_value_size % std::mem::size_of::<*const c_void>() != 0 {
+                return err(CL_INVALID_VALUE);
+            }
+            Ok(())
+        }
+        CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM if svm => {
+            if param_value_size != std::mem::size_of::<cl_bool>() {
+                return err(CL_INVALID_VALUE);
+            }
+            // SAFETY: checked to be a cl_bool above.
+            match unsafe { *param_value.cast::<cl_bool>() } {
+                CL_FALSE => Ok(()),
+                _ => err(CL_INVALID_OPERATION),
+            }
+        }
+        CL_KERNEL_EXEC_INFO_SVM_PTRS | CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM => {
+            err(CL_INVALID_OPERATION)
+        }
+        // cl_ext_buffer_device_address: buffers the kernel reaches
+        // through addresses; every buffer is device memory already.
+        CL_KERNEL_EXEC_INFO_DEVICE_PTRS_EXT => {
+            if param_value_size % std::mem::size_of::<cl_mem_device_address_ext>() != 0 {
+                return err(CL_INVALID_VALUE);
+            }
+            Ok(())
+        }
+        // Nothing else is defined yet.
+        _ => err(CL_INVALID_VALUE),
+    }
 }
 
 /// clEnqueueNDRangeKernel: checks in the specification's order, then
@@ -450,8 +473,7 @@ fn enqueue_ndrange(
 }
 
 /// clEnqueueNDRangeKernel's checks, in the specification's order, and the
-/// launch they allow (the kernel's arguments as set now): also
-/// clCommandNDRangeKernelKHR's.
+/// launch they allow (the kernel's arguments as set now).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn ndrange_launch(
     command_queue: cl_command_queue,
@@ -463,6 +485,48 @@ pub(crate) fn ndrange_launch(
     num_events_in_wait_list: cl_uint,
     event_wait_list: *const cl_event,
 ) -> ClResult<(Target, Launch)> {
+    let c = ndrange_checks(
+        command_queue,
+        kernel,
+        work_dim,
+        global_work_offset,
+        global_work_size,
+        local_work_size,
+        num_events_in_wait_list,
+        event_wait_list,
+        false,
+    )?;
+    let launch = Launch::new(&c.target.queue, &c.kernel, c.range)?;
+    Ok((c.target, launch))
+}
+
+/// An NDRange command that passed clEnqueueNDRangeKernel's checks, with
+/// its sizes as the application gave them (offset and local size empty
+/// where not given) and the range they make.
+pub(crate) struct CheckedNdRange {
+    pub target: Target,
+    pub kernel: Arc<Handle<Kernel>>,
+    pub offset: Vec<usize>,
+    pub global: Vec<usize>,
+    pub local: Vec<usize>,
+    pub range: NdRange,
+}
+
+/// clEnqueueNDRangeKernel's checks, in the specification's order; also
+/// clCommandNDRangeKernelKHR's, which passes `args_later` for a command
+/// whose arguments may be set by a later update.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn ndrange_checks(
+    command_queue: cl_command_queue,
+    kernel: cl_kernel,
+    work_dim: cl_uint,
+    global_work_offset: *const usize,
+    global_work_size: *const usize,
+    local_work_size: *const usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    args_later: bool,
+) -> ClResult<CheckedNdRange> {
     let q = Handle::<Queue>::from_raw(command_queue)?;
     let k = Handle::<Kernel>::from_raw(kernel)?;
     if !Arc::ptr_eq(&q.context, &k.program.context) {
@@ -471,7 +535,9 @@ pub(crate) fn ndrange_launch(
     if k.program.device_index(&q.device).is_none() {
         return err(CL_INVALID_PROGRAM_EXECUTABLE);
     }
-    k.check_args_set()?;
+    if !args_later {
+        k.check_args_set()?;
+    }
     if !(1..=3).contains(&work_dim) {
         return err(CL_INVALID_WORK_DIMENSION);
     }
@@ -503,12 +569,36 @@ pub(crate) fn ndrange_launch(
             if local_work_size.is_null() { 0 } else { dims },
         )?
     };
+    check_sizes(&q.device, &k, offset, global, local)?;
+    // SAFETY: the application passes `num_events_in_wait_list` handles.
+    let waits = unsafe { wait_list(&q.context, num_events_in_wait_list, event_wait_list)? };
+    let range = NdRange::new(&k, &q.device, offset, global, local)?;
+    Ok(CheckedNdRange {
+        target: Target { queue: q, waits },
+        kernel: k,
+        offset: offset.to_vec(),
+        global: global.to_vec(),
+        local: local.to_vec(),
+        range,
+    })
+}
+
+/// clEnqueueNDRangeKernel's checks of an NDRange's sizes for `k` on `d`:
+/// `global` has one entry per dimension, `offset` and `local` as many or
+/// none.
+pub(crate) fn check_sizes(
+    d: &Device,
+    k: &Kernel,
+    offset: &[usize],
+    global: &[usize],
+    local: &[usize],
+) -> ClResult<()> {
     for (i, &g) in global.iter().enumerate() {
         if offset.get(i).is_some_and(|&o| g.checked_add(o).is_none()) {
             return err(CL_INVALID_GLOBAL_OFFSET);
         }
     }
-    let d = &q.device;
+    let dims = global.len();
     let reqd = k.info.reqd_work_group_size;
     if !local.is_empty() {
         let sizes = d.max_work_item_sizes();
@@ -529,11 +619,7 @@ pub(crate) fn ndrange_launch(
         // The required size is the local size: within the device's limits.
         return err(CL_INVALID_WORK_GROUP_SIZE);
     }
-    // SAFETY: the application passes `num_events_in_wait_list` handles.
-    let waits = unsafe { wait_list(&q.context, num_events_in_wait_list, event_wait_list)? };
-    let range = NdRange::new(&k, d, offset, global, local)?;
-    let launch = Launch::new(&q, &k, range)?;
-    Ok((Target { queue: q, waits }, launch))
+    Ok(())
 }
 
 #[unsafe(no_mangle)]

@@ -145,7 +145,8 @@ fn extension_function(name: &[u8]) -> *mut c_void {
     }
 }
 
-/// cl_khr_command_buffer's entry points.
+/// cl_khr_command_buffer's and cl_khr_command_buffer_mutable_dispatch's
+/// entry points.
 fn command_buffer_function(name: &[u8]) -> *mut c_void {
     use crate::api::command_buffer as cb;
     match name {
@@ -166,6 +167,8 @@ fn command_buffer_function(name: &[u8]) -> *mut c_void {
         b"clCommandSVMMemcpyKHR" => cb::clCommandSVMMemcpyKHR as *mut c_void,
         b"clCommandSVMMemFillKHR" => cb::clCommandSVMMemFillKHR as *mut c_void,
         b"clGetCommandBufferInfoKHR" => cb::clGetCommandBufferInfoKHR as *mut c_void,
+        b"clUpdateMutableCommandsKHR" => cb::clUpdateMutableCommandsKHR as *mut c_void,
+        b"clGetMutableCommandInfoKHR" => cb::clGetMutableCommandInfoKHR as *mut c_void,
         _ => std::ptr::null_mut(),
     }
 }

@@ -353,14 +353,25 @@ pub unsafe extern "C" fn clSetKernelArgSVMPointer(
 ) -> cl_int {
     api_call("clSetKernelArgSVMPointer", || {
         let k = Handle::<Kernel>::from_raw(kernel)?;
-        if !k.program.context.devices.iter().any(|d| d.coarse_svm()) {
-            return err(CL_INVALID_OPERATION);
-        }
-        match k.arg_kind(arg_index as usize)? {
-            ArgKind::Buffer => k.set_arg(arg_index as usize, ArgValue::Address(arg_value as u64)),
-            _ => err(CL_INVALID_ARG_VALUE),
-        }
+        let v = svm_arg_value_of(&k, arg_index, arg_value)?;
+        k.set_arg(arg_index as usize, v)
     })
+}
+
+/// clSetKernelArgSVMPointer's checks: the value `arg_value` gives argument
+/// `arg_index` of `k`. Also a mutable dispatch's SVM argument update.
+pub(crate) fn svm_arg_value_of(
+    k: &Kernel,
+    arg_index: cl_uint,
+    arg_value: *const c_void,
+) -> ClResult<ArgValue> {
+    if !k.program.context.devices.iter().any(|d| d.coarse_svm()) {
+        return err(CL_INVALID_OPERATION);
+    }
+    match k.arg_kind(arg_index as usize)? {
+        ArgKind::Buffer => Ok(ArgValue::Address(arg_value as u64)),
+        _ => err(CL_INVALID_ARG_VALUE),
+    }
 }
 
 #[unsafe(no_mangle)]

@@ -25,8 +25,22 @@ use opencl_sys::*;
 use crate::core::context::Context;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::event::Event;
+use crate::core::kernel::Kernel;
+use crate::core::launch::Launch;
 use crate::core::object::{ClObject, Handle};
 use crate::core::queue::{Ordering, Queue, Work};
+
+/// `CL_COMMAND_BUFFER_MUTABLE_DISPATCH_ASSERTS_KHR` (opencl-sys 0.6 has a
+/// wrong value for it).
+pub const CL_COMMAND_BUFFER_MUTABLE_DISPATCH_ASSERTS_KHR: cl_command_buffer_properties_khr = 0x12B7;
+
+/// The parts of a kernel command that vkcl lets an application update
+/// (`CL_DEVICE_MUTABLE_DISPATCH_CAPABILITIES_KHR`): all of them.
+pub const MUTABLE_FIELDS: cl_mutable_dispatch_fields_khr = CL_MUTABLE_DISPATCH_GLOBAL_OFFSET_KHR
+    | CL_MUTABLE_DISPATCH_GLOBAL_SIZE_KHR
+    | CL_MUTABLE_DISPATCH_LOCAL_SIZE_KHR
+    | CL_MUTABLE_DISPATCH_ARGUMENTS_KHR
+    | CL_MUTABLE_DISPATCH_EXEC_INFO_KHR;
 
 /// A recorded command's device work, made afresh for each enqueue.
 pub type Plan = Arc<dyn Fn(&Arc<Handle<Queue>>) -> ClResult<Work> + Send + Sync>;
@@ -43,18 +57,120 @@ struct Recorded {
 struct State {
     finalized: bool,
     commands: Vec<Recorded>,
+    /// The kernel commands that have a mutable-dispatch handle.
+    dispatches: Vec<Arc<Handle<MutableDispatch>>>,
     /// The final command of the last enqueue, which the next one waits for.
     last: Option<Arc<Handle<Event>>>,
+}
+
+/// The properties of a command buffer (`clCreateCommandBufferKHR`).
+#[derive(Default, Clone)]
+pub struct Properties {
+    /// The list as the application passed it, terminator included (empty
+    /// without one).
+    pub list: Vec<cl_command_buffer_properties_khr>,
+    /// `CL_COMMAND_BUFFER_MUTABLE_KHR`: kernel commands may be updated.
+    pub mutable: bool,
+    /// `CL_MUTABLE_DISPATCH_ASSERT_NO_ADDITIONAL_WORK_GROUPS_KHR`.
+    pub no_additional_groups: bool,
 }
 
 pub struct CommandBuffer {
     pub context: Arc<Handle<Context>>,
     /// The queue the buffer records for (the extension's single queue).
     pub queue: Arc<Handle<Queue>>,
-    /// The property list as the application passed it, terminator
-    /// included (empty without one).
-    pub properties: Vec<cl_command_buffer_properties_khr>,
+    pub properties: Properties,
     state: Mutex<State>,
+}
+
+/// Whether a command buffer can be enqueued
+/// (`CL_COMMAND_BUFFER_STATE_KHR`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum BufferState {
+    Recording,
+    /// Finalized, but a kernel command still lacks arguments.
+    Finalized,
+    Executable,
+}
+
+/// The NDRange of a kernel command as the application gave it: `global`
+/// has `work_dim` entries, `offset` and `local` as many or none.
+#[derive(Clone, Debug)]
+pub struct Sizes {
+    pub offset: Vec<usize>,
+    pub global: Vec<usize>,
+    pub local: Vec<usize>,
+}
+
+/// What a mutable dispatch runs now: its own copy of the kernel with the
+/// arguments as recorded or updated, its sizes, and the launch they make
+/// (none while an argument is missing).
+#[derive(Clone)]
+pub struct DispatchState {
+    pub kernel: Arc<Handle<Kernel>>,
+    pub sizes: Sizes,
+    pub launch: Option<Arc<Launch>>,
+}
+
+/// A kernel command of a command buffer that the application holds a
+/// handle to (`cl_mutable_command_khr`) and may update between enqueues
+/// (`cl_khr_command_buffer_mutable_dispatch`).
+pub struct MutableDispatch {
+    /// The command buffer's handle (the buffer owns the dispatch).
+    pub buffer: usize,
+    pub queue: Arc<Handle<Queue>>,
+    /// The kernel the command was recorded with.
+    pub recorded_kernel: Arc<Handle<Kernel>>,
+    pub work_dim: u32,
+    /// The property list as the application passed it (empty for none).
+    pub properties: Vec<cl_command_properties_khr>,
+    /// What updates may change.
+    pub fields: cl_mutable_dispatch_fields_khr,
+    /// Whether every work-group had the local size when recorded; an
+    /// update may not change that.
+    pub uniform: bool,
+    state: Mutex<DispatchState>,
+}
+
+impl ClObject for MutableDispatch {
+    const INVALID: i32 = CL_INVALID_MUTABLE_COMMAND_KHR;
+}
+
+impl MutableDispatch {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        buffer: &Arc<Handle<CommandBuffer>>,
+        recorded_kernel: Arc<Handle<Kernel>>,
+        work_dim: u32,
+        properties: Vec<cl_command_properties_khr>,
+        fields: cl_mutable_dispatch_fields_khr,
+        uniform: bool,
+        state: DispatchState,
+    ) -> Arc<Handle<MutableDispatch>> {
+        Handle::new(MutableDispatch {
+            buffer: Handle::as_raw::<std::ffi::c_void>(buffer) as usize,
+            queue: buffer.queue.clone(),
+            recorded_kernel,
+            work_dim,
+            properties,
+            fields,
+            uniform,
+            state: Mutex::new(state),
+        })
+    }
+
+    pub fn state(&self) -> DispatchState {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The device work of one run as the dispatch stands.
+    pub fn work(&self) -> ClResult<Work> {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.launch
+            .as_ref()
+            .map(Launch::work)
+            .ok_or(ClError(CL_INVALID_OPERATION))
+    }
 }
 
 impl ClObject for CommandBuffer {
@@ -64,11 +180,8 @@ impl ClObject for CommandBuffer {
 }
 
 impl CommandBuffer {
-    /// A command buffer for `queue`. `properties` is the checked list.
-    pub fn new(
-        queue: Arc<Handle<Queue>>,
-        properties: Vec<cl_command_buffer_properties_khr>,
-    ) -> Arc<Handle<CommandBuffer>> {
+    /// A command buffer for `queue` with checked properties.
+    pub fn new(queue: Arc<Handle<Queue>>, properties: Properties) -> Arc<Handle<CommandBuffer>> {
         Handle::new(CommandBuffer {
             context: queue.context.clone(),
             queue,
@@ -85,6 +198,60 @@ impl CommandBuffer {
         self.lock().finalized
     }
 
+    pub fn state(&self) -> BufferState {
+        Self::state_of(&self.lock())
+    }
+
+    fn state_of(st: &State) -> BufferState {
+        if !st.finalized {
+            BufferState::Recording
+        } else if st.dispatches.iter().any(|d| d.state().launch.is_none()) {
+            BufferState::Finalized
+        } else {
+            BufferState::Executable
+        }
+    }
+
+    /// Records a kernel command that the application may update: its
+    /// work is the dispatch's as it stands at each enqueue.
+    pub fn record_dispatch(
+        &self,
+        waits_for: &[cl_sync_point_khr],
+        dispatch: Arc<Handle<MutableDispatch>>,
+    ) -> ClResult<cl_sync_point_khr> {
+        let d = dispatch.clone();
+        let plan: Plan = Arc::new(move |_| d.work());
+        self.push(
+            CL_COMMAND_NDRANGE_KERNEL,
+            waits_for,
+            Some(plan),
+            Some(dispatch),
+        )
+    }
+
+    /// clUpdateMutableCommandsKHR: `stage` gets a way to tell this
+    /// buffer's dispatches and gives the new state of each dispatch it
+    /// updates, or an error; the states are set together, under the lock
+    /// enqueues take, or none is. Fails with CL_INVALID_OPERATION before
+    /// finalization or when the buffer was not made mutable.
+    pub fn update(
+        &self,
+        stage: impl FnOnce(
+            &dyn Fn(&Arc<Handle<MutableDispatch>>) -> bool,
+        ) -> ClResult<Vec<(Arc<Handle<MutableDispatch>>, DispatchState)>>,
+    ) -> ClResult<()> {
+        let st = self.lock();
+        if !st.finalized || !self.properties.mutable {
+            return err(CL_INVALID_OPERATION);
+        }
+        let owns =
+            |d: &Arc<Handle<MutableDispatch>>| st.dispatches.iter().any(|o| Arc::ptr_eq(o, d));
+        for (d, state) in stage(&owns)? {
+            *d.state.lock().unwrap_or_else(|e| e.into_inner()) = state;
+        }
+        Ok(())
+    }
+
     /// Records a command: `plan` makes its work at each enqueue (none for
     /// a barrier). Gives its sync point. Fails with CL_INVALID_OPERATION
     /// once finalized and CL_INVALID_SYNC_POINT_WAIT_LIST_KHR for a sync
@@ -94,6 +261,16 @@ impl CommandBuffer {
         command_type: cl_command_type,
         waits_for: &[cl_sync_point_khr],
         plan: Option<Plan>,
+    ) -> ClResult<cl_sync_point_khr> {
+        self.push(command_type, waits_for, plan, None)
+    }
+
+    fn push(
+        &self,
+        command_type: cl_command_type,
+        waits_for: &[cl_sync_point_khr],
+        plan: Option<Plan>,
+        dispatch: Option<Arc<Handle<MutableDispatch>>>,
     ) -> ClResult<cl_sync_point_khr> {
         let mut st = self.lock();
         if st.finalized {
@@ -109,6 +286,7 @@ impl CommandBuffer {
             plan,
             waits_for: waits_for.to_vec(),
         });
+        st.dispatches.extend(dispatch);
         Ok(recorded + 1)
     }
 
@@ -130,7 +308,7 @@ impl CommandBuffer {
         wait_list: Vec<Arc<Handle<Event>>>,
     ) -> ClResult<Arc<Handle<Event>>> {
         let mut st = self.lock();
-        if !st.finalized {
+        if Self::state_of(&st) != BufferState::Executable {
             return err(CL_INVALID_OPERATION);
         }
         let mut before = wait_list;
@@ -179,16 +357,17 @@ impl CommandBuffer {
     }
 }
 
-/// Reads a command buffer property list (null: none). The extension
-/// defines `CL_COMMAND_BUFFER_FLAGS_KHR`, whose flags belong to other
-/// extensions vkcl does not offer: only 0 is valid.
+/// Reads a command buffer property list (null: none):
+/// `CL_COMMAND_BUFFER_FLAGS_KHR` (mutable, simultaneous use; enqueues of
+/// one buffer are ordered, so simultaneous use is always possible) and
+/// `CL_COMMAND_BUFFER_MUTABLE_DISPATCH_ASSERTS_KHR`.
 ///
 /// # Safety
 /// `props` is null or a zero-terminated list of name and value pairs.
 pub unsafe fn read_properties(
     props: *const cl_command_buffer_properties_khr,
-) -> ClResult<Vec<cl_command_buffer_properties_khr>> {
-    let mut out = Vec::new();
+) -> ClResult<Properties> {
+    let mut out = Properties::default();
     if props.is_null() {
         return Ok(out);
     }
@@ -197,20 +376,31 @@ pub unsafe fn read_properties(
     loop {
         // SAFETY: the caller promises a zero-terminated list of pairs.
         let name = unsafe { *props.add(i) };
-        out.push(name);
+        out.list.push(name);
         if name == 0 {
             return Ok(out);
         }
         // SAFETY: as above: a name is followed by its value.
         let value = unsafe { *props.add(i + 1) };
-        out.push(value);
+        out.list.push(value);
         i += 2;
         if seen.contains(&name) {
             return err(CL_INVALID_VALUE);
         }
         seen.push(name);
         match name {
-            CL_COMMAND_BUFFER_FLAGS_KHR if value == 0 => {}
+            CL_COMMAND_BUFFER_FLAGS_KHR
+                if value
+                    & !(CL_COMMAND_BUFFER_MUTABLE_KHR | CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR)
+                    == 0 =>
+            {
+                out.mutable = value & CL_COMMAND_BUFFER_MUTABLE_KHR != 0;
+            }
+            CL_COMMAND_BUFFER_MUTABLE_DISPATCH_ASSERTS_KHR
+                if value & !CL_MUTABLE_DISPATCH_ASSERT_NO_ADDITIONAL_WORK_GROUPS_KHR == 0 =>
+            {
+                out.no_additional_groups = value != 0;
+            }
             _ => return Err(ClError(CL_INVALID_VALUE)),
         }
     }

@@ -65,6 +65,10 @@ pub const PLATFORM_EXTENSIONS: &[(&str, cl_version)] = &[
     ("cl_khr_device_uuid", make_version(1, 0, 0)),
     ("cl_khr_semaphore", make_version(1, 0, 0)),
     ("cl_khr_command_buffer", make_version(0, 9, 8)),
+    (
+        "cl_khr_command_buffer_mutable_dispatch",
+        make_version(0, 9, 5),
+    ),
 ];
 
 /// OpenCL C extensions every device's kernels support (what OpenCL C 1.1

@@ -49,13 +49,15 @@ pub struct Kernel {
     pub non_uniform_groups: bool,
     args: Mutex<Vec<Option<ArgValue>>>,
     /// The Vulkan form of the kernel per device and classes of the image
-    /// arguments (or why there is none).
-    compiled: Mutex<HashMap<CompiledKey, Result<Arc<Compiled>, String>>>,
+    /// arguments (or why there is none), shared with the kernel's clones.
+    compiled: Arc<Mutex<CompiledForms>>,
 }
 
 /// A Vulkan device (by address), the classes of the image arguments, and
 /// whether the NDRange is one work-item.
 type CompiledKey = (usize, Vec<ImageClass>, bool);
+
+type CompiledForms = HashMap<CompiledKey, Result<Arc<Compiled>, String>>;
 
 /// A work-group size and the `__local` argument sizes (SpecId, length).
 type PipelineKey = ([u32; 3], Vec<(u32, u32)>);
@@ -225,13 +227,14 @@ impl Kernel {
             .into_iter()
             .find(|k| k.name == name)
             .ok_or(ClError(CL_INVALID_KERNEL_NAME))?;
-        Ok(Self::with_args(program, info, None))
+        Ok(Self::with_args(program, info, None, Default::default()))
     }
 
     fn with_args(
         program: &Arc<Handle<Program>>,
         info: KernelInfo,
         args: Option<Vec<Option<ArgValue>>>,
+        compiled: Arc<Mutex<CompiledForms>>,
     ) -> Arc<Handle<Kernel>> {
         program
             .kernels_attached
@@ -252,13 +255,20 @@ impl Kernel {
             arg_info,
             non_uniform_groups,
             args: Mutex::new(args.unwrap_or_else(|| vec![None; n])),
-            compiled: Mutex::new(HashMap::new()),
+            compiled,
         })
     }
 
-    /// clCloneKernel: the same kernel with the same argument values.
+    /// clCloneKernel: the same kernel with the same argument values. The
+    /// clone shares the kernel's compiled forms (they do not depend on the
+    /// argument values, only on the classes of image formats).
     pub fn clone_kernel(&self) -> Arc<Handle<Kernel>> {
-        Self::with_args(&self.program, self.info.clone(), Some(self.args().clone()))
+        Self::with_args(
+            &self.program,
+            self.info.clone(),
+            Some(self.args().clone()),
+            self.compiled.clone(),
+        )
     }
 
     pub fn args(&self) -> MutexGuard<'_, Vec<Option<ArgValue>>> {
