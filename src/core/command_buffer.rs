@@ -320,6 +320,28 @@ impl CommandBuffer {
             // for every command enqueued before: as an enqueue does.
             Some(queue.enqueue(CL_COMMAND_MARKER, before, Ordering::Marker, Work::none())?)
         };
+        // Commands that are device work alone run as one queue command in
+        // the recorded order (an order every sync point and barrier
+        // allows), with a barrier between them as between queue commands.
+        let mut works = Vec::with_capacity(st.commands.len());
+        for c in &st.commands {
+            if let Some(plan) = &c.plan {
+                works.push(plan(queue)?);
+            }
+        }
+        if works.iter().all(|w| w.complete.is_none() && !w.host_access) {
+            let whole = queue.enqueue(
+                CL_COMMAND_COMMAND_BUFFER_KHR,
+                start.into_iter().collect(),
+                Ordering::Normal,
+                in_sequence(works),
+            )?;
+            st.last = Some(whole.clone());
+            return Ok(whole);
+        }
+        // Host steps (printf output) run after their command's batch: each
+        // command is a queue command of its own.
+        let mut works = works.into_iter();
         let mut events: Vec<Arc<Handle<Event>>> = Vec::with_capacity(st.commands.len());
         let mut last_barrier: Option<Arc<Handle<Event>>> = None;
         let in_order = self.queue.in_order();
@@ -334,7 +356,7 @@ impl CommandBuffer {
             }
             deps.extend(c.waits_for.iter().map(|&p| events[p as usize - 1].clone()));
             let work = match &c.plan {
-                Some(plan) => plan(queue)?,
+                Some(_) => works.next().unwrap_or_else(Work::none),
                 None => Work::none(),
             };
             let event = queue.enqueue(c.command_type, deps, Ordering::Normal, work)?;
@@ -354,6 +376,31 @@ impl CommandBuffer {
         )?;
         st.last = Some(whole.clone());
         Ok(whole)
+    }
+}
+
+/// Device work that records `works` one after another, each seeing what
+/// the ones before wrote. None has a host step.
+fn in_sequence(works: Vec<Work>) -> Work {
+    let mut records = Vec::with_capacity(works.len());
+    let mut keep = Vec::new();
+    for w in works {
+        records.extend(w.record);
+        keep.extend(w.keep);
+    }
+    Work {
+        record: Some(Box::new(move |r| {
+            for (i, record) in records.into_iter().enumerate() {
+                if i > 0 {
+                    r.full_barrier();
+                }
+                record(r)?;
+            }
+            Ok(())
+        })),
+        complete: None,
+        keep,
+        host_access: false,
     }
 }
 
