@@ -22,6 +22,7 @@ both_ways!(
     image_queries,
     argument_errors,
     every_image_argument_beside_an_argument_block,
+    an_image_beside_vectors_past_the_push_constants,
     bgra_images_written_by_kernels,
     one_d_image_buffers_share_the_buffer,
     one_d_image_buffer_errors,
@@ -810,6 +811,47 @@ fn every_image_argument_beside_an_argument_block(cl: &Cl) {
     for options in ["", "-cl-opt-disable"] {
         many_images(cl, &src, options, reads);
     }
+}
+
+/// Plain vector arguments that do not fit the push constants move every
+/// argument to an argument block; an image among them is still one
+/// binding (its parameter was once bound twice, which failed validation:
+/// FFmpeg's nlmeans_opencl filter).
+fn an_image_beside_vectors_past_the_push_constants(cl: &Cl) {
+    let mut src = String::from("kernel void k(global uint *out, read_only image2d_t img, sampler_t s");
+    for v in 0..24 {
+        src.push_str(&format!(", int4 v{v}"));
+    }
+    src.push_str(") {\n    int4 sum = 0;\n");
+    for v in 0..24 {
+        src.push_str(&format!("    sum += v{v};\n"));
+    }
+    src.push_str(
+        "    out[0] = read_imageui(img, s, (int2)(v0.x, v1.y)).x;\n    out[1] = sum.x + sum.w;\n}\n",
+    );
+    let mut t = Images::new(cl);
+    let k = t.s.kernel(&src, "k", "");
+    let out = t.s.zeroed(8);
+    t.s.arg(k, 0, &out);
+    let texels: Vec<u8> = (0..4).map(|v| 10 + v).collect();
+    let img = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(CL_R, CL_UNSIGNED_INT8),
+        image_desc(CL_MEM_OBJECT_IMAGE2D, 2, 2, 1, 0),
+        Some(&texels),
+    );
+    t.s.arg(k, 1, &img);
+    let sampler = t.sampler(false, CL_ADDRESS_CLAMP_TO_EDGE, CL_FILTER_NEAREST);
+    t.s.arg(k, 2, &sampler);
+    for v in 0..24u32 {
+        let x = if v == 0 { 1 } else { 0 };
+        let y = if v == 1 { 1 } else { 0 };
+        let value: [i32; 4] = [x + v as i32, y, 0, v as i32];
+        t.s.arg(k, 3 + v, &value);
+    }
+    // v0.x is 1, v1.y is 1: texel (1, 1). Sums of 0..24 plus the 1 of v0.x.
+    t.s.run(k, &[1], None, None);
+    assert_eq!(t.s.words(out, 2), vec![13, 277 + 276], "{}", cl.how);
 }
 
 fn many_images(cl: &Cl, src: &str, options: &str, reads: usize) {

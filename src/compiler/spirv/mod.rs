@@ -194,11 +194,11 @@ fn rewrite_module(
             // a gap in the unroll pass, not a reason to fail the kernel.
             Err(e) => {
                 log::debug!(target: "vkcl::compiler", "{}: loops not unrolled: {e}", kernel.name);
-                crate::compiler::link::validate_vulkan(&words)?;
+                validate_or_dump(&words, &kernel.name)?;
             }
         }
     } else {
-        crate::compiler::link::validate_vulkan(&words)?;
+        validate_or_dump(&words, &kernel.name)?;
     }
     lap("spirv-val");
     log::debug!(target: "vkcl::compiler", "{} rewritten in {:?} ({} words)", kernel.name, started.elapsed(), words.len());
@@ -212,6 +212,21 @@ fn rewrite_module(
         single_work_item_form,
         workgroup_bytes,
     })
+}
+
+/// Validates a rewritten kernel; one that does not validate is written to
+/// `VKCL_DUMP_DIR` (as `<kernel>.invalid.spv`) where that is set, for
+/// debugging the rewriter.
+fn validate_or_dump(words: &[u32], kernel: &str) -> Result<(), String> {
+    let result = crate::compiler::link::validate_vulkan(words);
+    if let (Err(_), Some(dir)) = (&result, std::env::var_os("VKCL_DUMP_DIR")) {
+        let path = std::path::Path::new(&dir).join(format!("{kernel}.invalid.spv"));
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        if let Err(e) = std::fs::write(&path, bytes) {
+            log::warn!(target: "vkcl::compiler", "cannot write {}: {e}", path.display());
+        }
+    }
+    result
 }
 
 #[cfg(test)]
@@ -294,3 +309,4 @@ mod tests {
         }
     }
 }
+

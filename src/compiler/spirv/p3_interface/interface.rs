@@ -356,8 +356,11 @@ pub fn run(
     let mut mem_loads: Vec<(Word, Word, u32, MemConv)> = Vec::new();
     let mut block_size = None;
     if in_memory || size > limit {
-        (members, slots, loads, locals) = (
+        // Laid out again from the first argument: images and samplers too.
+        (members, slots, loads, locals, images, undefs) = (
             (0..header / 4).map(|i| (u32t, i * 4)).collect(),
+            Vec::new(),
+            Vec::new(),
             Vec::new(),
             Vec::new(),
             Vec::new(),
