@@ -4,7 +4,7 @@
 # per application:  NAME: N passed, N failed, N skipped
 # Exits non-zero on any failure or crash.
 #
-#   scripts/apps.sh [--quick] [APP ...]      APP: pyopencl hashcat opencv
+#   scripts/apps.sh [--quick] [APP ...]      APP: pyopencl hashcat opencv ffmpeg
 #
 # pyopencl  PyOpenCL's own test suite, at the version the distribution
 #           packages (the tests come from that release's source archive
@@ -15,9 +15,14 @@
 #           failure.
 # opencv    OpenCV's transparent API (UMat) on the OpenCL device against
 #           OpenCV's CPU results (scripts/apps/opencv_tapi.py).
+# ffmpeg    FFmpeg's OpenCL video filters on a generated video, each
+#           output compared byte for byte with the same filter run on the
+#           distribution's PoCL (its CPU OpenCL); deshake_opencl, whose
+#           feature matching turns the last bits of bilinear filtering
+#           into different motion estimates, is only run.
 #
-# --quick runs the part CI runs: a few PyOpenCL test files, one hash mode
-# and OpenCV. Every run is bounded in time (VKCL_APP_TIMEOUT seconds per
+# --quick runs the part CI runs: a few PyOpenCL test files, one hash mode,
+# OpenCV and a few FFmpeg filters. Every run is bounded in time (VKCL_APP_TIMEOUT seconds per
 # step, default 1800). Set OCL_ICD_VENDORS to run the same applications
 # against another OpenCL implementation.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -27,18 +32,18 @@ apps=()
 for a in "$@"; do
     case "$a" in
         --quick) quick=1 ;;
-        pyopencl | hashcat | opencv) apps+=("$a") ;;
-        *) echo "unknown application $a (pyopencl, hashcat, opencv)" >&2; exit 2 ;;
+        pyopencl | hashcat | opencv | ffmpeg) apps+=("$a") ;;
+        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg)" >&2; exit 2 ;;
     esac
 done
-[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv)
+[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg)
 limit="${VKCL_APP_TIMEOUT:-1800}"
 # The distribution's Python, which has its packages.
 py=/usr/bin/python3
 
 setup_runtime
 apt_install python3 python3-numpy python3-pyopencl python3-pytest python3-mako \
-    hashcat python3-opencv
+    hashcat python3-opencv ffmpeg pocl-opencl-icd
 if [ -z "${OCL_ICD_VENDORS:-}" ]; then
     log "cargo build --release --lib"
     cargo build --release --lib
@@ -145,6 +150,83 @@ run_opencv() {
         f=1
     fi
     report opencv "$p" "$f" 0 "$([ "$rc" -ge 124 ] && echo "exit $rc")"
+}
+
+# One FFmpeg filter graph per case: NAME|INPUT|FILTER. INPUT is `one`
+# (a 320x240 test pattern, 5 frames) or `two` (the pattern and a second
+# one for filters of two inputs); FILTER runs between hwupload and
+# hwdownload (or, for two inputs, takes [a] and [b]).
+ffmpeg_cases() {
+    local all=(
+        "avgblur|one|avgblur_opencl=sizeX=3"
+        "boxblur|one|boxblur_opencl"
+        "convolution|one|convolution_opencl=0m='1 1 1 1 1 1 1 1 1':0rdiv=1/9"
+        "dilation|one|dilation_opencl"
+        "erosion|one|erosion_opencl"
+        "nlmeans|one|nlmeans_opencl"
+        "pad|one|pad_opencl=w=400:h=300:x=10:y=10"
+        "prewitt|one|prewitt_opencl"
+        "roberts|one|roberts_opencl"
+        "sobel|one|sobel_opencl"
+        "transpose|one|transpose_opencl"
+        "unsharp|one|unsharp_opencl"
+        "colorkey|rgba|colorkey_opencl=color=0x00ff00:similarity=0.3"
+        "overlay|two|[a][b]overlay_opencl=x=20:y=20"
+        "xfade|two|[a][b]xfade_opencl=transition=wipeleft:duration=0.2:offset=0.1"
+    )
+    if [ "$quick" -eq 1 ]; then
+        printf '%s\n' "${all[@]}" | grep -E "^(avgblur|nlmeans|unsharp|overlay)\|"
+    else
+        printf '%s\n' "${all[@]}"
+    fi
+}
+
+# Runs one case with the OpenCL platforms of $OCL_ICD_VENDORS; writes the
+# raw frames to OUT.
+ffmpeg_filter() { # INPUT FILTER OUT
+    local src="testsrc2=size=320x240:rate=10:duration=0.5"
+    local args=(-nostdin -hide_banner -v error -init_hw_device opencl=gpu:0.0 -filter_hw_device gpu)
+    case "$1" in
+        one) args+=(-f lavfi -i "$src" -vf "format=yuv420p,hwupload,$2,hwdownload,format=yuv420p") ;;
+        rgba) args+=(-f lavfi -i "$src" -vf "format=rgba,hwupload,$2,hwdownload,format=rgba") ;;
+        two) args+=(-f lavfi -i "$src" -f lavfi -i "testsrc=size=320x240:rate=10:duration=0.5"
+            -filter_complex "[0]format=yuv420p,hwupload[a];[1]format=yuv420p,hwupload[b];$2,hwdownload,format=yuv420p") ;;
+    esac
+    timeout "$limit" ffmpeg "${args[@]}" -f rawvideo -y "$3"
+}
+
+run_ffmpeg() {
+    local pocl="$scratch/pocl"
+    mkdir -p "$pocl"
+    cp /etc/OpenCL/vendors/pocl.icd "$pocl/" || return 1
+    local passed=0 failed=0 skipped=0 notes=() line name input filter rc
+    while IFS='|' read -r name input filter; do
+        log "ffmpeg: $filter"
+        rc=0
+        ffmpeg_filter "$input" "$filter" "$scratch/ff-$name.raw" 2>"$scratch/ff-$name.log" || rc=$?
+        if [ "$rc" -ne 0 ]; then
+            failed=$((failed + 1)); notes+=("$name: exit $rc")
+            head -n 5 "$scratch/ff-$name.log" | sed 's/^/    /'
+            continue
+        fi
+        if ! OCL_ICD_VENDORS="$pocl" ffmpeg_filter "$input" "$filter" "$scratch/ff-$name.pocl" \
+            2>"$scratch/ff-$name.pocl.log"; then
+            skipped=$((skipped + 1)); notes+=("$name: PoCL failed")
+        elif cmp -s "$scratch/ff-$name.raw" "$scratch/ff-$name.pocl"; then
+            passed=$((passed + 1))
+        else
+            failed=$((failed + 1)); notes+=("$name: output differs from PoCL's")
+        fi
+    done < <(ffmpeg_cases)
+    if [ "$quick" -eq 0 ]; then
+        log "ffmpeg: deshake_opencl (run, not compared)"
+        if ffmpeg_filter one deshake_opencl "$scratch/ff-deshake.raw" 2>"$scratch/ff-deshake.log"; then
+            passed=$((passed + 1))
+        else
+            failed=$((failed + 1)); notes+=("deshake: failed")
+        fi
+    fi
+    report ffmpeg "$passed" "$failed" "$skipped" "$(IFS=';'; echo "${notes[*]}")"
 }
 
 for a in "${apps[@]}"; do
