@@ -818,7 +818,8 @@ fn every_image_argument_beside_an_argument_block(cl: &Cl) {
 /// binding (its parameter was once bound twice, which failed validation:
 /// FFmpeg's nlmeans_opencl filter).
 fn an_image_beside_vectors_past_the_push_constants(cl: &Cl) {
-    let mut src = String::from("kernel void k(global uint *out, read_only image2d_t img, sampler_t s");
+    let mut src =
+        String::from("kernel void k(global uint *out, read_only image2d_t img, sampler_t s");
     for v in 0..24 {
         src.push_str(&format!(", int4 v{v}"));
     }
