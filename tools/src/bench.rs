@@ -256,43 +256,45 @@ fn overlap(b: &mut Bench<'_>, s: &Session, quick: bool) -> Result<(), String> {
 /// cl_khr_command_buffer: `n` one-item kernels enqueued one by one, then
 /// recorded once into a command buffer and enqueued as one, each to its
 /// completion (the best of the bench's repetitions, after a warm-up).
+/// The extension function `name` of the session's platform as `F`, an
+/// `Option` of its function pointer type (never `None` on success).
+///
+/// # Safety
+/// `F` must be the function's type.
+unsafe fn extension<F: Copy>(s: &Session, name: &std::ffi::CStr) -> Result<F, String> {
+    // SAFETY: a NUL-terminated name and the session's platform.
+    let f = unsafe {
+        (s.api.clGetExtensionFunctionAddressForPlatform.unwrap())(s.platform, name.as_ptr())
+    };
+    if f.is_null() {
+        return Err(format!("{} is missing", name.to_string_lossy()));
+    }
+    assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
+    // SAFETY: a non-null function address read as the caller's function
+    // pointer type, which has its size.
+    Ok(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&f) })
+}
+
 fn replay(b: &mut Bench<'_>, s: &Session, quick: bool) -> Result<(), String> {
     let n = if quick { 4 } else { 32 };
-    let lookup = |name: &std::ffi::CStr| unsafe {
-        let f =
-            (s.api.clGetExtensionFunctionAddressForPlatform.unwrap())(s.platform, name.as_ptr());
-        if f.is_null() {
-            Err(format!("{} is missing", name.to_string_lossy()))
-        } else {
-            Ok(f)
-        }
-    };
-    // SAFETY: each address is the named extension function, whose type
-    // the Khronos headers give.
+    // SAFETY (each): the named extension function has the type the
+    // Khronos headers give it.
     let (create, record, finalize, enqueue, release) = unsafe {
         (
-            std::mem::transmute::<*mut c_void, clCreateCommandBufferKHR_t>(lookup(
-                c"clCreateCommandBufferKHR",
-            )?)
-            .unwrap(),
-            std::mem::transmute::<*mut c_void, clCommandNDRangeKernelKHR_t>(lookup(
-                c"clCommandNDRangeKernelKHR",
-            )?)
-            .unwrap(),
-            std::mem::transmute::<*mut c_void, clFinalizeCommandBufferKHR_t>(lookup(
-                c"clFinalizeCommandBufferKHR",
-            )?)
-            .unwrap(),
-            std::mem::transmute::<*mut c_void, clEnqueueCommandBufferKHR_t>(lookup(
-                c"clEnqueueCommandBufferKHR",
-            )?)
-            .unwrap(),
-            std::mem::transmute::<*mut c_void, clReleaseCommandBufferKHR_t>(lookup(
-                c"clReleaseCommandBufferKHR",
-            )?)
-            .unwrap(),
+            extension::<clCreateCommandBufferKHR_t>(s, c"clCreateCommandBufferKHR")?,
+            extension::<clCommandNDRangeKernelKHR_t>(s, c"clCommandNDRangeKernelKHR")?,
+            extension::<clFinalizeCommandBufferKHR_t>(s, c"clFinalizeCommandBufferKHR")?,
+            extension::<clEnqueueCommandBufferKHR_t>(s, c"clEnqueueCommandBufferKHR")?,
+            extension::<clReleaseCommandBufferKHR_t>(s, c"clReleaseCommandBufferKHR")?,
         )
     };
+    let (create, record, finalize, enqueue, release) = (
+        create.unwrap(),
+        record.unwrap(),
+        finalize.unwrap(),
+        enqueue.unwrap(),
+        release.unwrap(),
+    );
     let q = s.new_queue()?;
     let k = s.kernel(b.program, "empty")?;
     let mut err = 0;
