@@ -115,7 +115,7 @@ run_windows() {
             "$VKCL_ROOT/scripts/wine/bcryptprimitives.c" -ladvapi32
     fi
 
-    log "windows: building vkcl.dll, vkcl.exe, the example and the tests"
+    log "windows: building vkcl.dll and vkcl.exe (the tests are built below)"
     cargo build --target "$target" --lib
     cargo build --target "$target" -p vkcl-tool
 
