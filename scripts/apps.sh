@@ -4,7 +4,7 @@
 # per application:  NAME: N passed, N failed, N skipped
 # Exits non-zero on any failure or crash.
 #
-#   scripts/apps.sh [--quick] [APP ...]      APP: pyopencl hashcat opencv ffmpeg
+#   scripts/apps.sh [--quick] [APP ...]      APP: pyopencl hashcat opencv ffmpeg clblast
 #
 # pyopencl  PyOpenCL's own test suite, at the version the distribution
 #           packages (the tests come from that release's source archive
@@ -20,9 +20,16 @@
 #           distribution's PoCL (its CPU OpenCL); deshake_opencl, whose
 #           feature matching turns the last bits of bilinear filtering
 #           into different motion estimates, is only run.
+# clblast   CLBlast's test suite (the distribution's clblast-tests): every
+#           BLAS routine in every precision against the reference BLAS.
+#           Half-precision routines are counted apart: no other OpenCL
+#           here has half precision to compare with, and CLBlast 1.5.3
+#           fails two of them by itself (iHAMAX breaks ties between
+#           equal half values by work-item rather than by index;
+#           HAXPYBATCHED uploads half factors its kernel reads as floats).
 #
 # --quick runs the part CI runs: a few PyOpenCL test files, one hash mode,
-# OpenCV and a few FFmpeg filters. Every run is bounded in time (VKCL_APP_TIMEOUT seconds per
+# OpenCV, a few FFmpeg filters and a few CLBlast routines. Every run is bounded in time (VKCL_APP_TIMEOUT seconds per
 # step, default 1800). Set OCL_ICD_VENDORS to run the same applications
 # against another OpenCL implementation.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -32,18 +39,18 @@ apps=()
 for a in "$@"; do
     case "$a" in
         --quick) quick=1 ;;
-        pyopencl | hashcat | opencv | ffmpeg) apps+=("$a") ;;
-        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg)" >&2; exit 2 ;;
+        pyopencl | hashcat | opencv | ffmpeg | clblast) apps+=("$a") ;;
+        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg, clblast)" >&2; exit 2 ;;
     esac
 done
-[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg)
+[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg clblast)
 limit="${VKCL_APP_TIMEOUT:-1800}"
 # The distribution's Python, which has its packages.
 py=/usr/bin/python3
 
 setup_runtime
 apt_install python3 python3-numpy python3-pyopencl python3-pytest python3-mako \
-    hashcat python3-opencv ffmpeg pocl-opencl-icd
+    hashcat python3-opencv ffmpeg pocl-opencl-icd clblast-tests
 if [ -z "${OCL_ICD_VENDORS:-}" ]; then
     log "cargo build --release --lib"
     cargo build --release --lib
@@ -227,6 +234,45 @@ run_ffmpeg() {
         fi
     fi
     report ffmpeg "$passed" "$failed" "$skipped" "$(IFS=';'; echo "${notes[*]}")"
+}
+
+run_clblast() {
+    local tests=() t
+    if [ "$quick" -eq 1 ]; then
+        tests=(xaxpy xdot xnrm2 xger xomatcopy)
+    else
+        for t in /usr/bin/clblast_test_*; do tests+=("${t#/usr/bin/clblast_test_}"); done
+    fi
+    local passed=0 failed=0 skipped=0 half_failed=0 notes=() out rc counts
+    for t in "${tests[@]}"; do
+        out="$scratch/clblast-$t.log"
+        log "clblast: $t"
+        rc=0
+        timeout "$limit" "clblast_test_$t" -q >"$out" 2>&1 || rc=$?
+        # Per routine: "NAME PASSED SKIPPED FAILED".
+        counts="$(sed 's/\x1b\[[0-9;]*m//g' "$out" | awk '
+            /Starting tests for the/ { split($0, q, "\047"); name = q[2] }
+            /Pass rate/ { p += $4; s += $7; f += $10; if (!(name in seen)) order[++n] = name; seen[name] = 1
+                          P[name] += $4; S[name] += $7; F[name] += $10 }
+            END { for (i = 1; i <= n; i++) print order[i], P[order[i]], S[order[i]], F[order[i]] }')"
+        local name p sk f
+        while read -r name p sk f; do
+            [ -n "$name" ] || continue
+            skipped=$((skipped + sk))
+            if [[ "$name" == H* || "$name" == iH* ]]; then
+                passed=$((passed + p)); half_failed=$((half_failed + f))
+                [ "$f" -eq 0 ] || notes+=("$name: $f failed (half, not counted)")
+            else
+                passed=$((passed + p)); failed=$((failed + f))
+                [ "$f" -eq 0 ] || notes+=("$name: $f failed")
+            fi
+        done <<<"$counts"
+        if [ "$rc" -ge 124 ] || [ -z "$counts" ]; then
+            failed=$((failed + 1)); notes+=("$t: exit $rc")
+            tail -n 5 "$out" | sed 's/^/    /'
+        fi
+    done
+    report clblast "$passed" "$failed" "$skipped" "$(IFS=';'; echo "${notes[*]}")"
 }
 
 for a in "${apps[@]}"; do
