@@ -4,7 +4,7 @@
 # per application:  NAME: N passed, N failed, N skipped
 # Exits non-zero on any failure or crash.
 #
-#   scripts/apps.sh [--quick] [APP ...]      APP: pyopencl hashcat opencv ffmpeg clblast
+#   scripts/apps.sh [--quick] [APP ...]      APP: pyopencl hashcat opencv ffmpeg clblast clfft
 #
 # pyopencl  PyOpenCL's own test suite, at the version the distribution
 #           packages (the tests come from that release's source archive
@@ -27,9 +27,15 @@
 #           fails two of them by itself (iHAMAX breaks ties between
 #           equal half values by work-item rather than by index;
 #           HAXPYBATCHED uploads half factors its kernel reads as floats).
+# clfft     clFFT's client (the distribution's clfft-client), whose
+#           transforms check themselves against a reference: lengths of
+#           radices 2, 3, 5 and 7, in one to three dimensions, batched,
+#           in and out of place, forward and backward, single and double.
+#           (Radices 11 and 13 fail on PoCL as well and are left out.)
 #
 # --quick runs the part CI runs: a few PyOpenCL test files, one hash mode,
-# OpenCV, a few FFmpeg filters and a few CLBlast routines. Every run is bounded in time (VKCL_APP_TIMEOUT seconds per
+# OpenCV, a few FFmpeg filters, a few CLBlast routines and a few clFFT
+# transforms. Every run is bounded in time (VKCL_APP_TIMEOUT seconds per
 # step, default 1800). Set OCL_ICD_VENDORS to run the same applications
 # against another OpenCL implementation.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -39,18 +45,18 @@ apps=()
 for a in "$@"; do
     case "$a" in
         --quick) quick=1 ;;
-        pyopencl | hashcat | opencv | ffmpeg | clblast) apps+=("$a") ;;
-        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg, clblast)" >&2; exit 2 ;;
+        pyopencl | hashcat | opencv | ffmpeg | clblast | clfft) apps+=("$a") ;;
+        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg, clblast, clfft)" >&2; exit 2 ;;
     esac
 done
-[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg clblast)
+[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg clblast clfft)
 limit="${VKCL_APP_TIMEOUT:-1800}"
 # The distribution's Python, which has its packages.
 py=/usr/bin/python3
 
 setup_runtime
 apt_install python3 python3-numpy python3-pyopencl python3-pytest python3-mako \
-    hashcat python3-opencv ffmpeg pocl-opencl-icd clblast-tests
+    hashcat python3-opencv ffmpeg pocl-opencl-icd clblast-tests clfft-client
 if [ -z "${OCL_ICD_VENDORS:-}" ]; then
     log "cargo build --release --lib"
     cargo build --release --lib
@@ -273,6 +279,28 @@ run_clblast() {
         fi
     done
     report clblast "$passed" "$failed" "$skipped" "$(IFS=';'; echo "${notes[*]}")"
+}
+
+run_clfft() {
+    local cases=("-x 1024" "-x 1000 --inv" "-x 64 -y 64 -z 64" "-x 360 -y 120 --double")
+    [ "$quick" -eq 0 ] && cases+=("-x 2187" "-x 3125" "-x 2401" "-x 1024 -y 1024" "-x 4096 -o"
+        "-x 8192 --batchSize 8" "-x 1024 -y 128 --double -o --inv" "-x 49 -y 25 -z 9"
+        "-x 65536 --double")
+    local passed=0 failed=0 notes=() c out rc
+    for c in "${cases[@]}"; do
+        out="$scratch/clfft.log"
+        log "clFFT-client $c"
+        rc=0
+        # shellcheck disable=SC2086 # the case is a list of arguments
+        timeout "$limit" clFFT-client $c >"$out" 2>&1 || rc=$?
+        if [ "$rc" -eq 0 ] && grep -q "Client Test \*\*\*\*\*PASS" "$out"; then
+            passed=$((passed + 1))
+        else
+            failed=$((failed + 1)); notes+=("$c: exit $rc")
+            grep -iE "fail|error" "$out" | head -n 3 | sed 's/^/    /'
+        fi
+    done
+    report clfft "$passed" "$failed" 0 "$(IFS=';'; echo "${notes[*]}")"
 }
 
 for a in "${apps[@]}"; do
