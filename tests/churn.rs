@@ -200,8 +200,9 @@ fn round(cl: &Cl, svm: bool) {
         );
         assert_eq!((sem.release)(semaphore), CL_SUCCESS);
     }
-    // A command buffer: a fill recorded, enqueued behind the semaphore's
-    // wait and released while that enqueue is pending.
+    // A command buffer: a fill and the kernel (a mutable dispatch, its
+    // size updated after finalization) recorded, enqueued behind the
+    // semaphore's wait and released while that enqueue is pending.
     unsafe {
         use std::ptr::{null, null_mut};
         let create: unsafe extern "C" fn(
@@ -236,8 +237,49 @@ fn round(cl: &Cl, svm: bool) {
         ) -> cl_int = extension_fn(cl, "clEnqueueCommandBufferKHR");
         let release: unsafe extern "C" fn(cl_command_buffer_khr) -> cl_int =
             extension_fn(cl, "clReleaseCommandBufferKHR");
-        let b = create(1, &q, null(), &mut err);
+        let ndrange: unsafe extern "C" fn(
+            cl_command_buffer_khr,
+            cl_command_queue,
+            *const cl_command_properties_khr,
+            cl_kernel,
+            cl_uint,
+            *const usize,
+            *const usize,
+            *const usize,
+            cl_uint,
+            *const cl_sync_point_khr,
+            *mut cl_sync_point_khr,
+            *mut cl_mutable_command_khr,
+        ) -> cl_int = extension_fn(cl, "clCommandNDRangeKernelKHR");
+        let update: unsafe extern "C" fn(
+            cl_command_buffer_khr,
+            cl_uint,
+            *const cl_command_buffer_update_type_khr,
+            *mut *const c_void,
+        ) -> cl_int = extension_fn(cl, "clUpdateMutableCommandsKHR");
+        let mutable = [
+            CL_COMMAND_BUFFER_FLAGS_KHR,
+            CL_COMMAND_BUFFER_MUTABLE_KHR,
+            0,
+        ];
+        let b = create(1, &q, mutable.as_ptr(), &mut err);
         assert_eq!(err, CL_SUCCESS, "{}: command buffer", cl.how);
+        let mut dispatch = null_mut();
+        let r = ndrange(
+            b,
+            null_mut(),
+            null(),
+            k,
+            1,
+            null(),
+            &global,
+            null(),
+            0,
+            null(),
+            null_mut(),
+            &mut dispatch,
+        );
+        assert_eq!(r, CL_SUCCESS, "{}: mutable dispatch", cl.how);
         let word = 7u32;
         let pattern = (&word as *const u32).cast();
         let r = fill(
@@ -256,6 +298,23 @@ fn round(cl: &Cl, svm: bool) {
         );
         assert_eq!(r, CL_SUCCESS);
         assert_eq!(finalize(b), CL_SUCCESS);
+        let half = global / 2;
+        let config = cl_mutable_dispatch_config_khr {
+            command: dispatch,
+            num_args: 0,
+            num_svm_args: 0,
+            num_exec_infos: 0,
+            work_dim: 0,
+            arg_list: null(),
+            arg_svm_list: null(),
+            exec_info_list: null(),
+            global_work_offset: null(),
+            global_work_size: &half,
+            local_work_size: null(),
+        };
+        let kind = CL_STRUCTURE_TYPE_MUTABLE_DISPATCH_CONFIG_KHR;
+        let mut configs = [(&config as *const cl_mutable_dispatch_config_khr).cast::<c_void>()];
+        assert_eq!(update(b, 1, &kind, configs.as_mut_ptr()), CL_SUCCESS);
         assert_eq!(enqueue(0, null_mut(), b, 0, null(), null_mut()), CL_SUCCESS);
         assert_eq!(release(b), CL_SUCCESS);
     }
