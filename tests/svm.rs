@@ -1,7 +1,8 @@
-//! Coarse-grained buffer SVM: one pointer value for host and device, so a
-//! list linked on the host is walked by a kernel; the SVM commands (map,
-//! unmap, memcpy, fill, migrate, free); buffers made from SVM pointers;
-//! and the errors the specification names. On devices without SVM every
+//! Buffer SVM: one pointer value for host and device, so a list linked on
+//! the host is walked by a kernel; fine-grained allocations used by the
+//! host between commands without mapping; the SVM commands (map, unmap,
+//! memcpy, fill, migrate, free); buffers made from SVM pointers; and the
+//! errors the specification names. On devices without SVM every
 //! allocation fails and the commands report CL_INVALID_OPERATION.
 
 mod common;
@@ -19,6 +20,7 @@ both_ways!(
     buffer_made_from_an_svm_pointer,
     enqueued_free_calls_back,
     invalid_requests,
+    fine_grained_buffers_need_no_map,
 );
 
 const SOURCE: &str = include_str!("kernels/svm.cl");
@@ -358,9 +360,10 @@ fn invalid_requests(cl: &Cl) {
     let try_alloc = |flags: cl_svm_mem_flags, size: usize, align: u32| unsafe {
         cl.clSVMAlloc.unwrap()(c, flags, size, align)
     };
-    // Fine-grained buffers are not offered; bad flags, sizes and
-    // alignments give null.
-    assert!(try_alloc(CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER, 64, 0).is_null());
+    // SVM atomics are not offered; bad flags, sizes and alignments give
+    // null.
+    let atomics = CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS;
+    assert!(try_alloc(atomics, 64, 0).is_null());
     assert!(try_alloc(CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY, 64, 0).is_null());
     assert!(try_alloc(CL_MEM_READ_WRITE, 0, 0).is_null());
     assert!(try_alloc(CL_MEM_READ_WRITE, 64, 3).is_null());
@@ -422,4 +425,45 @@ fn invalid_requests(cl: &Cl) {
     free(cl, s.c, p);
     // Freeing null does nothing.
     free(cl, s.c, null_mut());
+}
+
+/// A fine-grained allocation is read and written by the host between
+/// commands, with no map or unmap: kernels see what the host wrote before
+/// they were enqueued, the host what they wrote once they completed.
+fn fine_grained_buffers_need_no_map(cl: &Cl) {
+    let caps = u64_of(
+        &cl.device_bytes(cl.device(), CL_DEVICE_SVM_CAPABILITIES)
+            .unwrap(),
+    );
+    if caps & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER == 0 {
+        return;
+    }
+    assert_ne!(caps & CL_DEVICE_SVM_FINE_GRAIN_BUFFER, 0, "{}", cl.how);
+    assert_eq!(caps & CL_DEVICE_SVM_ATOMICS, 0, "{}", cl.how);
+    let mut s = Setup::new(cl);
+    let n = 256;
+    let flags = CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER;
+    let p = unsafe { cl.clSVMAlloc.unwrap()(s.c, flags, n * 4, 0) };
+    assert!(!p.is_null(), "{}: clSVMAlloc", cl.how);
+    let data = p.cast::<i32>();
+    let k = s.kernel(SOURCE, "add_one", OPTIONS);
+    svm_arg(cl, k, 0, p);
+    for round in 1..=3i32 {
+        // Written by the host for this round, read by the kernel.
+        for i in 0..n {
+            unsafe { data.add(i).write_volatile(i as i32 * 10 + round * 1000) };
+        }
+        s.run(k, &[n], None, None);
+        finish(cl, s.q);
+        for i in 0..n {
+            let v = unsafe { data.add(i).read_volatile() };
+            assert_eq!(
+                v,
+                i as i32 * 10 + round * 1000 + 1,
+                "{}: item {i}, round {round}",
+                cl.how
+            );
+        }
+    }
+    free(cl, s.c, p);
 }

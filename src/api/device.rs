@@ -287,7 +287,9 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_PARTITION_TYPE => info(Vec::<cl_device_partition_property>::new()),
         CL_DEVICE_REFERENCE_COUNT => info(1u32),
         CL_DEVICE_SVM_CAPABILITIES => info(if d.coarse_svm() {
-            CL_DEVICE_SVM_COARSE_GRAIN_BUFFER
+            // Host-coherent memory at one address for both sides: fine
+            // grained as well (see core::svm).
+            CL_DEVICE_SVM_COARSE_GRAIN_BUFFER | CL_DEVICE_SVM_FINE_GRAIN_BUFFER
         } else {
             0
         } as cl_device_svm_capabilities),

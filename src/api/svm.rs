@@ -1,6 +1,6 @@
-//! Shared virtual memory entry points: coarse-grained buffer SVM where the
-//! device offers it (see core::svm), for which every command runs its
-//! host step on memory the host and the device share. Elsewhere
+//! Shared virtual memory entry points: coarse- and fine-grained buffer SVM
+//! where the device offers it (see core::svm), for which every command
+//! runs its host step on memory the host and the device share. Elsewhere
 //! CL_DEVICE_SVM_CAPABILITIES is zero, clSVMAlloc returns null and the
 //! commands report CL_INVALID_OPERATION, as the specification says.
 
@@ -35,8 +35,9 @@ pub unsafe extern "C" fn clSVMAlloc(
         if flags & !known != 0 || (flags & ACCESS).count_ones() > 1 {
             return err(CL_INVALID_VALUE);
         }
-        // Fine-grained buffers are not offered.
-        if flags & (CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS) != 0 {
+        // Every allocation is fine-grained (see core::svm); SVM atomics
+        // are not offered.
+        if flags & CL_MEM_SVM_ATOMICS != 0 {
             return err(CL_INVALID_VALUE);
         }
         ptr = c.svm_alloc(flags, size, alignment as usize)?;

@@ -1,7 +1,17 @@
-//! Coarse-grained buffer SVM. An allocation is a device buffer whose
-//! device address is also the host address of its mapping, so one pointer
-//! value works on both sides: pointers stored inside SVM memory (linked
-//! lists, trees) stay valid for the host and for kernels.
+//! Buffer SVM. An allocation is a device buffer whose device address is
+//! also the host address of its mapping, so one pointer value works on
+//! both sides: pointers stored inside SVM memory (linked lists, trees)
+//! stay valid for the host and for kernels.
+//!
+//! The memory is always host-coherent (lavapipe's memory is the host's;
+//! placed mappings take a host-visible, host-coherent type), host writes
+//! made before a submission reach the device, and every batch ends with a
+//! barrier that makes the device's writes visible to the host. So the
+//! host may read and write an allocation between commands without
+//! mapping it: allocations are fine-grained buffers
+//! (`CL_DEVICE_SVM_FINE_GRAIN_BUFFER`), whatever flags they were made
+//! with. SVM atomics (the host and kernels updating one location at the
+//! same time) are not offered.
 //!
 //! That identity holds on devices whose memory is the host's and whose
 //! driver hands out the mapping's address as the device address (Mesa's
