@@ -180,7 +180,35 @@ pub fn library_path() -> PathBuf {
         "{} is missing: build the library first",
         lib.display()
     );
+    // `cargo test` builds the library only as the Rust crate the tests
+    // link, not the shared library they open: one older than the sources
+    // would test old code.
+    let sources = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let built = std::fs::metadata(&lib).and_then(|m| m.modified());
+    if let (Some(newest), Ok(built)) = (newest_file(&sources), built) {
+        assert!(
+            built >= newest,
+            "{} is older than the sources: run `cargo build --lib` first",
+            lib.display()
+        );
+    }
     lib
+}
+
+/// The latest modification time of the files under `dir` (none where it
+/// cannot be read, as from an emulated Windows).
+fn newest_file(dir: &std::path::Path) -> Option<std::time::SystemTime> {
+    let mut newest = None;
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        let time = if path.is_dir() {
+            newest_file(&path)
+        } else {
+            entry.metadata().and_then(|m| m.modified()).ok()
+        };
+        newest = newest.max(time);
+    }
+    newest
 }
 
 /// Prepares the process environment once, before any OpenCL library is
