@@ -466,8 +466,8 @@ fn unsupported_features_say_so(cl: &Cl) {
         let pipe = cl.clCreatePipe.unwrap()(c, 0, 4, 16, std::ptr::null(), &mut err);
         assert!(pipe.is_null());
         assert_eq!(err, CL_INVALID_OPERATION);
-        // Fine-grained SVM is not offered: a null pointer.
-        let flags = CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER;
+        // SVM atomics are not offered: a null pointer.
+        let flags = CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS;
         assert!(cl.clSVMAlloc.unwrap()(c, flags, 1024, 0).is_null());
         // No native kernels (asked on a real queue: for a null one, the
         // Khronos loader answers CL_INVALID_COMMAND_QUEUE itself).
