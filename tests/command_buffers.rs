@@ -209,6 +209,14 @@ impl Cb {
         self.buffer_with(q, &[])
     }
 
+    /// A command buffer for `q` whose kernel commands may be updated.
+    fn mutable_buffer_for(&self, q: cl_command_queue) -> cl_command_buffer_khr {
+        self.buffer_with(
+            q,
+            &[CL_COMMAND_BUFFER_FLAGS_KHR, CL_COMMAND_BUFFER_MUTABLE_KHR],
+        )
+    }
+
     /// A command buffer for `q` with the properties `props` (without the
     /// terminating 0).
     fn buffer_with(
@@ -638,10 +646,7 @@ fn mutable_dispatches_take_updates_between_enqueues(cl: &Cl) {
     let (a, other) = (s.zeroed(N * 4), s.zeroed(N * 4));
     s.arg(k, 0, &a);
     s.arg(k, 1, &5u32);
-    let b = cb.buffer_with(
-        s.q,
-        &[CL_COMMAND_BUFFER_FLAGS_KHR, CL_COMMAND_BUFFER_MUTABLE_KHR],
-    );
+    let b = cb.mutable_buffer_for(s.q);
     let m = cb.mutable(b, &Dispatch::of(k));
     assert_eq!(unsafe { (cb.finalize)(b) }, CL_SUCCESS);
     cb.run(b, null_mut());
@@ -701,10 +706,7 @@ fn arguments_may_wait_for_an_update(cl: &Cl) {
     let k = s.kernel(SRC, "add", "");
     let p = s.zeroed(N * 4);
     s.arg(k, 0, &p);
-    let b = cb.buffer_with(
-        s.q,
-        &[CL_COMMAND_BUFFER_FLAGS_KHR, CL_COMMAND_BUFFER_MUTABLE_KHR],
-    );
+    let b = cb.mutable_buffer_for(s.q);
     assert_eq!(
         cb.record(b, &Dispatch::of(k), None).0,
         CL_INVALID_KERNEL_ARGS
@@ -754,8 +756,7 @@ fn updates_are_checked_and_all_or_nothing(cl: &Cl) {
     let p = s.zeroed(N * 4);
     s.arg(k, 0, &p);
     s.arg(k, 1, &1u32);
-    let mutable = [CL_COMMAND_BUFFER_FLAGS_KHR, CL_COMMAND_BUFFER_MUTABLE_KHR];
-    let b = cb.buffer_with(s.q, &mutable);
+    let b = cb.mutable_buffer_for(s.q);
     let all = cb.mutable(
         b,
         &Dispatch {
@@ -811,7 +812,7 @@ fn updates_are_checked_and_all_or_nothing(cl: &Cl) {
         CL_INVALID_VALUE
     );
     // A command of another buffer.
-    let other = cb.buffer_with(s.q, &mutable);
+    let other = cb.mutable_buffer_for(s.q);
     let foreign = cb.mutable(other, &Dispatch::of(k));
     assert_eq!(unsafe { (cb.finalize)(other) }, CL_SUCCESS);
     assert_eq!(

@@ -161,11 +161,20 @@ unsafe fn record(
     sync_point: *mut cl_sync_point_khr,
 ) -> ClResult<()> {
     let point = b.record(command_type, syncs, plan)?;
+    // SAFETY: passed on from the caller.
+    unsafe { hand_out(point, sync_point) };
+    Ok(())
+}
+
+/// Writes a recorded command's sync point where the application asked.
+///
+/// # Safety
+/// `sync_point` is null or writable.
+unsafe fn hand_out(point: cl_sync_point_khr, sync_point: *mut cl_sync_point_khr) {
     if !sync_point.is_null() {
         // SAFETY: non-null and writable, per the extension.
         unsafe { sync_point.write(point) };
     }
-    Ok(())
 }
 
 pub(crate) unsafe extern "C" fn clCommandBarrierWithWaitListKHR(
@@ -370,40 +379,31 @@ struct DispatchProperties {
 unsafe fn read_dispatch_properties(
     props: *const cl_command_properties_khr,
 ) -> ClResult<DispatchProperties> {
-    let mut out = DispatchProperties {
-        list: Vec::new(),
-        fields: None,
-        no_additional_groups: false,
+    let (mut fields, mut no_additional_groups) = (None, false);
+    // SAFETY: passed on from the caller.
+    let list = unsafe {
+        command_buffer::read_pairs(props, |name, value| {
+            match name {
+                CL_MUTABLE_DISPATCH_UPDATABLE_FIELDS_KHR
+                    if fields.is_none() && value & !command_buffer::MUTABLE_FIELDS == 0 =>
+                {
+                    fields = Some(value);
+                }
+                CL_MUTABLE_DISPATCH_ASSERTS_KHR
+                    if value & !CL_MUTABLE_DISPATCH_ASSERT_NO_ADDITIONAL_WORK_GROUPS_KHR == 0 =>
+                {
+                    no_additional_groups = value != 0;
+                }
+                _ => return err(CL_INVALID_VALUE),
+            }
+            Ok(())
+        })?
     };
-    if props.is_null() {
-        return Ok(out);
-    }
-    let mut i = 0;
-    loop {
-        // SAFETY: the caller promises a zero-terminated list of pairs.
-        let name = unsafe { *props.add(i) };
-        out.list.push(name);
-        if name == 0 {
-            return Ok(out);
-        }
-        // SAFETY: as above: a name is followed by its value.
-        let value = unsafe { *props.add(i + 1) };
-        out.list.push(value);
-        i += 2;
-        match name {
-            CL_MUTABLE_DISPATCH_UPDATABLE_FIELDS_KHR
-                if out.fields.is_none() && value & !command_buffer::MUTABLE_FIELDS == 0 =>
-            {
-                out.fields = Some(value);
-            }
-            CL_MUTABLE_DISPATCH_ASSERTS_KHR
-                if value & !CL_MUTABLE_DISPATCH_ASSERT_NO_ADDITIONAL_WORK_GROUPS_KHR == 0 =>
-            {
-                out.no_additional_groups = value != 0;
-            }
-            _ => return err(CL_INVALID_VALUE),
-        }
-    }
+    Ok(DispatchProperties {
+        list,
+        fields,
+        no_additional_groups,
+    })
 }
 
 pub(crate) unsafe extern "C" fn clCommandNDRangeKernelKHR(
@@ -492,11 +492,7 @@ pub(crate) unsafe extern "C" fn clCommandNDRangeKernelKHR(
                     launch,
                 },
             );
-            let point = b.record_dispatch(&syncs, d.clone())?;
-            if !sync_point.is_null() {
-                // SAFETY: non-null and writable, per the extension.
-                sync_point.write(point);
-            }
+            hand_out(b.record_dispatch(&syncs, d.clone())?, sync_point);
             if !mutable_handle.is_null() {
                 // SAFETY: non-null and writable, per the extension. The
                 // handle lives as long as the command buffer.

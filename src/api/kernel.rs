@@ -456,35 +456,6 @@ fn enqueue_ndrange(
     event: *mut cl_event,
     command_type: cl_command_type,
 ) -> ClResult<()> {
-    let (t, launch) = ndrange_launch(
-        command_queue,
-        kernel,
-        work_dim,
-        global_work_offset,
-        global_work_size,
-        local_work_size,
-        num_events_in_wait_list,
-        event_wait_list,
-    )?;
-    let ev = launch.enqueue(&t.queue, command_type, t.waits)?;
-    // SAFETY: null or writable, per the specification.
-    unsafe { out_event(event, ev) };
-    Ok(())
-}
-
-/// clEnqueueNDRangeKernel's checks, in the specification's order, and the
-/// launch they allow (the kernel's arguments as set now).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn ndrange_launch(
-    command_queue: cl_command_queue,
-    kernel: cl_kernel,
-    work_dim: cl_uint,
-    global_work_offset: *const usize,
-    global_work_size: *const usize,
-    local_work_size: *const usize,
-    num_events_in_wait_list: cl_uint,
-    event_wait_list: *const cl_event,
-) -> ClResult<(Target, Launch)> {
     let c = ndrange_checks(
         command_queue,
         kernel,
@@ -497,7 +468,10 @@ pub(crate) fn ndrange_launch(
         false,
     )?;
     let launch = Launch::new(&c.target.queue, &c.kernel, c.range)?;
-    Ok((c.target, launch))
+    let ev = launch.enqueue(&c.target.queue, command_type, c.target.waits)?;
+    // SAFETY: null or writable, per the specification.
+    unsafe { out_event(event, ev) };
+    Ok(())
 }
 
 /// An NDRange command that passed clEnqueueNDRangeKernel's checks, with

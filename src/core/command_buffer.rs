@@ -404,6 +404,37 @@ fn in_sequence(works: Vec<Work>) -> Work {
     }
 }
 
+/// Walks a zero-terminated list of name and value pairs (null: none),
+/// handing each pair to `each` in order, and gives the list as passed,
+/// terminator included (empty for null). Stops at the first error `each`
+/// gives.
+///
+/// # Safety
+/// `props` is null or a zero-terminated list of name and value pairs.
+pub unsafe fn read_pairs(
+    props: *const cl_properties,
+    mut each: impl FnMut(cl_properties, cl_properties) -> ClResult<()>,
+) -> ClResult<Vec<cl_properties>> {
+    let mut list = Vec::new();
+    if props.is_null() {
+        return Ok(list);
+    }
+    let mut i = 0;
+    loop {
+        // SAFETY: the caller promises a zero-terminated list of pairs.
+        let name = unsafe { *props.add(i) };
+        list.push(name);
+        if name == 0 {
+            return Ok(list);
+        }
+        // SAFETY: as above: a name is followed by its value.
+        let value = unsafe { *props.add(i + 1) };
+        list.push(value);
+        i += 2;
+        each(name, value)?;
+    }
+}
+
 /// Reads a command buffer property list (null: none):
 /// `CL_COMMAND_BUFFER_FLAGS_KHR` (mutable, simultaneous use; enqueues of
 /// one buffer are ordered, so simultaneous use is always possible) and
@@ -415,40 +446,32 @@ pub unsafe fn read_properties(
     props: *const cl_command_buffer_properties_khr,
 ) -> ClResult<Properties> {
     let mut out = Properties::default();
-    if props.is_null() {
-        return Ok(out);
-    }
     let mut seen = Vec::new();
-    let mut i = 0;
-    loop {
-        // SAFETY: the caller promises a zero-terminated list of pairs.
-        let name = unsafe { *props.add(i) };
-        out.list.push(name);
-        if name == 0 {
-            return Ok(out);
-        }
-        // SAFETY: as above: a name is followed by its value.
-        let value = unsafe { *props.add(i + 1) };
-        out.list.push(value);
-        i += 2;
-        if seen.contains(&name) {
-            return err(CL_INVALID_VALUE);
-        }
-        seen.push(name);
-        match name {
-            CL_COMMAND_BUFFER_FLAGS_KHR
-                if value
-                    & !(CL_COMMAND_BUFFER_MUTABLE_KHR | CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR)
-                    == 0 =>
-            {
-                out.mutable = value & CL_COMMAND_BUFFER_MUTABLE_KHR != 0;
+    // SAFETY: passed on from the caller.
+    out.list = unsafe {
+        read_pairs(props, |name, value| {
+            if seen.contains(&name) {
+                return err(CL_INVALID_VALUE);
             }
-            CL_COMMAND_BUFFER_MUTABLE_DISPATCH_ASSERTS_KHR
-                if value & !CL_MUTABLE_DISPATCH_ASSERT_NO_ADDITIONAL_WORK_GROUPS_KHR == 0 =>
-            {
-                out.no_additional_groups = value != 0;
+            seen.push(name);
+            match name {
+                CL_COMMAND_BUFFER_FLAGS_KHR
+                    if value
+                        & !(CL_COMMAND_BUFFER_MUTABLE_KHR
+                            | CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR)
+                        == 0 =>
+                {
+                    out.mutable = value & CL_COMMAND_BUFFER_MUTABLE_KHR != 0;
+                }
+                CL_COMMAND_BUFFER_MUTABLE_DISPATCH_ASSERTS_KHR
+                    if value & !CL_MUTABLE_DISPATCH_ASSERT_NO_ADDITIONAL_WORK_GROUPS_KHR == 0 =>
+                {
+                    out.no_additional_groups = value != 0;
+                }
+                _ => return err(CL_INVALID_VALUE),
             }
-            _ => return Err(ClError(CL_INVALID_VALUE)),
-        }
-    }
+            Ok(())
+        })?
+    };
+    Ok(out)
 }

@@ -167,8 +167,14 @@ fn build_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// The freshly built library (`libvkcl.so`, or `vkcl.dll` on Windows).
+/// The freshly built library (`libvkcl.so`, or `vkcl.dll` on Windows),
+/// checked once per test process.
 pub fn library_path() -> PathBuf {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(checked_library).clone()
+}
+
+fn checked_library() -> PathBuf {
     let name = format!(
         "{}vkcl{}",
         std::env::consts::DLL_PREFIX,
