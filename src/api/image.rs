@@ -662,7 +662,7 @@ fn buffer_of(t: &Target, mem: cl_mem) -> ClResult<Arc<Handle<Buffer>>> {
     if !Arc::ptr_eq(&b.context, &t.queue.context) {
         return err(CL_INVALID_CONTEXT);
     }
-    b.check_device(&t.queue)?;
+    b.storage_for(&t.queue)?;
     let align = t.queue.device.mem_base_addr_align_bits() as usize / 8;
     if b.origin() % align != 0 {
         return err(CL_MISALIGNED_SUB_BUFFER_OFFSET);

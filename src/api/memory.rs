@@ -12,7 +12,7 @@ use crate::api::util::*;
 use crate::core::context::Context;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::image::{Image, work as image_work};
-use crate::core::memory::{Buffer, HostPtr, MemDestructor, Rect, work};
+use crate::core::memory::{Access, Buffer, HostPtr, MemDestructor, Rect, work};
 use crate::core::object::{Callback, Handle};
 use crate::core::queue::{Ordering, Queue, Work};
 
@@ -342,7 +342,7 @@ pub(crate) fn target(
         if !Arc::ptr_eq(&b.context, &queue.context) {
             return err(CL_INVALID_CONTEXT);
         }
-        b.check_device(&queue)?;
+        b.storage_for(&queue)?;
         if b.origin() % (queue.device.mem_base_addr_align_bits() as usize / 8) != 0 {
             return err(CL_MISALIGNED_SUB_BUFFER_OFFSET);
         }
@@ -531,7 +531,7 @@ pub(crate) fn copy_buffer_plan(
     }
     // A zero-sized copy is allowed and moves nothing.
     let region = [(src_offset, dst_offset, size)];
-    Ok((t, Arc::new(move |_| Ok(work::copy(&src, &dst, &region)))))
+    Ok((t, Arc::new(move |q| work::copy(q, &src, &dst, &region))))
 }
 
 #[unsafe(no_mangle)]
@@ -935,7 +935,7 @@ pub(crate) unsafe fn copy_buffer_rect_plan(
         if bytes_meet {
             work::copy_through_temporary(q, &src, &dst, &rows)
         } else {
-            Ok(work::copy(&src, &dst, &rows))
+            work::copy(q, &src, &dst, &rows)
         }
     });
     Ok((t, plan))
@@ -1020,7 +1020,7 @@ pub unsafe extern "C" fn clEnqueueUnmapMemObject(
             num_events_in_wait_list,
             event_wait_list,
         )?;
-        let w = work::unmap(&b[0], ptr)?;
+        let w = work::unmap(&t.queue, &b[0], ptr)?;
         t.run(CL_COMMAND_UNMAP_MEM_OBJECT, false, event, w)
     })
 }
@@ -1046,20 +1046,36 @@ pub unsafe extern "C" fn clEnqueueMigrateMemObjects(
         let mems = unsafe { slice_in(mem_objects, num_mem_objects as usize)? };
         let queue = Handle::<Queue>::from_raw(command_queue)?;
         let mut keep: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
+        let mut uses = Vec::new();
+        // To the host: every buffer's copies stay where they are (host
+        // transfers reach any of them). To the queue's device: its copy is
+        // made current, or, with undefined contents, simply declared so.
+        // Images live on their context's first device.
+        let access = match flags {
+            f if f & CL_MIGRATE_MEM_OBJECT_HOST != 0 => None,
+            f if f & CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED != 0 => Some(Access::Undefined),
+            _ => Some(Access::Read),
+        };
         for &m in mems {
             let m = Mem::from_raw(m)?;
             if !Arc::ptr_eq(m.context(), &queue.context) {
                 return err(CL_INVALID_CONTEXT);
             }
             match m {
-                Mem::Buffer(b) => keep.push(Box::new(b)),
+                Mem::Buffer(b) => {
+                    if let Some(a) = access {
+                        b.storage_for(&queue)?;
+                        uses.extend(crate::core::memory::used(&b, a));
+                    }
+                    keep.push(Box::new(b))
+                }
                 Mem::Image(i) => keep.push(Box::new(i)),
             }
         }
         let (t, _) = target(command_queue, &[], num_events_in_wait_list, event_wait_list)?;
-        // Every memory object lives on its one device already: ordering only.
         let mut w = Work::none();
         w.keep = keep;
+        w.uses = uses;
         t.run(CL_COMMAND_MIGRATE_MEM_OBJECTS, false, event, w)
     })
 }

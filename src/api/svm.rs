@@ -87,6 +87,7 @@ fn host_step(
         })),
         keep,
         host_access: true,
+        uses: Vec::new(),
     }
 }
 

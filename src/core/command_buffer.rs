@@ -384,9 +384,11 @@ impl CommandBuffer {
 fn in_sequence(works: Vec<Work>) -> Work {
     let mut records = Vec::with_capacity(works.len());
     let mut keep = Vec::new();
+    let mut uses = Vec::new();
     for w in works {
         records.extend(w.record);
         keep.extend(w.keep);
+        uses.extend(w.uses);
     }
     Work {
         record: Some(Box::new(move |r| {
@@ -401,6 +403,7 @@ fn in_sequence(works: Vec<Work>) -> Work {
         complete: None,
         keep,
         host_access: false,
+        uses,
     }
 }
 

@@ -124,6 +124,15 @@ impl Context {
             .push(cb);
     }
 
+    /// Lets every device of the context record commands held back for
+    /// something that moved on: an event of one device may be waited for
+    /// by queues of any other.
+    pub fn repump(&self) {
+        for d in &self.devices {
+            d.repump();
+        }
+    }
+
     /// Reports an error to the application's notify callback, if any.
     pub fn notify_error(&self, message: &str) {
         log::error!(target: "vkcl::context", "{message}");

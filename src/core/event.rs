@@ -343,9 +343,7 @@ impl Handle<Event> {
         }
         self.finish(status, None);
         // Commands held back for this event may go now.
-        for d in &self.context.devices {
-            d.repump();
-        }
+        self.context.repump();
         Ok(())
     }
 }

@@ -17,7 +17,9 @@ use crate::core::context::Context;
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::format::FormatEntry;
-use crate::core::memory::{Buffer, HostPtr, MemDestructor, MemDestructors, Staging};
+use crate::core::memory::{
+    Access, Buffer, HostPtr, MemDestructor, MemDestructors, Staging, Use, used,
+};
 use crate::core::object::{Callback, ClObject, Handle};
 use crate::core::queue::{Queue, RecordFn, Recorder, Work};
 use crate::vk::image::{DeviceImage, ImageShape, TexelViews, Views};
@@ -183,6 +185,12 @@ pub enum Backing {
         shadow: Arc<DeviceImage>,
         pitch: usize,
     },
+}
+
+/// The use of the buffer an image was made from, if any, by a command
+/// that uses the image (see [`Work::uses`]).
+pub fn backing_used(image: &Arc<Handle<Image>>, access: Access) -> Vec<Use> {
+    image.buffer().map(|b| used(b, access)).unwrap_or_default()
 }
 
 /// A view a kernel's image descriptor points at.
@@ -491,7 +499,7 @@ impl Image {
         Ok(Handle::new(image))
     }
 
-    /// The buffer a 1D image buffer was made from.
+    /// The buffer an image made from a buffer was made from.
     pub fn buffer(&self) -> Option<&Arc<Handle<Buffer>>> {
         match &self.backing {
             Backing::Texels { buffer, .. } | Backing::Rows { buffer, .. } => Some(buffer),
@@ -771,6 +779,7 @@ pub mod work {
             complete: None,
             keep: vec![keep(staging), keep(image.clone())],
             host_access: false,
+            uses: backing_used(image, Access::Write),
         })
     }
 
@@ -796,6 +805,7 @@ pub mod work {
             })),
             keep: vec![keep(staging), keep(image.clone())],
             host_access: false,
+            uses: backing_used(image, Access::Read),
         })
     }
 
@@ -821,6 +831,11 @@ pub mod work {
             complete: None,
             keep: vec![keep(temp), keep(src.clone()), keep(dst.clone())],
             host_access: false,
+            uses: [
+                backing_used(src, Access::Read),
+                backing_used(dst, Access::Write),
+            ]
+            .concat(),
         })
     }
 
@@ -837,7 +852,7 @@ pub mod work {
     ) -> ClResult<Work> {
         let at = buf.offset + offset;
         let size = image.packed_size(region);
-        let b = buf.storage.raw;
+        let b = buf.storage_for(queue)?.raw;
         let place = image.place(origin, region);
         if at % image.element_size == 0 {
             return Ok(Work {
@@ -845,6 +860,7 @@ pub mod work {
                 complete: None,
                 keep: vec![keep(buf.clone()), keep(image.clone())],
                 host_access: false,
+                uses: [used(buf, Access::Read), backing_used(image, Access::Write)].concat(),
             });
         }
         let temp = Staging::new(&queue.vk, size, BufferUse::Device)?;
@@ -864,6 +880,7 @@ pub mod work {
             complete: None,
             keep: vec![keep(temp), keep(buf.clone()), keep(image.clone())],
             host_access: false,
+            uses: [used(buf, Access::Read), backing_used(image, Access::Write)].concat(),
         })
     }
 
@@ -878,7 +895,7 @@ pub mod work {
     ) -> ClResult<Work> {
         let at = buf.offset + offset;
         let size = image.packed_size(region);
-        let b = buf.storage.raw;
+        let b = buf.storage_for(queue)?.raw;
         let place = image.place(origin, region);
         if at % image.element_size == 0 {
             return Ok(Work {
@@ -886,6 +903,7 @@ pub mod work {
                 complete: None,
                 keep: vec![keep(buf.clone()), keep(image.clone())],
                 host_access: false,
+                uses: [used(buf, Access::Write), backing_used(image, Access::Read)].concat(),
             });
         }
         let temp = Staging::new(&queue.vk, size, BufferUse::Device)?;
@@ -905,6 +923,7 @@ pub mod work {
             complete: None,
             keep: vec![keep(temp), keep(buf.clone()), keep(image.clone())],
             host_access: false,
+            uses: [used(buf, Access::Write), backing_used(image, Access::Read)].concat(),
         })
     }
 
@@ -928,6 +947,7 @@ pub mod work {
             complete: None,
             keep: vec![keep(staging), keep(image.clone())],
             host_access: false,
+            uses: backing_used(image, Access::Write),
         })
     }
 
@@ -1000,6 +1020,7 @@ pub mod work {
                 })),
                 keep: vec![keep(staging), keep(image.clone())],
                 host_access: false,
+                uses: backing_used(image, Access::Write),
             },
         ))
     }
@@ -1037,6 +1058,7 @@ pub mod work {
             complete: None,
             keep: vec![keep(staging), keep(image.clone())],
             host_access: false,
+            uses: backing_used(image, Access::Write),
         })
     }
 }

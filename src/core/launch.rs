@@ -32,7 +32,7 @@ use crate::core::error::{ClError, ClResult, err};
 use crate::core::event::Event;
 use crate::core::image::{Image, KernelView};
 use crate::core::kernel::{ArgValue, Compiled, Kernel, image_class};
-use crate::core::memory::{Buffer, Staging};
+use crate::core::memory::{Access, Buffer, Staging, Use, used};
 use crate::core::object::Handle;
 use crate::core::queue::{Ordering, Queue, Recorder, Work};
 use crate::core::sampler::Sampler;
@@ -303,6 +303,8 @@ enum Descriptors {
 /// specialization constants (`__local` sizes, image and sampler words).
 struct Bound {
     buffers: Vec<Arc<Handle<Buffer>>>,
+    /// What the launch does with its buffers (contexts of several devices).
+    uses: Vec<Use>,
     svm: Vec<Arc<SvmAlloc>>,
     images: Vec<Arc<Handle<Image>>>,
     samplers: Vec<Arc<Handle<Sampler>>>,
@@ -345,6 +347,7 @@ pub struct Launch {
     _arg_block: Option<Arc<Staging>>,
     _scratch: Option<Arc<Staging>>,
     _buffers: Vec<Arc<Handle<Buffer>>>,
+    uses: Vec<Use>,
     _svm: Vec<Arc<SvmAlloc>>,
     _images: Vec<Arc<Handle<Image>>>,
     _samplers: Vec<Arc<Handle<Sampler>>>,
@@ -480,6 +483,7 @@ impl Launch {
             _arg_block: arg_block,
             _scratch: scratch,
             _buffers: bound.buffers,
+            uses: bound.uses,
             _svm: bound.svm,
             _images: bound.images,
             _samplers: bound.samplers,
@@ -572,6 +576,7 @@ impl Launch {
         let (recorded, printed) = (self.clone(), self.clone());
         Work {
             record: Some(Box::new(move |r| recorded.record(r))),
+            uses: self.uses.clone(),
             complete: self
                 .printf
                 .is_some()
@@ -596,6 +601,7 @@ fn bind_args(
     let n = types.len();
     let mut b = Bound {
         buffers: Vec::new(),
+        uses: Vec::new(),
         svm: Vec::new(),
         images: Vec::new(),
         samplers: Vec::new(),
@@ -612,15 +618,22 @@ fn bind_args(
         b.direct[*binding as usize] = s.direct.raw;
     }
     let mut image_index = 0;
-    for (slot, value) in compiled.push.args.iter().zip(kernel.args().iter()) {
+    let args = kernel.args();
+    for (i, (slot, value)) in compiled.push.args.iter().zip(args.iter()).enumerate() {
         match (slot, value) {
             (Slot::Address { offset }, Some(ArgValue::Buffer(buffer))) => {
                 let address = match buffer {
                     Some(weak) => {
                         // A buffer released since it was set is gone.
                         let buffer = weak.upgrade().ok_or(ClError(CL_INVALID_KERNEL_ARGS))?;
-                        buffer.check_device(queue)?;
-                        let address = buffer.storage.address + buffer.offset as u64;
+                        let address = buffer.storage_for(queue)?.address + buffer.offset as u64;
+                        let writes = buffer.flags & CL_MEM_READ_ONLY == 0
+                            && kernel.info.args.get(i).is_none_or(|a| {
+                                a.address != CL_KERNEL_ARG_ADDRESS_CONSTANT
+                                    && a.type_qual & CL_KERNEL_ARG_TYPE_CONST as cl_bitfield == 0
+                            });
+                        let access = if writes { Access::Write } else { Access::Read };
+                        b.uses.extend(used(&buffer, access));
                         b.buffers.push(buffer);
                         address
                     }
@@ -645,6 +658,18 @@ fn bind_args(
                 // An image released since it was set is gone.
                 let image = w.upgrade().ok_or(ClError(CL_INVALID_KERNEL_ARGS))?;
                 image.check_device(queue)?;
+                let read_only = kernel
+                    .info
+                    .args
+                    .get(i)
+                    .is_some_and(|a| a.access == CL_KERNEL_ARG_ACCESS_READ_ONLY);
+                let access = if read_only {
+                    Access::Read
+                } else {
+                    Access::Write
+                };
+                b.uses
+                    .extend(crate::core::image::backing_used(&image, access));
                 let class = image_class(&queue.device, &image.format);
                 if compiled.classes.get(image_index) != Some(&class) {
                     // The argument changed while the kernel was compiled.

@@ -17,6 +17,7 @@ use crate::core::context::Context;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::object::{Callback, ClObject, Handle};
 use crate::core::queue::{Queue, Work};
+use crate::core::ranges::Ranges;
 use crate::vk::device::LogicalDevice;
 use crate::vk::memory::{BufferUse, DeviceBuffer, HostBuffer};
 
@@ -123,7 +124,11 @@ pub struct Buffer {
     pub parent: Option<Arc<Handle<Buffer>>>,
     /// Offset inside `storage` (non-zero for sub-buffers).
     pub offset: usize,
+    /// Its memory on the context's first device.
     pub storage: Arc<DeviceBuffer>,
+    /// In a context of several devices, its copies on each (shared with
+    /// its sub-buffers): `None` in a context of one.
+    copies: Option<Arc<Copies>>,
     pub properties: Vec<cl_mem_properties>,
     maps: Mutex<Vec<Mapping>>,
     destructors: MemDestructors,
@@ -168,6 +173,10 @@ impl Buffer {
                 0,
             ),
         };
+        let initialised =
+            host_ptr.is_some() && flags & (CL_MEM_COPY_HOST_PTR | CL_MEM_USE_HOST_PTR) != 0;
+        let copies = (context.devices.len() > 1)
+            .then(|| Arc::new(Copies::new(storage.clone(), initialised)));
         Ok(Handle::new(Buffer {
             context,
             flags,
@@ -176,6 +185,7 @@ impl Buffer {
             parent: None,
             offset,
             storage,
+            copies,
             properties,
             maps: Mutex::new(Vec::new()),
             destructors: MemDestructors::default(),
@@ -243,6 +253,7 @@ impl Buffer {
             parent: Some(parent.clone()),
             offset: parent.offset + origin,
             storage: parent.storage.clone(),
+            copies: parent.copies.clone(),
             properties: Vec::new(),
             maps: Mutex::new(Vec::new()),
             destructors: MemDestructors::default(),
@@ -265,10 +276,14 @@ impl Buffer {
         self.maps.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The device that holds the storage must be the queue's.
     /// The buffer's memory as the host sees it, where the device's memory
-    /// is the host's (so transfers need no staging).
+    /// is the host's (so transfers need no staging). Never in a context of
+    /// several devices: there transfers go through the queue's device's
+    /// copy, made current first.
     pub fn host_memory(&self) -> Option<std::ptr::NonNull<u8>> {
+        if self.copies.is_some() {
+            return None;
+        }
         self.storage
             .device()
             .unified_memory
@@ -276,17 +291,261 @@ impl Buffer {
             .flatten()
     }
 
-    pub fn check_device(&self, queue: &Queue) -> ClResult<()> {
+    /// The buffer's memory (the whole of its root's, so add `offset`) on
+    /// the device of `queue`, made there at its first use. Its contents
+    /// are made current by the command that uses it (see [`Use`]).
+    pub fn storage_for(&self, queue: &Queue) -> ClResult<Arc<DeviceBuffer>> {
         if Arc::ptr_eq(self.storage.device(), &queue.vk) {
-            Ok(())
-        } else {
-            log::warn!(
-                target: "vkcl::memory",
-                "a buffer is used on a second device of its context; moving buffers between devices is not supported yet"
-            );
-            err(CL_OUT_OF_RESOURCES)
+            return Ok(self.storage.clone());
+        }
+        match &self.copies {
+            Some(c) => {
+                let mut list = c.lock();
+                let i = list.on(&queue.vk)?;
+                Ok(list.0[i].storage.clone())
+            }
+            // SVM memory lives on one device; contexts of one device have
+            // no other.
+            None => err(CL_INVALID_OPERATION),
         }
     }
+}
+
+/// The use of `buffer` by a command (see [`Work::uses`]); none in a
+/// context of one device.
+pub fn used(buffer: &Arc<Handle<Buffer>>, access: Access) -> Vec<Use> {
+    match buffer.copies {
+        Some(_) => vec![Use {
+            buffer: buffer.clone(),
+            access,
+        }],
+        None => Vec::new(),
+    }
+}
+
+/// A buffer a command reads or writes (see [`Work::uses`]).
+#[derive(Clone)]
+pub struct Use {
+    pub buffer: Arc<Handle<Buffer>>,
+    pub access: Access,
+}
+
+/// What a command does with a buffer it uses.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Access {
+    /// Reads it only.
+    Read,
+    /// May write it (all or part): once the command is recorded, only the
+    /// copy on its device is current.
+    Write,
+    /// Leaves its contents undefined (CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED):
+    /// nothing is copied, and only the copy on the command's device is
+    /// current afterwards.
+    Undefined,
+}
+
+/// The copies of a buffer on the devices of a context of several devices,
+/// and which bytes of each are current.
+///
+/// OpenCL requires commands on different devices that use the same bytes
+/// of a buffer to be ordered by events (or by waiting on the host) where
+/// one of them writes them; commands on disjoint sub-buffers may run at
+/// once. So when a command is recorded, every command it must follow has
+/// completed on other devices, and the bytes it uses that its device's copy
+/// does not hold current may be brought over from a copy that does. vkcl
+/// copies them through the host, on the recording thread; a command that
+/// may write them then leaves its device's copy the only one holding them
+/// current. Bytes never defined are current nowhere and move nothing.
+pub struct Copies(Mutex<CopyList>);
+
+pub struct CopyList(Vec<DeviceCopy>);
+
+struct DeviceCopy {
+    storage: Arc<DeviceBuffer>,
+    current: Ranges,
+}
+
+impl Copies {
+    fn new(home: Arc<DeviceBuffer>, initialised: bool) -> Copies {
+        let current = match initialised {
+            true => Ranges::of(0, home.size),
+            false => Ranges::default(),
+        };
+        Copies(Mutex::new(CopyList(vec![DeviceCopy {
+            storage: home,
+            current,
+        }])))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, CopyList> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl CopyList {
+    /// The index of the copy on `device`, made now if there is none.
+    fn on(&mut self, device: &Arc<LogicalDevice>) -> ClResult<usize> {
+        if let Some(i) = self
+            .0
+            .iter()
+            .position(|c| Arc::ptr_eq(c.storage.device(), device))
+        {
+            return Ok(i);
+        }
+        let size = self.0[0].storage.size;
+        let storage = DeviceBuffer::new(device, size, BufferUse::Device).map_err(|e| {
+            if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
+                ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+            } else {
+                ClError::from(e)
+            }
+        })?;
+        self.0.push(DeviceCopy {
+            storage: Arc::new(storage),
+            current: Ranges::default(),
+        });
+        Ok(self.0.len() - 1)
+    }
+}
+
+/// Makes the bytes the buffers of a command use current in their copies on
+/// `device`, before the command is recorded through `rec` (see
+/// [`Copies`]), and gives what the recorded copies need kept until the
+/// command completes (empty: nothing was recorded).
+pub fn make_current(
+    device: &Arc<LogicalDevice>,
+    rec: &crate::core::queue::Recorder<'_>,
+    uses: &[Use],
+) -> ClResult<Vec<Box<dyn std::any::Any + Send + Sync>>> {
+    let mut kept: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
+    for u in uses {
+        let Some(copies) = &u.buffer.copies else {
+            continue;
+        };
+        let (start, end) = (
+            u.buffer.offset as u64,
+            (u.buffer.offset + u.buffer.size) as u64,
+        );
+        let mut list = copies.lock();
+        let here = list.on(device)?;
+        for from in (0..list.0.len()).filter(|&i| i != here) {
+            if u.access == Access::Undefined {
+                break;
+            }
+            let pieces: Vec<(u64, u64)> = list.0[here]
+                .current
+                .missing(start, end)
+                .into_iter()
+                .flat_map(|(a, b)| list.0[from].current.within(a, b))
+                .collect();
+            if pieces.is_empty() {
+                continue;
+            }
+            let (src, dst) = (&list.0[from].storage, &list.0[here].storage);
+            if let Some(staging) = bring_over(src, dst, &pieces, rec)? {
+                kept.push(Box::new(staging));
+            }
+            for &(a, b) in &pieces {
+                list.0[here].current.insert(a, b);
+            }
+        }
+        if u.access != Access::Read {
+            for c in &mut list.0 {
+                c.current.remove(start, end);
+            }
+        }
+        // Bytes current nowhere were never defined: they are as good here.
+        list.0[here].current.insert(start, end);
+    }
+    Ok(kept)
+}
+
+/// Copies the byte ranges `pieces` of `src` (on another device, done with
+/// them) into `dst`, through the host: read back now, then written
+/// directly where `dst` is the host's memory, else recorded as a copy
+/// from staging, which is given back to be kept.
+fn bring_over(
+    src: &DeviceBuffer,
+    dst: &DeviceBuffer,
+    pieces: &[(u64, u64)],
+    rec: &crate::core::queue::Recorder<'_>,
+) -> ClResult<Option<Arc<Staging>>> {
+    let total: u64 = pieces.iter().map(|(a, b)| b - a).sum();
+    // Where each piece lies in a packed staging buffer.
+    let packed: Vec<(u64, u64, u64)> = pieces
+        .iter()
+        .scan(0u64, |at, &(a, b)| {
+            let place = (a, *at, b - a);
+            *at += b - a;
+            Some(place)
+        })
+        .collect();
+    let host_side = |b: &DeviceBuffer| b.device().unified_memory.then(|| b.mapped()).flatten();
+    // The source bytes as (host address, length) per piece.
+    let readback;
+    let from: Vec<(*const u8, usize)> = match host_side(src) {
+        Some(p) => pieces
+            .iter()
+            // SAFETY: each piece lies inside the source's mapping.
+            .map(|&(a, b)| {
+                (
+                    unsafe { p.as_ptr().add(a as usize) } as *const u8,
+                    (b - a) as usize,
+                )
+            })
+            .collect(),
+        None => {
+            readback = Staging::new(src.device(), total as usize, BufferUse::Readback)?;
+            let regions: Vec<vk::BufferCopy> = packed
+                .iter()
+                .map(|&(at, to, len)| vk::BufferCopy {
+                    src_offset: at,
+                    dst_offset: to,
+                    size: len,
+                })
+                .collect();
+            let device = src.device();
+            device.one_shot(|cb| {
+                // SAFETY: recording state; both buffers live through the
+                // wait.
+                unsafe {
+                    device
+                        .raw
+                        .cmd_copy_buffer(cb, src.raw, readback.buffer().raw, &regions)
+                }
+            })?;
+            let base = readback.ptr();
+            packed
+                .iter()
+                // SAFETY: each piece lies inside the readback buffer.
+                .map(|&(_, to, len)| (unsafe { base.add(to as usize) } as *const u8, len as usize))
+                .collect()
+        }
+    };
+    // SAFETY (both writes): each source is mapped memory holding `len`
+    // bytes that no device writes now (commands that wrote them have
+    // completed).
+    let bytes = |p: *const u8, len: usize| unsafe { std::slice::from_raw_parts(p, len) };
+    if host_side(dst).is_some() {
+        for (&(at, _), &(p, len)) in pieces.iter().zip(&from) {
+            dst.write(at as usize, bytes(p, len));
+        }
+        return Ok(None);
+    }
+    let upload = Staging::new(dst.device(), total as usize, BufferUse::Upload)?;
+    for (&(_, to, _), &(p, len)) in packed.iter().zip(&from) {
+        upload.buffer().write(to as usize, bytes(p, len));
+    }
+    let regions: Vec<vk::BufferCopy> = packed
+        .iter()
+        .map(|&(at, to, len)| vk::BufferCopy {
+            src_offset: to,
+            dst_offset: at,
+            size: len,
+        })
+        .collect();
+    rec.copy_buffer(upload.buffer().raw, dst.raw, &regions);
+    Ok(Some(upload))
 }
 
 /// Writes `data` into `dst` at `offset` outside any queue (initial data).
@@ -445,7 +704,7 @@ pub mod work {
                 .collect();
             host_side.push((e.buffer().raw, regions));
         }
-        let storage = buf.storage.raw;
+        let storage = buf.storage_for(queue).ok()?.raw;
         let copies: Vec<(vk::Buffer, vk::Buffer, Vec<vk::BufferCopy>)> = host_side
             .into_iter()
             .map(|(host, regions)| {
@@ -492,6 +751,14 @@ pub mod work {
             complete,
             keep: kept,
             host_access: false,
+            uses: used(
+                buf,
+                if to_device {
+                    Access::Write
+                } else {
+                    Access::Read
+                },
+            ),
         })
     }
 
@@ -522,6 +789,7 @@ pub mod work {
                 })),
                 keep: vec![keep(buf.clone())],
                 host_access: true,
+                uses: Vec::new(),
             });
         }
         // Large writes: the device copies straight from the application's
@@ -532,7 +800,7 @@ pub mod work {
         }
         let staging = Staging::new(&queue.vk, data.len(), BufferUse::Upload)?;
         staging.buffer().write(0, data);
-        let (src, dst) = (staging.buffer().raw, buf.storage.raw);
+        let (src, dst) = (staging.buffer().raw, buf.storage_for(queue)?.raw);
         let region = vk::BufferCopy {
             src_offset: 0,
             dst_offset: (buf.offset + offset) as u64,
@@ -543,6 +811,7 @@ pub mod work {
             complete: None,
             keep: vec![keep(staging), keep(buf.clone())],
             host_access: false,
+            uses: used(buf, Access::Write),
         })
     }
 
@@ -567,6 +836,7 @@ pub mod work {
                 })),
                 keep: vec![keep(buf.clone())],
                 host_access: true,
+                uses: Vec::new(),
             });
         }
         // Large reads: the device copies straight into the application's
@@ -575,7 +845,7 @@ pub mod work {
             return Ok(w);
         }
         let staging = Staging::new(&queue.vk, size, BufferUse::Readback)?;
-        let (src, dst) = (buf.storage.raw, staging.buffer().raw);
+        let (src, dst) = (buf.storage_for(queue)?.raw, staging.buffer().raw);
         let region = vk::BufferCopy {
             src_offset: (buf.offset + offset) as u64,
             dst_offset: 0,
@@ -591,17 +861,19 @@ pub mod work {
             })),
             keep: vec![keep(staging), keep(buf.clone())],
             host_access: false,
+            uses: used(buf, Access::Read),
         })
     }
 
     /// Copies `regions` of bytes from `src` to `dst`: (offset in `src`,
     /// offset in `dst`, length) each; empty ones move nothing.
     pub fn copy(
+        queue: &Queue,
         src: &Arc<Handle<Buffer>>,
         dst: &Arc<Handle<Buffer>>,
         regions: &[(usize, usize, usize)],
-    ) -> Work {
-        let (s, d) = (src.storage.raw, dst.storage.raw);
+    ) -> ClResult<Work> {
+        let (s, d) = (src.storage_for(queue)?.raw, dst.storage_for(queue)?.raw);
         let (so, dof) = (src.offset, dst.offset);
         // Vulkan allows no empty regions.
         let regions: Vec<vk::BufferCopy> = regions
@@ -613,12 +885,13 @@ pub mod work {
                 size: len as u64,
             })
             .collect();
-        Work {
+        Ok(Work {
             record: copy_record(s, d, regions),
             complete: None,
             keep: vec![keep(src.clone()), keep(dst.clone())],
             host_access: false,
-        }
+            uses: [used(src, Access::Read), used(dst, Access::Write)].concat(),
+        })
     }
 
     /// Like [`copy`], through a temporary buffer: for rectangles of one
@@ -632,7 +905,11 @@ pub mod work {
     ) -> ClResult<Work> {
         let total: usize = regions.iter().map(|r| r.2).sum();
         let temp = Staging::new(&queue.vk, total.max(1), BufferUse::Device)?;
-        let (s, d, t) = (src.storage.raw, dst.storage.raw, temp.buffer().raw);
+        let (s, d, t) = (
+            src.storage_for(queue)?.raw,
+            dst.storage_for(queue)?.raw,
+            temp.buffer().raw,
+        );
         let (so, dof) = (src.offset, dst.offset);
         let mut at = 0u64;
         let (mut into, mut out) = (Vec::new(), Vec::new());
@@ -659,6 +936,7 @@ pub mod work {
             complete: None,
             keep: vec![keep(temp), keep(src.clone()), keep(dst.clone())],
             host_access: false,
+            uses: [used(src, Access::Read), used(dst, Access::Write)].concat(),
         })
     }
 
@@ -669,7 +947,7 @@ pub mod work {
         offset: usize,
         size: usize,
     ) -> ClResult<Work> {
-        let dst = buf.storage.raw;
+        let dst = buf.storage_for(queue)?.raw;
         let start = buf.offset + offset;
         // vkCmdFillBuffer takes a 4-byte word at 4-byte granularity.
         if pattern.len() <= 4 && start % 4 == 0 && size % 4 == 0 {
@@ -686,6 +964,7 @@ pub mod work {
                 complete: None,
                 keep: vec![keep(buf.clone())],
                 host_access: false,
+                uses: used(buf, Access::Write),
             });
         }
         // Otherwise: one staging chunk of repeated pattern, copied over the
@@ -708,6 +987,7 @@ pub mod work {
             complete: None,
             keep: vec![keep(staging), keep(buf.clone())],
             host_access: false,
+            uses: used(buf, Access::Write),
         })
     }
 
@@ -748,12 +1028,13 @@ pub mod work {
                 size: len as u64,
             });
         }
-        let (src, dst) = (staging.buffer().raw, buf.storage.raw);
+        let (src, dst) = (staging.buffer().raw, buf.storage_for(queue)?.raw);
         Ok(Work {
             record: copy_record(src, dst, regions),
             complete: None,
             keep: vec![keep(staging), keep(buf.clone())],
             host_access: false,
+            uses: used(buf, Access::Write),
         })
     }
 
@@ -777,7 +1058,7 @@ pub mod work {
                 size: len as u64,
             })
             .collect();
-        let (src, dst) = (buf.storage.raw, staging.buffer().raw);
+        let (src, dst) = (buf.storage_for(queue)?.raw, staging.buffer().raw);
         let out = staging.clone();
         Ok(Work {
             record: copy_record(src, dst, regions),
@@ -793,6 +1074,7 @@ pub mod work {
             })),
             keep: vec![keep(staging), keep(buf.clone())],
             host_access: false,
+            uses: used(buf, Access::Read),
         })
     }
 
@@ -851,7 +1133,7 @@ pub mod work {
             dst_offset: 0,
             size: size as u64,
         };
-        let (src, dst) = (buf.storage.raw, staging.buffer().raw);
+        let (src, dst) = (buf.storage_for(queue)?.raw, staging.buffer().raw);
         let to_host = buf.host_ptr.is_some();
         let out = staging.clone();
         Ok((
@@ -868,13 +1150,14 @@ pub mod work {
                 })),
                 keep: vec![keep(staging), keep(buf.clone())],
                 host_access: false,
+                uses: used(buf, Access::Read),
             },
         ))
     }
 
     /// clEnqueueUnmapMemObject: writes mapped data back when the mapping
     /// was for writing.
-    pub fn unmap(buf: &Arc<Handle<Buffer>>, ptr: HostPtr) -> ClResult<Work> {
+    pub fn unmap(queue: &Queue, buf: &Arc<Handle<Buffer>>, ptr: HostPtr) -> ClResult<Work> {
         let mapping = {
             let mut maps = buf.maps();
             let i = maps
@@ -893,6 +1176,7 @@ pub mod work {
                 complete: None,
                 keep: vec![keep(buf.clone())],
                 host_access: false,
+                uses: Vec::new(),
             });
         };
         if buf.host_ptr.is_some() {
@@ -901,17 +1185,30 @@ pub mod work {
                 unsafe { std::slice::from_raw_parts(ptr.get(), mapping.size) }
             });
         }
+        // Unmapped on a queue of another device than it was mapped on:
+        // the data moves to staging of this one.
+        let staging = if Arc::ptr_eq(staging.buffer().device(), &queue.vk) {
+            staging
+        } else {
+            let here = Staging::new(&queue.vk, mapping.size, BufferUse::Upload)?;
+            // SAFETY: the mapping's staging holds `mapping.size` bytes.
+            here.buffer().write(0, unsafe {
+                std::slice::from_raw_parts(staging.ptr(), mapping.size)
+            });
+            here
+        };
         let region = vk::BufferCopy {
             src_offset: 0,
             dst_offset: (buf.offset + mapping.offset) as u64,
             size: mapping.size as u64,
         };
-        let (src, dst) = (staging.buffer().raw, buf.storage.raw);
+        let (src, dst) = (staging.buffer().raw, buf.storage_for(queue)?.raw);
         Ok(Work {
             record: copy_record(src, dst, vec![region]),
             complete: None,
             keep: vec![keep(staging), keep(buf.clone())],
             host_access: false,
+            uses: used(buf, Access::Write),
         })
     }
 }

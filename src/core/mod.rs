@@ -20,6 +20,7 @@ pub mod platform;
 pub mod printf;
 pub mod program;
 pub mod queue;
+pub mod ranges;
 pub mod sampler;
 pub mod semaphore;
 pub mod svm;

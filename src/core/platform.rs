@@ -59,6 +59,7 @@ impl Platform {
             Vec::new()
         });
         let selector = std::env::var("VKCL_DEVICE").ok().filter(|s| !s.is_empty());
+        let repeat = device_repeat();
         let mut found = Vec::new();
         let mut skipped = Vec::new();
         for (index, pd) in physical.into_iter().enumerate() {
@@ -79,6 +80,11 @@ impl Platform {
             }
             log::info!(target: "vkcl::platform", "Vulkan device {index} ({name}) is an OpenCL device");
             found.push(Device::new(instance.clone(), info, index));
+            for _ in 1..repeat {
+                // SAFETY: as above.
+                let info = unsafe { PhysicalInfo::query(&instance.raw, pd) };
+                found.push(Device::new(instance.clone(), info, index));
+            }
         }
         // Stable sort: among equals, Vulkan's order is kept.
         found.sort_by_key(|d| std::cmp::Reverse(type_preference(d.info.props.device_type)));
@@ -98,6 +104,17 @@ impl Platform {
         }
         common
     }
+}
+
+/// How many OpenCL devices each Vulkan device is offered as
+/// (`VKCL_DEVICE_REPEAT`, default 1, at most 8). Each is a Vulkan device
+/// of its own, sharing nothing with the others, as separate GPUs would:
+/// this lets multi-device contexts be tested on a machine with one GPU.
+fn device_repeat() -> usize {
+    std::env::var("VKCL_DEVICE_REPEAT")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .map_or(1, |n| n.clamp(1, 8))
 }
 
 /// `VKCL_DEVICE` is either the Vulkan device index or a case-insensitive

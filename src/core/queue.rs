@@ -31,6 +31,7 @@ use crate::core::context::Context;
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult};
 use crate::core::event::{Due, Event, Stage, host_time_ns};
+pub use crate::core::memory::Use;
 use crate::core::object::{ClObject, Handle};
 use crate::vk::device::LogicalDevice;
 use crate::vk::memory::{BufferUse, DeviceBuffer};
@@ -57,6 +58,8 @@ pub struct Command {
     pub keep: Vec<Box<dyn Any + Send + Sync>>,
     /// See [`Work::host_access`].
     host_access: bool,
+    /// See [`Work::uses`].
+    uses: Vec<Use>,
     /// Its number in the queue's breadcrumbs (`VKCL_BREADCRUMBS`), or 0.
     pub crumb: u32,
 }
@@ -82,6 +85,10 @@ pub struct Work {
     /// once, and later commands that depend on it reach the device only
     /// after the host step has run.
     pub host_access: bool,
+    /// The buffers it reads or writes, for contexts of several devices:
+    /// their copies on the queue's device are made current before the
+    /// command is recorded (see [`crate::core::memory::Copies`]).
+    pub uses: Vec<Use>,
 }
 
 impl Work {
@@ -91,6 +98,7 @@ impl Work {
             complete: None,
             keep: Vec::new(),
             host_access: false,
+            uses: Vec::new(),
         }
     }
 }
@@ -488,6 +496,7 @@ impl Handle<Queue> {
                 complete: work.complete,
                 keep: work.keep,
                 host_access: work.host_access,
+                uses: work.uses,
                 crumb: 0,
             });
             self.pump(&mut st, &mut after)
@@ -586,6 +595,16 @@ impl Handle<Queue> {
                 // is done with it): nothing after it may start before.
                 Stage::Submitted { .. } if dep.host_gate() => return Readiness::Wait,
                 Stage::Submitted { semaphore, value } => {
+                    let same_device = dep
+                        .queue
+                        .as_ref()
+                        .is_none_or(|q| Arc::ptr_eq(&q.vk, &self.vk));
+                    // Another Vulkan device's timeline cannot be waited for
+                    // on this one: the command stays on the host until the
+                    // event is complete.
+                    if !same_device {
+                        return Readiness::Wait;
+                    }
                     if !own {
                         waits.push((semaphore, value));
                     }
@@ -631,12 +650,24 @@ impl Handle<Queue> {
             };
         }
         rec.full_barrier();
+        let current = crate::core::memory::make_current(&self.vk, &rec, &cmd.uses);
+        if let Ok(staging) = &current
+            && !staging.is_empty()
+        {
+            rec.full_barrier();
+        }
         if let Some(c) = &self.crumbs {
             st.crumb_seq += 1;
             cmd.crumb = st.crumb_seq;
             rec.fill_buffer(c.raw, 0, 4, cmd.crumb);
         }
-        let recorded = cmd.record.take().map(|f| f(&rec)).unwrap_or(Ok(()));
+        let recorded = match current {
+            Ok(staging) => {
+                cmd.keep.extend(staging);
+                cmd.record.take().map(|f| f(&rec)).unwrap_or(Ok(()))
+            }
+            Err(e) => Err(e),
+        };
         if let Some(c) = &self.crumbs {
             rec.full_barrier();
             rec.fill_buffer(c.raw, 4, 4, cmd.crumb);

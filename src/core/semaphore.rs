@@ -189,9 +189,7 @@ extern "C" fn open_gate(_signal: cl_event, status: cl_int, user_data: *mut c_voi
     // this callback runs once.
     let gate = unsafe { Arc::from_raw(user_data as *const Handle<Event>) };
     gate.finish(status.min(CL_COMPLETE as cl_int), None);
-    for d in &gate.context.devices {
-        d.repump();
-    }
+    gate.context.repump();
 }
 
 /// clEnqueueSignalSemaphoresKHR: a marker whose completion signals every

@@ -181,7 +181,7 @@ impl Worker {
                     fail(done);
                 }
                 idle_since = None;
-                queue.device.repump();
+                queue.context.repump();
                 continue;
             }
             let Some((queue, value)) = finished.map(|i| fronts[i].clone()) else {
@@ -206,7 +206,7 @@ impl Worker {
                 finished.push_back(summary(&done));
             }
             complete(done);
-            queue.device.repump();
+            queue.context.repump();
         }
     }
 }

@@ -252,6 +252,11 @@ pub fn environment() -> &'static PathBuf {
             if env!("CARGO_CRATE_NAME").ends_with("_device_local") {
                 std::env::set_var("VKCL_DEVICE_LOCAL", "1");
             }
+            // Those whose name has _two_devices see every Vulkan device
+            // twice, as two devices that share nothing.
+            if env!("CARGO_CRATE_NAME").contains("_two_devices") {
+                std::env::set_var("VKCL_DEVICE_REPEAT", "2");
+            }
             // Those named *_native_dot leave every integer dot product to
             // the device's own instructions where it has them.
             if env!("CARGO_CRATE_NAME").ends_with("_native_dot") {

@@ -1,0 +1,442 @@
+// The cases of `context_two_devices` and `context_two_devices_device_local`.
+use std::ffi::{CString, c_void};
+use std::ptr::{null, null_mut};
+
+use common::*;
+use opencl_sys::*;
+
+both_ways!(
+    each_device_is_offered_twice,
+    kernels_take_turns_on_a_buffer,
+    a_read_only_buffer_serves_both_devices,
+    transfers_from_either_queue,
+    maps_on_one_device_unmapped_on_the_other,
+    migration_moves_or_discards_contents,
+    a_wait_on_another_device_waits_for_its_work,
+    disjoint_sub_buffers_written_at_once,
+);
+
+const N: usize = 4096;
+
+/// A context of the first two devices, with an in-order queue on each.
+struct Two<'a> {
+    cl: &'a Cl,
+    c: cl_context,
+    d: [cl_device_id; 2],
+    q: [cl_command_queue; 2],
+    program: cl_program,
+    mems: Vec<cl_mem>,
+}
+
+const SOURCE: &str = r#"
+kernel void add(global uint *b, uint v) { b[get_global_id(0)] += v; }
+kernel void scaled(const global uint *in, global uint *out, uint k) {
+    out[get_global_id(0)] = in[get_global_id(0)] * k;
+}
+kernel void set(global uint *b, uint v) { b[get_global_id(0)] = v; }
+"#;
+
+impl<'a> Two<'a> {
+    fn new(cl: &'a Cl) -> Two<'a> {
+        let all = cl.devices(CL_DEVICE_TYPE_ALL).unwrap();
+        assert!(all.len() >= 2, "{}: {} devices", cl.how, all.len());
+        let d = [all[0], all[1]];
+        let mut err = 1;
+        let c = unsafe { cl.clCreateContext.unwrap()(null(), 2, d.as_ptr(), None, null_mut(), &mut err) };
+        assert_eq!(err, CL_SUCCESS, "{}: context of two devices", cl.how);
+        let q = d.map(|dev| {
+            let q = unsafe { cl.clCreateCommandQueue.unwrap()(c, dev, 0, &mut err) };
+            assert_eq!(err, CL_SUCCESS);
+            q
+        });
+        let src = CString::new(SOURCE).unwrap();
+        let mut ptr = src.as_ptr();
+        let program =
+            unsafe { cl.clCreateProgramWithSource.unwrap()(c, 1, &mut ptr, null(), &mut err) };
+        assert_eq!(err, CL_SUCCESS);
+        // Built for every device of the context.
+        let r = unsafe { cl.clBuildProgram.unwrap()(program, 0, null(), null(), None, null_mut()) };
+        assert_eq!(r, CL_SUCCESS, "{}: build for both devices", cl.how);
+        Two {
+            cl,
+            c,
+            d,
+            q,
+            program,
+            mems: Vec::new(),
+        }
+    }
+
+    fn buffer(&mut self, flags: cl_mem_flags, words: Option<&[u32]>) -> cl_mem {
+        let (flags, host) = match words {
+            Some(w) => (flags | CL_MEM_COPY_HOST_PTR, w.as_ptr() as *mut c_void),
+            None => (flags, null_mut()),
+        };
+        let b = self.cl.buffer(self.c, flags, N * 4, host);
+        self.mems.push(b);
+        b
+    }
+
+    fn kernel(&self, name: &str) -> cl_kernel {
+        let n = CString::new(name).unwrap();
+        let mut err = 1;
+        let k = unsafe { self.cl.clCreateKernel.unwrap()(self.program, n.as_ptr(), &mut err) };
+        assert_eq!(err, CL_SUCCESS);
+        k
+    }
+
+    /// Runs `k` over N items on device `on` after `waits`; its event.
+    fn launch(&self, on: usize, k: cl_kernel, waits: &[cl_event]) -> cl_event {
+        let mut ev = null_mut();
+        let r = unsafe {
+            self.cl.clEnqueueNDRangeKernel.unwrap()(
+                self.q[on],
+                k,
+                1,
+                null(),
+                &N,
+                null(),
+                waits.len() as cl_uint,
+                if waits.is_empty() { null() } else { waits.as_ptr() },
+                &mut ev,
+            )
+        };
+        assert_eq!(r, CL_SUCCESS, "{}: launch on device {on}", self.cl.how);
+        ev
+    }
+
+    fn words(&self, on: usize, b: cl_mem) -> Vec<u32> {
+        self.cl.read(self.q[on], b, 0, N * 4).chunks_exact(4).map(u32_of).collect()
+    }
+
+    fn wait(&self, events: &[cl_event]) {
+        assert_eq!(
+            unsafe { self.cl.clWaitForEvents.unwrap()(events.len() as cl_uint, events.as_ptr()) },
+            CL_SUCCESS
+        );
+    }
+}
+
+impl Drop for Two<'_> {
+    fn drop(&mut self) {
+        let cl = self.cl;
+        unsafe {
+            for q in self.q {
+                cl.clFinish.unwrap()(q);
+                cl.clReleaseCommandQueue.unwrap()(q);
+            }
+            for &m in &self.mems {
+                cl.clReleaseMemObject.unwrap()(m);
+            }
+            cl.clReleaseProgram.unwrap()(self.program);
+            cl.clReleaseContext.unwrap()(self.c);
+        }
+    }
+}
+
+fn arg<T>(cl: &Cl, k: cl_kernel, i: u32, v: &T) {
+    let r = unsafe { cl.clSetKernelArg.unwrap()(k, i, size_of::<T>(), (v as *const T).cast()) };
+    assert_eq!(r, CL_SUCCESS);
+}
+
+fn release_kernel(cl: &Cl, k: cl_kernel) {
+    unsafe { cl.clReleaseKernel.unwrap()(k) };
+}
+
+fn release_events(cl: &Cl, events: &[cl_event]) {
+    for &e in events {
+        unsafe { cl.clReleaseEvent.unwrap()(e) };
+    }
+}
+
+fn ramp() -> Vec<u32> {
+    (0..N as u32).collect()
+}
+
+fn each_device_is_offered_twice(cl: &Cl) {
+    let all = cl.devices(CL_DEVICE_TYPE_ALL).unwrap();
+    assert!(all.len() >= 2 && all.len() % 2 == 0, "{}: {} devices", cl.how, all.len());
+    assert_ne!(all[0], all[1]);
+    let name = |d| c_string(&cl.device_bytes(d, CL_DEVICE_NAME).unwrap());
+    assert_eq!(name(all[0]), name(all[1]));
+    let two = Two::new(cl);
+    let got = cl.context_bytes(two.c, CL_CONTEXT_NUM_DEVICES).unwrap();
+    assert_eq!(u32_of(&got), 2);
+    let _ = two.d;
+}
+
+/// Kernels on alternate devices, each waiting for the one before, add to
+/// one buffer: every addition is seen by the next, and by reads on
+/// either device.
+fn kernels_take_turns_on_a_buffer(cl: &Cl) {
+    let mut two = Two::new(cl);
+    let b = two.buffer(CL_MEM_READ_WRITE, Some(&ramp()));
+    let k = two.kernel("add");
+    arg(cl, k, 0, &b);
+    let mut events = Vec::new();
+    for step in 0..6u32 {
+        arg(cl, k, 1, &(step + 1));
+        let waits: Vec<cl_event> = events.last().copied().into_iter().collect();
+        events.push(two.launch(step as usize % 2, k, &waits));
+    }
+    two.wait(&events[5..]);
+    let want: Vec<u32> = ramp().iter().map(|v| v + 21).collect();
+    assert_eq!(two.words(0, b), want, "{}: read on the first device", cl.how);
+    assert_eq!(two.words(1, b), want, "{}: read on the second device", cl.how);
+    release_events(cl, &events);
+    release_kernel(cl, k);
+}
+
+/// A buffer the kernels only read is copied to the second device once
+/// and stays current on both; each device's output is its own.
+fn a_read_only_buffer_serves_both_devices(cl: &Cl) {
+    let mut two = Two::new(cl);
+    let input = two.buffer(CL_MEM_READ_ONLY, Some(&ramp()));
+    let outs = [two.buffer(CL_MEM_WRITE_ONLY, None), two.buffer(CL_MEM_WRITE_ONLY, None)];
+    let ks = [two.kernel("scaled"), two.kernel("scaled")];
+    for round in 0..3u32 {
+        let mut events = Vec::new();
+        for on in 0..2 {
+            arg(cl, ks[on], 0, &input);
+            arg(cl, ks[on], 1, &outs[on]);
+            arg(cl, ks[on], 2, &(round * 2 + on as u32 + 1));
+            events.push(two.launch(on, ks[on], &[]));
+        }
+        two.wait(&events);
+        for (on, &out) in outs.iter().enumerate() {
+            let k = round * 2 + on as u32 + 1;
+            let want: Vec<u32> = ramp().iter().map(|v| v * k).collect();
+            // Read on the other device: the output moves there.
+            assert_eq!(two.words(1 - on, out), want, "{}: round {round}", cl.how);
+        }
+        release_events(cl, &events);
+    }
+    for k in ks {
+        release_kernel(cl, k);
+    }
+}
+
+/// Writes, fills and copies on one queue, sub-buffers included, read back
+/// on the other.
+fn transfers_from_either_queue(cl: &Cl) {
+    let mut two = Two::new(cl);
+    let a = two.buffer(CL_MEM_READ_WRITE, None);
+    let b = two.buffer(CL_MEM_READ_WRITE, None);
+    cl.write(two.q[1], a, 0, &bytes_of(&ramp()));
+    // Copied on the first device, after the write on the second.
+    unsafe {
+        assert_eq!(
+            cl.clEnqueueCopyBuffer.unwrap()(two.q[0], a, b, 0, 0, N * 4, 0, null(), null_mut()),
+            CL_SUCCESS
+        );
+        assert_eq!(cl.clFinish.unwrap()(two.q[0]), CL_SUCCESS);
+    }
+    assert_eq!(two.words(1, b), ramp(), "{}: copy on the other device", cl.how);
+    // A sub-buffer of the second half, filled on the second device.
+    let region = cl_buffer_region {
+        origin: N * 2,
+        size: N * 2,
+    };
+    let mut err = 1;
+    let half = unsafe {
+        cl.clCreateSubBuffer.unwrap()(
+            b,
+            CL_MEM_READ_WRITE,
+            CL_BUFFER_CREATE_TYPE_REGION,
+            (&region as *const cl_buffer_region).cast(),
+            &mut err,
+        )
+    };
+    assert_eq!(err, CL_SUCCESS);
+    let pattern = 0xabcd_1234u32;
+    unsafe {
+        assert_eq!(
+            cl.clEnqueueFillBuffer.unwrap()(
+                two.q[1],
+                half,
+                (&pattern as *const u32).cast(),
+                4,
+                0,
+                N * 2,
+                0,
+                null(),
+                null_mut(),
+            ),
+            CL_SUCCESS
+        );
+        assert_eq!(cl.clFinish.unwrap()(two.q[1]), CL_SUCCESS);
+    }
+    let mut want = ramp();
+    want[N / 2..].fill(pattern);
+    assert_eq!(two.words(0, b), want, "{}: fill of a sub-buffer", cl.how);
+    assert_eq!(
+        cl.read(two.q[0], half, 0, 8).chunks_exact(4).map(u32_of).collect::<Vec<_>>(),
+        [pattern, pattern]
+    );
+    unsafe { cl.clReleaseMemObject.unwrap()(half) };
+}
+
+/// A mapping for writing made on one device and unmapped on the other
+/// lands on the other; a kernel there sees it.
+fn maps_on_one_device_unmapped_on_the_other(cl: &Cl) {
+    let mut two = Two::new(cl);
+    let b = two.buffer(CL_MEM_READ_WRITE, Some(&ramp()));
+    let mut err = 1;
+    let p = unsafe {
+        cl.clEnqueueMapBuffer.unwrap()(
+            two.q[0],
+            b,
+            CL_TRUE,
+            CL_MAP_READ | CL_MAP_WRITE,
+            0,
+            N * 4,
+            0,
+            null(),
+            null_mut(),
+            &mut err,
+        )
+    } as *mut u32;
+    assert_eq!(err, CL_SUCCESS);
+    let mapped = unsafe { std::slice::from_raw_parts_mut(p, N) };
+    assert_eq!(mapped, &ramp()[..], "{}: mapped contents", cl.how);
+    mapped.iter_mut().for_each(|v| *v *= 3);
+    unsafe {
+        assert_eq!(
+            cl.clEnqueueUnmapMemObject.unwrap()(two.q[1], b, p.cast(), 0, null(), null_mut()),
+            CL_SUCCESS
+        );
+    }
+    let k = two.kernel("add");
+    arg(cl, k, 0, &b);
+    arg(cl, k, 1, &1u32);
+    let e = two.launch(1, k, &[]);
+    two.wait(&[e]);
+    let want: Vec<u32> = ramp().iter().map(|v| v * 3 + 1).collect();
+    assert_eq!(two.words(0, b), want, "{}", cl.how);
+    release_events(cl, &[e]);
+    release_kernel(cl, k);
+}
+
+/// clEnqueueMigrateMemObjects moves a buffer's contents to the queue's
+/// device, or with CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED only declares
+/// them there, after which a kernel defines them again.
+fn migration_moves_or_discards_contents(cl: &Cl) {
+    let mut two = Two::new(cl);
+    let b = two.buffer(CL_MEM_READ_WRITE, Some(&ramp()));
+    let migrate = |on: usize, flags: cl_mem_migration_flags| unsafe {
+        assert_eq!(
+            cl.clEnqueueMigrateMemObjects.unwrap()(two.q[on], 1, &b, flags, 0, null(), null_mut()),
+            CL_SUCCESS
+        );
+        assert_eq!(cl.clFinish.unwrap()(two.q[on]), CL_SUCCESS);
+    };
+    migrate(1, 0);
+    assert_eq!(two.words(1, b), ramp(), "{}: migrated", cl.how);
+    migrate(0, CL_MIGRATE_MEM_OBJECT_HOST);
+    migrate(0, CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED);
+    let k = two.kernel("set");
+    arg(cl, k, 0, &b);
+    arg(cl, k, 1, &7u32);
+    let e = two.launch(0, k, &[]);
+    two.wait(&[e]);
+    assert_eq!(two.words(1, b), vec![7; N], "{}: defined again", cl.how);
+    release_events(cl, &[e]);
+    release_kernel(cl, k);
+}
+
+/// A command waiting for an event of the other device's queue, held back
+/// by a user event there, runs only after it, and sees its result.
+fn a_wait_on_another_device_waits_for_its_work(cl: &Cl) {
+    let mut two = Two::new(cl);
+    let b = two.buffer(CL_MEM_READ_WRITE, Some(&ramp()));
+    let mut err = 1;
+    let gate = unsafe { cl.clCreateUserEvent.unwrap()(two.c, &mut err) };
+    assert_eq!(err, CL_SUCCESS);
+    let (k0, k1) = (two.kernel("add"), two.kernel("set"));
+    arg(cl, k1, 0, &b);
+    arg(cl, k1, 1, &5u32);
+    let first = two.launch(1, k1, &[gate]);
+    arg(cl, k0, 0, &b);
+    arg(cl, k0, 1, &1u32);
+    let second = two.launch(0, k0, &[first]);
+    unsafe { cl.clFlush.unwrap()(two.q[0]) };
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(cl.event_status(second), CL_QUEUED as cl_int, "{}", cl.how);
+    unsafe { assert_eq!(cl.clSetUserEventStatus.unwrap()(gate, CL_COMPLETE as cl_int), CL_SUCCESS) };
+    two.wait(&[second]);
+    assert_eq!(cl.event_status(first), CL_COMPLETE as cl_int);
+    assert_eq!(two.words(0, b), vec![6; N], "{}", cl.how);
+    release_events(cl, &[gate, first, second]);
+    release_kernel(cl, k0);
+    release_kernel(cl, k1);
+}
+
+/// Each device writes its own half of one buffer through a sub-buffer, at
+/// the same time (as the specification allows for sub-buffers that do not
+/// overlap); the whole buffer then holds both halves on either device.
+fn disjoint_sub_buffers_written_at_once(cl: &Cl) {
+    let mut two = Two::new(cl);
+    for initialised in [false, true] {
+        let init = ramp();
+        let b = two.buffer(CL_MEM_READ_WRITE, initialised.then_some(&init[..]));
+        let halves: Vec<cl_mem> = (0..2)
+            .map(|i| {
+                let region = cl_buffer_region {
+                    origin: i * N * 2,
+                    size: N * 2,
+                };
+                let mut err = 1;
+                let sub = unsafe {
+                    cl.clCreateSubBuffer.unwrap()(
+                        b,
+                        CL_MEM_READ_WRITE,
+                        CL_BUFFER_CREATE_TYPE_REGION,
+                        (&region as *const cl_buffer_region).cast(),
+                        &mut err,
+                    )
+                };
+                assert_eq!(err, CL_SUCCESS);
+                sub
+            })
+            .collect();
+        // Added to where the buffer was defined, set where it was not.
+        let name = if initialised { "add" } else { "set" };
+        let ks = [two.kernel(name), two.kernel(name)];
+        let mut events = Vec::new();
+        for on in 0..2 {
+            arg(cl, ks[on], 0, &halves[on]);
+            arg(cl, ks[on], 1, &(100 * (on as u32 + 1)));
+            let mut ev = null_mut();
+            let half = N / 2;
+            let r = unsafe {
+                cl.clEnqueueNDRangeKernel.unwrap()(
+                    two.q[on],
+                    ks[on],
+                    1,
+                    null(),
+                    &half,
+                    null(),
+                    0,
+                    null(),
+                    &mut ev,
+                )
+            };
+            assert_eq!(r, CL_SUCCESS);
+            unsafe { cl.clFlush.unwrap()(two.q[on]) };
+            events.push(ev);
+        }
+        two.wait(&events);
+        let base = |i: usize| if initialised { i as u32 } else { 0 };
+        let want: Vec<u32> = (0..N)
+            .map(|i| base(i) + if i < N / 2 { 100 } else { 200 })
+            .collect();
+        for on in [1, 0] {
+            assert_eq!(two.words(on, b), want, "{}: read on device {on}", cl.how);
+        }
+        release_events(cl, &events);
+        for (k, h) in ks.into_iter().zip(halves) {
+            release_kernel(cl, k);
+            unsafe { cl.clReleaseMemObject.unwrap()(h) };
+        }
+    }
+}
