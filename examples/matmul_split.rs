@@ -1,9 +1,9 @@
 //! The tiled matrix multiply of `matmul`, split by rows over every GPU of
 //! one context: A and B are buffers of the context, each device computes
 //! its rows of C through sub-buffers of A and C, and the devices run at
-//! once. Timed against the first device alone (both after a warm-up run,
-//! which also brings the inputs to each device), and checked against a
-//! CPU reference on sampled entries.
+//! once. Timed against the first device alone (the best of three runs,
+//! after a warm-up run that also brings the inputs to each device), and
+//! checked against a CPU reference on sampled entries.
 //!
 //! It uses whatever OpenCL the system's ICD loader offers, like `matmul`.
 //!
@@ -39,6 +39,7 @@ struct Cl {
     clEnqueueReadBuffer: clEnqueueReadBuffer_t,
     clFlush: clFlush_t,
     clWaitForEvents: clWaitForEvents_t,
+    clGetEventProfilingInfo: clGetEventProfilingInfo_t,
     clReleaseEvent: clReleaseEvent_t,
 }
 
@@ -79,6 +80,7 @@ fn load() -> Result<Cl, String> {
         clEnqueueReadBuffer: sym!(clEnqueueReadBuffer: clEnqueueReadBuffer_t),
         clFlush: sym!(clFlush: clFlush_t),
         clWaitForEvents: sym!(clWaitForEvents: clWaitForEvents_t),
+        clGetEventProfilingInfo: sym!(clGetEventProfilingInfo: clGetEventProfilingInfo_t),
         clReleaseEvent: sym!(clReleaseEvent: clReleaseEvent_t),
         _lib: lib,
     })
@@ -154,11 +156,16 @@ impl Setup {
             );
             check(err, "clCreateContext")?;
             let mut queues = Vec::new();
+            let props = [
+                CL_QUEUE_PROPERTIES as cl_queue_properties,
+                CL_QUEUE_PROFILING_ENABLE,
+                0,
+            ];
             for &d in &devices {
                 let q = cl.clCreateCommandQueueWithProperties.unwrap()(
                     context,
                     d,
-                    null(),
+                    props.as_ptr(),
                     &mut err,
                 );
                 check(err, "clCreateCommandQueueWithProperties")?;
@@ -214,7 +221,8 @@ impl Setup {
         };
         let mut err = 0;
         // SAFETY: `data`, when given, holds `bytes` bytes.
-        let m = unsafe { self.cl.clCreateBuffer.unwrap()(self.context, flags, bytes, ptr, &mut err) };
+        let m =
+            unsafe { self.cl.clCreateBuffer.unwrap()(self.context, flags, bytes, ptr, &mut err) };
         check(err, "clCreateBuffer").map(|_| m)
     }
 
@@ -259,10 +267,22 @@ impl Setup {
             let set = self.cl.clSetKernelArg.unwrap();
             // SAFETY: arguments of the types the kernel declares.
             unsafe {
-                check(set(kernel, 0, 8, (&a as *const cl_mem).cast()), "clSetKernelArg")?;
-                check(set(kernel, 1, 8, (&self.b as *const cl_mem).cast()), "clSetKernelArg")?;
-                check(set(kernel, 2, 8, (&c as *const cl_mem).cast()), "clSetKernelArg")?;
-                check(set(kernel, 3, 4, (&ni as *const cl_int).cast()), "clSetKernelArg")?;
+                check(
+                    set(kernel, 0, 8, (&a as *const cl_mem).cast()),
+                    "clSetKernelArg",
+                )?;
+                check(
+                    set(kernel, 1, 8, (&self.b as *const cl_mem).cast()),
+                    "clSetKernelArg",
+                )?;
+                check(
+                    set(kernel, 2, 8, (&c as *const cl_mem).cast()),
+                    "clSetKernelArg",
+                )?;
+                check(
+                    set(kernel, 3, 4, (&ni as *const cl_int).cast()),
+                    "clSetKernelArg",
+                )?;
             }
             shares.push(Share {
                 queue: self.queues[i],
@@ -274,9 +294,10 @@ impl Setup {
         Ok(shares)
     }
 
-    /// Runs every share at once; the wall time from the first enqueue to
-    /// the last completion, in seconds.
-    fn run(&self, n: usize, shares: &[Share]) -> Result<f64, String> {
+    /// Runs every share at once: the wall time from the first enqueue to
+    /// the last completion, and each device's kernel time (from event
+    /// profiling), in seconds.
+    fn run(&self, n: usize, shares: &[Share]) -> Result<(f64, Vec<f64>), String> {
         let start = Instant::now();
         let mut events = Vec::new();
         for s in shares {
@@ -303,17 +324,33 @@ impl Setup {
             }
             events.push(ev);
         }
-        // SAFETY: events just returned.
+        let mut kernels = Vec::new();
+        // SAFETY: events just returned, of queues with profiling.
         unsafe {
             check(
                 self.cl.clWaitForEvents.unwrap()(events.len() as cl_uint, events.as_ptr()),
                 "clWaitForEvents",
             )?;
+            let wall = start.elapsed().as_secs_f64();
             for e in events {
+                let time = |p| {
+                    let mut t: cl_ulong = 0;
+                    self.cl.clGetEventProfilingInfo.unwrap()(
+                        e,
+                        p,
+                        8,
+                        (&mut t as *mut cl_ulong).cast(),
+                        null_mut(),
+                    );
+                    t
+                };
+                let ns =
+                    time(CL_PROFILING_COMMAND_END).saturating_sub(time(CL_PROFILING_COMMAND_START));
+                kernels.push(ns as f64 * 1e-9);
                 self.cl.clReleaseEvent.unwrap()(e);
             }
+            Ok((wall, kernels))
         }
-        Ok(start.elapsed().as_secs_f64())
     }
 }
 
@@ -340,11 +377,19 @@ fn run(n: usize, wanted: Option<usize>) -> Result<(), String> {
         let shares = setup.shares(n, used)?;
         // The first run brings A and B to each device.
         setup.run(n, &shares)?;
-        let s = setup.run(n, &shares)?;
+        // The best of three runs.
+        let (s, kernels) = (0..3)
+            .map(|_| setup.run(n, &shares))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .min_by(|x, y| x.0.total_cmp(&y.0))
+            .expect("three runs");
+        let each: Vec<String> = kernels.iter().map(|k| format!("{:.1}", k * 1e3)).collect();
         println!(
-            "{used} device(s): {:.1} ms, {:.0} GFLOP/s",
+            "{used} device(s): {:.1} ms, {:.1} GFLOP/s (kernel ms per device: {})",
             s * 1e3,
-            flops / s / 1e9
+            flops / s / 1e9,
+            each.join(", ")
         );
         seconds.push(s);
         if count == 1 {
@@ -385,7 +430,9 @@ fn run(n: usize, wanted: Option<usize>) -> Result<(), String> {
             "result differs from the CPU reference (relative error {worst})"
         ));
     }
-    println!("result:   4096 sampled entries match the CPU reference (max relative error {worst:.2e})");
+    println!(
+        "result:   4096 sampled entries match the CPU reference (max relative error {worst:.2e})"
+    );
     Ok(())
 }
 

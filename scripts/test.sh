@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets everything up and runs the whole test suite: formatting, clippy, unit
 # and integration tests (through the ICD loader and by direct linking, with
-# the Khronos validation layer failing on any message), the quick part of
+# the Khronos validation layer failing on any message), the multi-device
+# matrix multiply example on two devices, the quick part of
 # the application corpus (scripts/apps.sh --quick), and the Windows and
 # 64-bit ARM builds run under Wine and qemu (scripts/emulated.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -23,6 +24,12 @@ log "cargo build (the shared library the integration tests load)"
 cargo build --lib
 log "cargo test"
 cargo test --workspace --no-fail-fast
+
+log "examples/matmul_split over two devices (each Vulkan device offered twice)"
+(
+    use_built_icd debug
+    VKCL_DEVICE_REPEAT=2 VKCL_VALIDATION=abort cargo run --quiet --example matmul_split -- 128
+)
 
 log "applications (scripts/apps.sh --quick)"
 bash "$VKCL_ROOT/scripts/apps.sh" --quick

@@ -14,6 +14,7 @@ both_ways!(
     chain_across_three_queues_released_by_one_user_event,
     failed_user_event_propagates_to_dependents,
     callbacks_fire_once_per_status,
+    a_command_behind_a_running_one_is_not_running,
     profiling_times_are_ordered_and_in_the_host_window,
     out_of_order_queue_with_barrier,
     markers_and_wait_for_events,
@@ -760,4 +761,61 @@ fn next(seed: &mut u64) -> u64 {
     *seed ^= *seed >> 7;
     *seed ^= *seed << 17;
     *seed
+}
+
+/// A command submitted while the one before it on its in-order queue
+/// still runs is not reported as running (the CTS's `events/waitlists`):
+/// it is `CL_SUBMITTED` or further along, never `CL_RUNNING` while the
+/// first is unfinished.
+fn a_command_behind_a_running_one_is_not_running(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let k = s.kernel(
+        "kernel void spin(global uint *b, uint n) {
+            uint x = b[0];
+            for (uint i = 0; i < n; i++) x = x * 1664525u + 1013904223u;
+            b[0] = x;
+        }",
+        "spin",
+        "",
+    );
+    let b = s.zeroed(64);
+    s.arg(k, 0, &b);
+    s.arg(k, 1, &50_000_000u32);
+    let first = s.launch(k, &[1]);
+    let mut out = [0u8; 64];
+    let mut second = std::ptr::null_mut();
+    unsafe {
+        assert_eq!(
+            cl.clEnqueueReadBuffer.unwrap()(
+                s.q,
+                b,
+                CL_FALSE,
+                0,
+                64,
+                out.as_mut_ptr().cast(),
+                0,
+                std::ptr::null(),
+                &mut second,
+            ),
+            CL_SUCCESS
+        );
+        assert_eq!(cl.clFlush.unwrap()(s.q), CL_SUCCESS);
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut checked = 0;
+    while cl.event_status(first) != CL_COMPLETE as cl_int && Instant::now() < deadline {
+        let status = cl.event_status(second);
+        // Read before the first's status: the first was unfinished then.
+        if cl.event_status(first) != CL_COMPLETE as cl_int {
+            assert_ne!(status, CL_RUNNING as cl_int, "{}", cl.how);
+            checked += 1;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(checked > 0, "{}: the first command ended too soon", cl.how);
+    unsafe {
+        assert_eq!(cl.clWaitForEvents.unwrap()(1, &second), CL_SUCCESS);
+        cl.clReleaseEvent.unwrap()(first);
+        cl.clReleaseEvent.unwrap()(second);
+    }
 }

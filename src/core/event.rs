@@ -260,8 +260,9 @@ impl Event {
 
 impl Handle<Event> {
     /// The command was submitted to Vulkan at host time `at`. Vulkan gives
-    /// no signal for "started": the first command of a batch counts as
-    /// running from then on; the later ones stay `CL_SUBMITTED` until the
+    /// no signal for "started": the first command of a batch (`first`,
+    /// given only where nothing is ahead of the batch on the device)
+    /// counts as running from then on; the others stay `CL_SUBMITTED` until the
     /// batch completes (they may wait for the earlier ones, and a command
     /// never shows as running while what it waits for still runs). The
     /// returned callbacks must be run once the caller holds no lock.

@@ -741,12 +741,20 @@ impl Handle<Queue> {
             after.failed.extend(batch.commands);
             return Err(ClError::from(e));
         }
+        // The batch's first command runs now only where nothing is ahead
+        // of it: no earlier batch of the queue in flight, no wait for
+        // another queue. Otherwise its commands stay CL_SUBMITTED until
+        // the batch completes.
+        let starts_now = st.in_flight == 0 && batch.waits.is_empty();
         st.last_value = value;
         st.in_flight += 1;
         for (i, cmd) in batch.commands.iter().enumerate() {
-            after
-                .due
-                .push(cmd.event.mark_submitted(self.timeline, value, at, i == 0));
+            after.due.push(cmd.event.mark_submitted(
+                self.timeline,
+                value,
+                at,
+                i == 0 && starts_now,
+            ));
         }
         after.progressed = true;
         self.device.worker().push(self.clone(), value, batch);
