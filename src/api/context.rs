@@ -52,7 +52,11 @@ pub unsafe extern "C" fn clCreateContext(
                 list.push(d);
             }
         }
-        Ok(Handle::into_api(Context::new(list, props, notify)?))
+        Ok(Handle::into_api(Context::new(
+            widened(list),
+            props,
+            notify,
+        )?))
     };
     // SAFETY: errcode_ret is null or writable, per the specification.
     unsafe { api_create("clCreateContext", errcode_ret, create) }
@@ -71,7 +75,11 @@ pub unsafe extern "C" fn clCreateContextFromType(
         let props = unsafe { ContextProperties::parse(properties)? };
         let notify = notify_callback(pfn_notify, user_data)?;
         let list = devices_of_type(platform(), device_type)?;
-        Ok(Handle::into_api(Context::new(list, props, notify)?))
+        Ok(Handle::into_api(Context::new(
+            widened(list),
+            props,
+            notify,
+        )?))
     };
     // SAFETY: errcode_ret is null or writable, per the specification.
     unsafe { api_create("clCreateContextFromType", errcode_ret, create) }
@@ -140,4 +148,24 @@ pub unsafe extern "C" fn clSetContextDestructorCallback(
         c.add_destructor(Callback { func, user_data });
         Ok(())
     })
+}
+
+/// The devices of a new context: those asked for, or, with
+/// `VKCL_CONTEXT_OTHER_DEVICES=1`, every other device of the platform
+/// ahead of them. Memory objects then have their first copy on a device
+/// the application never uses, so every command it makes moves their
+/// contents between devices: programs written for one device test
+/// multi-device contexts that way.
+fn widened(asked: Vec<Arc<Handle<Device>>>) -> Vec<Arc<Handle<Device>>> {
+    if std::env::var("VKCL_CONTEXT_OTHER_DEVICES").map_or(true, |v| v != "1") {
+        return asked;
+    }
+    let mut all: Vec<Arc<Handle<Device>>> = platform()
+        .devices
+        .iter()
+        .filter(|d| !asked.iter().any(|a| Arc::ptr_eq(a, d)))
+        .cloned()
+        .collect();
+    all.extend(asked);
+    all
 }

@@ -839,6 +839,18 @@ impl Drop for Queue {
                 census::remove(Kind::QueryPools, 1);
             }
             d.destroy_command_pool(st.pool, None);
+            // The completion worker may have seen the last value through
+            // the counter while the driver still finishes that signal
+            // (lavapipe moves the counter before it releases the lock it
+            // signals under): a wait for the value, already reached,
+            // returns at once and goes through that lock first.
+            if st.last_value > 0 {
+                let (sems, values) = ([self.timeline], [st.last_value]);
+                let info = vk::SemaphoreWaitInfo::default()
+                    .semaphores(&sems)
+                    .values(&values);
+                let _ = d.wait_semaphores(&info, 1_000_000_000);
+            }
             d.destroy_semaphore(self.timeline, None);
         }
         census::remove(Kind::Semaphores, 1);

@@ -257,6 +257,12 @@ pub fn environment() -> &'static PathBuf {
             if env!("CARGO_CRATE_NAME").contains("_two_devices") {
                 std::env::set_var("VKCL_DEVICE_REPEAT", "2");
             }
+            // Those named *_other_devices make every context hold, ahead
+            // of the device asked for, another that the tests never use.
+            if env!("CARGO_CRATE_NAME").ends_with("_other_devices") {
+                std::env::set_var("VKCL_DEVICE_REPEAT", "2");
+                std::env::set_var("VKCL_CONTEXT_OTHER_DEVICES", "1");
+            }
             // Those named *_native_dot leave every integer dot product to
             // the device's own instructions where it has them.
             if env!("CARGO_CRATE_NAME").ends_with("_native_dot") {
