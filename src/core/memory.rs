@@ -201,13 +201,7 @@ impl Buffer {
         host_ptr: Option<HostPtr>,
     ) -> ClResult<DeviceBuffer> {
         let device = context.devices[0].logical()?;
-        let storage = DeviceBuffer::new(&device, size as u64, BufferUse::Device).map_err(|e| {
-            if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
-                ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE)
-            } else {
-                ClError::from(e)
-            }
-        })?;
+        let storage = device_memory(&device, size as u64)?;
         if let Some(src) =
             host_ptr.filter(|_| flags & (CL_MEM_COPY_HOST_PTR | CL_MEM_USE_HOST_PTR) != 0)
         {
@@ -392,14 +386,7 @@ impl CopyList {
         {
             return Ok(i);
         }
-        let size = self.0[0].storage.size;
-        let storage = DeviceBuffer::new(device, size, BufferUse::Device).map_err(|e| {
-            if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
-                ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE)
-            } else {
-                ClError::from(e)
-            }
-        })?;
+        let storage = device_memory(device, self.0[0].storage.size)?;
         self.0.push(DeviceCopy {
             storage: Arc::new(storage),
             current: Ranges::default(),
@@ -546,6 +533,18 @@ fn bring_over(
         .collect();
     rec.copy_buffer(upload.buffer().raw, dst.raw, &regions);
     Ok(Some(upload))
+}
+
+/// Device memory for a buffer's bytes; running out of it is
+/// CL_MEM_OBJECT_ALLOCATION_FAILURE.
+fn device_memory(device: &Arc<LogicalDevice>, size: u64) -> ClResult<DeviceBuffer> {
+    DeviceBuffer::new(device, size, BufferUse::Device).map_err(|e| {
+        if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
+            ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+        } else {
+            ClError::from(e)
+        }
+    })
 }
 
 /// Writes `data` into `dst` at `offset` outside any queue (initial data).
