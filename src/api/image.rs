@@ -648,7 +648,8 @@ pub(crate) fn image_target(
         if !Arc::ptr_eq(&i.context, &queue.context) {
             return err(CL_INVALID_CONTEXT);
         }
-        i.check_device(&queue)?;
+        // Its texels on the queue's device, made now where they were not.
+        i.backing_on(&queue)?;
         list.push(i);
     }
     // SAFETY: the application passes `num_events` handles.

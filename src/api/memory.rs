@@ -1011,7 +1011,7 @@ pub unsafe extern "C" fn clEnqueueUnmapMemObject(
                 num_events_in_wait_list,
                 event_wait_list,
             )?;
-            let w = image_work::unmap(&i[0], ptr)?;
+            let w = image_work::unmap(&t.queue, &i[0], ptr)?;
             return t.run(CL_COMMAND_UNMAP_MEM_OBJECT, false, event, w);
         }
         let (t, b) = target(
@@ -1047,10 +1047,9 @@ pub unsafe extern "C" fn clEnqueueMigrateMemObjects(
         let queue = Handle::<Queue>::from_raw(command_queue)?;
         let mut keep: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
         let mut uses = Vec::new();
-        // To the host: every buffer's copies stay where they are (host
+        // To the host: every object's copies stay where they are (host
         // transfers reach any of them). To the queue's device: its copy is
         // made current, or, with undefined contents, simply declared so.
-        // Images live on their context's first device.
         let access = match flags {
             f if f & CL_MIGRATE_MEM_OBJECT_HOST != 0 => None,
             f if f & CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED != 0 => Some(Access::Undefined),
@@ -1069,7 +1068,13 @@ pub unsafe extern "C" fn clEnqueueMigrateMemObjects(
                     }
                     keep.push(Box::new(b))
                 }
-                Mem::Image(i) => keep.push(Box::new(i)),
+                Mem::Image(i) => {
+                    if let Some(a) = access {
+                        i.backing_on(&queue)?;
+                        uses.extend(crate::core::image::backing_used(&i, a));
+                    }
+                    keep.push(Box::new(i))
+                }
             }
         }
         let (t, _) = target(command_queue, &[], num_events_in_wait_list, event_wait_list)?;

@@ -18,12 +18,13 @@ use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::format::FormatEntry;
 use crate::core::memory::{
-    Access, Buffer, HostPtr, MemDestructor, MemDestructors, Staging, Use, used,
+    Access, Buffer, HostPtr, MemDestructor, MemDestructors, Staging, Use, Used, used,
 };
 use crate::core::object::{Callback, ClObject, Handle};
 use crate::core::queue::{Queue, RecordFn, Recorder, Work};
+use crate::vk::device::LogicalDevice;
 use crate::vk::image::{DeviceImage, ImageShape, TexelViews, Views};
-use crate::vk::memory::BufferUse;
+use crate::vk::memory::{BufferUse, DeviceBuffer};
 
 /// An image's shape as OpenCL describes it. Sizes that do not apply to the
 /// image type are zero, as clGetImageInfo reports them.
@@ -165,7 +166,8 @@ impl ImageMapping {
     }
 }
 
-/// Where an image's texels live.
+/// Where an image's texels live on one device.
+#[derive(Clone)]
 pub enum Backing {
     /// A Vulkan image of its own.
     Image(Arc<DeviceImage>),
@@ -187,10 +189,95 @@ pub enum Backing {
     },
 }
 
-/// The use of the buffer an image was made from, if any, by a command
-/// that uses the image (see [`Work::uses`]).
+impl Backing {
+    /// The device these texels are on.
+    fn device(&self) -> &Arc<LogicalDevice> {
+        match self {
+            Backing::Image(i) | Backing::Rows { shadow: i, .. } => i.device(),
+            Backing::Texels { views, .. } => views.device(),
+        }
+    }
+
+    /// What kernels reach the texels through, to read them (`sampled`)
+    /// or to write them; None where the format does not allow that.
+    pub fn kernel_view(&self, sampled: bool) -> Option<KernelView> {
+        let v = match (self, sampled) {
+            (Backing::Image(i) | Backing::Rows { shadow: i, .. }, true) => {
+                KernelView::Image(i.sampled_view)
+            }
+            (Backing::Image(i) | Backing::Rows { shadow: i, .. }, false) => {
+                KernelView::Image(i.storage_view)
+            }
+            (Backing::Texels { views, .. }, true) => KernelView::Texels(views.sampled),
+            (Backing::Texels { views, .. }, false) => KernelView::Texels(views.storage),
+        };
+        let null = match v {
+            KernelView::Image(v) => v == vk::ImageView::null(),
+            KernelView::Texels(v) => v == vk::BufferView::null(),
+        };
+        (!null).then_some(v)
+    }
+
+    /// Whether the view kernels write through has red and blue exchanged.
+    pub fn storage_swaps_red_blue(&self) -> bool {
+        match self {
+            Backing::Image(i) | Backing::Rows { shadow: i, .. } => i.storage_swaps_red_blue,
+            Backing::Texels { views, .. } => views.storage_swaps_red_blue,
+        }
+    }
+}
+
+/// The use of an image by a command (see [`Work::uses`]): of the buffer
+/// it was made from, if any, else of its texels; none in a context of one
+/// device.
 pub fn backing_used(image: &Arc<Handle<Image>>, access: Access) -> Vec<Use> {
-    image.buffer().map(|b| used(b, access)).unwrap_or_default()
+    match image.buffer() {
+        Some(b) => used(b, access),
+        None if image.context.devices.len() > 1 => vec![Use {
+            object: Used::Image(image.clone()),
+            access,
+        }],
+        None => Vec::new(),
+    }
+}
+
+/// Makes the texels of `image` (one with a Vulkan image of its own)
+/// current on `queue`'s device before a command that uses them is
+/// recorded through `rec`, as [`crate::core::memory::make_current`] does
+/// for buffers but for the whole image: where another device's copy holds
+/// them, they are read back from it now and copied in through staging,
+/// which is given back to be kept until the command completes. A command
+/// that may write them leaves its device's copy the only current one.
+pub fn make_current(
+    image: &Image,
+    access: Access,
+    queue: &Queue,
+    rec: &Recorder<'_>,
+) -> ClResult<Option<Arc<Staging>>> {
+    let root = image.root();
+    let Some(current) = &root.current else {
+        return Ok(None);
+    };
+    let Backing::Image(here) = root.backing_on(queue)? else {
+        return Ok(None);
+    };
+    let mut current = current.lock().unwrap_or_else(|e| e.into_inner());
+    let holds = |list: &[Arc<LogicalDevice>]| list.iter().any(|d| Arc::ptr_eq(d, &queue.vk));
+    let mut kept = None;
+    if access != Access::Undefined
+        && !holds(&current)
+        && let Some(from) = current.first().and_then(|d| root.image_on(d))
+    {
+        kept = Some(root.bring_over(&from, &here, rec)?);
+    }
+    if access != Access::Read {
+        current.clear();
+    }
+    // Texels current nowhere were never defined: they are as good here.
+    if !holds(&current) {
+        current.push(queue.vk.clone());
+    }
+    Ok(kept)
 }
 
 /// A view a kernel's image descriptor points at.
@@ -291,7 +378,15 @@ pub struct Image {
     pub desc: ImageDesc,
     /// The application's memory for CL_MEM_USE_HOST_PTR.
     pub host_ptr: Option<HostPtr>,
+    /// Its texels on the context's first device.
     pub backing: Backing,
+    /// In a context of several devices: its texels on the others, each
+    /// made at the image's first use there.
+    elsewhere: Mutex<Vec<Backing>>,
+    /// For an image with a Vulkan image of its own (and no source) in a
+    /// context of several devices: the devices whose copy of the texels is
+    /// current (see [`make_current`]). The images made from it share them.
+    current: Option<Mutex<Vec<Arc<LogicalDevice>>>>,
     /// The 2D image this one was made from, whose texels it shares.
     pub source: Option<Arc<Handle<Image>>>,
     pub properties: Vec<cl_mem_properties>,
@@ -331,6 +426,8 @@ impl Image {
             desc,
             host_ptr: None,
             backing,
+            elsewhere: Mutex::new(Vec::new()),
+            current: None,
             source: None,
             properties,
             maps: Mutex::new(Vec::new()),
@@ -350,7 +447,8 @@ impl Image {
         properties: Vec<cl_mem_properties>,
     ) -> ClResult<Arc<Handle<Image>>> {
         let vk_dev = context.devices[0].logical()?;
-        let storage = device_image(&context, &entry, &desc)?;
+        let storage = device_image(&context.devices[0], &entry, &desc)?;
+        let several = context.devices.len() > 1;
         let mut image = Image::with(
             context,
             flags,
@@ -363,11 +461,16 @@ impl Image {
         image.host_ptr = host
             .map(|h| h.0)
             .filter(|_| flags & CL_MEM_USE_HOST_PTR != 0);
+        let initialised = match host {
+            Some(_) => vec![vk_dev.clone()],
+            None => Vec::new(),
+        };
+        image.current = several.then(|| Mutex::new(initialised));
         if let Some((src, layout)) = host {
             let region = desc.dims();
             let staging = Staging::new(&vk_dev, image.packed_size(region), BufferUse::Upload)?;
             pack(src, layout, staging.ptr(), region, image.element_size);
-            let place = image.place([0; 3], region);
+            let place = image.place_in(&image.backing, [0; 3], region);
             let buf = staging.buffer().raw;
             vk_dev.one_shot(|cb| {
                 let r = Recorder {
@@ -391,7 +494,7 @@ impl Image {
         properties: Vec<cl_mem_properties>,
     ) -> ClResult<Arc<Handle<Image>>> {
         let context = buffer.context.clone();
-        let shadow = device_image(&context, &entry, &desc)?;
+        let shadow = device_image(&context.devices[0], &entry, &desc)?;
         let image = Image::with(
             context,
             flags,
@@ -429,7 +532,7 @@ impl Image {
             }
             Backing::Rows { buffer, pitch, .. } => Backing::Rows {
                 buffer: buffer.clone(),
-                shadow: Arc::new(device_image(&context, &entry, &desc)?),
+                shadow: Arc::new(device_image(device, &entry, &desc)?),
                 pitch: *pitch,
             },
             Backing::Texels { .. } => return err(CL_INVALID_IMAGE_DESCRIPTOR),
@@ -441,20 +544,23 @@ impl Image {
     }
 
     /// For an image whose texels live in a buffer but whom kernels reach
-    /// through an image of its own (2D images from buffers): the buffer,
-    /// the image, and the copy between them.
-    pub fn shadow(&self) -> Option<(vk::Buffer, vk::Image, vk::BufferImageCopy)> {
+    /// through an image of its own (2D images from buffers): the buffer
+    /// and the image on `queue`'s device, and the copy between them.
+    pub fn shadow(
+        &self,
+        queue: &Queue,
+    ) -> ClResult<Option<(vk::Buffer, vk::Image, vk::BufferImageCopy)>> {
         let Backing::Rows {
             buffer,
             shadow,
             pitch,
-        } = &self.backing
+        } = self.backing_on(queue)?
         else {
-            return None;
+            return Ok(None);
         };
         let mut copy = self.buffer_copy(buffer.offset as u64, [0; 3], self.desc.dims());
         copy.buffer_row_length = (pitch / self.element_size) as u32;
-        Some((buffer.storage.raw, shadow.raw, copy))
+        Ok(Some((buffer.storage_for(queue)?.raw, shadow.raw, copy)))
     }
 
     /// A 1D image buffer: `desc.width` texels at the start of `buffer`,
@@ -468,22 +574,14 @@ impl Image {
         properties: Vec<cl_mem_properties>,
     ) -> ClResult<Arc<Handle<Image>>> {
         let context = buffer.context.clone();
-        let device = &context.devices[0];
-        let element_size =
-            crate::core::format::element_size(&format).expect("checked by the caller");
-        let sampled = device
-            .buffer_features(entry.vk)
-            .contains(vk::FormatFeatureFlags::UNIFORM_TEXEL_BUFFER);
-        let views = TexelViews::new(
-            buffer.storage.device(),
-            buffer.storage.raw,
-            buffer.offset as u64,
-            (desc.width * element_size) as u64,
-            entry.vk,
-            sampled,
-            device.texel_storage_format(entry.vk),
-        )
-        .map_err(ClError::from)?;
+        let views = texel_views(
+            &context.devices[0],
+            &buffer.storage,
+            buffer.offset,
+            &entry,
+            &format,
+            &desc,
+        )?;
         let image = Image::with(
             context,
             flags,
@@ -507,37 +605,148 @@ impl Image {
         }
     }
 
-    /// What kernels reach the image through, to read it (`sampled`) or
-    /// to write it; None where its format does not allow that.
+    /// What kernels reach the image through on the context's first
+    /// device (see [`Backing::kernel_view`]).
     pub fn kernel_view(&self, sampled: bool) -> Option<KernelView> {
-        let v = match (&self.backing, sampled) {
-            (Backing::Image(i) | Backing::Rows { shadow: i, .. }, true) => {
-                KernelView::Image(i.sampled_view)
-            }
-            (Backing::Image(i) | Backing::Rows { shadow: i, .. }, false) => {
-                KernelView::Image(i.storage_view)
-            }
-            (Backing::Texels { views, .. }, true) => KernelView::Texels(views.sampled),
-            (Backing::Texels { views, .. }, false) => KernelView::Texels(views.storage),
-        };
-        let null = match v {
-            KernelView::Image(v) => v == vk::ImageView::null(),
-            KernelView::Texels(v) => v == vk::BufferView::null(),
-        };
-        (!null).then_some(v)
+        self.backing.kernel_view(sampled)
     }
 
-    /// Whether the view kernels write through has red and blue exchanged.
-    pub fn storage_swaps_red_blue(&self) -> bool {
-        match &self.backing {
-            Backing::Image(i) | Backing::Rows { shadow: i, .. } => i.storage_swaps_red_blue,
-            Backing::Texels { views, .. } => views.storage_swaps_red_blue,
+    /// The image this one shares its texels with that has a Vulkan image
+    /// (or buffer) of its own: itself, or what it was made from.
+    fn root(&self) -> &Image {
+        match &self.source {
+            Some(s) => s.root(),
+            None => self,
         }
     }
 
-    /// Where `region` at `origin` lies, as one end of a copy.
-    pub fn place(&self, origin: [usize; 3], region: [usize; 3]) -> Place {
-        match &self.backing {
+    /// The image's texels on `queue`'s device, made there at its first
+    /// use. Their contents are made current by the command that uses them
+    /// (see [`backing_used`]).
+    pub fn backing_on(&self, queue: &Queue) -> ClResult<Backing> {
+        if Arc::ptr_eq(self.backing.device(), &queue.vk) {
+            return Ok(self.backing.clone());
+        }
+        let mut elsewhere = self.elsewhere.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(b) = elsewhere
+            .iter()
+            .find(|b| Arc::ptr_eq(b.device(), &queue.vk))
+        {
+            return Ok(b.clone());
+        }
+        let device = &queue.device;
+        let made = match (&self.backing, &self.source) {
+            (Backing::Image(_), Some(source)) => {
+                let Backing::Image(texels) = source.backing_on(queue)? else {
+                    return err(CL_INVALID_MEM_OBJECT);
+                };
+                let (views, sampled) = kernel_views(device, &self.entry);
+                let alias = DeviceImage::alias(&texels, views, sampled).map_err(ClError::from)?;
+                Backing::Image(Arc::new(alias))
+            }
+            (Backing::Image(_), None) => {
+                Backing::Image(Arc::new(device_image(device, &self.entry, &self.desc)?))
+            }
+            (Backing::Texels { buffer, .. }, _) => {
+                let storage = buffer.storage_for(queue)?;
+                let views = texel_views(
+                    device,
+                    &storage,
+                    buffer.offset,
+                    &self.entry,
+                    &self.format,
+                    &self.desc,
+                )?;
+                Backing::Texels {
+                    buffer: buffer.clone(),
+                    views: Arc::new(views),
+                }
+            }
+            (Backing::Rows { buffer, pitch, .. }, _) => Backing::Rows {
+                buffer: buffer.clone(),
+                shadow: Arc::new(device_image(device, &self.entry, &self.desc)?),
+                pitch: *pitch,
+            },
+        };
+        elsewhere.push(made.clone());
+        Ok(made)
+    }
+
+    /// The Vulkan image holding the texels on `device`, if one was made.
+    fn image_on(&self, device: &Arc<LogicalDevice>) -> Option<Arc<DeviceImage>> {
+        let elsewhere = self.elsewhere.lock().unwrap_or_else(|e| e.into_inner());
+        std::iter::once(&self.backing)
+            .chain(elsewhere.iter())
+            .find_map(|b| match b {
+                Backing::Image(i) if Arc::ptr_eq(i.device(), device) => Some(i.clone()),
+                _ => None,
+            })
+    }
+
+    /// Copies all the texels of `src` (on another device, done with them)
+    /// into `dst` through the host: read back now, and the copy in from
+    /// staging recorded through `rec`; the staging is given back to be
+    /// kept until that copy completes.
+    fn bring_over(
+        &self,
+        src: &DeviceImage,
+        dst: &DeviceImage,
+        rec: &Recorder<'_>,
+    ) -> ClResult<Arc<Staging>> {
+        let dims = self.desc.dims();
+        let size = self.packed_size(dims);
+        log::debug!(target: "vkcl::memory", "an image's {size} bytes of texels move to another device");
+        let copy = self.buffer_copy(0, [0; 3], dims);
+        let device = src.device();
+        let readback = Staging::new(device, size, BufferUse::Readback)?;
+        device.one_shot(|cb| {
+            let r = Recorder {
+                device: &device.raw,
+                cb,
+            };
+            r.copy_image_to_buffer(src.raw, readback.buffer().raw, copy);
+        })?;
+        let upload = Staging::new(dst.device(), size, BufferUse::Upload)?;
+        // SAFETY: both staging buffers are mapped and hold `size` bytes;
+        // the readback is complete.
+        unsafe { std::ptr::copy_nonoverlapping(readback.ptr(), upload.ptr(), size) };
+        rec.copy_buffer_to_image(upload.buffer().raw, dst.raw, copy);
+        Ok(upload)
+    }
+
+    /// Where `region` at `origin` lies on `queue`'s device, as one end of
+    /// a copy.
+    pub fn place(&self, queue: &Queue, origin: [usize; 3], region: [usize; 3]) -> ClResult<Place> {
+        let backing = self.backing_on(queue)?;
+        let place = self.place_in(&backing, origin, region);
+        match &backing {
+            Backing::Texels { buffer, .. } | Backing::Rows { buffer, .. } => {
+                let storage = buffer.storage_for(queue)?.raw;
+                Ok(match place {
+                    Place::Bytes {
+                        at,
+                        row,
+                        pitch,
+                        rows,
+                        ..
+                    } => Place::Bytes {
+                        buffer: storage,
+                        at,
+                        row,
+                        pitch,
+                        rows,
+                    },
+                    p => p,
+                })
+            }
+            Backing::Image(_) => Ok(place),
+        }
+    }
+
+    /// Where `region` at `origin` lies in `backing` (a buffer's on its
+    /// first device), as one end of a copy.
+    fn place_in(&self, backing: &Backing, origin: [usize; 3], region: [usize; 3]) -> Place {
+        match backing {
             Backing::Image(i) => Place::Image(i.raw, self.buffer_copy(0, origin, region)),
             Backing::Texels { buffer, .. } => Place::Bytes {
                 buffer: buffer.storage.raw,
@@ -641,23 +850,6 @@ impl Image {
     pub fn maps(&self) -> MutexGuard<'_, Vec<ImageMapping>> {
         self.maps.lock().unwrap_or_else(|e| e.into_inner())
     }
-
-    /// The device that holds the image must be the queue's.
-    pub fn check_device(&self, queue: &Queue) -> ClResult<()> {
-        let device = match &self.backing {
-            Backing::Image(i) | Backing::Rows { shadow: i, .. } => i.device(),
-            Backing::Texels { buffer, .. } => buffer.storage.device(),
-        };
-        if Arc::ptr_eq(device, &queue.vk) {
-            Ok(())
-        } else {
-            log::warn!(
-                target: "vkcl::memory",
-                "an image is used on a second device of its context; moving images between devices is not supported yet"
-            );
-            err(CL_OUT_OF_RESOURCES)
-        }
-    }
 }
 
 /// The views kernels reach an image of `entry`'s format through on
@@ -675,12 +867,11 @@ fn kernel_views(device: &Device, entry: &FormatEntry) -> (Views, bool) {
     (views, sampled)
 }
 
-/// The Vulkan image for an image of `desc` on the context's device: with
-/// sampled and storage views where the format allows them. 2D images of
-/// the formats with an sRGB sibling may later be viewed in it too (2D
-/// images made from 2D images).
-fn device_image(context: &Context, entry: &FormatEntry, desc: &ImageDesc) -> ClResult<DeviceImage> {
-    let device = &context.devices[0];
+/// The Vulkan image for an image of `desc` on `device`: with sampled and
+/// storage views where the format allows them. 2D images of the formats
+/// with an sRGB sibling may later be viewed in it too (2D images made from
+/// 2D images).
+fn device_image(device: &Device, entry: &FormatEntry, desc: &ImageDesc) -> ClResult<DeviceImage> {
     let vk_dev = device.logical()?;
     let (views, sampled) = kernel_views(device, entry);
     let mut usage = vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
@@ -707,6 +898,32 @@ fn device_image(context: &Context, entry: &FormatEntry, desc: &ImageDesc) -> ClR
             ClError::from(e)
         }
     })
+}
+
+/// The views of a 1D image buffer's texels, `desc.width` of `format` from
+/// `offset` in `storage` (`device`'s memory of the buffer).
+fn texel_views(
+    device: &Device,
+    storage: &DeviceBuffer,
+    offset: usize,
+    entry: &FormatEntry,
+    format: &cl_image_format,
+    desc: &ImageDesc,
+) -> ClResult<TexelViews> {
+    let element_size = crate::core::format::element_size(format).expect("checked by the caller");
+    let sampled = device
+        .buffer_features(entry.vk)
+        .contains(vk::FormatFeatureFlags::UNIFORM_TEXEL_BUFFER);
+    TexelViews::new(
+        storage.device(),
+        storage.raw,
+        offset as u64,
+        (desc.width * element_size) as u64,
+        entry.vk,
+        sampled,
+        device.texel_storage_format(entry.vk),
+    )
+    .map_err(ClError::from)
 }
 
 /// Copies `region` from host memory laid out as `layout` into packed `dst`.
@@ -773,7 +990,7 @@ pub mod work {
     ) -> ClResult<Work> {
         let staging = Staging::new(&queue.vk, image.packed_size(region), BufferUse::Upload)?;
         pack(ptr, layout, staging.ptr(), region, image.element_size);
-        let place = image.place(origin, region);
+        let place = image.place(queue, origin, region)?;
         Ok(Work {
             record: Some(to_image(staging.buffer().raw, 0, place)),
             complete: None,
@@ -794,7 +1011,7 @@ pub mod work {
         ptr: HostPtr,
     ) -> ClResult<Work> {
         let staging = Staging::new(&queue.vk, image.packed_size(region), BufferUse::Readback)?;
-        let place = image.place(origin, region);
+        let place = image.place(queue, origin, region)?;
         let out = staging.clone();
         let elem = image.element_size;
         Ok(Work {
@@ -819,7 +1036,10 @@ pub mod work {
         region: [usize; 3],
     ) -> ClResult<Work> {
         let temp = Staging::new(&queue.vk, src.packed_size(region), BufferUse::Device)?;
-        let (out, back) = (src.place(src_origin, region), dst.place(dst_origin, region));
+        let (out, back) = (
+            src.place(queue, src_origin, region)?,
+            dst.place(queue, dst_origin, region)?,
+        );
         let t = temp.buffer().raw;
         Ok(Work {
             record: Some(Box::new(move |r| {
@@ -853,7 +1073,7 @@ pub mod work {
         let at = buf.offset + offset;
         let size = image.packed_size(region);
         let b = buf.storage_for(queue)?.raw;
-        let place = image.place(origin, region);
+        let place = image.place(queue, origin, region)?;
         if at % image.element_size == 0 {
             return Ok(Work {
                 record: Some(to_image(b, at as u64, place)),
@@ -896,7 +1116,7 @@ pub mod work {
         let at = buf.offset + offset;
         let size = image.packed_size(region);
         let b = buf.storage_for(queue)?.raw;
-        let place = image.place(origin, region);
+        let place = image.place(queue, origin, region)?;
         if at % image.element_size == 0 {
             return Ok(Work {
                 record: Some(from_image(place, b, at as u64)),
@@ -941,7 +1161,7 @@ pub mod work {
         let staging = Staging::new(&queue.vk, size, BufferUse::Upload)?;
         let bytes: Vec<u8> = pattern.iter().copied().cycle().take(size).collect();
         staging.buffer().write(0, &bytes);
-        let place = image.place(origin, region);
+        let place = image.place(queue, origin, region)?;
         Ok(Work {
             record: Some(to_image(staging.buffer().raw, 0, place)),
             complete: None,
@@ -1004,7 +1224,7 @@ pub mod work {
         if flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 {
             return Ok((ptr, pitches, Work::none()));
         }
-        let place = image.place(origin, region);
+        let place = image.place(queue, origin, region)?;
         let to_host = image.host_ptr.is_some();
         let out = staging.clone();
         Ok((
@@ -1020,14 +1240,14 @@ pub mod work {
                 })),
                 keep: vec![keep(staging), keep(image.clone())],
                 host_access: false,
-                uses: backing_used(image, Access::Write),
+                uses: backing_used(image, Access::Read),
             },
         ))
     }
 
     /// clEnqueueUnmapMemObject on an image: writes mapped data back when
     /// the mapping was for writing.
-    pub fn unmap(image: &Arc<Handle<Image>>, ptr: HostPtr) -> ClResult<Work> {
+    pub fn unmap(queue: &Queue, image: &Arc<Handle<Image>>, ptr: HostPtr) -> ClResult<Work> {
         let mapping = {
             let mut maps = image.maps();
             let i = maps
@@ -1052,7 +1272,19 @@ pub mod work {
                 image.element_size,
             );
         }
-        let place = image.place(mapping.origin, mapping.region);
+        // Unmapped on a queue of another device than it was mapped on:
+        // the data moves to staging of this one.
+        let staging = if Arc::ptr_eq(staging.buffer().device(), &queue.vk) {
+            staging
+        } else {
+            let size = image.packed_size(mapping.region);
+            let here = Staging::new(&queue.vk, size, BufferUse::Upload)?;
+            // SAFETY: both staging buffers are mapped and hold the packed
+            // region.
+            unsafe { std::ptr::copy_nonoverlapping(staging.ptr(), here.ptr(), size) };
+            here
+        };
+        let place = image.place(queue, mapping.origin, mapping.region)?;
         Ok(Work {
             record: Some(to_image(staging.buffer().raw, 0, place)),
             complete: None,

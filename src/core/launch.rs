@@ -657,7 +657,7 @@ fn bind_args(
             (Slot::Image { binding, info }, Some(ArgValue::Image(w))) => {
                 // An image released since it was set is gone.
                 let image = w.upgrade().ok_or(ClError(CL_INVALID_KERNEL_ARGS))?;
-                image.check_device(queue)?;
+                let backing = image.backing_on(queue)?;
                 let read_only = kernel
                     .info
                     .args
@@ -688,7 +688,7 @@ fn bind_args(
                 if no_alpha {
                     order |= NO_ALPHA;
                 }
-                if !sampled && image.storage_swaps_red_blue() {
+                if !sampled && backing.storage_swaps_red_blue() {
                     order |= SWAP_RED_BLUE;
                 }
                 b.specs.push((*info, order));
@@ -698,12 +698,12 @@ fn bind_args(
                 // descriptor it takes; the image must be of that kind.
                 let texel_binding =
                     matches!(types[at], T::UNIFORM_TEXEL_BUFFER | T::STORAGE_TEXEL_BUFFER);
-                match image.kernel_view(sampled) {
+                match backing.kernel_view(sampled) {
                     Some(KernelView::Image(v)) if !texel_binding => b.views[at] = v,
                     Some(KernelView::Texels(v)) if texel_binding => b.texels[at] = v,
                     _ => return err(CL_INVALID_KERNEL_ARGS),
                 }
-                if let Some((buffer, shadow, copy)) = image.shadow() {
+                if let Some((buffer, shadow, copy)) = image.shadow(queue)? {
                     b.shadows.push(Shadow {
                         buffer,
                         image: shadow,

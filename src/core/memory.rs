@@ -310,21 +310,30 @@ impl Buffer {
 pub fn used(buffer: &Arc<Handle<Buffer>>, access: Access) -> Vec<Use> {
     match buffer.copies {
         Some(_) => vec![Use {
-            buffer: buffer.clone(),
+            object: Used::Buffer(buffer.clone()),
             access,
         }],
         None => Vec::new(),
     }
 }
 
-/// A buffer a command reads or writes (see [`Work::uses`]).
+/// A memory object a command reads or writes (see [`Work::uses`]).
 #[derive(Clone)]
 pub struct Use {
-    pub buffer: Arc<Handle<Buffer>>,
+    pub object: Used,
     pub access: Access,
 }
 
-/// What a command does with a buffer it uses.
+/// The memory object of a [`Use`].
+#[derive(Clone)]
+pub enum Used {
+    Buffer(Arc<Handle<Buffer>>),
+    /// An image whose texels live in a Vulkan image of its own (the
+    /// others are used through their buffer).
+    Image(Arc<Handle<crate::core::image::Image>>),
+}
+
+/// What a command does with a memory object it uses.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Access {
     /// Reads it only.
@@ -395,56 +404,78 @@ impl CopyList {
     }
 }
 
-/// Makes the bytes the buffers of a command use current in their copies on
-/// `device`, before the command is recorded through `rec` (see
-/// [`Copies`]), and gives what the recorded copies need kept until the
-/// command completes (empty: nothing was recorded).
+/// Makes the memory objects a command uses current on `queue`'s device
+/// before the command is recorded through `rec` (see [`Copies`] and
+/// [`crate::core::image::make_current`]), and gives what the recorded
+/// copies need kept until the command completes (empty: nothing was
+/// recorded).
 pub fn make_current(
-    device: &Arc<LogicalDevice>,
+    queue: &Queue,
     rec: &crate::core::queue::Recorder<'_>,
     uses: &[Use],
 ) -> ClResult<Vec<Box<dyn std::any::Any + Send + Sync>>> {
     let mut kept: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
     for u in uses {
-        let Some(copies) = &u.buffer.copies else {
-            continue;
-        };
-        let (start, end) = (
-            u.buffer.offset as u64,
-            (u.buffer.offset + u.buffer.size) as u64,
-        );
-        let mut list = copies.lock();
-        let here = list.on(device)?;
-        for from in (0..list.0.len()).filter(|&i| i != here) {
-            if u.access == Access::Undefined {
-                break;
+        match &u.object {
+            Used::Buffer(b) => {
+                if let Some(staging) = buffer_current(b, u.access, &queue.vk, rec)? {
+                    kept.extend(staging.into_iter().map(|s| Box::new(s) as _));
+                }
             }
-            let pieces: Vec<(u64, u64)> = list.0[here]
-                .current
-                .missing(start, end)
-                .into_iter()
-                .flat_map(|(a, b)| list.0[from].current.within(a, b))
-                .collect();
-            if pieces.is_empty() {
-                continue;
-            }
-            let (src, dst) = (&list.0[from].storage, &list.0[here].storage);
-            if let Some(staging) = bring_over(src, dst, &pieces, rec)? {
-                kept.push(Box::new(staging));
-            }
-            for &(a, b) in &pieces {
-                list.0[here].current.insert(a, b);
+            Used::Image(i) => {
+                if let Some(staging) = crate::core::image::make_current(i, u.access, queue, rec)? {
+                    kept.push(Box::new(staging));
+                }
             }
         }
-        if u.access != Access::Read {
-            for c in &mut list.0 {
-                c.current.remove(start, end);
-            }
-        }
-        // Bytes current nowhere were never defined: they are as good here.
-        list.0[here].current.insert(start, end);
     }
     Ok(kept)
+}
+
+/// [`make_current`] for one buffer: the staging buffers of the copies
+/// recorded, if any.
+fn buffer_current(
+    buffer: &Buffer,
+    access: Access,
+    device: &Arc<LogicalDevice>,
+    rec: &crate::core::queue::Recorder<'_>,
+) -> ClResult<Option<Vec<Arc<Staging>>>> {
+    let Some(copies) = &buffer.copies else {
+        return Ok(None);
+    };
+    let mut kept = Vec::new();
+    let (start, end) = (buffer.offset as u64, (buffer.offset + buffer.size) as u64);
+    let mut list = copies.lock();
+    let here = list.on(device)?;
+    for from in (0..list.0.len()).filter(|&i| i != here) {
+        if access == Access::Undefined {
+            break;
+        }
+        let pieces: Vec<(u64, u64)> = list.0[here]
+            .current
+            .missing(start, end)
+            .into_iter()
+            .flat_map(|(a, b)| list.0[from].current.within(a, b))
+            .collect();
+        if pieces.is_empty() {
+            continue;
+        }
+        let (src, dst) = (&list.0[from].storage, &list.0[here].storage);
+        if let Some(staging) = bring_over(src, dst, &pieces, rec)? {
+            kept.push(staging);
+        }
+        for &(a, b) in &pieces {
+            list.0[here].current.insert(a, b);
+        }
+    }
+    if access != Access::Read {
+        for c in &mut list.0 {
+            c.current.remove(start, end);
+        }
+    }
+    // Bytes current nowhere were never defined: they are as good here.
+    list.0[here].current.insert(start, end);
+    Ok(Some(kept))
 }
 
 /// Copies the byte ranges `pieces` of `src` (on another device, done with

@@ -650,7 +650,7 @@ impl Handle<Queue> {
             };
         }
         rec.full_barrier();
-        let current = crate::core::memory::make_current(&self.vk, &rec, &cmd.uses);
+        let current = crate::core::memory::make_current(self, &rec, &cmd.uses);
         if let Ok(staging) = &current
             && !staging.is_empty()
         {

@@ -119,7 +119,13 @@ impl Context {
         alignment: usize,
     ) -> ClResult<usize> {
         let [device] = self.devices.as_slice() else {
-            // One allocation would have to live on several Vulkan devices.
+            // Its pointer would have to be the device address of memory on
+            // several Vulkan devices at once.
+            log::warn!(
+                target: "vkcl::memory",
+                "clSVMAlloc: SVM allocations are offered in contexts of one device only; this context has {}",
+                self.devices.len()
+            );
             return err(CL_INVALID_OPERATION);
         };
         if !device.coarse_svm() {

@@ -386,6 +386,10 @@ unsafe impl Send for TexelViews {}
 unsafe impl Sync for TexelViews {}
 
 impl TexelViews {
+    pub fn device(&self) -> &Arc<LogicalDevice> {
+        &self.device
+    }
+
     /// Views of `range` bytes of `buffer` from `offset` (a multiple of the
     /// device's texel buffer offset alignment): one to read through as
     /// `format` if `sampled`, one to write through as `storage`'s format.

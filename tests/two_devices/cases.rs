@@ -14,6 +14,8 @@ both_ways!(
     migration_moves_or_discards_contents,
     a_wait_on_another_device_waits_for_its_work,
     disjoint_sub_buffers_written_at_once,
+    an_image_moves_between_devices,
+    images_from_buffers_follow_their_buffer,
 );
 
 const N: usize = 4096;
@@ -439,4 +441,244 @@ fn disjoint_sub_buffers_written_at_once(cl: &Cl) {
             unsafe { cl.clReleaseMemObject.unwrap()(h) };
         }
     }
+}
+
+const IMAGE_SOURCE: &str = r#"
+kernel void bump(read_only image2d_t src, write_only image2d_t dst, uint v) {
+    int2 at = (int2)(get_global_id(0), get_global_id(1));
+    write_imageui(dst, at, read_imageui(src, at) + v);
+}
+kernel void texels_in(read_only image1d_buffer_t src, global uint *out) {
+    int i = get_global_id(0);
+    out[i] = read_imageui(src, i).x;
+}
+kernel void texels_out(write_only image1d_buffer_t dst, uint v) {
+    int i = get_global_id(0);
+    write_imageui(dst, i, (uint4)(i + v, 0, 0, 0));
+}
+"#;
+
+const W: usize = 32;
+const H: usize = 16;
+
+impl Two<'_> {
+    /// A kernel of [`IMAGE_SOURCE`], built for both devices.
+    fn image_kernel(&self, name: &str) -> cl_kernel {
+        let cl = self.cl;
+        let src = CString::new(IMAGE_SOURCE).unwrap();
+        let mut ptr = src.as_ptr();
+        let mut err = 1;
+        let p = unsafe { cl.clCreateProgramWithSource.unwrap()(self.c, 1, &mut ptr, null(), &mut err) };
+        assert_eq!(err, CL_SUCCESS);
+        let r = unsafe { cl.clBuildProgram.unwrap()(p, 0, null(), null(), None, null_mut()) };
+        assert_eq!(r, CL_SUCCESS, "{}: image kernels", cl.how);
+        let n = CString::new(name).unwrap();
+        let k = unsafe { cl.clCreateKernel.unwrap()(p, n.as_ptr(), &mut err) };
+        assert_eq!(err, CL_SUCCESS);
+        unsafe { cl.clReleaseProgram.unwrap()(p) };
+        k
+    }
+
+    /// A W × H image of four 8-bit unsigned channels, with `texels`.
+    fn image(&mut self, texels: Option<&[u8]>) -> cl_mem {
+        let format = cl_image_format {
+            image_channel_order: CL_RGBA,
+            image_channel_data_type: CL_UNSIGNED_INT8,
+        };
+        let desc = image_desc(CL_MEM_OBJECT_IMAGE2D, W, H, 0, 0);
+        let (flags, host) = match texels {
+            Some(t) => (CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, t.as_ptr() as *mut c_void),
+            None => (CL_MEM_READ_WRITE, null_mut()),
+        };
+        let mut err = 1;
+        let i = unsafe { self.cl.clCreateImage.unwrap()(self.c, flags, &format, &desc, host, &mut err) };
+        assert_eq!(err, CL_SUCCESS, "{}: image", self.cl.how);
+        self.mems.push(i);
+        i
+    }
+
+    /// The texels of a W × H image, read on device `on`.
+    fn texels(&self, on: usize, image: cl_mem) -> Vec<u8> {
+        let mut out = vec![0u8; W * H * 4];
+        let (origin, region) = ([0usize; 3], [W, H, 1]);
+        let r = unsafe {
+            self.cl.clEnqueueReadImage.unwrap()(
+                self.q[on],
+                image,
+                CL_TRUE,
+                origin.as_ptr(),
+                region.as_ptr(),
+                0,
+                0,
+                out.as_mut_ptr().cast(),
+                0,
+                null(),
+                null_mut(),
+            )
+        };
+        assert_eq!(r, CL_SUCCESS, "{}: read image on device {on}", self.cl.how);
+        out
+    }
+
+    /// Runs the 2D kernel `k` over the image on device `on`, to completion.
+    fn launch_2d(&self, on: usize, k: cl_kernel) {
+        let global = [W, H];
+        let mut ev = null_mut();
+        let r = unsafe {
+            self.cl.clEnqueueNDRangeKernel.unwrap()(
+                self.q[on],
+                k,
+                2,
+                null(),
+                global.as_ptr(),
+                null(),
+                0,
+                null(),
+                &mut ev,
+            )
+        };
+        assert_eq!(r, CL_SUCCESS, "{}: 2D launch on device {on}", self.cl.how);
+        self.wait(&[ev]);
+        release_events(self.cl, &[ev]);
+    }
+}
+
+fn pattern(shift: u8) -> Vec<u8> {
+    (0..W * H * 4).map(|i| (i % 199) as u8 + shift).collect()
+}
+
+/// Kernels on either device read and write images whose texels were
+/// last written on the other; writes, copies, maps and unmaps on either
+/// queue see them.
+fn an_image_moves_between_devices(cl: &Cl) {
+    let mut two = Two::new(cl);
+    let a = two.image(Some(&pattern(0)));
+    let b = two.image(None);
+    let k = two.image_kernel("bump");
+    arg(cl, k, 0, &a);
+    arg(cl, k, 1, &b);
+    arg(cl, k, 2, &1u32);
+    two.launch_2d(1, k);
+    assert_eq!(two.texels(0, b), pattern(1), "{}: written on the second device", cl.how);
+    arg(cl, k, 0, &b);
+    arg(cl, k, 1, &a);
+    arg(cl, k, 2, &2u32);
+    two.launch_2d(0, k);
+    assert_eq!(two.texels(1, a), pattern(3), "{}: written on the first device", cl.how);
+    // A row written on the second device, the whole read on the first.
+    let row = [0xeeu8; W * 4];
+    let (origin, region) = ([0usize, 5, 0], [W, 1, 1]);
+    unsafe {
+        assert_eq!(
+            cl.clEnqueueWriteImage.unwrap()(
+                two.q[1],
+                a,
+                CL_TRUE,
+                origin.as_ptr(),
+                region.as_ptr(),
+                0,
+                0,
+                row.as_ptr().cast(),
+                0,
+                null(),
+                null_mut(),
+            ),
+            CL_SUCCESS
+        );
+    }
+    let mut want = pattern(3);
+    want[5 * W * 4..6 * W * 4].fill(0xee);
+    assert_eq!(two.texels(0, a), want, "{}: a row written on the second device", cl.how);
+    // Copied on the second device; mapped on the first and unmapped on
+    // the second after a change.
+    let (zero, whole) = ([0usize; 3], [W, H, 1]);
+    let mut err = 1;
+    let mut pitch = 0;
+    let p = unsafe {
+        assert_eq!(
+            cl.clEnqueueCopyImage.unwrap()(
+                two.q[1],
+                a,
+                b,
+                zero.as_ptr(),
+                zero.as_ptr(),
+                whole.as_ptr(),
+                0,
+                null(),
+                null_mut(),
+            ),
+            CL_SUCCESS
+        );
+        assert_eq!(cl.clFinish.unwrap()(two.q[1]), CL_SUCCESS);
+        cl.clEnqueueMapImage.unwrap()(
+            two.q[0],
+            b,
+            CL_TRUE,
+            CL_MAP_READ | CL_MAP_WRITE,
+            zero.as_ptr(),
+            whole.as_ptr(),
+            &mut pitch,
+            null_mut(),
+            0,
+            null(),
+            null_mut(),
+            &mut err,
+        )
+    } as *mut u8;
+    assert_eq!(err, CL_SUCCESS);
+    let rows: Vec<&mut [u8]> = (0..H)
+        .map(|y| unsafe { std::slice::from_raw_parts_mut(p.add(y * pitch), W * 4) })
+        .collect();
+    let mapped: Vec<u8> = rows.iter().flat_map(|r| r.iter().copied()).collect();
+    assert_eq!(mapped, want, "{}: mapped copy", cl.how);
+    for r in rows {
+        r.iter_mut().for_each(|v| *v = v.wrapping_add(10));
+    }
+    unsafe {
+        assert_eq!(
+            cl.clEnqueueUnmapMemObject.unwrap()(two.q[1], b, p.cast(), 0, null(), null_mut()),
+            CL_SUCCESS
+        );
+        assert_eq!(cl.clFinish.unwrap()(two.q[1]), CL_SUCCESS);
+    }
+    let changed: Vec<u8> = want.iter().map(|v| v.wrapping_add(10)).collect();
+    assert_eq!(two.texels(0, b), changed, "{}: unmapped on the second device", cl.how);
+    release_kernel(cl, k);
+}
+
+/// A 1D image buffer shares its buffer's bytes on every device: written
+/// through the buffer on one device and read through the image on the
+/// other, and the other way round.
+fn images_from_buffers_follow_their_buffer(cl: &Cl) {
+    let mut two = Two::new(cl);
+    let b = two.buffer(CL_MEM_READ_WRITE, Some(&ramp()));
+    let out = two.buffer(CL_MEM_READ_WRITE, None);
+    let format = cl_image_format {
+        image_channel_order: CL_R,
+        image_channel_data_type: CL_UNSIGNED_INT32,
+    };
+    let mut desc = image_desc(CL_MEM_OBJECT_IMAGE1D_BUFFER, N, 0, 0, 0);
+    desc.buffer = b;
+    let mut err = 1;
+    let image =
+        unsafe { cl.clCreateImage.unwrap()(two.c, CL_MEM_READ_WRITE, &format, &desc, null_mut(), &mut err) };
+    assert_eq!(err, CL_SUCCESS, "{}: 1D image buffer", cl.how);
+    two.mems.push(image);
+    let k = two.image_kernel("texels_in");
+    arg(cl, k, 0, &image);
+    arg(cl, k, 1, &out);
+    let e = two.launch(1, k, &[]);
+    two.wait(&[e]);
+    assert_eq!(two.words(0, out), ramp(), "{}: read through the image", cl.how);
+    release_events(cl, &[e]);
+    let w = two.image_kernel("texels_out");
+    arg(cl, w, 0, &image);
+    arg(cl, w, 1, &7u32);
+    let e = two.launch(1, w, &[]);
+    two.wait(&[e]);
+    let want: Vec<u32> = ramp().iter().map(|v| v + 7).collect();
+    assert_eq!(two.words(0, b), want, "{}: written through the image", cl.how);
+    release_events(cl, &[e]);
+    release_kernel(cl, k);
+    release_kernel(cl, w);
 }
