@@ -406,22 +406,26 @@ pub unsafe extern "C" fn clLinkProgram(
             .iter()
             .map(|&p| Handle::<Program>::from_raw(p))
             .collect::<ClResult<Vec<_>>>()?;
-        for p in &inputs {
-            if !Arc::ptr_eq(&p.context, &c) {
-                return err(CL_INVALID_CONTEXT);
-            }
-            let b = p.build_of(0);
-            // Compiled objects and libraries, built or loaded from binaries.
-            if b.status == CL_BUILD_ERROR
-                || !b.has_code()
-                || ![
-                    CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT,
-                    CL_PROGRAM_BINARY_TYPE_LIBRARY,
-                ]
-                .contains(&b.binary_type)
-            {
+        if inputs.iter().any(|p| !Arc::ptr_eq(&p.context, &c)) {
+            return err(CL_INVALID_CONTEXT);
+        }
+        // For each device, every input holds a compiled object or library
+        // for it (it is linked there) or none does (it gets no executable);
+        // anything else is invalid, as is a link that reaches no device.
+        let mut linked_anywhere = false;
+        for &t in &targets {
+            let held = inputs
+                .iter()
+                .filter(|p| program::linkable_build(p, &c.devices[t]).is_some())
+                .count();
+            if held == inputs.len() {
+                linked_anywhere = true;
+            } else if held != 0 {
                 return err(CL_INVALID_OPERATION);
             }
+        }
+        if !linked_anywhere {
+            return err(CL_INVALID_OPERATION);
         }
         let text = options_of(options);
         crate::compiler::frontend::Options::parse(&text, Purpose::Link)?;

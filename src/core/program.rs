@@ -765,41 +765,55 @@ impl Program {
     }
 
     /// clLinkProgram: links the compiled objects and libraries of `inputs`
-    /// for the devices of `self` (a new, empty program).
+    /// for the devices of `self` (a new, empty program), once for each set
+    /// of input builds (devices built together share theirs); a device for
+    /// which the inputs hold nothing gets no executable.
     pub fn run_link(&self, inputs: &[Arc<Handle<Program>>], options_text: &str) -> cl_int {
         log::debug!(target: "vkcl::program", "link of {} programs with options {options_text:?}", inputs.len());
+        type Group = (Vec<usize>, Vec<Build>);
+        let mut groups: Vec<Group> = Vec::new();
+        let mut code = CL_SUCCESS;
+        for (j, device) in self.devices.iter().enumerate() {
+            let builds: Option<Vec<Build>> =
+                inputs.iter().map(|p| linkable_build(p, device)).collect();
+            let Some(builds) = builds else {
+                self.finish(&[j], Build::default());
+                continue;
+            };
+            match groups.iter_mut().find(|(_, b)| same_code(b, &builds)) {
+                Some((targets, _)) => targets.push(j),
+                None => groups.push((vec![j], builds)),
+            }
+        }
+        for (targets, builds) in groups {
+            let c = self.link_builds(&targets, &builds, options_text);
+            if code == CL_SUCCESS {
+                code = c;
+            }
+        }
+        code
+    }
+
+    /// Links `builds` (one per input program) for the devices at
+    /// `targets`; the status code the call reports.
+    fn link_builds(&self, all: &[usize], builds: &[Build], options_text: &str) -> cl_int {
         let failed = |log: String| Build {
             status: CL_BUILD_ERROR,
             options: options_text.to_string(),
             log,
             ..Default::default()
         };
-        let all: Vec<usize> = (0..self.devices.len()).collect();
         let options = match Options::parse(options_text, Purpose::Link) {
             Ok(o) => o,
             Err(e) => {
-                self.finish(
-                    &all,
-                    failed(format!("invalid link options: {options_text}")),
-                );
+                self.finish(all, failed(format!("invalid link options: {options_text}")));
                 return e.0;
             }
         };
-        let builds: Vec<Build> = inputs.iter().map(|p| p.build_of(0)).collect();
-        if builds
-            .iter()
-            .any(|b| b.status == CL_BUILD_ERROR || !b.has_code())
-        {
-            self.finish(
-                &all,
-                failed("an input program has no compiled binary".into()),
-            );
-            return CL_INVALID_OPERATION;
-        }
         // An executable of one object kept as LLVM IR is optimised whole,
         // with only its kernels visible; otherwise the inputs' SPIR-V is
         // linked.
-        let alone = match builds.as_slice() {
+        let alone = match builds {
             [b] if !options.create_library => b.object.as_ref().and_then(|o| {
                 o.executable()
                     .inspect_err(|e| log::debug!(target: "vkcl::program", "the object alone did not build: {e}"))
@@ -838,9 +852,9 @@ impl Program {
         });
         match linked {
             Ok((kernels, spirv)) => {
-                let arg_info = inputs.iter().all(|p| p.build_of(0).arg_info);
+                let arg_info = builds.iter().all(|b| b.arg_info);
                 self.finish_checked(
-                    &all,
+                    all,
                     Build {
                         status: CL_BUILD_SUCCESS,
                         options: options_text.to_string(),
@@ -861,11 +875,41 @@ impl Program {
             }
             Err(log) => {
                 log::debug!(target: "vkcl::program", "link failed: {log}");
-                self.finish(&all, failed(log));
+                self.finish(all, failed(log));
                 CL_LINK_PROGRAM_FAILURE
             }
         }
     }
+}
+
+/// The build of `program` for `device` that a link may take: a compiled
+/// object or library with code (built, compiled or loaded from a binary).
+pub fn linkable_build(program: &Program, device: &Device) -> Option<Build> {
+    let b = program.build_of(program.device_index(device)?);
+    let linkable = b.status != CL_BUILD_ERROR
+        && b.has_code()
+        && [
+            CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT,
+            CL_PROGRAM_BINARY_TYPE_LIBRARY,
+        ]
+        .contains(&b.binary_type);
+    linkable.then_some(b)
+}
+
+/// Whether two lists of builds hold the same code, input by input (the
+/// builds of devices that were built together).
+fn same_code(a: &[Build], b: &[Build]) -> bool {
+    fn same<T>(x: &Option<Arc<T>>, y: &Option<Arc<T>>) -> bool {
+        match (x, y) {
+            (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            same(&x.spirv, &y.spirv) && same(&x.object, &y.object) && x.options == y.options
+        })
 }
 
 /// Image arguments read as floats, the classes a kernel starts with.

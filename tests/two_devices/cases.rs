@@ -16,6 +16,7 @@ both_ways!(
     disjoint_sub_buffers_written_at_once,
     an_image_moves_between_devices,
     images_from_buffers_follow_their_buffer,
+    programs_compiled_and_linked_for_one_device_of_two,
 );
 
 const N: usize = 4096;
@@ -681,4 +682,79 @@ fn images_from_buffers_follow_their_buffer(cl: &Cl) {
     release_events(cl, &[e]);
     release_kernel(cl, k);
     release_kernel(cl, w);
+}
+
+/// Objects compiled for the second device only link for it (and a kernel
+/// of the result runs there); objects compiled for different devices do
+/// not link for both.
+fn programs_compiled_and_linked_for_one_device_of_two(cl: &Cl) {
+    let mut two = Two::new(cl);
+    let b = two.buffer(CL_MEM_READ_WRITE, Some(&ramp()));
+    let c = two.c;
+    let compile = |src: &str, devices: &[cl_device_id]| {
+        let src = CString::new(src).unwrap();
+        let mut ptr = src.as_ptr();
+        let mut err = 1;
+        let p = unsafe { cl.clCreateProgramWithSource.unwrap()(c, 1, &mut ptr, null(), &mut err) };
+        assert_eq!(err, CL_SUCCESS);
+        let r = unsafe {
+            cl.clCompileProgram.unwrap()(
+                p,
+                devices.len() as cl_uint,
+                devices.as_ptr(),
+                null(),
+                0,
+                null(),
+                null_mut(),
+                None,
+                null_mut(),
+            )
+        };
+        assert_eq!(r, CL_SUCCESS, "{}: compile", cl.how);
+        p
+    };
+    let link = |devices: &[cl_device_id], inputs: &[cl_program]| {
+        let mut err = 1;
+        let p = unsafe {
+            cl.clLinkProgram.unwrap()(
+                c,
+                devices.len() as cl_uint,
+                devices.as_ptr(),
+                null(),
+                inputs.len() as cl_uint,
+                inputs.as_ptr(),
+                None,
+                null_mut(),
+                &mut err,
+            )
+        };
+        (p, err)
+    };
+    const HELPER: &str = "uint triple(uint v) { return 3 * v; }";
+    const USER: &str = "uint triple(uint v);\nkernel void tripled(global uint *b) { b[get_global_id(0)] = triple(b[get_global_id(0)]); }";
+    let second = [two.d[1]];
+    let inputs = [compile(HELPER, &second), compile(USER, &second)];
+    let (program, err) = link(&second, &inputs);
+    assert_eq!(err, CL_SUCCESS, "{}: link for the second device", cl.how);
+    let mut err = 1;
+    let name = CString::new("tripled").unwrap();
+    let k = unsafe { cl.clCreateKernel.unwrap()(program, name.as_ptr(), &mut err) };
+    assert_eq!(err, CL_SUCCESS);
+    arg(cl, k, 0, &b);
+    let e = two.launch(1, k, &[]);
+    two.wait(&[e]);
+    let want: Vec<u32> = ramp().iter().map(|v| v * 3).collect();
+    assert_eq!(two.words(0, b), want, "{}", cl.how);
+    release_events(cl, &[e]);
+    release_kernel(cl, k);
+    // Compiled for one device each: linking for both is invalid.
+    let apart = [compile(HELPER, &[two.d[0]]), compile(USER, &second)];
+    let (none, err) = link(&two.d, &apart);
+    assert_eq!(err, CL_INVALID_OPERATION, "{}: inputs for different devices", cl.how);
+    assert!(none.is_null());
+    unsafe {
+        for p in inputs.into_iter().chain(apart).chain([program]) {
+            cl.clReleaseProgram.unwrap()(p);
+        }
+    }
 }
