@@ -40,8 +40,10 @@ fn child(how: &str, buffer: Option<&str>) -> String {
     let out = c.output().unwrap();
     assert!(
         out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        "{:?} {} OUT {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
