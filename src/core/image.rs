@@ -470,7 +470,7 @@ impl Image {
             let region = desc.dims();
             let staging = Staging::new(&vk_dev, image.packed_size(region), BufferUse::Upload)?;
             pack(src, layout, staging.ptr(), region, image.element_size);
-            let place = image.place_in(&image.backing, [0; 3], region);
+            let place = image.place_in(&image.backing, vk::Buffer::null(), [0; 3], region);
             let buf = staging.buffer().raw;
             vk_dev.one_shot(|cb| {
                 let r = Recorder {
@@ -718,45 +718,36 @@ impl Image {
     /// a copy.
     pub fn place(&self, queue: &Queue, origin: [usize; 3], region: [usize; 3]) -> ClResult<Place> {
         let backing = self.backing_on(queue)?;
-        let place = self.place_in(&backing, origin, region);
-        match &backing {
+        let bytes = match &backing {
             Backing::Texels { buffer, .. } | Backing::Rows { buffer, .. } => {
-                let storage = buffer.storage_for(queue)?.raw;
-                Ok(match place {
-                    Place::Bytes {
-                        at,
-                        row,
-                        pitch,
-                        rows,
-                        ..
-                    } => Place::Bytes {
-                        buffer: storage,
-                        at,
-                        row,
-                        pitch,
-                        rows,
-                    },
-                    p => p,
-                })
+                buffer.storage_for(queue)?.raw
             }
-            Backing::Image(_) => Ok(place),
-        }
+            Backing::Image(_) => vk::Buffer::null(),
+        };
+        Ok(self.place_in(&backing, bytes, origin, region))
     }
 
-    /// Where `region` at `origin` lies in `backing` (a buffer's on its
-    /// first device), as one end of a copy.
-    fn place_in(&self, backing: &Backing, origin: [usize; 3], region: [usize; 3]) -> Place {
+    /// Where `region` at `origin` lies in `backing`, as one end of a copy;
+    /// `bytes` is the memory of the buffer behind it on that device, if
+    /// any.
+    fn place_in(
+        &self,
+        backing: &Backing,
+        bytes: vk::Buffer,
+        origin: [usize; 3],
+        region: [usize; 3],
+    ) -> Place {
         match backing {
             Backing::Image(i) => Place::Image(i.raw, self.buffer_copy(0, origin, region)),
             Backing::Texels { buffer, .. } => Place::Bytes {
-                buffer: buffer.storage.raw,
+                buffer: bytes,
                 at: (buffer.offset + origin[0] * self.element_size) as u64,
                 row: self.packed_size(region) as u64,
                 pitch: 0,
                 rows: 1,
             },
             Backing::Rows { buffer, pitch, .. } => Place::Bytes {
-                buffer: buffer.storage.raw,
+                buffer: bytes,
                 at: (buffer.offset + origin[1] * pitch + origin[0] * self.element_size) as u64,
                 row: (region[0] * self.element_size) as u64,
                 pitch: *pitch as u64,
@@ -1272,18 +1263,7 @@ pub mod work {
                 image.element_size,
             );
         }
-        // Unmapped on a queue of another device than it was mapped on:
-        // the data moves to staging of this one.
-        let staging = if Arc::ptr_eq(staging.buffer().device(), &queue.vk) {
-            staging
-        } else {
-            let size = image.packed_size(mapping.region);
-            let here = Staging::new(&queue.vk, size, BufferUse::Upload)?;
-            // SAFETY: both staging buffers are mapped and hold the packed
-            // region.
-            unsafe { std::ptr::copy_nonoverlapping(staging.ptr(), here.ptr(), size) };
-            here
-        };
+        let staging = staging.on_device(&queue.vk, image.packed_size(mapping.region))?;
         let place = image.place(queue, mapping.origin, mapping.region)?;
         Ok(Work {
             record: Some(to_image(staging.buffer().raw, 0, place)),

@@ -89,6 +89,23 @@ impl Staging {
             .expect("staging memory is host-visible")
             .as_ptr()
     }
+
+    /// This staging's first `size` bytes in upload staging of `device`:
+    /// itself where it is that device's, else a copy (a mapping unmapped
+    /// on a queue of another device than it was mapped on).
+    pub fn on_device(
+        self: &Arc<Self>,
+        device: &Arc<LogicalDevice>,
+        size: usize,
+    ) -> ClResult<Arc<Staging>> {
+        if Arc::ptr_eq(&self.device, device) {
+            return Ok(self.clone());
+        }
+        let here = Staging::new(device, size, BufferUse::Upload)?;
+        // SAFETY: both are mapped and hold at least `size` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr(), here.ptr(), size) };
+        Ok(here)
+    }
 }
 
 impl Drop for Staging {
@@ -418,9 +435,8 @@ pub fn make_current(
     for u in uses {
         match &u.object {
             Used::Buffer(b) => {
-                if let Some(staging) = buffer_current(b, u.access, &queue.vk, rec)? {
-                    kept.extend(staging.into_iter().map(|s| Box::new(s) as _));
-                }
+                let staging = buffer_current(b, u.access, &queue.vk, rec)?;
+                kept.extend(staging.into_iter().map(|s| Box::new(s) as _));
             }
             Used::Image(i) => {
                 if let Some(staging) = crate::core::image::make_current(i, u.access, queue, rec)? {
@@ -433,15 +449,15 @@ pub fn make_current(
 }
 
 /// [`make_current`] for one buffer: the staging buffers of the copies
-/// recorded, if any.
+/// recorded.
 fn buffer_current(
     buffer: &Buffer,
     access: Access,
     device: &Arc<LogicalDevice>,
     rec: &crate::core::queue::Recorder<'_>,
-) -> ClResult<Option<Vec<Arc<Staging>>>> {
+) -> ClResult<Vec<Arc<Staging>>> {
     let Some(copies) = &buffer.copies else {
-        return Ok(None);
+        return Ok(Vec::new());
     };
     let mut kept = Vec::new();
     let (start, end) = (buffer.offset as u64, (buffer.offset + buffer.size) as u64);
@@ -475,7 +491,7 @@ fn buffer_current(
     }
     // Bytes current nowhere were never defined: they are as good here.
     list.0[here].current.insert(start, end);
-    Ok(Some(kept))
+    Ok(kept)
 }
 
 /// Copies the byte ranges `pieces` of `src` (on another device, done with
@@ -1215,18 +1231,7 @@ pub mod work {
                 unsafe { std::slice::from_raw_parts(ptr.get(), mapping.size) }
             });
         }
-        // Unmapped on a queue of another device than it was mapped on:
-        // the data moves to staging of this one.
-        let staging = if Arc::ptr_eq(staging.buffer().device(), &queue.vk) {
-            staging
-        } else {
-            let here = Staging::new(&queue.vk, mapping.size, BufferUse::Upload)?;
-            // SAFETY: the mapping's staging holds `mapping.size` bytes.
-            here.buffer().write(0, unsafe {
-                std::slice::from_raw_parts(staging.ptr(), mapping.size)
-            });
-            here
-        };
+        let staging = staging.on_device(&queue.vk, mapping.size)?;
         let region = vk::BufferCopy {
             src_offset: 0,
             dst_offset: (buf.offset + mapping.offset) as u64,
