@@ -20,6 +20,14 @@ use crate::core::program;
 const DOT_PRODUCT_ACCELERATION_PACKED: cl_device_info =
     CL_DEVICE_INTEGER_DOT_PRODUCT_ACCELERATION_PROPERTIES_4x8BIT_PACKED;
 
+/// cl_vkcl_cooperative_matrix's device query: the multiply-adds kernels
+/// may use, each as eight `cl_uint`s (M, N, K, the element types of A, B,
+/// C and the result, and whether it saturates), laid out as the draft
+/// cl_khr_cooperative_matrix's `cl_device_cooperative_matrix_variant_khr`
+/// with its element type numbers. From Khronos's range for experiments,
+/// until a registered extension takes its place.
+pub const CL_DEVICE_COOPERATIVE_MATRIX_VARIANTS_VKCL: cl_device_info = 0x10F00;
+
 const VALID_DEVICE_TYPES: cl_device_type = CL_DEVICE_TYPE_DEFAULT
     | CL_DEVICE_TYPE_CPU
     | CL_DEVICE_TYPE_GPU
@@ -309,6 +317,9 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_ATOMIC_FENCE_CAPABILITIES => info(d.atomic_capabilities()),
         CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT => info(true),
         CL_DEVICE_WORK_GROUP_COLLECTIVE_FUNCTIONS_SUPPORT => info(d.has_subgroups()),
+        CL_DEVICE_COOPERATIVE_MATRIX_VARIANTS_VKCL if !d.cooperative_matrices().is_empty() => {
+            info(cooperative_matrix_words(d.cooperative_matrices()))
+        }
         CL_DEVICE_KERNEL_CLOCK_CAPABILITIES_KHR if d.kernel_clock_capabilities() != 0 => {
             info(d.kernel_clock_capabilities())
         }
@@ -455,4 +466,40 @@ pub unsafe extern "C" fn clGetHostTimer(
         unsafe { host_timestamp.write(host_time_ns()) };
         Ok(())
     })
+}
+
+/// The words of [`CL_DEVICE_COOPERATIVE_MATRIX_VARIANTS_VKCL`].
+fn cooperative_matrix_words(
+    variants: &[crate::compiler::spirv::p1_kernel::matrix::MatrixVariant],
+) -> Vec<cl_uint> {
+    use crate::compiler::spirv::p1_kernel::matrix::Component as C;
+    let number = |c: C| -> cl_uint {
+        match c {
+            C::Half => 0,
+            C::Float => 1,
+            C::Char => 3,
+            C::Short => 4,
+            C::Int => 5,
+            C::Long => 6,
+            C::Uchar => 7,
+            C::Ushort => 8,
+            C::Uint => 9,
+            C::Ulong => 10,
+        }
+    };
+    variants
+        .iter()
+        .flat_map(|v| {
+            [
+                v.m,
+                v.n,
+                v.k,
+                number(v.a),
+                number(v.b),
+                number(v.c),
+                number(v.result),
+                v.saturating as cl_uint,
+            ]
+        })
+        .collect()
 }

@@ -232,6 +232,9 @@ pub struct DeviceMacros {
     /// OpenCL C extensions and `__opencl_c_*` features the device has.
     pub features: Vec<String>,
     pub image_support: bool,
+    /// The cooperative matrix multiply-adds the prelude declares
+    /// (cl_vkcl_cooperative_matrix).
+    pub matrices: &'static [crate::compiler::spirv::p1_kernel::matrix::MatrixVariant],
 }
 
 /// Extension and feature macros clang's OpenCL headers may define on their
@@ -339,6 +342,11 @@ impl DeviceMacros {
                 }
             }
         }
+        // cl_vkcl_cooperative_matrix: handle types and built-ins for the
+        // device's matrices, which the rewriter's matrix pass lowers.
+        p.push_str(&crate::compiler::spirv::p1_kernel::matrix::declarations(
+            self.matrices,
+        ));
         p
     }
 }
@@ -413,6 +421,7 @@ impl FrontEnd {
             options.executable as u8,
         ]);
         key.add(device.cl_ext().as_bytes());
+        key.add(device.prelude().as_bytes());
         key.add(source.as_bytes());
         for (name, body) in headers {
             key.add(name.as_bytes());
@@ -1011,6 +1020,7 @@ pub(crate) fn build_for_test(source: &str, images: bool) -> Option<Vec<u32>> {
     let device = DeviceMacros {
         features: Vec::new(),
         image_support: images,
+        matrices: &[],
     };
     match fe.compile(source, &[], &options, &device) {
         Ok(compiled) => Some(compiled.spirv),
@@ -1108,6 +1118,7 @@ mod tests {
         let device = DeviceMacros {
             features: Vec::new(),
             image_support: false,
+            matrices: &[],
         };
         let compiled = match fe.compile(source, &[], &options, &device) {
             Ok(c) => c,

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use ash::vk;
 use opencl_sys::*;
 
+use crate::compiler::spirv::p1_kernel::matrix::{Component, MatrixVariant};
 use crate::core::error::{ClError, ClResult};
 use crate::core::format::{self, FormatEntry};
 use crate::core::object::{ClObject, Handle};
@@ -42,6 +43,9 @@ pub struct Device {
     /// Whether buffer device addresses are the host addresses of their
     /// mappings (see `Device::coarse_svm`), found on first need.
     pub(crate) svm_identity: OnceLock<bool>,
+    /// The cooperative matrix multiply-adds kernels may use
+    /// (cl_vkcl_cooperative_matrix), kept for the life of the process.
+    matrices: &'static [MatrixVariant],
 }
 
 /// The largest images a device takes.
@@ -93,7 +97,9 @@ pub const fn make_version(major: u32, minor: u32, patch: u32) -> cl_version {
 
 impl Device {
     pub fn new(instance: Arc<Instance>, info: PhysicalInfo, vulkan_index: usize) -> Device {
+        let matrices = Box::leak(cooperative_matrices(&info).into_boxed_slice());
         Device {
+            matrices,
             instance,
             info,
             vulkan_index,
@@ -227,6 +233,9 @@ impl Device {
         }
         if self.kernel_clock_capabilities() != 0 {
             ext.push(("cl_khr_kernel_clock", make_version(1, 0, 0)));
+        }
+        if !self.matrices.is_empty() {
+            ext.push(("cl_vkcl_cooperative_matrix", make_version(1, 0, 0)));
         }
         if self.has_fp64() {
             ext.push(("cl_khr_fp64", make_version(1, 0, 0)));
@@ -556,6 +565,12 @@ impl Device {
     /// lavapipe's, which computes half in float on the CPU). Float
     /// controls must be settable for 16 bits alone. `VKCL_NATIVE_HALF=0`
     /// keeps half arithmetic in float.
+    /// The matrix multiply-adds of sub-group scope (VK_KHR_cooperative_matrix)
+    /// that kernels may use through cl_vkcl_cooperative_matrix.
+    pub fn cooperative_matrices(&self) -> &'static [MatrixVariant] {
+        self.matrices
+    }
+
     pub fn native_f16(&self) -> bool {
         let i = &self.info;
         let p = &i.props12;
@@ -874,6 +889,64 @@ fn max_alloc(global: u64, vk_max_allocation: u64, vk_max_buffer: u64) -> u64 {
     } else {
         max
     }
+}
+
+/// The device's sub-group-scope cooperative matrix multiply-adds whose
+/// types vkcl can express, where kernels on the device can use them: the
+/// Vulkan memory model (which SPV_KHR_cooperative_matrix requires), 16-bit
+/// floats for half elements, 8-bit integers for char elements.
+/// `VKCL_COOPERATIVE_MATRIX=0` offers none.
+fn cooperative_matrices(info: &PhysicalInfo) -> Vec<MatrixVariant> {
+    use ash::vk::ComponentTypeKHR as T;
+    if std::env::var("VKCL_COOPERATIVE_MATRIX").is_ok_and(|v| v == "0")
+        || info.features12.vulkan_memory_model == 0
+    {
+        return Vec::new();
+    }
+    let half = info.features12.shader_float16 != 0
+        && info.features11.storage_buffer16_bit_access != 0
+        && info.features.shader_int16 != 0;
+    let bytes = info.features12.shader_int8 != 0 && info.features12.storage_buffer8_bit_access != 0;
+    let component = |t: T| -> Option<Component> {
+        let c = match t {
+            T::FLOAT16 => Component::Half,
+            T::FLOAT32 => Component::Float,
+            T::SINT8 => Component::Char,
+            T::SINT16 => Component::Short,
+            T::SINT32 => Component::Int,
+            T::SINT64 => Component::Long,
+            T::UINT8 => Component::Uchar,
+            T::UINT16 => Component::Ushort,
+            T::UINT32 => Component::Uint,
+            T::UINT64 => Component::Ulong,
+            _ => return None,
+        };
+        let usable = match c.bits() {
+            8 => bytes,
+            16 => half,
+            _ => true,
+        };
+        usable.then_some(c)
+    };
+    let mut out: Vec<MatrixVariant> = info
+        .cooperative_matrices
+        .iter()
+        .filter_map(|p| {
+            Some(MatrixVariant {
+                m: p.m_size,
+                n: p.n_size,
+                k: p.k_size,
+                a: component(p.a_type)?,
+                b: component(p.b_type)?,
+                c: component(p.c_type)?,
+                result: component(p.result_type)?,
+                saturating: p.saturating_accumulation != 0,
+            })
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 #[cfg(test)]

@@ -150,6 +150,7 @@ pub fn device_caps(d: &Device) -> DeviceCaps {
     let clock = d.kernel_clock_capabilities();
     DeviceCaps {
         native_dot: d.native_dot_products(),
+        matrices: d.cooperative_matrices(),
         device_clock: clock & CL_DEVICE_KERNEL_CLOCK_SCOPE_DEVICE_KHR != 0,
         subgroup_clock: clock & CL_DEVICE_KERNEL_CLOCK_SCOPE_SUB_GROUP_KHR != 0,
         int8: i.features12.shader_int8 != 0,

@@ -64,7 +64,7 @@ impl Platform {
         let mut skipped = Vec::new();
         for (index, pd) in physical.into_iter().enumerate() {
             // SAFETY: `pd` was just enumerated from this instance.
-            let info = unsafe { PhysicalInfo::query(&instance.raw, pd) };
+            let info = unsafe { PhysicalInfo::query(&instance.entry, &instance.raw, pd) };
             let name = info.name();
             if let Some(sel) = &selector {
                 if !device_matches(sel, index, &name) {
@@ -82,7 +82,7 @@ impl Platform {
             found.push(Device::new(instance.clone(), info, index));
             for _ in 1..repeat {
                 // SAFETY: as above.
-                let info = unsafe { PhysicalInfo::query(&instance.raw, pd) };
+                let info = unsafe { PhysicalInfo::query(&instance.entry, &instance.raw, pd) };
                 found.push(Device::new(instance.clone(), info, index));
             }
         }

@@ -156,6 +156,7 @@ pub fn device_macros(d: &Device) -> DeviceMacros {
     DeviceMacros {
         features,
         image_support: d.image_support(),
+        matrices: d.cooperative_matrices(),
     }
 }
 

@@ -230,6 +230,14 @@ impl LogicalDevice {
         if has_clock {
             extensions.push(ash::khr::shader_clock::NAME.as_ptr());
         }
+        // Cooperative matrices (cl_vkcl_cooperative_matrix), where the
+        // device lists sub-group-scope multiplies.
+        let has_coop = !info.cooperative_matrices.is_empty();
+        let mut coop =
+            vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default().cooperative_matrix(true);
+        if has_coop {
+            extensions.push(ash::khr::cooperative_matrix::NAME.as_ptr());
+        }
         let push_ext = ash::khr::push_descriptor::NAME;
         let has_push = info.has_extension(push_ext);
         if has_push {
@@ -249,6 +257,9 @@ impl LogicalDevice {
         }
         if has_clock {
             create = create.push_next(&mut shader_clock);
+        }
+        if has_coop {
+            create = create.push_next(&mut coop);
         }
         if info.props.api_version >= vk::API_VERSION_1_3 {
             create = create.push_next(&mut f13);

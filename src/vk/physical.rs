@@ -25,6 +25,10 @@ pub struct PhysicalInfo {
     pub atomic_float: vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT<'static>,
     /// VK_KHR_shader_clock's features (all false without it).
     pub shader_clock: vk::PhysicalDeviceShaderClockFeaturesKHR<'static>,
+    /// VK_KHR_cooperative_matrix's sub-group-scope matrix multiplies, where
+    /// the device has the extension and its cooperativeMatrix feature
+    /// (empty otherwise).
+    pub cooperative_matrices: Vec<vk::CooperativeMatrixPropertiesKHR<'static>>,
     pub memory: vk::PhysicalDeviceMemoryProperties,
     pub queue_families: Vec<vk::QueueFamilyProperties>,
     pub extensions: Vec<String>,
@@ -46,7 +50,11 @@ impl PhysicalInfo {
 
     /// # Safety
     /// `pd` must come from `instance`.
-    pub unsafe fn query(instance: &ash::Instance, pd: vk::PhysicalDevice) -> Self {
+    pub unsafe fn query(
+        entry: &ash::Entry,
+        instance: &ash::Instance,
+        pd: vk::PhysicalDevice,
+    ) -> Self {
         // SAFETY (whole block): plain queries on a valid physical device with
         // output structures that live until the calls return.
         unsafe {
@@ -92,6 +100,8 @@ impl PhysicalInfo {
             let has_atomic_float = has(ext::shader_atomic_float::NAME);
             let mut shader_clock = vk::PhysicalDeviceShaderClockFeaturesKHR::default();
             let has_shader_clock = has(ash::khr::shader_clock::NAME);
+            let mut coop = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default();
+            let has_coop = has(ash::khr::cooperative_matrix::NAME);
             let features = {
                 let mut f2 = vk::PhysicalDeviceFeatures2::default()
                     .push_next(&mut features11)
@@ -104,6 +114,9 @@ impl PhysicalInfo {
                 }
                 if has_shader_clock {
                     f2 = f2.push_next(&mut shader_clock);
+                }
+                if has_coop {
+                    f2 = f2.push_next(&mut coop);
                 }
                 instance.get_physical_device_features2(pd, &mut f2);
                 f2.features
@@ -118,6 +131,21 @@ impl PhysicalInfo {
             features13.p_next = std::ptr::null_mut();
             atomic_float.p_next = std::ptr::null_mut();
             shader_clock.p_next = std::ptr::null_mut();
+            let cooperative_matrices = if has_coop && coop.cooperative_matrix != 0 {
+                ash::khr::cooperative_matrix::Instance::new(entry, instance)
+                    .get_physical_device_cooperative_matrix_properties(pd)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|p| p.scope == vk::ScopeKHR::SUBGROUP)
+                    .map(|p| vk::CooperativeMatrixPropertiesKHR {
+                        p_next: std::ptr::null_mut(),
+                        _marker: std::marker::PhantomData,
+                        ..p
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
 
             PhysicalInfo {
                 handle: pd,
@@ -133,6 +161,7 @@ impl PhysicalInfo {
                 features13,
                 atomic_float,
                 shader_clock,
+                cooperative_matrices,
                 memory: instance.get_physical_device_memory_properties(pd),
                 queue_families: instance.get_physical_device_queue_family_properties(pd),
                 extensions,

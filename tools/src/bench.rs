@@ -68,6 +68,36 @@ COMPUTE(dp_double, double, double, MAD16, 1) COMPUTE(dp_double4, double4, double
 COMPUTE(hp_half, half, float, MAD16, 1) COMPUTE(hp_half4, half4, float, MAD16, 4)
 #endif
 
+// 128x128 blocks of C per work-group of 16x16 work-items, each 8x8 of
+// them (strided by 16, so that local reads do not conflict), A's block
+// kept transposed.
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void sgemm_8x8(__global const float *A, __global const float *B, __global float *C, int n) {
+    __local float as[8][128 + 4], bs[8][128 + 4];
+    int tx = get_local_id(0), ty = get_local_id(1), tid = ty * 16 + tx;
+    int row0 = get_group_id(1) * 128, col0 = get_group_id(0) * 128;
+    float acc[8][8];
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
+    for (int t = 0; t < n; t += 8) {
+        for (int e = tid; e < 1024; e += 256) {
+            as[e % 8][e / 8] = A[(row0 + e / 8) * n + t + e % 8];
+            bs[e / 128][e % 128] = B[(t + e / 128) * n + col0 + e % 128];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int k = 0; k < 8; k++) {
+            float a[8], b[8];
+            for (int i = 0; i < 8; i++) a[i] = as[k][ty + 16 * i];
+            for (int j = 0; j < 8; j++) b[j] = bs[k][tx + 16 * j];
+            for (int i = 0; i < 8; i++)
+                for (int j = 0; j < 8; j++) acc[i][j] = mad(a[i], b[j], acc[i][j]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++) C[(row0 + ty + 16 * i) * n + col0 + tx + 16 * j] = acc[i][j];
+}
+
 __kernel void empty(void) {}
 
 __kernel void triad(__global float *a, __global const float *b, __global const float *c, float s) {
@@ -139,7 +169,19 @@ impl Bench<'_> {
         global: &[usize],
         local: Option<&[usize]>,
     ) -> Result<f64, String> {
-        let k = self.s.kernel(self.program, kernel)?;
+        self.best_in(self.program, kernel, args, global, local)
+    }
+
+    /// [`Bench::best`] for a kernel of another program.
+    fn best_in(
+        &self,
+        program: cl_program,
+        kernel: &str,
+        args: &[(usize, *const c_void)],
+        global: &[usize],
+        local: Option<&[usize]>,
+    ) -> Result<f64, String> {
+        let k = self.s.kernel(program, kernel)?;
         for (i, (size, value)) in args.iter().enumerate() {
             self.s.set_arg(k, i as u32, *size, *value)?;
         }
@@ -710,7 +752,144 @@ fn measure(b: &mut Bench<'_>, a: &Args, extensions: &str, max_alloc: usize) -> R
     for buf in [input, x, y, z, ma, mb, mc] {
         unsafe { (s.api.clReleaseMemObject.unwrap())(buf) };
     }
+    gemm(b, a, extensions)?;
     compile(b, a)
+}
+
+/// The cooperative matrix GEMM (`examples/coop_matmul.cl`).
+const COOP_MATMUL: &str = include_str!("../../examples/coop_matmul.cl");
+
+/// GEMM of n×n matrices: the FP32 kernels (16×16 tiles; 128×128 blocks of
+/// 8×8 per work-item) and their best, and, where the device offers
+/// cl_vkcl_cooperative_matrix, half inputs with float accumulation on
+/// cooperative matrices, with 256 of its results checked against the CPU
+/// and its speed as a multiple of the best FP32 kernel's.
+fn gemm(b: &mut Bench<'_>, a: &Args, extensions: &str) -> Result<(), String> {
+    let s = b.s;
+    let n: usize = if a.quick { 256 } else { 8192 };
+    let flops = 2.0 * (n * n * n) as f64;
+    b.progress("FP32 GEMM");
+    // Small integers, so that no kernel meets denormals or overflows.
+    let values: Vec<f32> = (0..n * n).map(|i| ((i * 7) % 5) as f32 - 2.0).collect();
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let (fa, fb) = (
+        s.buffer(bytes.len(), Some(&bytes))?,
+        s.buffer(bytes.len(), Some(&bytes))?,
+    );
+    let fc = s.buffer(n * n * 4, None)?;
+    let side = n as i32;
+    let args = [arg(&fa), arg(&fb), arg(&fc), arg(&side)];
+    let tiled = b.best("matmul", &args, &[n, n], Some(&[16, 16]))?;
+    let blocked = b.best("sgemm_8x8", &args, &[n / 8, n / 8], Some(&[16, 16]))?;
+    let fp32 = flops / tiled.min(blocked) / 1e9;
+    b.add(
+        "GEMM",
+        format!("FP32 {n}, 16x16 tiles"),
+        flops / tiled / 1e9,
+        "GFLOP/s",
+    );
+    b.add(
+        "GEMM",
+        format!("FP32 {n}, 8x8 per item"),
+        flops / blocked / 1e9,
+        "GFLOP/s",
+    );
+    b.add("GEMM", format!("FP32 {n}, best"), fp32, "GFLOP/s");
+    let coop = if extensions
+        .split(' ')
+        .any(|e| e == "cl_vkcl_cooperative_matrix")
+    {
+        b.progress("cooperative matrix GEMM");
+        Some(coop_gemm(b, n, &values))
+    } else {
+        None
+    };
+    for buf in [fa, fb, fc] {
+        unsafe { (s.api.clReleaseMemObject.unwrap())(buf) };
+    }
+    if let Some(t) = coop.transpose()? {
+        let half = flops / t / 1e9;
+        b.add("GEMM", format!("half {n}, cooperative"), half, "GFLOP/s");
+        b.add("GEMM", "cooperative / best FP32", half / fp32, "x");
+    }
+    Ok(())
+}
+
+/// The best time of the cooperative matrix GEMM on n×n half matrices
+/// holding `values`, after checking 256 entries of its product.
+fn coop_gemm(b: &Bench<'_>, n: usize, values: &[f32]) -> Result<f64, String> {
+    let s = b.s;
+    let program = s.program(COOP_MATMUL.as_bytes(), "-cl-std=CL3.0")?;
+    // Small integers are exact halves: 1.0 is 0x3C00, and so on.
+    let half_of = |v: f32| -> u16 {
+        match v as i32 {
+            0 => 0,
+            1 => 0x3C00,
+            2 => 0x4000,
+            -1 => 0xBC00,
+            _ => 0xC000,
+        }
+    };
+    let bytes: Vec<u8> = values
+        .iter()
+        .flat_map(|&v| half_of(v).to_le_bytes())
+        .collect();
+    let (ha, hb) = (
+        s.buffer(bytes.len(), Some(&bytes))?,
+        s.buffer(bytes.len(), Some(&bytes))?,
+    );
+    let c = s.buffer(n * n * 4, None)?;
+    let result = (|| {
+        // Four sub-groups (each 64 x 64 of C): the kernel's preferred
+        // multiple is the sub-group width.
+        let k = s.kernel(program, "coop_matmul")?;
+        let mut width = 0usize;
+        check("clGetKernelWorkGroupInfo", unsafe {
+            (s.api.clGetKernelWorkGroupInfo.unwrap())(
+                k,
+                s.device,
+                CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                std::mem::size_of::<usize>(),
+                (&mut width as *mut usize).cast(),
+                std::ptr::null_mut(),
+            )
+        })?;
+        unsafe { (s.api.clReleaseKernel.unwrap())(k) };
+        let local = 4 * width.max(1);
+        let t = b.best_in(
+            program,
+            "coop_matmul",
+            &[
+                arg(&ha),
+                arg(&hb),
+                arg(&c),
+                arg(&(n as u32)),
+                arg(&(n as u32)),
+            ],
+            &[n / 128 * local, n / 128],
+            Some(&[local, 1]),
+        )?;
+        let got = s.read(c, n * n * 4)?;
+        for x in 0..256 {
+            let (i, j) = ((x * 7919) % n, (x * 104_729) % n);
+            let want: f32 = (0..n).map(|k| values[i * n + k] * values[k * n + j]).sum();
+            let at = (i * n + j) * 4;
+            let have = f32::from_le_bytes(got[at..at + 4].try_into().expect("4 bytes"));
+            if have != want {
+                return Err(format!(
+                    "the cooperative matrix GEMM gives {have} at ({i}, {j}), the CPU {want}"
+                ));
+            }
+        }
+        Ok(t)
+    })();
+    unsafe {
+        for buf in [ha, hb, c] {
+            (s.api.clReleaseMemObject.unwrap())(buf);
+        }
+        (s.api.clReleaseProgram.unwrap())(program);
+    }
+    result
 }
 
 /// Build and first launch of this benchmark's own program (17 kernels):

@@ -71,6 +71,7 @@ api! {
     clReleaseKernel: clReleaseKernel_t,
     clSetKernelArg: clSetKernelArg_t,
     clGetKernelInfo: clGetKernelInfo_t,
+    clGetKernelWorkGroupInfo: clGetKernelWorkGroupInfo_t,
     clEnqueueNDRangeKernel: clEnqueueNDRangeKernel_t,
 }
 

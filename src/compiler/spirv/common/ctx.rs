@@ -345,9 +345,15 @@ impl Ctx {
     }
 }
 
-/// Adds `flag` to the memory operands of an `OpLoad` or `OpStore`.
+/// Adds `flag` to the memory operands of an `OpLoad`, `OpStore` or
+/// cooperative matrix load or store (which always give a stride).
 pub fn add_memory_access(i: &mut Instruction, flag: rspirv::spirv::MemoryAccess) {
-    let at = if i.class.opcode == Op::Load { 1 } else { 2 };
+    let at = match i.class.opcode {
+        Op::Load => 1,
+        Op::CooperativeMatrixLoadKHR => 3,
+        Op::CooperativeMatrixStoreKHR => 4,
+        _ => 2,
+    };
     match i.operands.get_mut(at) {
         Some(Operand::MemoryAccess(m)) => *m |= flag,
         _ => i.operands.push(Operand::MemoryAccess(flag)),

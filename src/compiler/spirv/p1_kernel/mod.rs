@@ -1,6 +1,7 @@
 //! Phase 1: one kernel, one function. Passes 1 to 5, in this order:
 //! `select` keeps the kernel and what it reaches, `clock` reads the kernel
-//! clock where cl_khr_kernel_clock's built-ins are called, `inline` makes it one
+//! clock where cl_khr_kernel_clock's built-ins are called, `matrix` makes
+//! cooperative matrix handles and built-ins SPIR-V's, `inline` makes it one
 //! function, `memcopy` and `async_copy` turn OpenCL's copies into loads,
 //! stores and loops, and `printf` turns calls into record writes.
 //!
@@ -12,6 +13,9 @@ pub mod select;
 
 /// Pass 1b.
 pub mod clock;
+
+/// Pass 1c.
+pub mod matrix;
 
 /// Pass 2.
 pub mod inline;

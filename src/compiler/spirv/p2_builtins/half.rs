@@ -26,10 +26,24 @@ pub fn retype_half(ctx: &mut Ctx) {
         return;
     };
     let short = ctx.uint(16);
-    ctx.module
+    // Cooperative matrices of half keep the 16-bit float type (see the
+    // matrix pass): bitcasts join them to the bits below.
+    let matrices: crate::compiler::spirv::common::HashSet<Word> = ctx
+        .module
         .types_global_values
-        .retain(|t| t.result_id != Some(half));
+        .iter()
+        .filter(|t| t.class.opcode == Op::TypeCooperativeMatrixKHR && id_at(t, 0) == Some(half))
+        .filter_map(|t| t.result_id)
+        .collect();
+    if matrices.is_empty() {
+        ctx.module
+            .types_global_values
+            .retain(|t| t.result_id != Some(half));
+    }
     let swap = |i: &mut Instruction| {
+        if i.class.opcode == Op::TypeCooperativeMatrixKHR || i.result_id == Some(half) {
+            return;
+        }
         if i.result_type == Some(half) {
             i.result_type = Some(short);
         }
@@ -53,6 +67,9 @@ pub fn retype_half(ctx: &mut Ctx) {
     // The 16-bit integer type may come after types that now use it.
     ctx.sort_globals();
     merge_duplicate_types(ctx);
+    if !matrices.is_empty() {
+        crate::compiler::spirv::p1_kernel::matrix::reconcile_halves(ctx, half, short, &matrices);
+    }
 }
 
 /// Vectors and pointers of `half` may now repeat those of `ushort`, which

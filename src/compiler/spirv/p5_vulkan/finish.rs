@@ -95,6 +95,9 @@ pub struct DeviceCaps {
     /// order memory are built on the Vulkan memory model (see the sync
     /// pass).
     pub vulkan_memory_model: bool,
+    /// The sub-group-scope matrix multiply-adds of VK_KHR_cooperative_matrix
+    /// (cl_vkcl_cooperative_matrix; empty without it).
+    pub matrices: &'static [crate::compiler::spirv::p1_kernel::matrix::MatrixVariant],
 }
 
 /// The GroupNonUniform* capabilities of the sub-group built-ins and
@@ -367,6 +370,20 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
             Capability::DotProductInput4x8BitPacked,
         ]);
         extensions.push("SPV_KHR_integer_dot_product");
+    }
+    if ctx
+        .module
+        .types_global_values
+        .iter()
+        .any(|t| t.class.opcode == Op::TypeCooperativeMatrixKHR)
+    {
+        if !ctx.vulkan_memory_model {
+            return Err(
+                "cooperative matrices need the Vulkan memory model (vulkanMemoryModel)".into(),
+            );
+        }
+        need.push(Capability::CooperativeMatrixKHR);
+        extensions.push("SPV_KHR_cooperative_matrix");
     }
     if uses(&|op| op == Op::ReadClockKHR) {
         need.push(Capability::ShaderClockKHR);

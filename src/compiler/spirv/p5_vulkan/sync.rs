@@ -187,7 +187,14 @@ pub fn run(ctx: &mut Ctx, caps: &DeviceCaps) -> Result<(), String> {
                 .retain(|i| i.class.opcode != Op::MemoryBarrier);
         }
     }
-    if caps.vulkan_memory_model && orders_memory(ctx)? {
+    // Cooperative matrices exist only in modules on the Vulkan memory
+    // model (SPV_KHR_cooperative_matrix).
+    let matrices = ctx
+        .module
+        .types_global_values
+        .iter()
+        .any(|t| t.class.opcode == Op::TypeCooperativeMatrixKHR);
+    if caps.vulkan_memory_model && (matrices || orders_memory(ctx)?) {
         add_visibility(ctx)?;
         mark_non_private(ctx);
         ctx.vulkan_memory_model = true;
@@ -270,7 +277,9 @@ fn mark_non_private(ctx: &mut Ctx) {
         .flat_map(|b| b.instructions.iter_mut())
     {
         match i.class.opcode {
-            Op::Load | Op::Store if through_shared(&i.operands[0]) => {
+            Op::Load | Op::Store | Op::CooperativeMatrixLoadKHR | Op::CooperativeMatrixStoreKHR
+                if through_shared(&i.operands[0]) =>
+            {
                 add_memory_access(i, MemoryAccess::NON_PRIVATE_POINTER);
             }
             Op::ImageRead | Op::ImageWrite => {
