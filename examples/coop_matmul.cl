@@ -1,15 +1,16 @@
 // C = A x B on the tensor cores, through cl_vkcl_cooperative_matrix: A
-// (M x K) and B (K x N) half, row-major; C (M x N) float, row-major. M and
-// N are multiples of 128, K of BK; A, B and C 16-byte aligned.
+// (M x K) and B (K x N) half, row-major; C (M x N) float, row-major (with
+// -DINT8: A and B char, C int). M and N are multiples of 128, K of BK; A,
+// B and C 16-byte aligned.
 //
 // A work-group computes a 128 x 128 block of C, each of its sub-groups
 // SG_ROWS x SG_COLS of it in accumulators of 16 x 16. Steps of BK along K
-// stage A's and B's blocks in local memory, copied 16 bytes (8 halves) at
-// a time by the whole work-group, rows padded by 16 bytes against bank
-// conflicts; the matrices are loaded from there as uint4 rows. Launch:
-// global (N / 128 * L, M / 128), local (L, 1), L the sub-group width
-// times (128 / SG_ROWS) * (128 / SG_COLS): 4 sub-groups by default,
-// each 64 x 64 of C (4 x 4 accumulators), with steps of 64 along K.
+// stage A's and B's blocks in local memory, copied 16 bytes at a time by
+// the whole work-group, rows padded by 16 bytes against bank conflicts;
+// the matrices are loaded from there as uint4 rows. Launch: global
+// (N / 128 * L, M / 128), local (L, 1), L the sub-group width times
+// (128 / SG_ROWS) * (128 / SG_COLS): 4 sub-groups by default, each 64 x 64
+// of C (4 x 4 accumulators), with steps of 64 along K.
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
 
 #ifndef BK
@@ -26,15 +27,37 @@
 #define TI (SG_ROWS / 16)
 #define TJ (SG_COLS / 16)
 #define ACROSS (BN / SG_COLS)
-#define AW (BK / 8 + 1)
-#define BW (BN / 8 + 1)
-#define ROW_MAJOR CLK_COOPERATIVE_MATRIX_LAYOUT_ROW_MAJOR
-
+#ifdef INT8
+// 16 x 16 x 32 multiply-adds of signed bytes into ints.
+typedef char elem;
+typedef int sum;
+typedef coop_mat_a_char_16x32 tile_a;
+typedef coop_mat_b_char_32x16 tile_b;
+typedef coop_mat_acc_int_16x16 tile_c;
+#define LOAD_A coop_mat_load_a_char_16x32
+#define LOAD_B coop_mat_load_b_char_32x16
+#define ZERO coop_mat_init_acc_int_16x16(0)
+#define TK 32
+#define EPU 16
+#else
+// 16 x 16 x 16 multiply-adds of halves into floats.
+typedef half elem;
+typedef float sum;
 typedef coop_mat_a_half_16x16 tile_a;
 typedef coop_mat_b_half_16x16 tile_b;
 typedef coop_mat_acc_float_16x16 tile_c;
+#define LOAD_A coop_mat_load_a_half_16x16
+#define LOAD_B coop_mat_load_b_half_16x16
+#define ZERO coop_mat_init_acc_float_16x16(0.0f)
+#define TK 16
+#define EPU 8
+#endif
+// EPU: elements per uint4.
+#define AW (BK / EPU + 1)
+#define BW (BN / EPU + 1)
+#define ROW_MAJOR CLK_COOPERATIVE_MATRIX_LAYOUT_ROW_MAJOR
 
-kernel void coop_matmul(global const half *A, global const half *B, global float *C,
+kernel void coop_matmul(global const elem *A, global const elem *B, global sum *C,
                         uint n, uint k) {
     local uint4 as[BM * AW];
     local uint4 bs[BK * BW];
@@ -44,28 +67,28 @@ kernel void coop_matmul(global const half *A, global const half *B, global float
     uint sg = get_sub_group_id();
     uint row0 = get_group_id(1) * BM, col0 = get_group_id(0) * BN;
     uint sr = (sg / ACROSS) * SG_ROWS, sc = (sg % ACROSS) * SG_COLS;
-    uint k8 = k / 8, n8 = n / 8;
+    uint kw = k / EPU, nw = n / EPU;
     tile_c acc[TI][TJ];
     for (int i = 0; i < TI; i++)
         for (int j = 0; j < TJ; j++)
-            acc[i][j] = coop_mat_init_acc_float_16x16(0.0f);
+            acc[i][j] = ZERO;
     for (uint kk = 0; kk < k; kk += BK) {
-        for (uint x = lid; x < BM * (BK / 8); x += wg) {
-            uint r = x / (BK / 8), c = x % (BK / 8);
-            as[r * AW + c] = a4[(row0 + r) * k8 + kk / 8 + c];
+        for (uint x = lid; x < BM * (BK / EPU); x += wg) {
+            uint r = x / (BK / EPU), c = x % (BK / EPU);
+            as[r * AW + c] = a4[(row0 + r) * kw + kk / EPU + c];
         }
-        for (uint x = lid; x < BK * (BN / 8); x += wg) {
-            uint r = x / (BN / 8), c = x % (BN / 8);
-            bs[r * BW + c] = b4[(kk + r) * n8 + col0 / 8 + c];
+        for (uint x = lid; x < BK * (BN / EPU); x += wg) {
+            uint r = x / (BN / EPU), c = x % (BN / EPU);
+            bs[r * BW + c] = b4[(kk + r) * nw + col0 / EPU + c];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint ks = 0; ks < BK; ks += 16) {
+        for (uint ks = 0; ks < BK; ks += TK) {
             tile_a a[TI];
             tile_b b[TJ];
             for (int i = 0; i < TI; i++)
-                a[i] = coop_mat_load_a_half_16x16(as + (sr + 16 * i) * AW + ks / 8, ROW_MAJOR, AW);
+                a[i] = LOAD_A(as + (sr + 16 * i) * AW + ks / EPU, ROW_MAJOR, AW);
             for (int j = 0; j < TJ; j++)
-                b[j] = coop_mat_load_b_half_16x16(bs + ks * BW + (sc + 16 * j) / 8, ROW_MAJOR, BW);
+                b[j] = LOAD_B(bs + ks * BW + (sc + 16 * j) / EPU, ROW_MAJOR, BW);
             for (int i = 0; i < TI; i++)
                 for (int j = 0; j < TJ; j++)
                     acc[i][j] = coop_mat_muladd(a[i], b[j], acc[i][j]);

@@ -305,57 +305,72 @@ fn element_wise_work_and_conversions(cl: &Cl) {
 }
 
 /// The example's kernel (128×128 blocks of C per work-group of four
-/// sub-groups, through local memory) on a 256×384×192 product of small
-/// integers, which half and float hold exactly.
+/// sub-groups, through local memory), half into float and, where the
+/// device has 16×16×32 byte multiplies, signed bytes into ints (`-DINT8`),
+/// on a 256×384×192 product of small integers, which every element type
+/// holds exactly.
 fn tiled_gemm_matches_the_cpu(cl: &Cl) {
-    if !has_extension(cl)
-        || !variants(cl)
+    let listed = variants(cl);
+    let has = |k: usize, types: [u32; 4]| {
+        listed
             .iter()
-            .any(|v| (v.m, v.n, v.k) == (16, 16, 16) && v.types == [0, 0, 1, 1])
-    {
-        return;
-    }
-    let (m, n, k) = (256usize, 384usize, 192usize);
-    let a: Vec<f32> = (0..m * k).map(|i| ((i * 7) % 5) as f32 - 2.0).collect();
-    let b: Vec<f32> = (0..k * n).map(|i| ((i * 3) % 7) as f32 - 3.0).collect();
-    let halves = |xs: &[f32]| {
-        xs.iter()
-            .flat_map(|&x| half_bits(x).to_le_bytes())
-            .collect::<Vec<u8>>()
+            .any(|v| (v.m, v.n, v.k) == (16, 16, k) && v.types == types)
     };
-    let mut s = Setup::new(cl);
-    let kernel = s.kernel(
-        include_str!("../examples/coop_matmul.cl"),
-        "coop_matmul",
-        "-cl-std=CL3.0",
-    );
-    // Four sub-groups: the preferred multiple is the sub-group width.
-    let mut width = 0usize;
-    let r = unsafe {
-        cl.clGetKernelWorkGroupInfo.unwrap()(
-            kernel,
-            cl.device(),
-            CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
-            std::mem::size_of::<usize>(),
-            (&mut width as *mut usize).cast(),
-            std::ptr::null_mut(),
-        )
-    };
-    assert_eq!(r, CL_SUCCESS);
-    let local = 4 * width;
-    let (ba, bb) = (s.buffer_from(&halves(&a)), s.buffer_from(&halves(&b)));
-    let bc = s.zeroed(m * n * 4);
-    s.arg(kernel, 0, &ba);
-    s.arg(kernel, 1, &bb);
-    s.arg(kernel, 2, &bc);
-    s.arg(kernel, 3, &(n as u32));
-    s.arg(kernel, 4, &(k as u32));
-    s.run(kernel, &[n / 128 * local, m / 128], Some(&[local, 1]), None);
-    let got = f32s(&cl.read(s.q, bc, 0, m * n * 4));
-    for i in 0..m {
-        for j in 0..n {
-            let want: f32 = (0..k).map(|kk| a[i * k + kk] * b[kk * n + j]).sum();
-            assert_eq!(got[i * n + j], want, "{}: C({i}, {j})", cl.how);
+    for (options, int8) in [("-cl-std=CL3.0", false), ("-cl-std=CL3.0 -DINT8", true)] {
+        if !has_extension(cl)
+            || !(if int8 {
+                has(32, [3, 3, 5, 5])
+            } else {
+                has(16, [0, 0, 1, 1])
+            })
+        {
+            continue;
+        }
+        let (m, n, k) = (256usize, 384usize, 192usize);
+        let a: Vec<i64> = (0..m * k).map(|i| ((i * 7) % 5) as i64 - 2).collect();
+        let b: Vec<i64> = (0..k * n).map(|i| ((i * 3) % 7) as i64 - 3).collect();
+        let (ta, tc) = if int8 { (3, 5) } else { (0, 1) };
+        let bytes = |xs: &[i64]| {
+            xs.iter()
+                .flat_map(|&x| bytes_of(ta, x))
+                .collect::<Vec<u8>>()
+        };
+        let mut s = Setup::new(cl);
+        let kernel = s.kernel(
+            include_str!("../examples/coop_matmul.cl"),
+            "coop_matmul",
+            options,
+        );
+        // Four sub-groups: the preferred multiple is the sub-group width.
+        let mut width = 0usize;
+        let r = unsafe {
+            cl.clGetKernelWorkGroupInfo.unwrap()(
+                kernel,
+                cl.device(),
+                CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                std::mem::size_of::<usize>(),
+                (&mut width as *mut usize).cast(),
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(r, CL_SUCCESS);
+        let local = 4 * width;
+        let (ba, bb) = (s.buffer_from(&bytes(&a)), s.buffer_from(&bytes(&b)));
+        let bc = s.zeroed(m * n * 4);
+        s.arg(kernel, 0, &ba);
+        s.arg(kernel, 1, &bb);
+        s.arg(kernel, 2, &bc);
+        s.arg(kernel, 3, &(n as u32));
+        s.arg(kernel, 4, &(k as u32));
+        s.run(kernel, &[n / 128 * local, m / 128], Some(&[local, 1]), None);
+        let got = cl.read(s.q, bc, 0, m * n * 4);
+        for i in 0..m {
+            for j in 0..n {
+                let want: i64 = (0..k).map(|kk| a[i * k + kk] * b[kk * n + j]).sum();
+                let at = (i * n + j) * 4;
+                let have = value_of(tc, &got[at..at + 4]);
+                assert_eq!(have, want as f64, "{} {options}: C({i}, {j})", cl.how);
+            }
         }
     }
 }

@@ -26,7 +26,11 @@ pub struct Args {
     quick: bool,
 }
 
-const KERNELS: &str = r#"
+/// The benchmark's kernels, with a register-blocked SGEMM (`sgemm_8x8`:
+/// 128×128 blocks of C per work-group, 8×8 per work-item).
+const KERNELS: &str = concat!(
+    include_str!("../../tests/kernels/register_blocks.cl"),
+    r#"
 #define FETCH 16
 #define SUM1(v) (v)
 #define SUM2(v) ((v).s0 + (v).s1)
@@ -68,36 +72,6 @@ COMPUTE(dp_double, double, double, MAD16, 1) COMPUTE(dp_double4, double4, double
 COMPUTE(hp_half, half, float, MAD16, 1) COMPUTE(hp_half4, half4, float, MAD16, 4)
 #endif
 
-// 128x128 blocks of C per work-group of 16x16 work-items, each 8x8 of
-// them (strided by 16, so that local reads do not conflict), A's block
-// kept transposed.
-__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
-void sgemm_8x8(__global const float *A, __global const float *B, __global float *C, int n) {
-    __local float as[8][128 + 4], bs[8][128 + 4];
-    int tx = get_local_id(0), ty = get_local_id(1), tid = ty * 16 + tx;
-    int row0 = get_group_id(1) * 128, col0 = get_group_id(0) * 128;
-    float acc[8][8];
-    for (int i = 0; i < 8; i++)
-        for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
-    for (int t = 0; t < n; t += 8) {
-        for (int e = tid; e < 1024; e += 256) {
-            as[e % 8][e / 8] = A[(row0 + e / 8) * n + t + e % 8];
-            bs[e / 128][e % 128] = B[(t + e / 128) * n + col0 + e % 128];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int k = 0; k < 8; k++) {
-            float a[8], b[8];
-            for (int i = 0; i < 8; i++) a[i] = as[k][ty + 16 * i];
-            for (int j = 0; j < 8; j++) b[j] = bs[k][tx + 16 * j];
-            for (int i = 0; i < 8; i++)
-                for (int j = 0; j < 8; j++) acc[i][j] = mad(a[i], b[j], acc[i][j]);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    for (int i = 0; i < 8; i++)
-        for (int j = 0; j < 8; j++) C[(row0 + ty + 16 * i) * n + col0 + tx + 16 * j] = acc[i][j];
-}
-
 __kernel void empty(void) {}
 
 __kernel void triad(__global float *a, __global const float *b, __global const float *c, float s) {
@@ -121,7 +95,8 @@ void matmul(__global const float *A, __global const float *B, __global float *C,
     }
     C[row * n + col] = acc;
 }
-"#;
+"#
+);
 
 /// One measured figure.
 struct Figure {
@@ -795,31 +770,60 @@ fn gemm(b: &mut Bench<'_>, a: &Args, extensions: &str) -> Result<(), String> {
         "GFLOP/s",
     );
     b.add("GEMM", format!("FP32 {n}, best"), fp32, "GFLOP/s");
-    let coop = if extensions
+    let listed = if extensions
         .split(' ')
         .any(|e| e == "cl_vkcl_cooperative_matrix")
     {
-        b.progress("cooperative matrix GEMM");
-        Some(coop_gemm(b, n, &values))
+        s.device_info(CL_DEVICE_COOPERATIVE_MATRIX_VARIANTS_VKCL)
     } else {
-        None
+        Vec::new()
     };
+    // (M, N, K, A, B, C, result, saturating) as the query lists them.
+    let offers = |k: u32, types: [u32; 4]| {
+        listed.chunks_exact(32).any(|v| {
+            let w: Vec<u32> = v
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+                .collect();
+            w[..3] == [16, 16, k] && w[3..7] == types && w[7] == 0
+        })
+    };
+    let mut coop = Vec::new();
+    for (int8, k, types) in [(false, 16, [0, 0, 1, 1]), (true, 32, [3, 3, 5, 5])] {
+        if offers(k, types) {
+            b.progress("cooperative matrix GEMM");
+            coop.push((int8, coop_gemm(b, n, &values, int8)));
+        }
+    }
     for buf in [fa, fb, fc] {
         unsafe { (s.api.clReleaseMemObject.unwrap())(buf) };
     }
-    if let Some(t) = coop.transpose()? {
-        let half = flops / t / 1e9;
-        b.add("GEMM", format!("half {n}, cooperative"), half, "GFLOP/s");
-        b.add("GEMM", "cooperative / best FP32", half / fp32, "x");
+    for (int8, t) in coop {
+        let rate = flops / t? / 1e9;
+        if int8 {
+            b.add("GEMM", format!("int8 {n}, cooperative"), rate, "GOP/s");
+        } else {
+            b.add("GEMM", format!("half {n}, cooperative"), rate, "GFLOP/s");
+            b.add("GEMM", "cooperative / best FP32", rate / fp32, "x");
+        }
     }
     Ok(())
 }
 
-/// The best time of the cooperative matrix GEMM on n×n half matrices
-/// holding `values`, after checking 256 entries of its product.
-fn coop_gemm(b: &Bench<'_>, n: usize, values: &[f32]) -> Result<f64, String> {
+/// cl_vkcl_cooperative_matrix's device query (see `docs/cooperative-matrix.md`).
+const CL_DEVICE_COOPERATIVE_MATRIX_VARIANTS_VKCL: cl_device_info = 0x10F00;
+
+/// The best time of the cooperative matrix GEMM on n×n half (or, with
+/// `int8`, signed byte) matrices holding `values`, after checking 256
+/// entries of its product.
+fn coop_gemm(b: &Bench<'_>, n: usize, values: &[f32], int8: bool) -> Result<f64, String> {
     let s = b.s;
-    let program = s.program(COOP_MATMUL.as_bytes(), "-cl-std=CL3.0")?;
+    let options = if int8 {
+        "-cl-std=CL3.0 -DINT8"
+    } else {
+        "-cl-std=CL3.0"
+    };
+    let program = s.program(COOP_MATMUL.as_bytes(), options)?;
     // Small integers are exact halves: 1.0 is 0x3C00, and so on.
     let half_of = |v: f32| -> u16 {
         match v as i32 {
@@ -830,10 +834,14 @@ fn coop_gemm(b: &Bench<'_>, n: usize, values: &[f32]) -> Result<f64, String> {
             _ => 0xC000,
         }
     };
-    let bytes: Vec<u8> = values
-        .iter()
-        .flat_map(|&v| half_of(v).to_le_bytes())
-        .collect();
+    let bytes: Vec<u8> = if int8 {
+        values.iter().map(|&v| v as i8 as u8).collect()
+    } else {
+        values
+            .iter()
+            .flat_map(|&v| half_of(v).to_le_bytes())
+            .collect()
+    };
     let (ha, hb) = (
         s.buffer(bytes.len(), Some(&bytes))?,
         s.buffer(bytes.len(), Some(&bytes))?,
@@ -874,7 +882,12 @@ fn coop_gemm(b: &Bench<'_>, n: usize, values: &[f32]) -> Result<f64, String> {
             let (i, j) = ((x * 7919) % n, (x * 104_729) % n);
             let want: f32 = (0..n).map(|k| values[i * n + k] * values[k * n + j]).sum();
             let at = (i * n + j) * 4;
-            let have = f32::from_le_bytes(got[at..at + 4].try_into().expect("4 bytes"));
+            let word: [u8; 4] = got[at..at + 4].try_into().expect("4 bytes");
+            let have = if int8 {
+                i32::from_le_bytes(word) as f32
+            } else {
+                f32::from_le_bytes(word)
+            };
             if have != want {
                 return Err(format!(
                     "the cooperative matrix GEMM gives {have} at ({i}, {j}), the CPU {want}"

@@ -1026,11 +1026,16 @@ mod rewrite_tests {
     }
 
     fn build(source: &str) -> Option<Vec<u32>> {
+        build_with(source, "")
+    }
+
+    fn build_with(source: &str, options: &str) -> Option<Vec<u32>> {
         let Some(fe) = front_end() else {
             eprintln!("no OpenCL C front end: skipped");
             return None;
         };
-        let options = Options::parse("-cl-std=CL3.0", Purpose::Build).expect("options");
+        let options =
+            Options::parse(&format!("-cl-std=CL3.0 {options}"), Purpose::Build).expect("options");
         let device = DeviceMacros {
             features: vec!["cl_khr_fp16".into(), "__opencl_c_subgroups".into()],
             image_support: false,
@@ -1085,20 +1090,26 @@ mod rewrite_tests {
     /// nothing moves to scratch memory.
     #[test]
     fn the_example_gemm_rewrites() {
-        let Some(words) = build(include_str!("../../../../examples/coop_matmul.cl")) else {
-            return;
-        };
-        let module = reflect::load(&words).unwrap();
-        let kernel = &reflect::kernels(&module).unwrap()[0];
-        let caps = DeviceCaps {
-            subgroup_ops: 0xff,
-            ..caps()
-        };
-        let rewritten = crate::compiler::spirv::rewrite(&words, kernel, &caps).unwrap();
-        assert_eq!(
-            rewritten.scratch,
-            crate::compiler::spirv::p3_interface::relocate::Scratch::default()
-        );
+        for options in ["", "-DINT8"] {
+            let Some(words) =
+                build_with(include_str!("../../../../examples/coop_matmul.cl"), options)
+            else {
+                return;
+            };
+            let module = reflect::load(&words).unwrap();
+            let kernel = &reflect::kernels(&module).unwrap()[0];
+            let caps = DeviceCaps {
+                subgroup_ops: 0xff,
+                ..caps()
+            };
+            let rewritten = crate::compiler::spirv::rewrite(&words, kernel, &caps)
+                .unwrap_or_else(|e| panic!("{options}: {e}"));
+            assert_eq!(
+                rewritten.scratch,
+                crate::compiler::spirv::p3_interface::relocate::Scratch::default(),
+                "{options}"
+            );
+        }
     }
 
     /// A device without matrices, or without this shape, fails the
