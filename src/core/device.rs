@@ -383,6 +383,10 @@ impl Device {
                     "kernel clocks (cl_khr_kernel_clock)",
                     self.kernel_clock_capabilities() != 0,
                 ),
+                C::CooperativeMatrixKHR => (
+                    "cooperative matrices (cl_vkcl_cooperative_matrix)",
+                    !self.matrices.is_empty(),
+                ),
                 C::Pipes | C::PipeStorage => ("pipes", false),
                 C::DeviceEnqueue | C::SubgroupDispatch => ("device-side enqueue", false),
                 _ => continue,

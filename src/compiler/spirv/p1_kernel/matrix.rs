@@ -429,7 +429,7 @@ pub fn run(ctx: &mut Ctx, caps: &DeviceCaps) -> Result<(), String> {
         }
     }
     if structs.is_empty() && builtins.is_empty() {
-        return Ok(());
+        return native_matrices(ctx, caps, &HashMap::default());
     }
     let offered = matrix_types(caps.matrices);
     for t in structs.values() {
@@ -513,7 +513,207 @@ pub fn run(ctx: &mut Ctx, caps: &DeviceCaps) -> Result<(), String> {
     };
     ctx.module.functions.retain(|f| !declared(f));
     ctx.forget_globals(&builtins.keys().copied().collect());
-    check_uses(ctx, &matrix_of)
+    check_uses(ctx, &matrix_of)?;
+    native_matrices(ctx, caps, &matrix_of)
+}
+
+/// Matrices a module declares itself (SPIR-V IL with
+/// SPV_KHR_cooperative_matrix, not made from handles): each must be one
+/// the device offers, at sub-group scope. OpenCL SPIR-V's integers have no
+/// signedness, which the multiply-adds' operands give instead; Vulkan's
+/// drivers match matrix types by it, so integer matrices that a
+/// multiply-add takes as signed get signed element types. Loads and
+/// stores of device memory without `Aligned` get vkcl's 16 bytes.
+fn native_matrices(
+    ctx: &mut Ctx,
+    caps: &DeviceCaps,
+    handled: &HashMap<Word, MatrixType>,
+) -> Result<(), String> {
+    let native: Vec<Word> = ctx
+        .module
+        .types_global_values
+        .iter()
+        .filter(|t| t.class.opcode == Op::TypeCooperativeMatrixKHR)
+        .filter_map(|t| t.result_id)
+        .filter(|id| !handled.contains_key(id))
+        .collect();
+    if native.is_empty() {
+        return Ok(());
+    }
+    let types = ctx.value_types();
+    // Matrix types a multiply-add takes or gives as signed.
+    let mut signed: HashSet<Word> = HashSet::default();
+    for i in ctx.module.functions.iter().flat_map(|f| f.all_inst_iter()) {
+        if i.class.opcode != Op::CooperativeMatrixMulAddKHR {
+            continue;
+        }
+        let flags = match i.operands.get(3) {
+            Some(Operand::CooperativeMatrixOperands(f)) => *f,
+            _ => CooperativeMatrixOperands::NONE_KHR,
+        };
+        for (k, flag) in [
+            (0, CooperativeMatrixOperands::MATRIX_A_SIGNED_COMPONENTS_KHR),
+            (1, CooperativeMatrixOperands::MATRIX_B_SIGNED_COMPONENTS_KHR),
+            (2, CooperativeMatrixOperands::MATRIX_C_SIGNED_COMPONENTS_KHR),
+        ] {
+            if flags.contains(flag)
+                && let Some(t) = id_at(i, k).and_then(|v| types.get(&v))
+            {
+                signed.insert(*t);
+            }
+        }
+        if flags.contains(CooperativeMatrixOperands::MATRIX_RESULT_SIGNED_COMPONENTS_KHR) {
+            signed.extend(i.result_type);
+        }
+    }
+    let offered = matrix_types(caps.matrices);
+    let constant = |ctx: &Ctx, id: Option<Word>| -> Option<u32> {
+        match ctx
+            .global(id?)
+            .map(|c| (c.class.opcode, c.operands.first()))
+        {
+            Some((Op::Constant, Some(Operand::LiteralBit32(v)))) => Some(*v),
+            _ => None,
+        }
+    };
+    for id in native {
+        let t = ctx
+            .global(id)
+            .ok_or("a matrix type without a definition")?
+            .clone();
+        let element = ctx
+            .global(id_at(&t, 0).ok_or("a malformed matrix type")?)
+            .cloned()
+            .ok_or("a matrix of an unknown element type")?;
+        let bits = match element.operands.first() {
+            Some(Operand::LiteralBit32(b)) => *b,
+            _ => 0,
+        };
+        let is_signed = signed.contains(&id);
+        let component = match (element.class.opcode, bits) {
+            (Op::TypeFloat, 16) => Some(Component::Half),
+            (Op::TypeFloat, 32) => Some(Component::Float),
+            (Op::TypeInt, _) => Component::ALL
+                .into_iter()
+                .find(|c| !c.is_float() && c.bits() == bits && c.is_signed() == is_signed),
+            _ => None,
+        };
+        let usage = match constant(ctx, id_at(&t, 4)) {
+            Some(0) => Some(Use::A),
+            Some(1) => Some(Use::B),
+            Some(2) => Some(Use::Accumulator),
+            _ => None,
+        };
+        let (Some(component), Some(rows), Some(cols), Some(usage)) = (
+            component,
+            constant(ctx, id_at(&t, 2)),
+            constant(ctx, id_at(&t, 3)),
+            usage,
+        ) else {
+            return Err(
+                "a cooperative matrix type of an element type, use or size vkcl does not take \
+                 (sizes must be constants, not specialization constants)"
+                    .into(),
+            );
+        };
+        let matrix = MatrixType {
+            usage,
+            component,
+            rows,
+            cols,
+        };
+        let scope = match t.operands.get(1) {
+            Some(Operand::IdScope(x) | Operand::IdRef(x)) => Some(*x),
+            _ => None,
+        };
+        if constant(ctx, scope) != Some(Scope::Subgroup as u32) || !offered.contains(&matrix) {
+            return Err(format!(
+                "the device has no cooperative matrix {} at sub-group scope (cl_vkcl_cooperative_matrix)",
+                matrix.type_name()
+            ));
+        }
+        if is_signed {
+            let uses_elements = ctx
+                .module
+                .functions
+                .iter()
+                .flat_map(|f| f.all_inst_iter())
+                .any(|i| {
+                    let on_matrix = |k: usize| id_at(i, k).and_then(|v| types.get(&v)) == Some(&id);
+                    match i.class.opcode {
+                        Op::CompositeConstruct => i.result_type == Some(id),
+                        Op::CompositeExtract | Op::CompositeInsert => {
+                            on_matrix(0) || on_matrix(1) || i.result_type == Some(id)
+                        }
+                        Op::AccessChain | Op::InBoundsAccessChain => on_matrix(0),
+                        _ => false,
+                    }
+                });
+            if uses_elements {
+                return Err(format!(
+                    "elements of signed integer matrices ({}) in SPIR-V IL are not supported yet",
+                    matrix.type_name()
+                ));
+            }
+            let element = component_type(ctx, component);
+            if let Some(slot) = ctx
+                .module
+                .types_global_values
+                .iter_mut()
+                .find(|x| x.result_id == Some(id))
+            {
+                slot.operands[0] = Operand::IdRef(element);
+            }
+        }
+    }
+    ctx.sort_globals();
+    // Device memory accesses promise vkcl's alignment where they name none.
+    let types = ctx.value_types();
+    let device_pointer = |v: Word, ctx: &Ctx| {
+        types
+            .get(&v)
+            .and_then(|t| ctx.pointer_parts(*t))
+            .is_some_and(|(sc, _)| {
+                matches!(
+                    sc,
+                    StorageClass::CrossWorkgroup | StorageClass::UniformConstant
+                )
+            })
+    };
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    let mut result = Ok(());
+    for i in functions
+        .iter_mut()
+        .flat_map(|f| f.blocks.iter_mut())
+        .flat_map(|b| b.instructions.iter_mut())
+    {
+        let at = match i.class.opcode {
+            Op::CooperativeMatrixLoadKHR => 3,
+            Op::CooperativeMatrixStoreKHR => 4,
+            _ => continue,
+        };
+        if !id_at(i, 0).is_some_and(|p| device_pointer(p, ctx)) {
+            continue;
+        }
+        if i.operands.len() < at {
+            result = Err("a cooperative matrix load or store without a stride".to_string());
+            break;
+        }
+        match i.operands.get_mut(at) {
+            Some(Operand::MemoryAccess(m)) if m.contains(MemoryAccess::ALIGNED) => {}
+            Some(Operand::MemoryAccess(m)) => {
+                *m |= MemoryAccess::ALIGNED;
+                i.operands.insert(at + 1, Operand::LiteralBit32(ALIGNMENT));
+            }
+            _ => {
+                i.operands
+                    .push(Operand::MemoryAccess(MemoryAccess::ALIGNED));
+                i.operands.push(Operand::LiteralBit32(ALIGNMENT));
+            }
+        }
+    }
+    ctx.module.functions = functions;
+    result
 }
 
 /// The SPIR-V type of a matrix element: signed integers are signed types
@@ -912,6 +1112,30 @@ pub fn reconcile_halves(ctx: &mut Ctx, half: Word, short: Word, coop_f16: &HashS
                         i.operands[1] = Operand::IdRef(x);
                     }
                 }
+                Op::CompositeExtract
+                    if id_at(&i, 0)
+                        .and_then(|m| types.get(&m))
+                        .is_some_and(|t| coop_f16.contains(t)) =>
+                {
+                    let x = ctx.fresh();
+                    let id = i.result_id;
+                    i.result_type = Some(half);
+                    i.result_id = Some(x);
+                    out.push(i);
+                    i = Instruction::new(Op::Bitcast, Some(short), id, vec![Operand::IdRef(x)]);
+                }
+                Op::CompositeInsert if i.result_type.is_some_and(|t| coop_f16.contains(&t)) => {
+                    if let Some(v) = id_at(&i, 0) {
+                        let x = ctx.fresh();
+                        out.push(Instruction::new(
+                            Op::Bitcast,
+                            Some(half),
+                            Some(x),
+                            vec![Operand::IdRef(v)],
+                        ));
+                        i.operands[0] = Operand::IdRef(x);
+                    }
+                }
                 Op::CompositeConstruct if i.result_type.is_some_and(|t| coop_f16.contains(&t)) => {
                     for o in &mut i.operands {
                         if let Operand::IdRef(v) = o
@@ -1130,6 +1354,100 @@ mod rewrite_tests {
         };
         let e = crate::compiler::spirv::rewrite(&words, gemm, &caps).unwrap_err();
         assert!(e.contains("coop_mat_a_half_16x16"), "{e}");
+    }
+
+    /// SPIR-V IL that uses SPV_KHR_cooperative_matrix itself: half and
+    /// signed byte matrices, an element read and written, a fill.
+    const IL: &str = r#"
+        OpCapability Addresses
+        OpCapability Kernel
+        OpCapability Int64
+        OpCapability Int8
+        OpCapability Float16
+        OpCapability CooperativeMatrixKHR
+        OpExtension "SPV_KHR_cooperative_matrix"
+        OpMemoryModel Physical64 OpenCL
+        OpEntryPoint Kernel %halves "halves"
+        OpEntryPoint Kernel %bytes "bytes"
+%void = OpTypeVoid
+%uint = OpTypeInt 32 0
+%uchar = OpTypeInt 8 0
+%half = OpTypeFloat 16
+%float = OpTypeFloat 32
+%ph = OpTypePointer CrossWorkgroup %half
+%pf = OpTypePointer CrossWorkgroup %float
+%pc = OpTypePointer CrossWorkgroup %uchar
+%pi = OpTypePointer CrossWorkgroup %uint
+%fh = OpTypeFunction %void %ph %ph %pf
+%fc = OpTypeFunction %void %pc %pc %pi
+%u0 = OpConstant %uint 0
+%u1 = OpConstant %uint 1
+%u2 = OpConstant %uint 2
+%u3 = OpConstant %uint 3
+%u16 = OpConstant %uint 16
+%u32 = OpConstant %uint 32
+%f0 = OpConstant %float 0
+%h1 = OpConstant %half 1
+%A = OpTypeCooperativeMatrixKHR %half %u3 %u16 %u16 %u0
+%B = OpTypeCooperativeMatrixKHR %half %u3 %u16 %u16 %u1
+%C = OpTypeCooperativeMatrixKHR %float %u3 %u16 %u16 %u2
+%A8 = OpTypeCooperativeMatrixKHR %uchar %u3 %u16 %u32 %u0
+%B8 = OpTypeCooperativeMatrixKHR %uchar %u3 %u32 %u16 %u1
+%C8 = OpTypeCooperativeMatrixKHR %uint %u3 %u16 %u16 %u2
+%halves = OpFunction %void None %fh
+%a_p = OpFunctionParameter %ph
+%b_p = OpFunctionParameter %ph
+%c_p = OpFunctionParameter %pf
+%e1 = OpLabel
+%a = OpCooperativeMatrixLoadKHR %A %a_p %u0 %u16
+%b = OpCooperativeMatrixLoadKHR %B %b_p %u1 %u16
+%x = OpCompositeExtract %half %a 0
+%y = OpFAdd %half %x %h1
+%b2 = OpCompositeInsert %B %y %b 0
+%c = OpCompositeConstruct %C %f0
+%r = OpCooperativeMatrixMulAddKHR %C %a %b2 %c
+OpCooperativeMatrixStoreKHR %c_p %r %u0 %u16
+OpReturn
+OpFunctionEnd
+%bytes = OpFunction %void None %fc
+%a8_p = OpFunctionParameter %pc
+%b8_p = OpFunctionParameter %pc
+%c8_p = OpFunctionParameter %pi
+%e2 = OpLabel
+%a8 = OpCooperativeMatrixLoadKHR %A8 %a8_p %u0 %u32
+%b8 = OpCooperativeMatrixLoadKHR %B8 %b8_p %u0 %u16
+%c8 = OpCooperativeMatrixLoadKHR %C8 %c8_p %u0 %u16
+%r8 = OpCooperativeMatrixMulAddKHR %C8 %a8 %b8 %c8 MatrixASignedComponentsKHR|MatrixBSignedComponentsKHR|MatrixCSignedComponentsKHR|MatrixResultSignedComponentsKHR
+OpCooperativeMatrixStoreKHR %c8_p %r8 %u0 %u16
+OpReturn
+OpFunctionEnd
+"#;
+
+    /// IL kernels with matrices of their own rewrite to valid Vulkan
+    /// modules on a device with those matrices (the bytes as signed
+    /// ones), and fail by name on one without.
+    #[test]
+    fn il_matrices_rewrite() {
+        use spirv_tools::assembler::Assembler;
+        let words = spirv_tools::assembler::create(Some(spirv_tools::TargetEnv::Universal_1_3))
+            .assemble(IL, Default::default())
+            .expect("the test module assembles")
+            .as_words()
+            .to_vec();
+        let module = reflect::load(&words).unwrap();
+        let kernels = reflect::kernels(&module).unwrap();
+        for kernel in &kernels {
+            crate::compiler::spirv::rewrite(&words, kernel, &caps())
+                .unwrap_or_else(|e| panic!("{}: {e}", kernel.name));
+            let without = DeviceCaps {
+                matrices: &VARIANTS[..1],
+                ..caps()
+            };
+            if kernel.name == "bytes" {
+                let e = crate::compiler::spirv::rewrite(&words, kernel, &without).unwrap_err();
+                assert!(e.contains("coop_mat_a_char_16x32"), "{e}");
+            }
+        }
     }
 
     /// A layout that is no constant fails the kernel with a message.

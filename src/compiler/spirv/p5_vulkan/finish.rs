@@ -401,7 +401,8 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
             Some(Operand::LiteralString(s))
                 if s == "SPV_KHR_no_integer_wrap_decoration"
                     || s == "SPV_KHR_bit_instructions"
-                    || s == "SPV_KHR_integer_dot_product" => {}
+                    || s == "SPV_KHR_integer_dot_product"
+                    || s == "SPV_KHR_cooperative_matrix" => {}
             Some(Operand::LiteralString(s)) => {
                 return Err(format!("the SPIR-V extension {s} is not supported yet"));
             }
