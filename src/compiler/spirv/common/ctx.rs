@@ -295,6 +295,28 @@ impl Ctx {
             .collect();
     }
 
+    /// The functions the module imports (`LinkageAttributes` with
+    /// `Import`), with their link names.
+    pub fn imports(&self) -> Vec<(Word, String)> {
+        self.module
+            .annotations
+            .iter()
+            .filter(|a| {
+                a.class.opcode == Op::Decorate
+                    && a.operands.get(1)
+                        == Some(&Operand::Decoration(
+                            rspirv::spirv::Decoration::LinkageAttributes,
+                        ))
+                    && a.operands.last()
+                        == Some(&Operand::LinkageType(rspirv::spirv::LinkageType::Import))
+            })
+            .filter_map(|a| match (id_at(a, 0), a.operands.get(2)) {
+                (Some(f), Some(Operand::LiteralString(name))) => Some((f, name.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The defining instruction of a global id (type, constant, variable).
     pub fn global(&self, id: Word) -> Option<&Instruction> {
         self.module

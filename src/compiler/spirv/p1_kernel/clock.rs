@@ -10,7 +10,7 @@
 //! left, and fails the kernel where the device lacks the clock it reads.
 
 use rspirv::dr::{Instruction, Operand};
-use rspirv::spirv::{Decoration, LinkageType, Op, Scope, Word};
+use rspirv::spirv::{Op, Scope, Word};
 
 use crate::compiler::spirv::common::HashMap;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
@@ -30,21 +30,11 @@ fn clock_of(name: &str) -> Option<Scope> {
 
 pub fn run(ctx: &mut Ctx, caps: &DeviceCaps) -> Result<(), String> {
     // Imported functions named as the built-ins, with their clocks.
-    let mut clocks: HashMap<Word, (Scope, String)> = HashMap::default();
-    for a in &ctx.module.annotations {
-        if a.class.opcode != Op::Decorate
-            || a.operands.get(1) != Some(&Operand::Decoration(Decoration::LinkageAttributes))
-            || a.operands.last() != Some(&Operand::LinkageType(LinkageType::Import))
-        {
-            continue;
-        }
-        let (Some(f), Some(Operand::LiteralString(name))) = (id_at(a, 0), a.operands.get(2)) else {
-            continue;
-        };
-        if let Some(scope) = clock_of(name) {
-            clocks.insert(f, (scope, name.clone()));
-        }
-    }
+    let clocks: HashMap<Word, (Scope, String)> = ctx
+        .imports()
+        .into_iter()
+        .filter_map(|(f, name)| Some((f, (clock_of(&name)?, name))))
+        .collect();
     let declared = |f: &rspirv::dr::Function| {
         f.blocks.is_empty()
             && f.def

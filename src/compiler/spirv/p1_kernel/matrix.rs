@@ -25,9 +25,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use rspirv::dr::{Instruction, Operand};
-use rspirv::spirv::{
-    CooperativeMatrixOperands, Decoration, LinkageType, MemoryAccess, Op, Scope, StorageClass, Word,
-};
+use rspirv::spirv::{CooperativeMatrixOperands, MemoryAccess, Op, Scope, StorageClass, Word};
 
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
 use crate::compiler::spirv::common::{HashMap, HashSet};
@@ -413,21 +411,11 @@ pub fn run(ctx: &mut Ctx, caps: &DeviceCaps) -> Result<(), String> {
         })
         .collect();
     // Imported built-ins, by function id.
-    let mut builtins: HashMap<Word, (Builtin, String)> = HashMap::default();
-    for a in &ctx.module.annotations {
-        if a.class.opcode != Op::Decorate
-            || a.operands.get(1) != Some(&Operand::Decoration(Decoration::LinkageAttributes))
-            || a.operands.last() != Some(&Operand::LinkageType(LinkageType::Import))
-        {
-            continue;
-        }
-        let (Some(f), Some(Operand::LiteralString(name))) = (id_at(a, 0), a.operands.get(2)) else {
-            continue;
-        };
-        if let Some(b) = builtin(name) {
-            builtins.insert(f, (b, demangled(name).to_string()));
-        }
-    }
+    let builtins: HashMap<Word, (Builtin, String)> = ctx
+        .imports()
+        .into_iter()
+        .filter_map(|(f, name)| Some((f, (builtin(&name)?, demangled(&name).to_string()))))
+        .collect();
     if structs.is_empty() && builtins.is_empty() {
         return native_matrices(ctx, caps, &HashMap::default());
     }
@@ -1071,6 +1059,16 @@ fn check_uses(ctx: &Ctx, matrix_of: &HashMap<Word, MatrixType>) -> Result<(), St
 /// are): the scalars that fill a half matrix, and elements read from and
 /// written into one, are bitcast between the two.
 pub fn reconcile_halves(ctx: &mut Ctx, half: Word, short: Word, coop_f16: &HashSet<Word>) {
+    /// Where half bits meet a half matrix.
+    enum Meets {
+        /// The result is a matrix element: it becomes `half`, bitcast to
+        /// the bits under the instruction's id.
+        Result,
+        /// Operand `k` (the bits) is bitcast to `half` first.
+        Operand(usize),
+        /// Every operand of the bits' type is.
+        Operands,
+    }
     let types = ctx.value_types();
     let points_into_matrix = |v: Word, ctx: &Ctx| {
         types
@@ -1078,12 +1076,18 @@ pub fn reconcile_halves(ctx: &mut Ctx, half: Word, short: Word, coop_f16: &HashS
             .and_then(|t| ctx.pointer_parts(*t))
             .is_some_and(|(_, p)| coop_f16.contains(&p))
     };
+    let of_matrix = |v: Option<Word>| {
+        v.and_then(|v| types.get(&v))
+            .is_some_and(|t| coop_f16.contains(t))
+    };
     let mut functions = std::mem::take(&mut ctx.module.functions);
     for b in functions.iter_mut().flat_map(|f| f.blocks.iter_mut()) {
+        // Pointers to elements (access chains into a matrix variable).
         let mut elements: HashSet<Word> = HashSet::default();
         let mut out = Vec::with_capacity(b.instructions.len());
         for mut i in b.instructions.drain(..) {
-            match i.class.opcode {
+            let element = |i: &Instruction| id_at(i, 0).is_some_and(|p| elements.contains(&p));
+            let meets = match i.class.opcode {
                 Op::AccessChain | Op::InBoundsAccessChain
                     if id_at(&i, 0).is_some_and(|base| points_into_matrix(base, ctx)) =>
                 {
@@ -1091,8 +1095,27 @@ pub fn reconcile_halves(ctx: &mut Ctx, half: Word, short: Word, coop_f16: &HashS
                         i.result_type = Some(ctx.pointer(sc, half));
                     }
                     elements.extend(i.result_id);
+                    None
                 }
-                Op::Load if id_at(&i, 0).is_some_and(|p| elements.contains(&p)) => {
+                Op::Load if element(&i) => Some(Meets::Result),
+                Op::Store if element(&i) => Some(Meets::Operand(1)),
+                Op::CompositeExtract if of_matrix(id_at(&i, 0)) => Some(Meets::Result),
+                Op::CompositeInsert if of_matrix(i.result_id) => Some(Meets::Operand(0)),
+                Op::CompositeConstruct if of_matrix(i.result_id) => Some(Meets::Operands),
+                _ => None,
+            };
+            let mut to_half = |v: Word, out: &mut Vec<Instruction>| {
+                let x = ctx.fresh();
+                out.push(Instruction::new(
+                    Op::Bitcast,
+                    Some(half),
+                    Some(x),
+                    vec![Operand::IdRef(v)],
+                ));
+                x
+            };
+            match meets {
+                Some(Meets::Result) => {
                     let x = ctx.fresh();
                     let id = i.result_id;
                     i.result_type = Some(half);
@@ -1100,59 +1123,21 @@ pub fn reconcile_halves(ctx: &mut Ctx, half: Word, short: Word, coop_f16: &HashS
                     out.push(i);
                     i = Instruction::new(Op::Bitcast, Some(short), id, vec![Operand::IdRef(x)]);
                 }
-                Op::Store if id_at(&i, 0).is_some_and(|p| elements.contains(&p)) => {
-                    if let Some(v) = id_at(&i, 1) {
-                        let x = ctx.fresh();
-                        out.push(Instruction::new(
-                            Op::Bitcast,
-                            Some(half),
-                            Some(x),
-                            vec![Operand::IdRef(v)],
-                        ));
-                        i.operands[1] = Operand::IdRef(x);
+                Some(Meets::Operand(k)) => {
+                    if let Some(v) = id_at(&i, k) {
+                        i.operands[k] = Operand::IdRef(to_half(v, &mut out));
                     }
                 }
-                Op::CompositeExtract
-                    if id_at(&i, 0)
-                        .and_then(|m| types.get(&m))
-                        .is_some_and(|t| coop_f16.contains(t)) =>
-                {
-                    let x = ctx.fresh();
-                    let id = i.result_id;
-                    i.result_type = Some(half);
-                    i.result_id = Some(x);
-                    out.push(i);
-                    i = Instruction::new(Op::Bitcast, Some(short), id, vec![Operand::IdRef(x)]);
-                }
-                Op::CompositeInsert if i.result_type.is_some_and(|t| coop_f16.contains(&t)) => {
-                    if let Some(v) = id_at(&i, 0) {
-                        let x = ctx.fresh();
-                        out.push(Instruction::new(
-                            Op::Bitcast,
-                            Some(half),
-                            Some(x),
-                            vec![Operand::IdRef(v)],
-                        ));
-                        i.operands[0] = Operand::IdRef(x);
-                    }
-                }
-                Op::CompositeConstruct if i.result_type.is_some_and(|t| coop_f16.contains(&t)) => {
+                Some(Meets::Operands) => {
                     for o in &mut i.operands {
                         if let Operand::IdRef(v) = o
                             && types.get(v) == Some(&short)
                         {
-                            let x = ctx.fresh();
-                            out.push(Instruction::new(
-                                Op::Bitcast,
-                                Some(half),
-                                Some(x),
-                                vec![Operand::IdRef(*v)],
-                            ));
-                            *v = x;
+                            *v = to_half(*v, &mut out);
                         }
                     }
                 }
-                _ => {}
+                None => {}
             }
             out.push(i);
         }
@@ -1271,17 +1256,23 @@ mod rewrite_tests {
         }
     }
 
+    /// The test file's module and kernels, where there is a front end.
+    fn test_kernels() -> Option<(Vec<u32>, Vec<reflect::KernelInfo>)> {
+        let words = build(include_str!(
+            "../../../../tests/kernels/cooperative_matrix.cl"
+        ))?;
+        let module = reflect::load(&words).unwrap();
+        let kernels = reflect::kernels(&module).unwrap();
+        Some((words, kernels))
+    }
+
     /// Every kernel of the test file rewrites to a module the validator
     /// takes (Vulkan 1.2), with matrix instructions and no handle left.
     #[test]
     fn kernels_become_cooperative_matrix_code() {
-        let Some(words) = build(include_str!(
-            "../../../../tests/kernels/cooperative_matrix.cl"
-        )) else {
+        let Some((words, kernels)) = test_kernels() else {
             return;
         };
-        let module = reflect::load(&words).unwrap();
-        let kernels = reflect::kernels(&module).unwrap();
         assert_eq!(kernels.len(), 3);
         for native_f16 in [false, true] {
             let caps = DeviceCaps {
@@ -1340,13 +1331,9 @@ mod rewrite_tests {
     /// kernel with a message naming the matrix.
     #[test]
     fn matrices_the_device_lacks_fail_by_name() {
-        let Some(words) = build(include_str!(
-            "../../../../tests/kernels/cooperative_matrix.cl"
-        )) else {
+        let Some((words, kernels)) = test_kernels() else {
             return;
         };
-        let module = reflect::load(&words).unwrap();
-        let kernels = reflect::kernels(&module).unwrap();
         let gemm = kernels.iter().find(|k| k.name == "gemm").unwrap();
         let caps = DeviceCaps {
             matrices: &VARIANTS[2..],
