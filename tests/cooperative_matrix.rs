@@ -15,6 +15,7 @@ both_ways!(
     every_variant_multiplies_exactly,
     element_wise_work_and_conversions,
     tiled_gemm_matches_the_cpu,
+    il_programs_multiply,
 );
 
 const CL_DEVICE_COOPERATIVE_MATRIX_VARIANTS_VKCL: cl_device_info = 0x10F00;
@@ -304,18 +305,21 @@ fn element_wise_work_and_conversions(cl: &Cl) {
     }
 }
 
+/// Whether the device lists a 16×16×`k` multiply-add of these element
+/// types (A, B, C, result), not saturating.
+fn lists_16x16(cl: &Cl, k: usize, types: [u32; 4]) -> bool {
+    variants(cl)
+        .iter()
+        .any(|v| (v.m, v.n, v.k) == (16, 16, k) && v.types == types && !v.saturating)
+}
+
 /// The example's kernel (128×128 blocks of C per work-group of four
 /// sub-groups, through local memory), half into float and, where the
 /// device has 16×16×32 byte multiplies, signed bytes into ints (`-DINT8`),
 /// on a 256×384×192 product of small integers, which every element type
 /// holds exactly.
 fn tiled_gemm_matches_the_cpu(cl: &Cl) {
-    let listed = variants(cl);
-    let has = |k: usize, types: [u32; 4]| {
-        listed
-            .iter()
-            .any(|v| (v.m, v.n, v.k) == (16, 16, k) && v.types == types)
-    };
+    let has = |k: usize, types: [u32; 4]| lists_16x16(cl, k, types);
     for (options, int8) in [("-cl-std=CL3.0", false), ("-cl-std=CL3.0 -DINT8", true)] {
         if !has_extension(cl)
             || !(if int8 {
@@ -372,5 +376,103 @@ fn tiled_gemm_matches_the_cpu(cl: &Cl) {
                 assert_eq!(have, want as f64, "{} {options}: C({i}, {j})", cl.how);
             }
         }
+    }
+}
+
+/// SPIR-V IL with matrices of its own (`tests/kernels/cooperative_matrix_il.spvasm`):
+/// half A × B into floats, with an element of B read and written back,
+/// and signed bytes A × B + C into ints.
+fn il_programs_multiply(cl: &Cl) {
+    let has = |k: usize, types: [u32; 4]| lists_16x16(cl, k, types);
+    if !has_extension(cl) || !has(16, [0, 0, 1, 1]) || !has(32, [3, 3, 5, 5]) {
+        return;
+    }
+    use spirv_tools::assembler::Assembler;
+    let il = spirv_tools::assembler::create(Some(spirv_tools::TargetEnv::Universal_1_3))
+        .assemble(
+            include_str!("kernels/cooperative_matrix_il.spvasm"),
+            Default::default(),
+        )
+        .expect("the module assembles");
+    let il: Vec<u8> = il.as_words().iter().flat_map(|w| w.to_le_bytes()).collect();
+    let mut s = Setup::new(cl);
+    let mut err = 0;
+    let p =
+        unsafe { cl.clCreateProgramWithIL.unwrap()(s.c, il.as_ptr().cast(), il.len(), &mut err) };
+    assert_eq!(err, CL_SUCCESS, "{}", cl.how);
+    let d = cl.device();
+    let r = unsafe {
+        cl.clBuildProgram.unwrap()(p, 1, &d, std::ptr::null(), None, std::ptr::null_mut())
+    };
+    assert_eq!(r, CL_SUCCESS, "{}: build", cl.how);
+    let kernel = |name: &std::ffi::CStr| {
+        let mut err = 0;
+        let k = unsafe { cl.clCreateKernel.unwrap()(p, name.as_ptr(), &mut err) };
+        assert_eq!(err, CL_SUCCESS, "{name:?}");
+        k
+    };
+    let small = |i: usize, m: i64| ((i * 7 + 3) % 5) as i64 - m;
+    // Half: A row-major, B column-major (b[j][kk] at j * 16 + kk).
+    let a: Vec<i64> = (0..256).map(|i| small(i, 2)).collect();
+    let b: Vec<i64> = (0..256).map(|i| small(i + 11, 2)).collect();
+    let halves = |xs: &[i64]| xs.iter().flat_map(|&x| bytes_of(0, x)).collect::<Vec<u8>>();
+    let kh = kernel(c"halves");
+    let k = kh;
+    let (ba, bb, bc) = (
+        s.buffer_from(&halves(&a)),
+        s.buffer_from(&halves(&b)),
+        s.zeroed(1024),
+    );
+    for (i, m) in [ba, bb, bc].iter().enumerate() {
+        s.arg(k, i as u32, m);
+    }
+    s.run(k, &[GROUP], Some(&[GROUP]), None);
+    let got = f32s(&cl.read(s.q, bc, 0, 1024));
+    for i in 0..16 {
+        for j in 0..16 {
+            let want: i64 = (0..16).map(|kk| a[i * 16 + kk] * b[j * 16 + kk]).sum();
+            assert_eq!(
+                got[i * 16 + j],
+                want as f32,
+                "{}: halves ({i}, {j})",
+                cl.how
+            );
+        }
+    }
+    // Bytes: A 16 × 32, B 32 × 16, C 16 × 16, all row-major.
+    let a: Vec<i64> = (0..512).map(|i| small(i, 2)).collect();
+    let b: Vec<i64> = (0..512).map(|i| small(i + 5, 2)).collect();
+    let c: Vec<i64> = (0..256).map(|i| small(i, 4) * 100).collect();
+    let k = kernel(c"bytes");
+    let bytes = |t: u32, xs: &[i64]| xs.iter().flat_map(|&x| bytes_of(t, x)).collect::<Vec<u8>>();
+    let (ba, bb, bc) = (
+        s.buffer_from(&bytes(3, &a)),
+        s.buffer_from(&bytes(3, &b)),
+        s.buffer_from(&bytes(5, &c)),
+    );
+    for (i, m) in [ba, bb, bc].iter().enumerate() {
+        s.arg(k, i as u32, m);
+    }
+    s.run(k, &[GROUP], Some(&[GROUP]), None);
+    let got = cl.read(s.q, bc, 0, 1024);
+    for i in 0..16 {
+        for j in 0..16 {
+            let want = c[i * 16 + j]
+                + (0..32)
+                    .map(|kk| a[i * 32 + kk] * b[kk * 16 + j])
+                    .sum::<i64>();
+            let at = (i * 16 + j) * 4;
+            assert_eq!(
+                value_of(5, &got[at..at + 4]),
+                want as f64,
+                "{}: bytes ({i}, {j})",
+                cl.how
+            );
+        }
+    }
+    unsafe {
+        cl.clReleaseKernel.unwrap()(kh);
+        cl.clReleaseKernel.unwrap()(k);
+        cl.clReleaseProgram.unwrap()(p);
     }
 }

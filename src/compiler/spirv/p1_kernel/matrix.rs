@@ -1345,70 +1345,7 @@ mod rewrite_tests {
 
     /// SPIR-V IL that uses SPV_KHR_cooperative_matrix itself: half and
     /// signed byte matrices, an element read and written, a fill.
-    const IL: &str = r#"
-        OpCapability Addresses
-        OpCapability Kernel
-        OpCapability Int64
-        OpCapability Int8
-        OpCapability Float16
-        OpCapability CooperativeMatrixKHR
-        OpExtension "SPV_KHR_cooperative_matrix"
-        OpMemoryModel Physical64 OpenCL
-        OpEntryPoint Kernel %halves "halves"
-        OpEntryPoint Kernel %bytes "bytes"
-%void = OpTypeVoid
-%uint = OpTypeInt 32 0
-%uchar = OpTypeInt 8 0
-%half = OpTypeFloat 16
-%float = OpTypeFloat 32
-%ph = OpTypePointer CrossWorkgroup %half
-%pf = OpTypePointer CrossWorkgroup %float
-%pc = OpTypePointer CrossWorkgroup %uchar
-%pi = OpTypePointer CrossWorkgroup %uint
-%fh = OpTypeFunction %void %ph %ph %pf
-%fc = OpTypeFunction %void %pc %pc %pi
-%u0 = OpConstant %uint 0
-%u1 = OpConstant %uint 1
-%u2 = OpConstant %uint 2
-%u3 = OpConstant %uint 3
-%u16 = OpConstant %uint 16
-%u32 = OpConstant %uint 32
-%f0 = OpConstant %float 0
-%h1 = OpConstant %half 1
-%A = OpTypeCooperativeMatrixKHR %half %u3 %u16 %u16 %u0
-%B = OpTypeCooperativeMatrixKHR %half %u3 %u16 %u16 %u1
-%C = OpTypeCooperativeMatrixKHR %float %u3 %u16 %u16 %u2
-%A8 = OpTypeCooperativeMatrixKHR %uchar %u3 %u16 %u32 %u0
-%B8 = OpTypeCooperativeMatrixKHR %uchar %u3 %u32 %u16 %u1
-%C8 = OpTypeCooperativeMatrixKHR %uint %u3 %u16 %u16 %u2
-%halves = OpFunction %void None %fh
-%a_p = OpFunctionParameter %ph
-%b_p = OpFunctionParameter %ph
-%c_p = OpFunctionParameter %pf
-%e1 = OpLabel
-%a = OpCooperativeMatrixLoadKHR %A %a_p %u0 %u16
-%b = OpCooperativeMatrixLoadKHR %B %b_p %u1 %u16
-%x = OpCompositeExtract %half %a 0
-%y = OpFAdd %half %x %h1
-%b2 = OpCompositeInsert %B %y %b 0
-%c = OpCompositeConstruct %C %f0
-%r = OpCooperativeMatrixMulAddKHR %C %a %b2 %c
-OpCooperativeMatrixStoreKHR %c_p %r %u0 %u16
-OpReturn
-OpFunctionEnd
-%bytes = OpFunction %void None %fc
-%a8_p = OpFunctionParameter %pc
-%b8_p = OpFunctionParameter %pc
-%c8_p = OpFunctionParameter %pi
-%e2 = OpLabel
-%a8 = OpCooperativeMatrixLoadKHR %A8 %a8_p %u0 %u32
-%b8 = OpCooperativeMatrixLoadKHR %B8 %b8_p %u0 %u16
-%c8 = OpCooperativeMatrixLoadKHR %C8 %c8_p %u0 %u16
-%r8 = OpCooperativeMatrixMulAddKHR %C8 %a8 %b8 %c8 MatrixASignedComponentsKHR|MatrixBSignedComponentsKHR|MatrixCSignedComponentsKHR|MatrixResultSignedComponentsKHR
-OpCooperativeMatrixStoreKHR %c8_p %r8 %u0 %u16
-OpReturn
-OpFunctionEnd
-"#;
+    const IL: &str = include_str!("../../../../tests/kernels/cooperative_matrix_il.spvasm");
 
     /// IL kernels with matrices of their own rewrite to valid Vulkan
     /// modules on a device with those matrices (the bytes as signed
