@@ -114,7 +114,7 @@ fn half_bits(x: f32) -> u16 {
         return 0;
     }
     let b = x.to_bits();
-    let exp = ((b >> 23) & 0xff) as u16 - 127 + 15;
+    let exp = ((b >> 23) & 0xff) as u16 + 15 - 127;
     ((b >> 16) & 0x8000) as u16 | (exp << 10) | ((b >> 13) & 0x3ff) as u16
 }
 
@@ -207,10 +207,14 @@ fn run(n: usize, half: bool, defines: &[String]) -> Result<(), String> {
             .map(|i| ((i * 5) % 11) as f32 * 0.5 - 2.0)
             .collect();
         let bytes = n * n * 4;
-        let (ha, hb): (Vec<u16>, Vec<u16>) = (
-            a.iter().map(|&x| half_bits(x)).collect(),
-            b.iter().map(|&x| half_bits(x)).collect(),
-        );
+        let (ha, hb): (Vec<u16>, Vec<u16>) = if half {
+            (
+                a.iter().map(|&x| half_bits(x)).collect(),
+                b.iter().map(|&x| half_bits(x)).collect(),
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let input_bytes = if half { n * n * 2 } else { bytes };
         let mk = |data: *const c_void| {
             let mut e = 0;
