@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use opencl_sys::*;
 use vkcl::api::{context, device, platform};
-use vkcl::compiler::spirv::p1_kernel::matrix::{Component, MatrixVariant};
+use vkcl::compiler::spirv::p1_kernel::matrix::SAMPLE;
 use vkcl::compiler::spirv::p5_vulkan::finish::DeviceCaps;
 use vkcl::core::device::Device;
 use vkcl::core::object::Handle;
@@ -121,7 +121,8 @@ fn open() -> Result<Session, String> {
         keeps_denormals_f32: true,
         fences_halt: false,
         vulkan_memory_model: true,
-        matrices: MATRICES,
+        // NVIDIA's half and byte multiply-adds.
+        matrices: SAMPLE,
     };
     Ok(Session {
         device: device_id,
@@ -129,28 +130,3 @@ fn open() -> Result<Session, String> {
         caps: vec![own, small, large],
     })
 }
-
-/// The cooperative matrices of the large device: half into float and
-/// signed bytes into ints, as NVIDIA's driver lists them.
-const MATRICES: &[MatrixVariant] = &[
-    MatrixVariant {
-        m: 16,
-        n: 16,
-        k: 16,
-        a: Component::Half,
-        b: Component::Half,
-        c: Component::Float,
-        result: Component::Float,
-        saturating: false,
-    },
-    MatrixVariant {
-        m: 16,
-        n: 16,
-        k: 32,
-        a: Component::Char,
-        b: Component::Char,
-        c: Component::Int,
-        result: Component::Int,
-        saturating: false,
-    },
-];

@@ -421,7 +421,8 @@ impl FrontEnd {
             options.executable as u8,
         ]);
         key.add(device.cl_ext().as_bytes());
-        key.add(device.prelude().as_bytes());
+        let prelude_text = device.prelude();
+        key.add(prelude_text.as_bytes());
         key.add(source.as_bytes());
         for (name, body) in headers {
             key.add(name.as_bytes());
@@ -455,7 +456,7 @@ impl FrontEnd {
                 .map_err(|e| fail(format!("cannot write header {name}: {e}")))?;
         }
         let prelude = dir.join("vkcl-device.h");
-        std::fs::write(&prelude, device.prelude())
+        std::fs::write(&prelude, &prelude_text)
             .map_err(|e| fail(format!("cannot write the device prelude: {e}")))?;
         let src = dir.join("program.cl");
         std::fs::write(&src, source).map_err(|e| fail(format!("cannot write the source: {e}")))?;

@@ -189,7 +189,31 @@ pub struct MatrixVariant {
     pub saturating: bool,
 }
 
+/// Multiply-adds NVIDIA's drivers list (among others), for tests and
+/// fuzzing of a device with matrices: half into float and into half, and
+/// signed bytes into ints.
+pub const SAMPLE: &[MatrixVariant] = &[
+    MatrixVariant::plain(16, 16, 16, Component::Half, Component::Float),
+    MatrixVariant::plain(16, 16, 16, Component::Half, Component::Half),
+    MatrixVariant::plain(16, 16, 32, Component::Char, Component::Int),
+];
+
 impl MatrixVariant {
+    /// The multiply-add of `inputs` (A and B) into `sums` (C and the
+    /// result), not saturating.
+    pub const fn plain(m: u32, n: u32, k: u32, inputs: Component, sums: Component) -> Self {
+        MatrixVariant {
+            m,
+            n,
+            k,
+            a: inputs,
+            b: inputs,
+            c: sums,
+            result: sums,
+            saturating: false,
+        }
+    }
+
     pub fn a_type(&self) -> MatrixType {
         MatrixType {
             usage: Use::A,
@@ -214,13 +238,6 @@ impl MatrixVariant {
             component: self.c,
             rows: self.m,
             cols: self.n,
-        }
-    }
-
-    pub fn result_type(&self) -> MatrixType {
-        MatrixType {
-            component: self.result,
-            ..self.c_type()
         }
     }
 
@@ -389,6 +406,14 @@ fn builtin(name: &str) -> Option<Builtin> {
             }
         }
     })
+}
+
+/// Whether the module has cooperative matrix types.
+pub fn uses_matrices(ctx: &Ctx) -> bool {
+    ctx.module
+        .types_global_values
+        .iter()
+        .any(|t| t.class.opcode == Op::TypeCooperativeMatrixKHR)
 }
 
 /// The alignment vkcl promises the driver for matrix loads and stores in
@@ -1184,39 +1209,7 @@ mod rewrite_tests {
     use crate::compiler::frontend::{DeviceMacros, Options, Purpose, front_end};
     use crate::compiler::spirv::input::reflect;
 
-    /// What NVIDIA's driver lists, in part: half and float, and bytes.
-    const VARIANTS: &[MatrixVariant] = &[
-        MatrixVariant {
-            m: 16,
-            n: 16,
-            k: 16,
-            a: Component::Half,
-            b: Component::Half,
-            c: Component::Float,
-            result: Component::Float,
-            saturating: false,
-        },
-        MatrixVariant {
-            m: 16,
-            n: 16,
-            k: 16,
-            a: Component::Half,
-            b: Component::Half,
-            c: Component::Half,
-            result: Component::Half,
-            saturating: false,
-        },
-        MatrixVariant {
-            m: 16,
-            n: 16,
-            k: 32,
-            a: Component::Char,
-            b: Component::Char,
-            c: Component::Int,
-            result: Component::Int,
-            saturating: false,
-        },
-    ];
+    const VARIANTS: &[MatrixVariant] = SAMPLE;
 
     fn caps() -> DeviceCaps {
         DeviceCaps {

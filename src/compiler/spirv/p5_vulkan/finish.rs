@@ -371,12 +371,7 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
         ]);
         extensions.push("SPV_KHR_integer_dot_product");
     }
-    if ctx
-        .module
-        .types_global_values
-        .iter()
-        .any(|t| t.class.opcode == Op::TypeCooperativeMatrixKHR)
-    {
+    if crate::compiler::spirv::p1_kernel::matrix::uses_matrices(ctx) {
         if !ctx.vulkan_memory_model {
             return Err(
                 "cooperative matrices need the Vulkan memory model (vulkanMemoryModel)".into(),

@@ -189,11 +189,7 @@ pub fn run(ctx: &mut Ctx, caps: &DeviceCaps) -> Result<(), String> {
     }
     // Cooperative matrices exist only in modules on the Vulkan memory
     // model (SPV_KHR_cooperative_matrix).
-    let matrices = ctx
-        .module
-        .types_global_values
-        .iter()
-        .any(|t| t.class.opcode == Op::TypeCooperativeMatrixKHR);
+    let matrices = crate::compiler::spirv::p1_kernel::matrix::uses_matrices(ctx);
     if caps.vulkan_memory_model && (matrices || orders_memory(ctx)?) {
         add_visibility(ctx)?;
         mark_non_private(ctx);
