@@ -268,6 +268,13 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_EXTENSIONS => info(extension_string(&d.extensions())),
         CL_DEVICE_EXTENSIONS_WITH_VERSION => info(extension_versions(&d.extensions())),
         CL_DEVICE_SEMAPHORE_TYPES_KHR => info(vec![CL_SEMAPHORE_TYPE_BINARY_KHR]),
+        CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR => info(d.semaphore_import_types()),
+        CL_DEVICE_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR => info(d.semaphore_export_types()),
+        CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR => info(d.memory_import_types()),
+        // Images are not imported: no handle type is assumed linear.
+        CL_DEVICE_EXTERNAL_MEMORY_IMPORT_ASSUME_LINEAR_IMAGES_HANDLE_TYPES_KHR => {
+            info(Vec::<cl_external_memory_handle_type_khr>::new())
+        }
         // Command buffers replay on any queue of the device, with printf;
         // enqueues of one buffer run one after another, so a buffer may
         // be enqueued again before its last enqueue completes.

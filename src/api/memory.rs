@@ -10,6 +10,7 @@ use opencl_sys::*;
 use crate::api::image::image_target;
 use crate::api::util::*;
 use crate::core::context::Context;
+use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::image::{Image, work as image_work};
 use crate::core::memory::{Access, Buffer, HostPtr, MemDestructor, Rect, work};
@@ -47,32 +48,67 @@ fn create_buffer(
 ) -> ClResult<cl_mem> {
     let c = Handle::<Context>::from_raw(context)?;
     let mut props = Vec::new();
+    let mut seen = Vec::new();
+    // cl_khr_external_memory: the descriptor to import.
+    let mut import = None;
     if let Some(p) = properties.filter(|p| !p.is_null()) {
-        // SAFETY: a zero-terminated list of pairs, per the specification.
-        let mut at = p;
+        let mut at = 0;
+        // SAFETY (reads below): a zero-terminated list of names, each
+        // followed by its value (or, for a device list, by devices and a
+        // zero), per the specification.
+        let read = |i: usize| unsafe { *p.add(i) };
         loop {
-            let name = unsafe { *at };
+            let name = read(at);
             props.push(name);
+            at += 1;
             if name == 0 {
                 break;
             }
-            // SAFETY: a name is followed by its value.
-            let value = unsafe { *at.add(1) };
-            // cl_ext_buffer_device_address: a fixed device address the
-            // application may use; every vkcl buffer has one.
-            let known = name == CL_MEM_DEVICE_PRIVATE_ADDRESS_EXT
-                && (value == CL_TRUE as cl_mem_properties
-                    || value == CL_FALSE as cl_mem_properties);
-            if !known
-                || props[..props.len() - 1]
-                    .chunks(2)
-                    .any(|pair| pair[0] == name)
-            {
+            if seen.contains(&name) {
                 return err(CL_INVALID_PROPERTY);
             }
+            seen.push(name);
+            if name == CL_MEM_DEVICE_HANDLE_LIST_KHR {
+                let mut devices = Vec::new();
+                loop {
+                    let d = read(at);
+                    props.push(d);
+                    at += 1;
+                    if d == CL_MEM_DEVICE_HANDLE_LIST_END_KHR {
+                        break;
+                    }
+                    devices.push(d as cl_device_id);
+                }
+                // The memory lives on the context's device: a list names
+                // exactly that one.
+                for d in &devices {
+                    let d = Handle::<Device>::from_raw(*d)?;
+                    if !c.devices.iter().any(|x| Arc::ptr_eq(x, &d)) {
+                        return err(CL_INVALID_DEVICE);
+                    }
+                }
+                if devices.len() != 1 {
+                    return err(CL_INVALID_DEVICE);
+                }
+                continue;
+            }
+            let value = read(at);
             props.push(value);
-            // SAFETY: the next pair (or the terminator) follows.
-            at = unsafe { at.add(2) };
+            at += 1;
+            match name {
+                // cl_ext_buffer_device_address: a fixed device address the
+                // application may use; every vkcl buffer has one.
+                CL_MEM_DEVICE_PRIVATE_ADDRESS_EXT
+                    if value == CL_TRUE as cl_mem_properties
+                        || value == CL_FALSE as cl_mem_properties => {}
+                n if n == CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR as cl_mem_properties => {
+                    if c.devices.iter().all(|d| d.memory_import_types().is_empty()) {
+                        return err(CL_INVALID_PROPERTY);
+                    }
+                    import = Some(value as i32);
+                }
+                _ => return err(CL_INVALID_PROPERTY),
+            }
         }
     }
     check_mem_flags(flags)?;
@@ -93,6 +129,13 @@ fn create_buffer(
         .unwrap_or(0);
     if size == 0 || size as u64 > max {
         return err(CL_INVALID_BUFFER_SIZE);
+    }
+    if let Some(fd) = import {
+        // The memory is the other API's: nothing of the host's goes in.
+        if flags & HOST_PTR_FLAGS != 0 {
+            return err(CL_INVALID_VALUE);
+        }
+        return Ok(Handle::into_api(Buffer::import(c, flags, size, fd, props)?));
     }
     let host = (!host_ptr.is_null()).then_some(HostPtr(host_ptr as usize));
     Ok(Handle::into_api(Buffer::new(c, flags, size, host, props)?))
@@ -1110,4 +1153,105 @@ pub unsafe extern "C" fn clGetPipeInfo(
     // passed is not a pipe object.
     log::debug!(target: "vkcl::api", "clGetPipeInfo: pipes are not supported");
     CL_INVALID_MEM_OBJECT
+}
+
+/// clEnqueueAcquireExternalMemObjectsKHR and
+/// clEnqueueReleaseExternalMemObjectsKHR, after the queue: checks the
+/// memory objects (imported buffers of the queue's context) and the wait
+/// list, and enqueues the ownership transfer.
+///
+/// # Safety
+/// The pointers are null or valid for the counts given.
+unsafe fn external_mem_objects(
+    command_queue: cl_command_queue,
+    num_mem_objects: cl_uint,
+    mem_objects: *const cl_mem,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+    acquire: bool,
+) -> ClResult<()> {
+    let q = Handle::<Queue>::from_raw(command_queue)?;
+    if num_mem_objects == 0 || mem_objects.is_null() {
+        return err(CL_INVALID_VALUE);
+    }
+    // SAFETY: non-null, with the count the application gives.
+    let raw = unsafe { slice_in(mem_objects, num_mem_objects as usize)? };
+    let buffers = raw
+        .iter()
+        .map(|&m| Handle::<Buffer>::from_raw(m))
+        .collect::<ClResult<Vec<_>>>()?;
+    for b in &buffers {
+        if !Arc::ptr_eq(&b.context, &q.context) {
+            return err(CL_INVALID_CONTEXT);
+        }
+        if !b.is_imported() {
+            return err(CL_INVALID_MEM_OBJECT);
+        }
+    }
+    // SAFETY: the application passes `num_events_in_wait_list` handles.
+    let waits = unsafe { wait_list(&q.context, num_events_in_wait_list, event_wait_list)? };
+    let (command, family) = (
+        if acquire {
+            CL_COMMAND_ACQUIRE_EXTERNAL_MEM_OBJECTS_KHR
+        } else {
+            CL_COMMAND_RELEASE_EXTERNAL_MEM_OBJECTS_KHR
+        },
+        q.vk.queue_family,
+    );
+    let work = crate::core::memory::external_ownership(&buffers, family, acquire);
+    let ev = q.enqueue(command, waits, Ordering::Normal, work)?;
+    // SAFETY: null or writable, per the specification.
+    unsafe { out_event(event, ev) };
+    Ok(())
+}
+
+#[allow(non_snake_case)]
+pub(crate) unsafe extern "C" fn clEnqueueAcquireExternalMemObjectsKHR(
+    command_queue: cl_command_queue,
+    num_mem_objects: cl_uint,
+    mem_objects: *const cl_mem,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> cl_int {
+    api_call("clEnqueueAcquireExternalMemObjectsKHR", || {
+        // SAFETY: the application passes lists of the sizes it states.
+        unsafe {
+            external_mem_objects(
+                command_queue,
+                num_mem_objects,
+                mem_objects,
+                num_events_in_wait_list,
+                event_wait_list,
+                event,
+                true,
+            )
+        }
+    })
+}
+
+#[allow(non_snake_case)]
+pub(crate) unsafe extern "C" fn clEnqueueReleaseExternalMemObjectsKHR(
+    command_queue: cl_command_queue,
+    num_mem_objects: cl_uint,
+    mem_objects: *const cl_mem,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> cl_int {
+    api_call("clEnqueueReleaseExternalMemObjectsKHR", || {
+        // SAFETY: the application passes lists of the sizes it states.
+        unsafe {
+            external_mem_objects(
+                command_queue,
+                num_mem_objects,
+                mem_objects,
+                num_events_in_wait_list,
+                event_wait_list,
+                event,
+                false,
+            )
+        }
+    })
 }

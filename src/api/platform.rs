@@ -73,8 +73,29 @@ fn platform_info(p: &Platform, param: cl_platform_info) -> Info {
         CL_PLATFORM_HOST_TIMER_RESOLUTION => info(1u64),
         CL_PLATFORM_ICD_SUFFIX_KHR => info(platform::ICD_SUFFIX),
         CL_PLATFORM_SEMAPHORE_TYPES_KHR => info(vec![CL_SEMAPHORE_TYPE_BINARY_KHR]),
+        // What every device of the platform offers.
+        CL_PLATFORM_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR => {
+            info(common(p, |d| d.semaphore_import_types()))
+        }
+        CL_PLATFORM_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR => {
+            info(common(p, |d| d.semaphore_export_types()))
+        }
+        CL_PLATFORM_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR => {
+            info(common(p, |d| d.memory_import_types()))
+        }
         _ => invalid_param(param),
     }
+}
+
+/// The values `of` gives for every device of the platform.
+fn common(p: &Platform, of: impl Fn(&crate::core::device::Device) -> Vec<cl_uint>) -> Vec<cl_uint> {
+    let mut devices = p.devices.iter();
+    let mut all = devices.next().map(|d| of(d)).unwrap_or_default();
+    for d in devices {
+        let here = of(d);
+        all.retain(|t| here.contains(t));
+    }
+    all
 }
 
 /// The space-separated form of an extension list.
@@ -141,6 +162,13 @@ fn extension_function(name: &[u8]) -> *mut c_void {
         }
         b"clRetainSemaphoreKHR" => semaphore::clRetainSemaphoreKHR as *mut c_void,
         b"clReleaseSemaphoreKHR" => semaphore::clReleaseSemaphoreKHR as *mut c_void,
+        b"clReImportSemaphoreSyncFdKHR" => semaphore::clReImportSemaphoreSyncFdKHR as *mut c_void,
+        b"clEnqueueAcquireExternalMemObjectsKHR" => {
+            crate::api::memory::clEnqueueAcquireExternalMemObjectsKHR as *mut c_void
+        }
+        b"clEnqueueReleaseExternalMemObjectsKHR" => {
+            crate::api::memory::clEnqueueReleaseExternalMemObjectsKHR as *mut c_void
+        }
         _ => command_buffer_function(name),
     }
 }

@@ -140,6 +140,13 @@ fn semaphore_info(s: &Arc<Handle<Semaphore>>, param: cl_semaphore_info_khr) -> I
         CL_SEMAPHORE_PAYLOAD_KHR => info(s.payload()),
         CL_SEMAPHORE_TYPE_KHR => info(CL_SEMAPHORE_TYPE_BINARY_KHR),
         CL_SEMAPHORE_DEVICE_HANDLE_LIST_KHR => info(vec![Handle::as_raw::<c_void>(&s.device)]),
+        CL_SEMAPHORE_EXPORTABLE_KHR => info(cl_bool::from(!s.export_types().is_empty())),
+        n if n == CL_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR as cl_semaphore_info_khr => info(
+            s.export_types()
+                .into_iter()
+                .map(semaphore::handle_type)
+                .collect::<Vec<_>>(),
+        ),
         _ => invalid_param(param),
     }
 }
@@ -165,16 +172,16 @@ pub(crate) unsafe extern "C" fn clGetSemaphoreInfoKHR(
     })
 }
 
-/// clGetSemaphoreHandleForTypeKHR: vkcl's semaphores export no handle
-/// types (CL_DEVICE_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR is empty), so every
-/// handle type is one the semaphore was not created to export.
+/// clGetSemaphoreHandleForTypeKHR: a file descriptor, for the handle
+/// types the semaphore was made to export. With no room given, only the
+/// size: no descriptor is made then.
 pub(crate) unsafe extern "C" fn clGetSemaphoreHandleForTypeKHR(
     sema_object: cl_semaphore_khr,
     device: cl_device_id,
-    _handle_type: cl_external_semaphore_handle_type_khr,
-    _handle_size: usize,
-    _handle_ptr: *mut c_void,
-    _handle_size_ret: *mut usize,
+    handle_type: cl_external_semaphore_handle_type_khr,
+    handle_size: usize,
+    handle_ptr: *mut c_void,
+    handle_size_ret: *mut usize,
 ) -> cl_int {
     api_call("clGetSemaphoreHandleForTypeKHR", || {
         let s = Handle::<Semaphore>::from_raw(sema_object)?;
@@ -182,7 +189,42 @@ pub(crate) unsafe extern "C" fn clGetSemaphoreHandleForTypeKHR(
         if !Arc::ptr_eq(&s.device, &d) {
             return err(CL_INVALID_DEVICE);
         }
-        err(CL_INVALID_VALUE)
+        let Some(kind) =
+            semaphore::handle_kind(handle_type).filter(|k| s.export_types().contains(k))
+        else {
+            return err(CL_INVALID_VALUE);
+        };
+        let size = std::mem::size_of::<std::ffi::c_int>();
+        if !handle_ptr.is_null() {
+            if handle_size < size {
+                return err(CL_INVALID_VALUE);
+            }
+            let fd = s.export(kind)?;
+            // SAFETY: the application gives room for `handle_size` bytes.
+            unsafe { (handle_ptr as *mut std::ffi::c_int).write_unaligned(fd) };
+        }
+        if !handle_size_ret.is_null() {
+            // SAFETY: null or writable, per the specification.
+            unsafe { *handle_size_ret = size };
+        }
+        Ok(())
+    })
+}
+
+/// clReImportSemaphoreSyncFdKHR (cl_khr_external_semaphore_sync_fd).
+pub(crate) unsafe extern "C" fn clReImportSemaphoreSyncFdKHR(
+    sema_object: cl_semaphore_khr,
+    reimport_props: *mut cl_semaphore_reimport_properties_khr,
+    fd: std::ffi::c_int,
+) -> cl_int {
+    api_call("clReImportSemaphoreSyncFdKHR", || {
+        let s = Handle::<Semaphore>::from_raw(sema_object)?;
+        // No re-import property is defined: the list must be empty.
+        // SAFETY: null or a zero-terminated list, per the extension.
+        if !reimport_props.is_null() && unsafe { *reimport_props } != 0 {
+            return err(CL_INVALID_VALUE);
+        }
+        s.reimport_sync_fd(fd)
     })
 }
 

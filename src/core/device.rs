@@ -12,6 +12,7 @@ use crate::core::error::{ClError, ClResult};
 use crate::core::format::{self, FormatEntry};
 use crate::core::object::{ClObject, Handle};
 use crate::core::queue::Queue;
+use crate::core::semaphore;
 use crate::core::worker::Worker;
 use crate::vk::device::LogicalDevice;
 use crate::vk::instance::Instance;
@@ -237,6 +238,22 @@ impl Device {
         if !self.matrices.is_empty() {
             ext.push(("cl_vkcl_cooperative_matrix", make_version(1, 0, 0)));
         }
+        let import = self.semaphore_import_types();
+        let export = self.semaphore_export_types();
+        if !import.is_empty() || !export.is_empty() {
+            ext.push(("cl_khr_external_semaphore", make_version(1, 0, 1)));
+            let either = |t| import.contains(&t) || export.contains(&t);
+            if either(CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR) {
+                ext.push(("cl_khr_external_semaphore_opaque_fd", make_version(1, 0, 0)));
+            }
+            if either(CL_SEMAPHORE_HANDLE_SYNC_FD_KHR) {
+                ext.push(("cl_khr_external_semaphore_sync_fd", make_version(1, 0, 0)));
+            }
+        }
+        if !self.memory_import_types().is_empty() {
+            ext.push(("cl_khr_external_memory", make_version(1, 0, 1)));
+            ext.push(("cl_khr_external_memory_opaque_fd", make_version(1, 0, 0)));
+        }
         if self.has_fp64() {
             ext.push(("cl_khr_fp64", make_version(1, 0, 0)));
         }
@@ -249,6 +266,29 @@ impl Device {
             ext.push(("cl_khr_depth_images", make_version(1, 0, 0)));
         }
         ext
+    }
+
+    /// The semaphore handle types clCreateSemaphoreWithPropertiesKHR
+    /// imports on this device (cl_khr_external_semaphore).
+    pub fn semaphore_import_types(&self) -> Vec<cl_external_semaphore_handle_type_khr> {
+        let caps = &self.info.external.semaphore_import;
+        caps.iter().map(|&k| semaphore::handle_type(k)).collect()
+    }
+
+    /// The semaphore handle types this device's semaphores can export.
+    pub fn semaphore_export_types(&self) -> Vec<cl_external_semaphore_handle_type_khr> {
+        let caps = &self.info.external.semaphore_export;
+        caps.iter().map(|&k| semaphore::handle_type(k)).collect()
+    }
+
+    /// The memory handle types buffers can be imported from
+    /// (cl_khr_external_memory).
+    pub fn memory_import_types(&self) -> Vec<cl_external_memory_handle_type_khr> {
+        if self.info.external.memory_import {
+            vec![CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR]
+        } else {
+            Vec::new()
+        }
     }
 
     /// Half precision (`cl_khr_fp16`): values kept as their 16 bits

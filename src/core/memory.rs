@@ -16,7 +16,7 @@ use opencl_sys::*;
 use crate::core::context::Context;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::object::{Callback, ClObject, Handle};
-use crate::core::queue::{Queue, Work};
+use crate::core::queue::{Queue, RecordFn, Recorder, Work};
 use crate::core::ranges::Ranges;
 use crate::vk::device::LogicalDevice;
 use crate::vk::memory::{BufferUse, DeviceBuffer, HostBuffer};
@@ -147,8 +147,40 @@ pub struct Buffer {
     /// its sub-buffers): `None` in a context of one.
     copies: Option<Arc<Copies>>,
     pub properties: Vec<cl_mem_properties>,
+    /// Its memory was imported from another API (cl_khr_external_memory).
+    pub imported: bool,
     maps: Mutex<Vec<Mapping>>,
     destructors: MemDestructors,
+}
+
+/// The value of `name` in a memory object's property list, which may hold
+/// a device list (CL_MEM_DEVICE_HANDLE_LIST_KHR) ended by a zero.
+pub fn mem_property(
+    props: &[cl_mem_properties],
+    name: cl_mem_properties,
+) -> Option<cl_mem_properties> {
+    let mut at = 0;
+    while let Some(&n) = props.get(at) {
+        if n == 0 {
+            break;
+        }
+        if n == CL_MEM_DEVICE_HANDLE_LIST_KHR {
+            at += 1;
+            while props
+                .get(at)
+                .is_some_and(|&d| d != CL_MEM_DEVICE_HANDLE_LIST_END_KHR)
+            {
+                at += 1;
+            }
+            at += 1;
+            continue;
+        }
+        if n == name {
+            return props.get(at + 1).copied();
+        }
+        at += 2;
+    }
+    None
 }
 
 impl ClObject for Buffer {
@@ -204,9 +236,60 @@ impl Buffer {
             storage,
             copies,
             properties,
+            imported: false,
             maps: Mutex::new(Vec::new()),
             destructors: MemDestructors::default(),
         }))
+    }
+
+    /// A buffer on memory another API exported as an opaque file
+    /// descriptor (cl_khr_external_memory), in a context of one device.
+    /// The buffer owns `fd` once this succeeds.
+    pub fn import(
+        context: Arc<Handle<Context>>,
+        flags: cl_mem_flags,
+        size: usize,
+        fd: i32,
+        properties: Vec<cl_mem_properties>,
+    ) -> ClResult<Arc<Handle<Buffer>>> {
+        let [device] = &context.devices[..] else {
+            log::warn!(target: "vkcl::memory", "external memory is imported only into contexts of one device");
+            return Err(ClError(CL_INVALID_OPERATION));
+        };
+        if !device.info.external.memory_import {
+            return Err(ClError(CL_INVALID_PROPERTY));
+        }
+        // Vulkan takes a descriptor on trust: a closed one is refused here.
+        if !crate::vk::external::is_open_fd(fd) {
+            return Err(ClError(CL_INVALID_VALUE));
+        }
+        let storage = DeviceBuffer::import_fd(&device.logical()?, fd, size as u64).map_err(|e| {
+            log::warn!(target: "vkcl::memory", "cannot import {size} bytes from file descriptor {fd}: {e}");
+            if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
+                ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+            } else {
+                ClError(CL_INVALID_VALUE)
+            }
+        })?;
+        Ok(Handle::new(Buffer {
+            context,
+            flags,
+            size,
+            host_ptr: None,
+            parent: None,
+            offset: 0,
+            storage: Arc::new(storage),
+            copies: None,
+            properties,
+            imported: true,
+            maps: Mutex::new(Vec::new()),
+            destructors: MemDestructors::default(),
+        }))
+    }
+
+    /// Whether the buffer, or the buffer it is part of, was imported.
+    pub fn is_imported(&self) -> bool {
+        self.parent.as_ref().map_or(self.imported, |p| p.imported)
     }
 
     /// Device memory for a new buffer, with `host_ptr`'s data copied in
@@ -233,12 +316,8 @@ impl Buffer {
     /// (CL_MEM_DEVICE_PRIVATE_ADDRESS_EXT), here or on its parent.
     pub fn has_device_address(&self) -> bool {
         let root = self.parent.as_ref().map_or(self, |p| &**p);
-        root.properties.chunks(2).any(|p| {
-            p == [
-                CL_MEM_DEVICE_PRIVATE_ADDRESS_EXT,
-                CL_TRUE as cl_mem_properties,
-            ]
-        })
+        mem_property(&root.properties, CL_MEM_DEVICE_PRIVATE_ADDRESS_EXT)
+            == Some(CL_TRUE as cl_mem_properties)
     }
 
     /// Whether the buffer is memory of an SVM allocation.
@@ -266,6 +345,7 @@ impl Buffer {
             storage: parent.storage.clone(),
             copies: parent.copies.clone(),
             properties: Vec::new(),
+            imported: false,
             maps: Mutex::new(Vec::new()),
             destructors: MemDestructors::default(),
         })
@@ -1245,5 +1325,67 @@ pub mod work {
             host_access: false,
             uses: used(buf, Access::Write),
         })
+    }
+}
+
+/// clEnqueueAcquireExternalMemObjectsKHR (`acquire`) and
+/// clEnqueueReleaseExternalMemObjectsKHR: the buffers' memory passes from
+/// the other API to the queue's device, or back. In Vulkan terms, an
+/// ownership transfer between the external queue family and the queue's.
+pub fn external_ownership(buffers: &[Arc<Handle<Buffer>>], family: u32, acquire: bool) -> Work {
+    let storages: Vec<Arc<DeviceBuffer>> = buffers.iter().map(|b| b.storage.clone()).collect();
+    let raws: Vec<vk::Buffer> = storages.iter().map(|s| s.raw).collect();
+    let (src, dst) = if acquire {
+        (vk::QUEUE_FAMILY_EXTERNAL, family)
+    } else {
+        (family, vk::QUEUE_FAMILY_EXTERNAL)
+    };
+    let access = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+    let record: RecordFn = Box::new(move |rec: &Recorder<'_>| {
+        let barriers: Vec<vk::BufferMemoryBarrier> = raws
+            .iter()
+            .map(|&buffer| {
+                vk::BufferMemoryBarrier::default()
+                    .src_access_mask(if acquire {
+                        vk::AccessFlags::empty()
+                    } else {
+                        access
+                    })
+                    .dst_access_mask(if acquire {
+                        access
+                    } else {
+                        vk::AccessFlags::empty()
+                    })
+                    .src_queue_family_index(src)
+                    .dst_queue_family_index(dst)
+                    .buffer(buffer)
+                    .offset(0)
+                    .size(vk::WHOLE_SIZE)
+            })
+            .collect();
+        // SAFETY: recording state; the buffers are kept alive by the
+        // command until it completes.
+        unsafe {
+            rec.device.cmd_pipeline_barrier(
+                rec.cb,
+                vk::PipelineStageFlags::ALL_COMMANDS,
+                vk::PipelineStageFlags::ALL_COMMANDS,
+                vk::DependencyFlags::empty(),
+                &[],
+                &barriers,
+                &[],
+            )
+        };
+        Ok(())
+    });
+    Work {
+        record: Some(record),
+        complete: None,
+        keep: storages
+            .into_iter()
+            .map(|s| Box::new(s) as Box<dyn std::any::Any + Send + Sync>)
+            .collect(),
+        host_access: false,
+        uses: Vec::new(),
     }
 }

@@ -34,6 +34,7 @@ use crate::core::event::{Due, Event, Stage, host_time_ns};
 pub use crate::core::memory::Use;
 use crate::core::object::{ClObject, Handle};
 use crate::vk::device::LogicalDevice;
+use crate::vk::external::BinarySemaphore;
 use crate::vk::memory::{BufferUse, DeviceBuffer};
 
 /// A batch is submitted once it holds this many commands.
@@ -62,6 +63,26 @@ pub struct Command {
     uses: Vec<Use>,
     /// Its number in the queue's breadcrumbs (`VKCL_BREADCRUMBS`), or 0.
     pub crumb: u32,
+    /// See [`BinaryOps`].
+    binary: BinaryOps,
+}
+
+/// Binary Vulkan semaphores (those shared with other APIs) a command
+/// waits for before it starts, or signals once it and every command
+/// before it on its queue are done. Such a command is submitted on its
+/// own batch's edge: a wait opens a new batch, a signal closes its batch,
+/// and either is submitted at once, so that Vulkan sees signals and waits
+/// in the order they were enqueued.
+#[derive(Default)]
+pub struct BinaryOps {
+    pub wait: Vec<Arc<BinarySemaphore>>,
+    pub signal: Vec<Arc<BinarySemaphore>>,
+}
+
+impl BinaryOps {
+    fn is_empty(&self) -> bool {
+        self.wait.is_empty() && self.signal.is_empty()
+    }
 }
 
 /// What a command is, for the ordering rules of out-of-order queues.
@@ -227,6 +248,10 @@ pub struct Batch {
     cb: vk::CommandBuffer,
     pub commands: Vec<Command>,
     waits: Vec<(vk::Semaphore, u64)>,
+    /// Binary semaphores waited for before the batch starts and
+    /// signalled once it is done (see [`BinaryOps`]).
+    binary_waits: Vec<vk::Semaphore>,
+    binary_signals: Vec<vk::Semaphore>,
     /// Two timestamps per command on profiling queues.
     pub queries: Option<vk::QueryPool>,
 }
@@ -436,6 +461,8 @@ impl Queue {
             cb,
             commands: Vec::new(),
             waits: Vec::new(),
+            binary_waits: Vec::new(),
+            binary_signals: Vec::new(),
             queries,
         })
     }
@@ -460,6 +487,29 @@ impl Handle<Queue> {
         ordering: Ordering,
         work: Work,
     ) -> ClResult<Arc<Handle<Event>>> {
+        self.enqueue_binary(
+            command_type,
+            wait_list,
+            ordering,
+            work,
+            BinaryOps::default(),
+        )
+    }
+
+    /// Enqueues a command that also waits for or signals binary Vulkan
+    /// semaphores, and returns its event.
+    pub fn enqueue_binary(
+        self: &Arc<Self>,
+        command_type: cl_command_type,
+        wait_list: Vec<Arc<Handle<Event>>>,
+        ordering: Ordering,
+        mut work: Work,
+        binary: BinaryOps,
+    ) -> ClResult<Arc<Handle<Event>>> {
+        // The semaphores live until the command completes.
+        for s in binary.wait.iter().chain(&binary.signal) {
+            work.keep.push(Box::new(s.clone()));
+        }
         if self.vk.is_lost() {
             return Err(ClError(CL_OUT_OF_RESOURCES));
         }
@@ -499,6 +549,7 @@ impl Handle<Queue> {
                 host_access: work.host_access,
                 uses: work.uses,
                 crumb: 0,
+                binary,
             });
             self.pump(&mut st, &mut after)
         };
@@ -551,8 +602,16 @@ impl Handle<Queue> {
                 Readiness::Ready(waits) => {
                     let cmd = st.pending.remove(i).expect("index in range");
                     let host_access = cmd.host_access;
+                    let binary = !cmd.binary.is_empty();
+                    // A binary wait holds back its whole batch: it opens one.
+                    if !cmd.binary.wait.is_empty()
+                        && st.batch.as_ref().is_some_and(|b| !b.commands.is_empty())
+                    {
+                        self.submit(st, after)?;
+                    }
                     self.record(st, cmd, waits)?;
                     if host_access
+                        || binary
                         || st.in_flight == 0
                         || st
                             .batch
@@ -690,6 +749,12 @@ impl Handle<Queue> {
             log::warn!(target: "vkcl::queue", "a command could not be recorded: {e}");
             cmd.complete = Some(Box::new(move || Err(e)));
         }
+        batch
+            .binary_waits
+            .extend(cmd.binary.wait.iter().map(|s| s.raw));
+        batch
+            .binary_signals
+            .extend(cmd.binary.signal.iter().map(|s| s.raw));
         for w in waits {
             match batch.waits.iter_mut().find(|(s, _)| *s == w.0) {
                 Some(existing) => existing.1 = existing.1.max(w.1),
@@ -714,11 +779,26 @@ impl Handle<Queue> {
         // SAFETY: the command buffer is in the recording state.
         unsafe { d.end_command_buffer(batch.cb)? };
         let value = st.last_value + 1;
-        let wait_sems: Vec<vk::Semaphore> = batch.waits.iter().map(|w| w.0).collect();
-        let wait_values: Vec<u64> = batch.waits.iter().map(|w| w.1).collect();
+        // Binary semaphores take no value: theirs are ignored.
+        let wait_sems: Vec<vk::Semaphore> = batch
+            .waits
+            .iter()
+            .map(|w| w.0)
+            .chain(batch.binary_waits.iter().copied())
+            .collect();
+        let wait_values: Vec<u64> = batch
+            .waits
+            .iter()
+            .map(|w| w.1)
+            .chain(batch.binary_waits.iter().map(|_| 0))
+            .collect();
         let wait_stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; wait_sems.len()];
-        let signal = [self.timeline];
-        let signal_values = [value];
+        let signal: Vec<vk::Semaphore> = std::iter::once(self.timeline)
+            .chain(batch.binary_signals.iter().copied())
+            .collect();
+        let signal_values: Vec<u64> = std::iter::once(value)
+            .chain(batch.binary_signals.iter().map(|_| 0))
+            .collect();
         let cbs = [batch.cb];
         let mut timeline_info = vk::TimelineSemaphoreSubmitInfo::default()
             .wait_semaphore_values(&wait_values)
@@ -746,7 +826,8 @@ impl Handle<Queue> {
         // of it: no earlier batch of the queue in flight, no wait for
         // another queue. Otherwise its commands stay CL_SUBMITTED until
         // the batch completes.
-        let starts_now = st.in_flight == 0 && batch.waits.is_empty();
+        let starts_now =
+            st.in_flight == 0 && batch.waits.is_empty() && batch.binary_waits.is_empty();
         st.last_value = value;
         st.in_flight += 1;
         for (i, cmd) in batch.commands.iter().enumerate() {

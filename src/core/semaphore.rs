@@ -10,6 +10,15 @@
 //! its error). So the ordering the extension requires rides on the
 //! queues' own event dependencies: across queues these become Vulkan
 //! timeline waits, and nothing on the host blocks.
+//!
+//! A semaphore shared with another API (cl_khr_external_semaphore: made
+//! exportable, or imported from a file descriptor) is a binary Vulkan
+//! semaphore instead, whose signals and waits are those of the batches
+//! that carry them (see [`crate::core::queue::BinaryOps`]): the other API
+//! may signal it or wait for it, so vkcl cannot keep its line. A wait
+//! still depends on the last signal enqueued through vkcl, so that Vulkan
+//! receives that signal first; a wait with no such signal waits for one
+//! from outside.
 
 use std::collections::VecDeque;
 use std::ffi::c_void;
@@ -20,9 +29,10 @@ use opencl_sys::*;
 use crate::core::context::Context;
 use crate::core::device::Device;
 use crate::core::error::{ClResult, err};
-use crate::core::event::Event;
+use crate::core::event::{Event, Stage};
 use crate::core::object::{Callback, ClObject, Handle};
-use crate::core::queue::{Ordering, Queue, Work};
+use crate::core::queue::{BinaryOps, Ordering, Queue, Work};
+use crate::vk::external::{BinarySemaphore, SemaphoreHandle};
 
 #[derive(Default)]
 struct Lines {
@@ -39,6 +49,39 @@ pub struct Semaphore {
     /// The property list as the application passed it, terminator included.
     pub properties: Vec<cl_semaphore_properties_khr>,
     lines: Mutex<Lines>,
+    /// The Vulkan semaphore of a semaphore shared with other APIs.
+    external: Option<External>,
+}
+
+/// A semaphore shared with other APIs.
+struct External {
+    vk: Arc<BinarySemaphore>,
+    /// The handle kinds it was made to export (empty for imports).
+    export: Vec<SemaphoreHandle>,
+    state: Mutex<ExternalState>,
+}
+
+#[derive(Default)]
+struct ExternalState {
+    /// The last signal enqueued through vkcl and not yet waited for.
+    signal: Option<Arc<Handle<Event>>>,
+    /// A sync file was imported and not yet waited for.
+    imported: bool,
+}
+
+/// The OpenCL name of a handle kind.
+pub fn handle_type(kind: SemaphoreHandle) -> cl_external_semaphore_handle_type_khr {
+    match kind {
+        SemaphoreHandle::OpaqueFd => CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR,
+        SemaphoreHandle::SyncFd => CL_SEMAPHORE_HANDLE_SYNC_FD_KHR,
+    }
+}
+
+/// The handle kind an OpenCL name stands for.
+pub fn handle_kind(ty: cl_external_semaphore_handle_type_khr) -> Option<SemaphoreHandle> {
+    SemaphoreHandle::ALL
+        .into_iter()
+        .find(|&k| handle_type(k) == ty)
 }
 
 impl ClObject for Semaphore {
@@ -65,6 +108,8 @@ impl Semaphore {
         let mut seen = Vec::new();
         let mut kind = None;
         let mut devices: Option<Vec<cl_device_id>> = None;
+        let mut export: Option<Vec<SemaphoreHandle>> = None;
+        let mut import: Option<(SemaphoreHandle, i32)> = None;
         let mut i = 0;
         // SAFETY (reads below): the caller promises a zero-terminated list
         // whose names are followed by their values.
@@ -105,6 +150,35 @@ impl Semaphore {
                     }
                     devices = Some(list);
                 }
+                n if n == CL_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR as cl_uint => {
+                    let mut list = Vec::new();
+                    loop {
+                        let t = read(i);
+                        raw.push(t);
+                        i += 1;
+                        if t == CL_SEMAPHORE_EXPORT_HANDLE_TYPES_LIST_END_KHR {
+                            break;
+                        }
+                        let Some(kind) = handle_kind(t as cl_uint) else {
+                            return err(CL_INVALID_PROPERTY);
+                        };
+                        if list.contains(&kind) {
+                            return err(CL_INVALID_VALUE);
+                        }
+                        list.push(kind);
+                    }
+                    export = Some(list);
+                }
+                ty if handle_kind(ty).is_some() => {
+                    let value = read(i);
+                    raw.push(value);
+                    i += 1;
+                    if import.is_some() {
+                        return err(CL_INVALID_PROPERTY);
+                    }
+                    let kind = handle_kind(ty).expect("matched above");
+                    import = Some((kind, value as i32));
+                }
                 _ => return err(CL_INVALID_PROPERTY),
             }
         }
@@ -127,17 +201,129 @@ impl Semaphore {
                 _ => return err(CL_INVALID_PROPERTY),
             },
         };
+        let external = match (export, import) {
+            // An imported semaphore exports nothing.
+            (Some(_), Some(_)) => return err(CL_INVALID_OPERATION),
+            (Some(list), None) if !list.is_empty() => {
+                let caps = &device.info.external;
+                if list.iter().any(|k| !caps.semaphore_export.contains(k)) {
+                    return err(CL_INVALID_PROPERTY);
+                }
+                let flags = list.iter().fold(Default::default(), |f, k| f | k.flags());
+                let vk = BinarySemaphore::new(&device.logical()?, flags)?;
+                Some(External::new(vk, list, false))
+            }
+            (_, Some((kind, fd))) => {
+                if !device.info.external.semaphore_import.contains(&kind) {
+                    return err(CL_INVALID_PROPERTY);
+                }
+                // A sync file of -1 stands for a signal already done.
+                let already = kind == SemaphoreHandle::SyncFd && fd == -1;
+                if !already && !crate::vk::external::is_open_fd(fd) {
+                    return err(CL_INVALID_VALUE);
+                }
+                let vk = BinarySemaphore::new(&device.logical()?, Default::default())?;
+                if let Err(e) = vk.import(kind, fd) {
+                    log::warn!(target: "vkcl::semaphore", "cannot import a semaphore from file descriptor {fd}: {e}");
+                    return err(CL_INVALID_VALUE);
+                }
+                Some(External::new(
+                    vk,
+                    Vec::new(),
+                    kind == SemaphoreHandle::SyncFd,
+                ))
+            }
+            _ => None,
+        };
         Ok(Handle::new(Semaphore {
             context,
             device,
             properties: raw,
             lines: Mutex::new(Lines::default()),
+            external,
         }))
+    }
+
+    /// The handle kinds the semaphore can export (none unless it was made
+    /// exportable).
+    pub fn export_types(&self) -> Vec<SemaphoreHandle> {
+        self.external
+            .as_ref()
+            .map(|e| e.export.clone())
+            .unwrap_or_default()
+    }
+
+    /// clGetSemaphoreHandleForTypeKHR: a new file descriptor, which the
+    /// caller owns. A sync file stands for the last signal enqueued, which
+    /// must have reached the device, and takes it, as a wait would.
+    pub fn export(&self, kind: SemaphoreHandle) -> ClResult<i32> {
+        let Some(ext) = self.external.as_ref().filter(|e| e.export.contains(&kind)) else {
+            return err(CL_INVALID_VALUE);
+        };
+        if kind == SemaphoreHandle::SyncFd {
+            let Some(signal) = ext.lock().signal.clone() else {
+                log::warn!(target: "vkcl::semaphore", "a sync file is exported from a semaphore with no signal enqueued");
+                return err(CL_INVALID_OPERATION);
+            };
+            if let Some(q) = &signal.queue {
+                q.flush()?;
+            }
+            if matches!(signal.stage(), Stage::Pending | Stage::Recorded) {
+                log::warn!(target: "vkcl::semaphore", "a sync file is exported for a signal still held back by its wait list");
+                return err(CL_INVALID_OPERATION);
+            }
+            let mut state = ext.lock();
+            if state
+                .signal
+                .as_ref()
+                .is_some_and(|s| Arc::ptr_eq(s, &signal))
+            {
+                state.signal = None;
+            }
+            state.imported = false;
+        }
+        ext.vk.export(kind).map_err(|e| {
+            log::warn!(target: "vkcl::semaphore", "exporting a semaphore failed: {e}");
+            crate::core::error::ClError(CL_OUT_OF_RESOURCES)
+        })
+    }
+
+    /// clReImportSemaphoreSyncFdKHR: the semaphore takes the signal of a
+    /// sync file (`-1`: one that has already happened) until its next wait.
+    pub fn reimport_sync_fd(&self, fd: i32) -> ClResult<()> {
+        let Some(ext) = self.external.as_ref() else {
+            return err(CL_INVALID_SEMAPHORE_KHR);
+        };
+        if !self
+            .properties
+            .contains(&(CL_SEMAPHORE_HANDLE_SYNC_FD_KHR as cl_semaphore_properties_khr))
+        {
+            return err(CL_INVALID_SEMAPHORE_KHR);
+        }
+        if fd != -1 && !crate::vk::external::is_open_fd(fd) {
+            return err(CL_INVALID_VALUE);
+        }
+        let mut state = ext.lock();
+        if let Err(e) = ext.vk.import(SemaphoreHandle::SyncFd, fd) {
+            log::warn!(target: "vkcl::semaphore", "cannot import sync file {fd}: {e}");
+            return err(CL_INVALID_VALUE);
+        }
+        state.imported = true;
+        Ok(())
     }
 
     /// The binary payload: 1 while a signal that has completed waits to be
     /// taken, else 0.
     pub fn payload(&self) -> cl_semaphore_payload_khr {
+        if let Some(ext) = &self.external {
+            let state = ext.lock();
+            let signalled = state.imported
+                || state
+                    .signal
+                    .as_ref()
+                    .is_some_and(|s| s.status() == CL_COMPLETE as cl_int);
+            return signalled as cl_semaphore_payload_khr;
+        }
         let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
         let signalled = lines
             .signals
@@ -183,6 +369,23 @@ impl Semaphore {
     }
 }
 
+impl External {
+    fn new(vk: BinarySemaphore, export: Vec<SemaphoreHandle>, imported: bool) -> External {
+        External {
+            vk: Arc::new(vk),
+            export,
+            state: Mutex::new(ExternalState {
+                signal: None,
+                imported,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ExternalState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// The completion callback of a signal that a wait's gate depends on.
 extern "C" fn open_gate(_signal: cl_event, status: cl_int, user_data: *mut c_void) {
     // SAFETY: `user_data` is the reference `signalled_by` gave up, and
@@ -199,13 +402,26 @@ pub fn enqueue_signal(
     semaphores: &[Arc<Handle<Semaphore>>],
     waits: Vec<Arc<Handle<Event>>>,
 ) -> ClResult<Arc<Handle<Event>>> {
-    let event = queue.enqueue(
+    let binary = BinaryOps {
+        wait: Vec::new(),
+        signal: semaphores
+            .iter()
+            .filter_map(|s| Some(s.external.as_ref()?.vk.clone()))
+            .collect(),
+    };
+    let event = queue.enqueue_binary(
         CL_COMMAND_SEMAPHORE_SIGNAL_KHR,
         waits,
         Ordering::Marker,
         Work::none(),
+        binary,
     )?;
-    for s in semaphores {
+    for ext in semaphores.iter().filter_map(|s| s.external.as_ref()) {
+        let mut state = ext.lock();
+        state.signal = Some(event.clone());
+        state.imported = false;
+    }
+    for s in semaphores.iter().filter(|s| s.external.is_none()) {
         s.signalled_by(&event);
     }
     Ok(event)
@@ -218,11 +434,23 @@ pub fn enqueue_wait(
     semaphores: &[Arc<Handle<Semaphore>>],
     mut waits: Vec<Arc<Handle<Event>>>,
 ) -> ClResult<Arc<Handle<Event>>> {
-    waits.extend(semaphores.iter().map(|s| s.taken_by_wait()));
-    queue.enqueue(
+    let mut binary = BinaryOps::default();
+    for s in semaphores {
+        match &s.external {
+            Some(ext) => {
+                binary.wait.push(ext.vk.clone());
+                let mut state = ext.lock();
+                waits.extend(state.signal.take());
+                state.imported = false;
+            }
+            None => waits.push(s.taken_by_wait()),
+        }
+    }
+    queue.enqueue_binary(
         CL_COMMAND_SEMAPHORE_WAIT_KHR,
         waits,
         Ordering::Barrier,
         Work::none(),
+        binary,
     )
 }

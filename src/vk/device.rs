@@ -87,6 +87,12 @@ pub struct LogicalDevice {
     pub placed: Option<PlacedMaps>,
     /// The device's memory types.
     pub memory_props: vk::PhysicalDeviceMemoryProperties,
+    /// VK_KHR_external_semaphore_fd, where the device shares semaphores
+    /// through file descriptors.
+    pub semaphore_fd: Option<ash::khr::external_semaphore_fd::Device>,
+    /// VK_KHR_external_memory_fd, where the device imports memory from
+    /// file descriptors.
+    pub memory_fd: Option<ash::khr::external_memory_fd::Device>,
 }
 
 /// VK_EXT_map_memory_placed (with VK_KHR_map_memory2) on a device.
@@ -243,6 +249,18 @@ impl LogicalDevice {
         if has_push {
             extensions.push(push_ext.as_ptr());
         }
+        // Sharing with other APIs (cl_khr_external_semaphore and
+        // cl_khr_external_memory).
+        let external = &info.external;
+        let has_semaphore_fd =
+            !external.semaphore_import.is_empty() || !external.semaphore_export.is_empty();
+        if has_semaphore_fd {
+            extensions.push(ash::khr::external_semaphore_fd::NAME.as_ptr());
+        }
+        let has_memory_fd = external.memory_import;
+        if has_memory_fd {
+            extensions.push(ash::khr::external_memory_fd::NAME.as_ptr());
+        }
         let mut create = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_features(&features)
@@ -307,6 +325,10 @@ impl LogicalDevice {
         });
         let push_descriptor =
             has_push.then(|| ash::khr::push_descriptor::Device::new(instance, &raw));
+        let semaphore_fd =
+            has_semaphore_fd.then(|| ash::khr::external_semaphore_fd::Device::new(instance, &raw));
+        let memory_fd =
+            has_memory_fd.then(|| ash::khr::external_memory_fd::Device::new(instance, &raw));
         log::info!(target: "vkcl::vk", "created Vulkan device for {}", info.name());
         Ok(LogicalDevice {
             raw,
@@ -331,6 +353,8 @@ impl LogicalDevice {
             },
             placed,
             memory_props: info.memory,
+            semaphore_fd,
+            memory_fd,
             lost: std::sync::atomic::AtomicBool::new(false),
             watchdog: watchdog(info.props.device_type == vk::PhysicalDeviceType::CPU),
             hung: std::sync::atomic::AtomicBool::new(false),

@@ -46,7 +46,9 @@ pub struct DeviceBuffer {
     pub usage: BufferUse,
 }
 
-/// A dedicated allocation mapped at a chosen host address.
+/// Memory of the buffer's own, outside the allocator: a dedicated
+/// allocation mapped at a chosen host address (`len` bytes mapped), or
+/// memory imported from another API (`len` 0: not mapped).
 struct Placed {
     memory: vk::DeviceMemory,
     len: usize,
@@ -133,8 +135,11 @@ impl DeviceBuffer {
 
     /// The host address of the buffer's memory, for host-visible buffers.
     pub fn mapped(&self) -> Option<NonNull<u8>> {
-        if self.placed.is_some() {
-            return NonNull::new(self.address as *mut u8);
+        if let Some(p) = &self.placed {
+            // Imported memory is not mapped.
+            return (p.len > 0)
+                .then(|| NonNull::new(self.address as *mut u8))
+                .flatten();
         }
         self.allocation
             .as_ref()
@@ -282,6 +287,32 @@ impl DeviceBuffer {
         }
         log::trace!(target: "vkcl::memory", "{len} bytes placed at {address:#x}");
         Some(this)
+    }
+
+    /// A buffer on memory another API exported as an opaque file
+    /// descriptor (see [`crate::vk::external::import_buffer_memory`]).
+    /// The buffer owns `fd` once this succeeds.
+    pub fn import_fd(device: &Arc<LogicalDevice>, fd: i32, size: u64) -> Result<Self, vk::Result> {
+        let reserved = device.reserve(size)?;
+        let (raw, memory) = crate::vk::external::import_buffer_memory(device, fd, size)?;
+        reserved.keep();
+        census::add(Kind::DeviceBuffers, 1);
+        census::add(Kind::DeviceBytes, size as i64);
+        // SAFETY: the buffer has SHADER_DEVICE_ADDRESS usage and bound memory.
+        let address = unsafe {
+            device
+                .raw
+                .get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(raw))
+        };
+        Ok(DeviceBuffer {
+            device: device.clone(),
+            raw,
+            allocation: None,
+            placed: Some(Placed { memory, len: 0 }),
+            size,
+            address,
+            usage: BufferUse::Device,
+        })
     }
 
     /// Copies `data` into a host-visible buffer at `offset`.

@@ -1,6 +1,7 @@
 //! Everything that speaks Vulkan, through ash.
 
 pub mod device;
+pub mod external;
 pub mod image;
 pub mod instance;
 pub mod memory;

@@ -30,6 +30,8 @@ pub struct PhysicalInfo {
     /// (empty otherwise).
     pub cooperative_matrices: Vec<vk::CooperativeMatrixPropertiesKHR<'static>>,
     pub memory: vk::PhysicalDeviceMemoryProperties,
+    /// What it can share with other APIs through file descriptors.
+    pub external: crate::vk::external::ExternalCaps,
     pub queue_families: Vec<vk::QueueFamilyProperties>,
     pub extensions: Vec<String>,
 }
@@ -163,6 +165,12 @@ impl PhysicalInfo {
                 shader_clock,
                 cooperative_matrices,
                 memory: instance.get_physical_device_memory_properties(pd),
+                external: crate::vk::external::ExternalCaps::query(
+                    instance,
+                    pd,
+                    has(ash::khr::external_semaphore_fd::NAME),
+                    has(ash::khr::external_memory_fd::NAME),
+                ),
                 queue_families: instance.get_physical_device_queue_family_properties(pd),
                 extensions,
             }

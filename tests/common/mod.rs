@@ -159,7 +159,7 @@ cl_api! {
 
 /// The directory holding the test binary's sibling build outputs
 /// (`target/<profile>`).
-fn build_dir() -> PathBuf {
+pub fn build_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     exe.parent() // deps
         .and_then(|p| p.parent())

@@ -1,0 +1,533 @@
+//! cl_khr_external_memory and cl_khr_external_semaphore: buffers on memory
+//! a Vulkan program exported, semaphores shared with it both ways and
+//! between OpenCL contexts, the queries and the errors the extensions
+//! name, through the ICD loader and directly; and the interop example.
+//! The semaphore tests need a device that shares semaphores through file
+//! descriptors (not lavapipe); they say so and return elsewhere.
+
+mod common;
+#[path = "../examples/vulkan_interop/vulkan.rs"]
+#[allow(dead_code)]
+mod vulkan;
+
+use std::ffi::c_void;
+
+use common::*;
+use opencl_sys::*;
+
+both_ways!(
+    offered_and_queried,
+    imported_buffer_runs_kernels,
+    errors,
+    semaphores_shared_with_vulkan,
+    semaphores_shared_between_contexts,
+);
+
+type MemObjectsOp = unsafe extern "C" fn(
+    cl_command_queue,
+    cl_uint,
+    *const cl_mem,
+    cl_uint,
+    *const cl_event,
+    *mut cl_event,
+) -> cl_int;
+
+type HandleFn = unsafe extern "C" fn(
+    cl_semaphore_khr,
+    cl_device_id,
+    cl_external_semaphore_handle_type_khr,
+    usize,
+    *mut c_void,
+    *mut usize,
+) -> cl_int;
+
+fn extensions(cl: &Cl) -> Vec<String> {
+    c_string(&cl.device_bytes(cl.device(), CL_DEVICE_EXTENSIONS).unwrap())
+        .split(' ')
+        .map(String::from)
+        .collect()
+}
+
+fn has(cl: &Cl, name: &str) -> bool {
+    extensions(cl).iter().any(|e| e == name)
+}
+
+fn uints(b: &[u8]) -> Vec<u32> {
+    b.chunks(4).map(u32_of).collect()
+}
+
+/// The Vulkan program's side, on the OpenCL device's GPU.
+fn vulkan_side(cl: &Cl, semaphores: bool) -> vulkan::VulkanSide {
+    let uuid: [u8; 16] = cl
+        .device_bytes(cl.device(), CL_DEVICE_UUID_KHR)
+        .unwrap()
+        .try_into()
+        .unwrap();
+    vulkan::VulkanSide::new(uuid, semaphores).unwrap()
+}
+
+fn import(cl: &Cl, c: cl_context, fd: i32, size: usize) -> Result<cl_mem, cl_int> {
+    let props = [
+        CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR as cl_mem_properties,
+        fd as cl_mem_properties,
+        CL_MEM_DEVICE_HANDLE_LIST_KHR,
+        cl.device() as cl_mem_properties,
+        CL_MEM_DEVICE_HANDLE_LIST_END_KHR,
+        0,
+    ];
+    let mut err = 1;
+    let b = unsafe {
+        cl.clCreateBufferWithProperties.unwrap()(
+            c,
+            props.as_ptr(),
+            CL_MEM_READ_WRITE,
+            size,
+            std::ptr::null_mut(),
+            &mut err,
+        )
+    };
+    if err == CL_SUCCESS { Ok(b) } else { Err(err) }
+}
+
+fn offered_and_queried(cl: &Cl) {
+    let d = cl.device();
+    let memory = uints(
+        &cl.device_bytes(d, CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR)
+            .unwrap(),
+    );
+    assert_eq!(
+        has(cl, "cl_khr_external_memory_opaque_fd"),
+        memory.contains(&CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR)
+    );
+    assert_eq!(has(cl, "cl_khr_external_memory"), !memory.is_empty());
+    let import = uints(
+        &cl.device_bytes(d, CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR)
+            .unwrap(),
+    );
+    let export = uints(
+        &cl.device_bytes(d, CL_DEVICE_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR)
+            .unwrap(),
+    );
+    let either = |t| import.contains(&t) || export.contains(&t);
+    assert_eq!(
+        has(cl, "cl_khr_external_semaphore"),
+        !import.is_empty() || !export.is_empty()
+    );
+    assert_eq!(
+        has(cl, "cl_khr_external_semaphore_opaque_fd"),
+        either(CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR)
+    );
+    assert_eq!(
+        has(cl, "cl_khr_external_semaphore_sync_fd"),
+        either(CL_SEMAPHORE_HANDLE_SYNC_FD_KHR)
+    );
+    // No image is imported, so none is assumed linear.
+    assert!(
+        cl.device_bytes(
+            d,
+            CL_DEVICE_EXTERNAL_MEMORY_IMPORT_ASSUME_LINEAR_IMAGES_HANDLE_TYPES_KHR
+        )
+        .unwrap()
+        .is_empty()
+    );
+    // The platform lists what all its devices import.
+    let platform = uints(
+        &cl.platform_bytes(
+            cl.platform(),
+            CL_PLATFORM_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR,
+        )
+        .unwrap(),
+    );
+    assert!(platform.iter().all(|t| memory.contains(t)));
+}
+
+fn imported_buffer_runs_kernels(cl: &Cl) {
+    if !has(cl, "cl_khr_external_memory_opaque_fd") {
+        eprintln!("skipped: no cl_khr_external_memory_opaque_fd");
+        return;
+    }
+    let mut vk = vulkan_side(cl, false);
+    let words = 3000;
+    let shared = vk.shared_buffer(4 * words as u64).unwrap();
+    vk.fill(&shared, 5, None).unwrap();
+    let mut s = Setup::new(cl);
+    let b = import(cl, s.c, shared.fd, 4 * words).unwrap();
+    // SAFETY (both): the entry points have this signature.
+    let acquire: MemObjectsOp =
+        unsafe { extension_fn(cl, "clEnqueueAcquireExternalMemObjectsKHR") };
+    let release: MemObjectsOp =
+        unsafe { extension_fn(cl, "clEnqueueReleaseExternalMemObjectsKHR") };
+    let k = s.kernel(
+        "kernel void f(global uint *x) { uint i = get_global_id(0); x[i] = x[i] * 3u + i; }",
+        "f",
+        "",
+    );
+    s.arg(k, 0, &b);
+    let mut acquired = std::ptr::null_mut();
+    assert_eq!(
+        unsafe { acquire(s.q, 1, &b, 0, std::ptr::null(), &mut acquired) },
+        CL_SUCCESS
+    );
+    s.run(k, &[words], None, None);
+    // OpenCL reads it like any buffer, and so does Vulkan after the release.
+    let want: Vec<u32> = (0..words as u32).map(|i| 15 + i).collect();
+    assert_eq!(uints(&cl.read(s.q, b, 0, 4 * words)), want, "{}", cl.how);
+    let mut released = std::ptr::null_mut();
+    assert_eq!(
+        unsafe { release(s.q, 1, &b, 0, std::ptr::null(), &mut released) },
+        CL_SUCCESS
+    );
+    assert_eq!(unsafe { cl.clFinish.unwrap()(s.q) }, CL_SUCCESS);
+    let ty = |e| {
+        u32_of(
+            &query(|size, v, ret| unsafe {
+                cl.clGetEventInfo.unwrap()(e, CL_EVENT_COMMAND_TYPE, size, v, ret)
+            })
+            .unwrap(),
+        )
+    };
+    assert_eq!(ty(acquired), CL_COMMAND_ACQUIRE_EXTERNAL_MEM_OBJECTS_KHR);
+    assert_eq!(ty(released), CL_COMMAND_RELEASE_EXTERNAL_MEM_OBJECTS_KHR);
+    assert_eq!(vk.read(&shared, None).unwrap(), want);
+    // The property list comes back as given.
+    let props = query(|size, v, ret| unsafe {
+        cl.clGetMemObjectInfo.unwrap()(b, CL_MEM_PROPERTIES, size, v, ret)
+    })
+    .unwrap();
+    assert_eq!(props.len(), 6 * 8);
+    unsafe {
+        cl.clReleaseEvent.unwrap()(acquired);
+        cl.clReleaseEvent.unwrap()(released);
+        cl.clReleaseMemObject.unwrap()(b);
+    }
+}
+
+fn errors(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let plain = s.buffer(64);
+    if has(cl, "cl_khr_external_memory") {
+        // SAFETY: the entry point has this signature.
+        let acquire: MemObjectsOp =
+            unsafe { extension_fn(cl, "clEnqueueAcquireExternalMemObjectsKHR") };
+        let none = std::ptr::null();
+        // Not imported.
+        assert_eq!(
+            unsafe { acquire(s.q, 1, &plain, 0, none, std::ptr::null_mut()) },
+            CL_INVALID_MEM_OBJECT
+        );
+        assert_eq!(
+            unsafe { acquire(s.q, 0, std::ptr::null(), 0, none, std::ptr::null_mut()) },
+            CL_INVALID_VALUE
+        );
+        // A descriptor that is not open (drivers may take it on trust).
+        assert_eq!(import(cl, s.c, -64, 64).unwrap_err(), CL_INVALID_VALUE);
+        assert_eq!(import(cl, s.c, 1 << 20, 64).unwrap_err(), CL_INVALID_VALUE);
+        // Host memory cannot go into imported memory.
+        let mut host = [0u8; 64];
+        let props = [
+            CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR as cl_mem_properties,
+            0,
+            0,
+        ];
+        let mut err = 1;
+        unsafe {
+            cl.clCreateBufferWithProperties.unwrap()(
+                s.c,
+                props.as_ptr(),
+                CL_MEM_USE_HOST_PTR,
+                64,
+                host.as_mut_ptr().cast(),
+                &mut err,
+            )
+        };
+        assert_eq!(err, CL_INVALID_VALUE);
+        // A device list naming no device of the context.
+        let props = [
+            CL_MEM_DEVICE_HANDLE_LIST_KHR,
+            CL_MEM_DEVICE_HANDLE_LIST_END_KHR,
+            0,
+        ];
+        unsafe {
+            cl.clCreateBufferWithProperties.unwrap()(
+                s.c,
+                props.as_ptr(),
+                0,
+                64,
+                std::ptr::null_mut(),
+                &mut err,
+            )
+        };
+        assert_eq!(err, CL_INVALID_DEVICE);
+    }
+    // A plain semaphore exports nothing.
+    let sem = SemaphoreApi::new(cl);
+    // SAFETY: the entry point has this signature.
+    let handle: HandleFn = unsafe { extension_fn(cl, "clGetSemaphoreHandleForTypeKHR") };
+    let props = [
+        CL_SEMAPHORE_TYPE_KHR as cl_semaphore_properties_khr,
+        CL_SEMAPHORE_TYPE_BINARY_KHR as cl_semaphore_properties_khr,
+        0,
+    ];
+    let mut err = 1;
+    let h = unsafe { (sem.create)(s.c, props.as_ptr(), &mut err) };
+    assert_eq!(err, CL_SUCCESS);
+    let mut fd = -1i32;
+    let r = unsafe {
+        handle(
+            h,
+            cl.device(),
+            CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR,
+            4,
+            (&mut fd as *mut i32).cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(r, CL_INVALID_VALUE);
+    let exportable =
+        query(|size, v, ret| unsafe { (sem.info)(h, CL_SEMAPHORE_EXPORTABLE_KHR, size, v, ret) })
+            .unwrap();
+    assert_eq!(u32_of(&exportable), CL_FALSE);
+    unsafe { (sem.release)(h) };
+    // A handle type the device cannot export.
+    let export = uints(
+        &cl.device_bytes(cl.device(), CL_DEVICE_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR)
+            .unwrap(),
+    );
+    if !export.contains(&CL_SEMAPHORE_HANDLE_SYNC_FD_KHR) {
+        let props = [
+            CL_SEMAPHORE_TYPE_KHR as cl_semaphore_properties_khr,
+            CL_SEMAPHORE_TYPE_BINARY_KHR as cl_semaphore_properties_khr,
+            CL_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR,
+            CL_SEMAPHORE_HANDLE_SYNC_FD_KHR as cl_semaphore_properties_khr,
+            CL_SEMAPHORE_EXPORT_HANDLE_TYPES_LIST_END_KHR,
+            0,
+        ];
+        unsafe { (sem.create)(s.c, props.as_ptr(), &mut err) };
+        assert_eq!(err, CL_INVALID_PROPERTY);
+    }
+}
+
+/// An exportable semaphore of `kind` on context `c`.
+fn exportable(sem: &SemaphoreApi, c: cl_context, kind: cl_uint) -> cl_semaphore_khr {
+    let props = [
+        CL_SEMAPHORE_TYPE_KHR as cl_semaphore_properties_khr,
+        CL_SEMAPHORE_TYPE_BINARY_KHR as cl_semaphore_properties_khr,
+        CL_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR,
+        kind as cl_semaphore_properties_khr,
+        CL_SEMAPHORE_EXPORT_HANDLE_TYPES_LIST_END_KHR,
+        0,
+    ];
+    let mut err = 1;
+    let h = unsafe { (sem.create)(c, props.as_ptr(), &mut err) };
+    assert_eq!(err, CL_SUCCESS);
+    h
+}
+
+/// A semaphore on context `c` imported from `fd` of `kind`.
+fn imported(sem: &SemaphoreApi, c: cl_context, kind: cl_uint, fd: i32) -> cl_semaphore_khr {
+    let props = [
+        CL_SEMAPHORE_TYPE_KHR as cl_semaphore_properties_khr,
+        CL_SEMAPHORE_TYPE_BINARY_KHR as cl_semaphore_properties_khr,
+        kind as cl_semaphore_properties_khr,
+        fd as cl_semaphore_properties_khr,
+        0,
+    ];
+    let mut err = 1;
+    let h = unsafe { (sem.create)(c, props.as_ptr(), &mut err) };
+    assert_eq!(err, CL_SUCCESS);
+    h
+}
+
+fn export(cl: &Cl, h: cl_semaphore_khr, kind: cl_uint) -> i32 {
+    // SAFETY: the entry point has this signature.
+    let handle: HandleFn = unsafe { extension_fn(cl, "clGetSemaphoreHandleForTypeKHR") };
+    let (mut fd, mut size) = (-1i32, 0usize);
+    let r = unsafe {
+        handle(
+            h,
+            cl.device(),
+            kind,
+            4,
+            (&mut fd as *mut i32).cast(),
+            &mut size,
+        )
+    };
+    assert_eq!(r, CL_SUCCESS);
+    assert_eq!(size, 4);
+    fd
+}
+
+fn semaphore_fds(cl: &Cl) -> bool {
+    let ok = has(cl, "cl_khr_external_semaphore_opaque_fd");
+    if !ok {
+        eprintln!("skipped: no cl_khr_external_semaphore_opaque_fd on this device");
+    }
+    ok
+}
+
+fn op(f: SemaphoreOp, q: cl_command_queue, h: cl_semaphore_khr) {
+    let r = unsafe {
+        f(
+            q,
+            1,
+            &h,
+            std::ptr::null(),
+            0,
+            std::ptr::null(),
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(r, CL_SUCCESS);
+}
+
+/// Vulkan fills, signals; OpenCL waits, computes, signals; Vulkan waits
+/// and reads: no host wait between them.
+fn semaphores_shared_with_vulkan(cl: &Cl) {
+    if !semaphore_fds(cl) || !has(cl, "cl_khr_external_memory_opaque_fd") {
+        return;
+    }
+    let mut vk = vulkan_side(cl, true);
+    assert!(vk.has_semaphores());
+    let sem = SemaphoreApi::new(cl);
+    let mut s = Setup::new(cl);
+    let words = 1 << 16;
+    let shared = vk.shared_buffer(4 * words as u64).unwrap();
+    let b = import(cl, s.c, shared.fd, 4 * words).unwrap();
+    let k = s.kernel(
+        "kernel void f(global uint *x) { uint i = get_global_id(0); x[i] = x[i] * 3u + i; }",
+        "f",
+        "",
+    );
+    s.arg(k, 0, &b);
+    // SAFETY (both): the entry points have this signature.
+    let acquire: MemObjectsOp =
+        unsafe { extension_fn(cl, "clEnqueueAcquireExternalMemObjectsKHR") };
+    let release: MemObjectsOp =
+        unsafe { extension_fn(cl, "clEnqueueReleaseExternalMemObjectsKHR") };
+    let vk_sem = vk.semaphore().unwrap();
+    let cl_waits = imported(
+        &sem,
+        s.c,
+        CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR,
+        vk.export_semaphore(vk_sem).unwrap(),
+    );
+    let cl_signals = exportable(&sem, s.c, CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR);
+    let vk_waits = vk
+        .import_semaphore(export(cl, cl_signals, CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR))
+        .unwrap();
+    for round in 0..3u32 {
+        vk.fill(&shared, round, Some(vk_sem)).unwrap();
+        op(sem.wait, s.q, cl_waits);
+        let none = std::ptr::null();
+        assert_eq!(
+            unsafe { acquire(s.q, 1, &b, 0, none, std::ptr::null_mut()) },
+            0
+        );
+        assert_eq!(s.enqueue(k, &[words], None, None), CL_SUCCESS);
+        assert_eq!(
+            unsafe { release(s.q, 1, &b, 0, none, std::ptr::null_mut()) },
+            0
+        );
+        op(sem.signal, s.q, cl_signals);
+        let want: Vec<u32> = (0..words as u32).map(|i| 3 * round + i).collect();
+        assert_eq!(
+            vk.read(&shared, Some(vk_waits)).unwrap(),
+            want,
+            "round {round}"
+        );
+    }
+    assert_eq!(unsafe { cl.clFinish.unwrap()(s.q) }, CL_SUCCESS);
+    unsafe {
+        (sem.release)(cl_waits);
+        (sem.release)(cl_signals);
+        cl.clReleaseMemObject.unwrap()(b);
+    }
+}
+
+/// A semaphore exported from one context and imported into another orders
+/// a producer in the first before a consumer in the second; with a sync
+/// file too, where the device exports those.
+fn semaphores_shared_between_contexts(cl: &Cl) {
+    if !semaphore_fds(cl) {
+        return;
+    }
+    let sem = SemaphoreApi::new(cl);
+    let export_types = uints(
+        &cl.device_bytes(cl.device(), CL_DEVICE_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR)
+            .unwrap(),
+    );
+    let import_types = uints(
+        &cl.device_bytes(cl.device(), CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR)
+            .unwrap(),
+    );
+    let mut first = Setup::new(cl);
+    let second = Setup::new(cl);
+    let src = "kernel void produce(global uint *x, uint rounds) {
+            uint i = get_global_id(0), v = i;
+            for (uint r = 0; r < rounds; r++) v = v * 1664525u + 1013904223u;
+            x[i] = v;
+        }";
+    let produce = first.kernel(src, "produce", "");
+    let n = 1 << 14;
+    let mid = first.zeroed(4 * n);
+    let rounds = 3000u32;
+    first.arg(produce, 0, &mid);
+    first.arg(produce, 1, &rounds);
+    let want: Vec<u32> = (0..n as u32)
+        .map(|i| (0..rounds).fold(i, |v, _| v.wrapping_mul(1664525).wrapping_add(1013904223)))
+        .collect();
+    for kind in [
+        CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR,
+        CL_SEMAPHORE_HANDLE_SYNC_FD_KHR,
+    ] {
+        if !export_types.contains(&kind) || !import_types.contains(&kind) {
+            eprintln!("{kind:#x}: not both exported and imported here");
+            continue;
+        }
+        let h = exportable(&sem, first.c, kind);
+        // An opaque descriptor shares the payload from the start; a sync
+        // file is the signal itself, taken once it is enqueued.
+        let early = (kind == CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR)
+            .then(|| imported(&sem, second.c, kind, export(cl, h, kind)));
+        assert_eq!(first.enqueue(produce, &[n], None, None), CL_SUCCESS);
+        op(sem.signal, first.q, h);
+        let other = early.unwrap_or_else(|| imported(&sem, second.c, kind, export(cl, h, kind)));
+        op(sem.wait, second.q, other);
+        // The second context sees the first's memory only through the
+        // host: the wait orders a read of the producer's result.
+        assert_eq!(unsafe { cl.clFinish.unwrap()(second.q) }, CL_SUCCESS);
+        assert_eq!(uints(&cl.read(first.q, mid, 0, 4 * n)), want, "{kind:#x}");
+        unsafe {
+            (sem.release)(h);
+            (sem.release)(other);
+        }
+    }
+}
+
+/// The example: a Vulkan program and OpenCL share a buffer, and
+/// semaphores where the device has them.
+#[test]
+fn vulkan_interop_example() {
+    environment();
+    let exe = build_dir().join("examples").join("vulkan_interop");
+    if !exe.exists() {
+        eprintln!("skipped: {} is not built", exe.display());
+        return;
+    }
+    let loader = direct();
+    if !has(loader, "cl_khr_external_memory_opaque_fd") {
+        eprintln!("skipped: no cl_khr_external_memory_opaque_fd");
+        return;
+    }
+    let out = std::process::Command::new(&exe)
+        .arg("100000")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("all 100000 words right"), "{text}");
+}
