@@ -10,7 +10,6 @@ use opencl_sys::*;
 use crate::api::image::image_target;
 use crate::api::util::*;
 use crate::core::context::Context;
-use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::image::{Image, work as image_work};
 use crate::core::memory::{Access, Buffer, HostPtr, MemDestructor, Rect, work};
@@ -79,17 +78,8 @@ fn create_buffer(
                     }
                     devices.push(d as cl_device_id);
                 }
-                // The memory lives on the context's device: a list names
-                // exactly that one.
-                for d in &devices {
-                    let d = Handle::<Device>::from_raw(*d)?;
-                    if !c.devices.iter().any(|x| Arc::ptr_eq(x, &d)) {
-                        return err(CL_INVALID_DEVICE);
-                    }
-                }
-                if devices.len() != 1 {
-                    return err(CL_INVALID_DEVICE);
-                }
+                // The memory lives on one device of the context.
+                c.one_device(&devices)?;
                 continue;
             }
             let value = read(at);
@@ -1191,15 +1181,12 @@ unsafe fn external_mem_objects(
     }
     // SAFETY: the application passes `num_events_in_wait_list` handles.
     let waits = unsafe { wait_list(&q.context, num_events_in_wait_list, event_wait_list)? };
-    let (command, family) = (
-        if acquire {
-            CL_COMMAND_ACQUIRE_EXTERNAL_MEM_OBJECTS_KHR
-        } else {
-            CL_COMMAND_RELEASE_EXTERNAL_MEM_OBJECTS_KHR
-        },
-        q.vk.queue_family,
-    );
-    let work = crate::core::memory::external_ownership(&buffers, family, acquire);
+    let command = if acquire {
+        CL_COMMAND_ACQUIRE_EXTERNAL_MEM_OBJECTS_KHR
+    } else {
+        CL_COMMAND_RELEASE_EXTERNAL_MEM_OBJECTS_KHR
+    };
+    let work = crate::core::memory::external_ownership(&buffers, q.vk.queue_family, acquire);
     let ev = q.enqueue(command, waits, Ordering::Normal, work)?;
     // SAFETY: null or writable, per the specification.
     unsafe { out_event(event, ev) };

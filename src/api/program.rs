@@ -152,7 +152,7 @@ pub unsafe extern "C" fn clCreateProgramWithBinary(
         let mut devices = Vec::new();
         for &id in ids {
             let d = Handle::<Device>::from_raw(id)?;
-            if !c.devices.iter().any(|x| Arc::ptr_eq(x, &d)) {
+            if !c.has_device(&d) {
                 return err(CL_INVALID_DEVICE);
             }
             devices.push(d);

@@ -26,7 +26,7 @@ fn create_queue(
 ) -> ClResult<cl_command_queue> {
     let c = Handle::<Context>::from_raw(context)?;
     let d = Handle::<Device>::from_raw(device)?;
-    if !c.devices.iter().any(|x| Arc::ptr_eq(x, &d)) {
+    if !c.has_device(&d) {
         return err(CL_INVALID_DEVICE);
     }
     if properties & !KNOWN_QUEUE_PROPERTIES != 0 {

@@ -117,6 +117,25 @@ impl Context {
         }))
     }
 
+    /// Whether `d` is one of the context's devices.
+    pub fn has_device(&self, d: &Arc<Handle<Device>>) -> bool {
+        self.devices.iter().any(|x| Arc::ptr_eq(x, d))
+    }
+
+    /// The one device a property's device list names, which must be a
+    /// device of the context (CL_INVALID_DEVICE otherwise, or where the
+    /// list names none or several).
+    pub fn one_device(&self, list: &[cl_device_id]) -> ClResult<Arc<Handle<Device>>> {
+        let [one] = list[..] else {
+            return err(CL_INVALID_DEVICE);
+        };
+        let d = Handle::<Device>::from_raw(one)?;
+        if !self.has_device(&d) {
+            return err(CL_INVALID_DEVICE);
+        }
+        Ok(d)
+    }
+
     pub fn add_destructor(&self, cb: Callback<ContextDestructor>) {
         self.destructors
             .lock()

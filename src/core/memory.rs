@@ -147,8 +147,6 @@ pub struct Buffer {
     /// its sub-buffers): `None` in a context of one.
     copies: Option<Arc<Copies>>,
     pub properties: Vec<cl_mem_properties>,
-    /// Its memory was imported from another API (cl_khr_external_memory).
-    pub imported: bool,
     maps: Mutex<Vec<Mapping>>,
     destructors: MemDestructors,
 }
@@ -236,7 +234,6 @@ impl Buffer {
             storage,
             copies,
             properties,
-            imported: false,
             maps: Mutex::new(Vec::new()),
             destructors: MemDestructors::default(),
         }))
@@ -281,15 +278,17 @@ impl Buffer {
             storage: Arc::new(storage),
             copies: None,
             properties,
-            imported: true,
             maps: Mutex::new(Vec::new()),
             destructors: MemDestructors::default(),
         }))
     }
 
-    /// Whether the buffer, or the buffer it is part of, was imported.
+    /// Whether the buffer, or the buffer it is part of, was imported
+    /// (its properties name the descriptor).
     pub fn is_imported(&self) -> bool {
-        self.parent.as_ref().map_or(self.imported, |p| p.imported)
+        let root = self.parent.as_ref().map_or(self, |p| &**p);
+        let fd = CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR as cl_mem_properties;
+        mem_property(&root.properties, fd).is_some()
     }
 
     /// Device memory for a new buffer, with `host_ptr`'s data copied in
@@ -345,7 +344,6 @@ impl Buffer {
             storage: parent.storage.clone(),
             copies: parent.copies.clone(),
             properties: Vec::new(),
-            imported: false,
             maps: Mutex::new(Vec::new()),
             destructors: MemDestructors::default(),
         })
@@ -1380,12 +1378,10 @@ pub fn external_ownership(buffers: &[Arc<Handle<Buffer>>], family: u32, acquire:
     });
     Work {
         record: Some(record),
-        complete: None,
         keep: storages
             .into_iter()
             .map(|s| Box::new(s) as Box<dyn std::any::Any + Send + Sync>)
             .collect(),
-        host_access: false,
-        uses: Vec::new(),
+        ..Work::none()
     }
 }

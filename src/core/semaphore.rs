@@ -58,6 +58,8 @@ struct External {
     vk: Arc<BinarySemaphore>,
     /// The handle kinds it was made to export (empty for imports).
     export: Vec<SemaphoreHandle>,
+    /// The handle kind it was imported from (`None` for exportable ones).
+    import: Option<SemaphoreHandle>,
     state: Mutex<ExternalState>,
 }
 
@@ -186,16 +188,7 @@ impl Semaphore {
             return err(CL_INVALID_VALUE);
         }
         let device = match devices {
-            Some(list) => {
-                let [one] = list[..] else {
-                    return err(CL_INVALID_DEVICE);
-                };
-                let d = Handle::<Device>::from_raw(one)?;
-                if !context.devices.iter().any(|c| Arc::ptr_eq(c, &d)) {
-                    return err(CL_INVALID_DEVICE);
-                }
-                d
-            }
+            Some(list) => context.one_device(&list)?,
             None => match &context.devices[..] {
                 [one] => one.clone(),
                 _ => return err(CL_INVALID_PROPERTY),
@@ -211,7 +204,7 @@ impl Semaphore {
                 }
                 let flags = list.iter().fold(Default::default(), |f, k| f | k.flags());
                 let vk = BinarySemaphore::new(&device.logical()?, flags)?;
-                Some(External::new(vk, list, false))
+                Some(External::new(vk, list, None))
             }
             (_, Some((kind, fd))) => {
                 if !device.info.external.semaphore_import.contains(&kind) {
@@ -227,11 +220,7 @@ impl Semaphore {
                     log::warn!(target: "vkcl::semaphore", "cannot import a semaphore from file descriptor {fd}: {e}");
                     return err(CL_INVALID_VALUE);
                 }
-                Some(External::new(
-                    vk,
-                    Vec::new(),
-                    kind == SemaphoreHandle::SyncFd,
-                ))
+                Some(External::new(vk, Vec::new(), Some(kind)))
             }
             _ => None,
         };
@@ -291,15 +280,13 @@ impl Semaphore {
     /// clReImportSemaphoreSyncFdKHR: the semaphore takes the signal of a
     /// sync file (`-1`: one that has already happened) until its next wait.
     pub fn reimport_sync_fd(&self, fd: i32) -> ClResult<()> {
-        let Some(ext) = self.external.as_ref() else {
+        let Some(ext) = self
+            .external
+            .as_ref()
+            .filter(|e| e.import == Some(SemaphoreHandle::SyncFd))
+        else {
             return err(CL_INVALID_SEMAPHORE_KHR);
         };
-        if !self
-            .properties
-            .contains(&(CL_SEMAPHORE_HANDLE_SYNC_FD_KHR as cl_semaphore_properties_khr))
-        {
-            return err(CL_INVALID_SEMAPHORE_KHR);
-        }
         if fd != -1 && !crate::vk::external::is_open_fd(fd) {
             return err(CL_INVALID_VALUE);
         }
@@ -370,13 +357,19 @@ impl Semaphore {
 }
 
 impl External {
-    fn new(vk: BinarySemaphore, export: Vec<SemaphoreHandle>, imported: bool) -> External {
+    fn new(
+        vk: BinarySemaphore,
+        export: Vec<SemaphoreHandle>,
+        import: Option<SemaphoreHandle>,
+    ) -> External {
         External {
             vk: Arc::new(vk),
             export,
+            import,
             state: Mutex::new(ExternalState {
                 signal: None,
-                imported,
+                // A sync file comes signalled (or about to be).
+                imported: import == Some(SemaphoreHandle::SyncFd),
             }),
         }
     }

@@ -90,9 +90,9 @@ pub struct LogicalDevice {
     /// VK_KHR_external_semaphore_fd, where the device shares semaphores
     /// through file descriptors.
     pub semaphore_fd: Option<ash::khr::external_semaphore_fd::Device>,
-    /// VK_KHR_external_memory_fd, where the device imports memory from
-    /// file descriptors.
-    pub memory_fd: Option<ash::khr::external_memory_fd::Device>,
+    /// VK_KHR_external_memory_fd is enabled: memory is imported from file
+    /// descriptors (through vkAllocateMemory, which needs no loader).
+    pub memory_fd: bool,
 }
 
 /// VK_EXT_map_memory_placed (with VK_KHR_map_memory2) on a device.
@@ -327,8 +327,6 @@ impl LogicalDevice {
             has_push.then(|| ash::khr::push_descriptor::Device::new(instance, &raw));
         let semaphore_fd =
             has_semaphore_fd.then(|| ash::khr::external_semaphore_fd::Device::new(instance, &raw));
-        let memory_fd =
-            has_memory_fd.then(|| ash::khr::external_memory_fd::Device::new(instance, &raw));
         log::info!(target: "vkcl::vk", "created Vulkan device for {}", info.name());
         Ok(LogicalDevice {
             raw,
@@ -354,7 +352,7 @@ impl LogicalDevice {
             placed,
             memory_props: info.memory,
             semaphore_fd,
-            memory_fd,
+            memory_fd: has_memory_fd,
             lost: std::sync::atomic::AtomicBool::new(false),
             watchdog: watchdog(info.props.device_type == vk::PhysicalDeviceType::CPU),
             hung: std::sync::atomic::AtomicBool::new(false),

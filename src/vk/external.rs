@@ -231,7 +231,7 @@ pub fn import_buffer_memory(
     fd: i32,
     size: u64,
 ) -> Result<(vk::Buffer, vk::DeviceMemory), vk::Result> {
-    if device.memory_fd.is_none() {
+    if !device.memory_fd {
         return Err(vk::Result::ERROR_FEATURE_NOT_PRESENT);
     }
     let d = &device.raw;
