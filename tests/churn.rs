@@ -128,6 +128,8 @@ fn round(cl: &Cl, svm: bool) {
         cl.clCreateSampler.unwrap()(c, CL_FALSE, CL_ADDRESS_CLAMP, CL_FILTER_NEAREST, &mut err)
     };
     assert_eq!(err, CL_SUCCESS, "{}: sampler", cl.how);
+    let pipe = unsafe { cl.clCreatePipe.unwrap()(c, 0, 16, 64, std::ptr::null(), &mut err) };
+    assert_eq!(err, CL_SUCCESS, "{}: pipe", cl.how);
     let src = CString::new(SRC).unwrap();
     let mut ptr = src.as_ptr();
     let p = unsafe {
@@ -331,6 +333,7 @@ fn round(cl: &Cl, svm: bool) {
         cl.clReleaseProgram.unwrap()(p);
         cl.clReleaseSampler.unwrap()(sampler);
         cl.clReleaseMemObject.unwrap()(image);
+        cl.clReleaseMemObject.unwrap()(pipe);
         cl.clReleaseMemObject.unwrap()(sub);
         cl.clReleaseMemObject.unwrap()(buf);
         assert_eq!(

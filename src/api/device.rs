@@ -7,8 +7,10 @@ use opencl_sys::*;
 
 use crate::api::platform::{extension_string, extension_versions};
 use crate::api::util::*;
-use crate::core::device::MAX_GLOBAL_VARIABLE_SIZE;
 use crate::core::device::{Device, make_version};
+use crate::core::device::{
+    MAX_GLOBAL_VARIABLE_SIZE, MAX_PIPE_ARGS, PIPE_MAX_ACTIVE_RESERVATIONS, PIPE_MAX_PACKET_SIZE,
+};
 use crate::core::error::{ClResult, err};
 use crate::core::event::host_time_ns;
 use crate::core::object::Handle;
@@ -176,10 +178,18 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
                 .map(|m| name_version("SPIR-V", make_version(1, m, 0)))
                 .collect::<Vec<_>>(),
         ),
-        CL_DEVICE_MAX_PIPE_ARGS
-        | CL_DEVICE_PIPE_MAX_ACTIVE_RESERVATIONS
-        | CL_DEVICE_PIPE_MAX_PACKET_SIZE => info(0u32),
-        CL_DEVICE_PIPE_SUPPORT => info(false),
+        CL_DEVICE_MAX_PIPE_ARGS => info(if d.pipe_support() { MAX_PIPE_ARGS } else { 0 }),
+        CL_DEVICE_PIPE_MAX_ACTIVE_RESERVATIONS => info(if d.pipe_support() {
+            PIPE_MAX_ACTIVE_RESERVATIONS
+        } else {
+            0
+        }),
+        CL_DEVICE_PIPE_MAX_PACKET_SIZE => info(if d.pipe_support() {
+            PIPE_MAX_PACKET_SIZE
+        } else {
+            0
+        }),
+        CL_DEVICE_PIPE_SUPPORT => info(d.pipe_support()),
         CL_DEVICE_MAX_PARAMETER_SIZE => info(1024usize),
         CL_DEVICE_MEM_BASE_ADDR_ALIGN => info(d.mem_base_addr_align_bits()),
         CL_DEVICE_MIN_DATA_TYPE_ALIGN_SIZE => info(128u32),

@@ -17,7 +17,7 @@ use crate::core::error::{ClError, ClResult, err};
 use crate::core::image::Image;
 use crate::core::kernel::{ArgValue, Kernel};
 use crate::core::launch::{Launch, NdRange};
-use crate::core::memory::Buffer;
+use crate::core::memory::{Buffer, Pipe};
 use crate::core::object::Handle;
 use crate::core::program::Program;
 use crate::core::queue::Queue;
@@ -155,6 +155,21 @@ fn decode_arg(k: &Kernel, kind: &ArgKind, size: usize, value: *const c_void) -> 
                 return err(CL_INVALID_SAMPLER);
             }
             Ok(ArgValue::Sampler(Arc::downgrade(&s)))
+        }
+        ArgKind::Pipe => {
+            if size != std::mem::size_of::<cl_mem>() {
+                return err(CL_INVALID_ARG_SIZE);
+            }
+            if value.is_null() {
+                return err(CL_INVALID_ARG_VALUE);
+            }
+            // SAFETY: a cl_mem, per the size check.
+            let raw = unsafe { *(value as *const cl_mem) };
+            let p = Handle::<Pipe>::from_raw(raw)?;
+            if !Arc::ptr_eq(p.context(), &k.program.context) {
+                return err(CL_INVALID_MEM_OBJECT);
+            }
+            Ok(ArgValue::Buffer(Some(Arc::downgrade(&p.buffer))))
         }
         ArgKind::Image => {
             if size != std::mem::size_of::<cl_mem>() {

@@ -12,7 +12,7 @@ use crate::api::util::*;
 use crate::core::context::Context;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::image::{Image, work as image_work};
-use crate::core::memory::{Access, Buffer, HostPtr, MemDestructor, Rect, work};
+use crate::core::memory::{Access, Buffer, HostPtr, MemDestructor, Pipe, Rect, work};
 use crate::core::object::{Callback, Handle};
 use crate::core::queue::{Ordering, Queue, Work};
 
@@ -233,13 +233,17 @@ pub unsafe extern "C" fn clCreateSubBuffer(
 pub(crate) enum Mem {
     Buffer(Arc<Handle<Buffer>>),
     Image(Arc<Handle<Image>>),
+    Pipe(Arc<Handle<Pipe>>),
 }
 
 impl Mem {
     pub(crate) fn from_raw(raw: cl_mem) -> ClResult<Mem> {
-        match Handle::<Buffer>::from_raw(raw) {
-            Ok(b) => Ok(Mem::Buffer(b)),
-            Err(_) => Handle::<Image>::from_raw(raw).map(Mem::Image),
+        if let Ok(b) = Handle::<Buffer>::from_raw(raw) {
+            return Ok(Mem::Buffer(b));
+        }
+        match Handle::<Image>::from_raw(raw) {
+            Ok(i) => Ok(Mem::Image(i)),
+            Err(_) => Handle::<Pipe>::from_raw(raw).map(Mem::Pipe),
         }
     }
 
@@ -247,6 +251,7 @@ impl Mem {
         match self {
             Mem::Buffer(b) => &b.context,
             Mem::Image(i) => &i.context,
+            Mem::Pipe(p) => p.context(),
         }
     }
 }
@@ -256,6 +261,7 @@ pub unsafe extern "C" fn clRetainMemObject(memobj: cl_mem) -> cl_int {
     api_call("clRetainMemObject", || match Mem::from_raw(memobj)? {
         Mem::Buffer(b) => b.retain(),
         Mem::Image(i) => i.retain(),
+        Mem::Pipe(p) => p.retain(),
     })
 }
 
@@ -264,6 +270,7 @@ pub unsafe extern "C" fn clReleaseMemObject(memobj: cl_mem) -> cl_int {
     api_call("clReleaseMemObject", || match Mem::from_raw(memobj)? {
         Mem::Buffer(b) => Handle::release(b),
         Mem::Image(i) => Handle::release(i),
+        Mem::Pipe(p) => Handle::release(p),
     })
 }
 
@@ -287,6 +294,23 @@ fn mem_info(b: &Arc<Handle<Buffer>>, param: cl_mem_info) -> Info {
         }
         CL_MEM_DEVICE_ADDRESS_EXT => err(CL_INVALID_OPERATION),
         CL_MEM_PROPERTIES => info(b.properties.clone()),
+        _ => invalid_param(param),
+    }
+}
+
+fn pipe_mem_info(p: &Arc<Handle<Pipe>>, param: cl_mem_info) -> Info {
+    match param {
+        CL_MEM_TYPE => info(CL_MEM_OBJECT_PIPE),
+        CL_MEM_FLAGS => info(p.flags),
+        CL_MEM_SIZE => info(p.buffer.size),
+        CL_MEM_HOST_PTR => info(std::ptr::null_mut::<c_void>()),
+        CL_MEM_MAP_COUNT => info(0 as cl_uint),
+        CL_MEM_REFERENCE_COUNT => info(p.api_ref_count()),
+        CL_MEM_CONTEXT => info(Handle::as_raw::<c_void>(p.context())),
+        CL_MEM_ASSOCIATED_MEMOBJECT => info(std::ptr::null_mut::<c_void>()),
+        CL_MEM_OFFSET => info(0usize),
+        CL_MEM_USES_SVM_POINTER => info(CL_FALSE),
+        CL_MEM_PROPERTIES => info(Vec::<cl_mem_properties>::new()),
         _ => invalid_param(param),
     }
 }
@@ -324,6 +348,7 @@ pub unsafe extern "C" fn clGetMemObjectInfo(
         let answer = match Mem::from_raw(memobj)? {
             Mem::Buffer(b) => mem_info(&b, param_name),
             Mem::Image(i) => image_mem_info(&i, param_name),
+            Mem::Pipe(p) => pipe_mem_info(&p, param_name),
         };
         // SAFETY: the application passes buffers of the sizes it states.
         unsafe { write_info(answer, param_value_size, param_value, param_value_size_ret) }
@@ -343,6 +368,7 @@ pub unsafe extern "C" fn clSetMemObjectDestructorCallback(
         match m {
             Mem::Buffer(b) => b.add_destructor(cb),
             Mem::Image(i) => i.add_destructor(cb),
+            Mem::Pipe(p) => p.add_destructor(cb),
         }
         Ok(())
     })
@@ -1108,6 +1134,14 @@ pub unsafe extern "C" fn clEnqueueMigrateMemObjects(
                     }
                     keep.push(Box::new(i))
                 }
+                // A pipe's header is its state: its contents always move.
+                Mem::Pipe(p) => {
+                    if access.is_some() {
+                        p.buffer.storage_for(&queue)?;
+                        uses.extend(crate::core::memory::used(&p.buffer, Access::Read));
+                    }
+                    keep.push(Box::new(p))
+                }
             }
         }
         let (t, _) = target(command_queue, &[], num_events_in_wait_list, event_wait_list)?;
@@ -1120,29 +1154,77 @@ pub unsafe extern "C" fn clEnqueueMigrateMemObjects(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clCreatePipe(
-    _context: cl_context,
-    _flags: cl_mem_flags,
-    _pipe_packet_size: cl_uint,
-    _pipe_max_packets: cl_uint,
-    _properties: *const cl_pipe_properties,
-    _errcode_ret: *mut cl_int,
+    context: cl_context,
+    flags: cl_mem_flags,
+    pipe_packet_size: cl_uint,
+    pipe_max_packets: cl_uint,
+    properties: *const cl_pipe_properties,
+    errcode_ret: *mut cl_int,
 ) -> cl_mem {
+    let create = || {
+        let c = Handle::<Context>::from_raw(context)?;
+        // Only these flags, and no properties: none are defined.
+        if flags & !(CL_MEM_READ_WRITE | CL_MEM_HOST_NO_ACCESS) != 0 {
+            return err(CL_INVALID_VALUE);
+        }
+        // SAFETY: null or a zero-terminated list, per the specification.
+        if !properties.is_null() && unsafe { *properties } != 0 {
+            return err(CL_INVALID_VALUE);
+        }
+        let given = if properties.is_null() {
+            Vec::new()
+        } else {
+            vec![0]
+        };
+        if !c.devices.iter().any(|d| d.pipe_support()) {
+            return err(CL_INVALID_OPERATION);
+        }
+        if pipe_packet_size == 0
+            || pipe_max_packets == 0
+            || pipe_packet_size > crate::core::device::PIPE_MAX_PACKET_SIZE
+        {
+            return err(CL_INVALID_PIPE_SIZE);
+        }
+        let bytes = u64::from(pipe_packet_size) * u64::from(pipe_max_packets);
+        if c.devices.iter().any(|d| bytes > d.max_mem_alloc_size()) {
+            return err(CL_MEM_OBJECT_ALLOCATION_FAILURE);
+        }
+        let flags = if flags == 0 {
+            CL_MEM_READ_WRITE | CL_MEM_HOST_NO_ACCESS
+        } else {
+            flags
+        };
+        Ok(Handle::into_api(Pipe::new(
+            c,
+            flags,
+            pipe_packet_size,
+            pipe_max_packets,
+            given,
+        )?))
+    };
     // SAFETY: errcode_ret is null or writable, per the specification.
-    unsafe { unsupported_obj("clCreatePipe", _errcode_ret) }
+    unsafe { api_create("clCreatePipe", errcode_ret, create) }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clGetPipeInfo(
-    _pipe: cl_mem,
-    _param_name: cl_pipe_info,
-    _param_value_size: usize,
-    _param_value: *mut c_void,
-    _param_value_size_ret: *mut usize,
+    pipe: cl_mem,
+    param_name: cl_pipe_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
 ) -> cl_int {
-    // No pipe can exist (CL_DEVICE_PIPE_SUPPORT is false), so whatever is
-    // passed is not a pipe object.
-    log::debug!(target: "vkcl::api", "clGetPipeInfo: pipes are not supported");
-    CL_INVALID_MEM_OBJECT
+    api_call("clGetPipeInfo", || {
+        let p = Handle::<Pipe>::from_raw(pipe)?;
+        let answer = match param_name {
+            CL_PIPE_PACKET_SIZE => info(p.packet_size),
+            CL_PIPE_MAX_PACKETS => info(p.max_packets),
+            CL_PIPE_PROPERTIES => info(p.properties.clone()),
+            _ => invalid_param(param_name),
+        };
+        // SAFETY: the application passes buffers of the sizes it states.
+        unsafe { write_info(answer, param_value_size, param_value, param_value_size_ret) }
+    })
 }
 
 /// clEnqueueAcquireExternalMemObjectsKHR and

@@ -1048,13 +1048,25 @@ pub fn words_of(bytes: &[u8]) -> Option<Vec<u32>> {
 /// no front end. Panics where the source does not build.
 #[cfg(test)]
 pub(crate) fn build_for_test(source: &str, images: bool) -> Option<Vec<u32>> {
+    build_for_test_with(source, images, "", &[])
+}
+
+/// [`build_for_test`] with build options and the device's optional
+/// features (`__opencl_c_pipes`, extensions).
+#[cfg(test)]
+pub(crate) fn build_for_test_with(
+    source: &str,
+    images: bool,
+    options: &str,
+    features: &[&str],
+) -> Option<Vec<u32>> {
     let Some(fe) = front_end() else {
         eprintln!("no OpenCL C front end: skipped");
         return None;
     };
-    let options = Options::parse("", Purpose::Build).expect("no options");
+    let options = Options::parse(options, Purpose::Build).expect("valid options");
     let device = DeviceMacros {
-        features: Vec::new(),
+        features: features.iter().map(|f| f.to_string()).collect(),
         image_support: images,
         matrices: &[],
     };

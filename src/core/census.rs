@@ -24,6 +24,7 @@ pub enum Kind {
     /// cl_khr_command_buffer objects.
     CommandBufferObjects,
     SvmAllocations,
+    Pipes,
     /// Vulkan buffers with memory of their own (buffers, staging,
     /// scratch, module data).
     DeviceBuffers,
@@ -42,7 +43,7 @@ pub enum Kind {
     Semaphores,
 }
 
-const KINDS: [(Kind, &str); 23] = [
+const KINDS: [(Kind, &str); 24] = [
     (Kind::Contexts, "contexts"),
     (Kind::Queues, "queues"),
     (Kind::Buffers, "buffers"),
@@ -54,6 +55,7 @@ const KINDS: [(Kind, &str); 23] = [
     (Kind::SemaphoreObjects, "semaphores"),
     (Kind::CommandBufferObjects, "command_buffers"),
     (Kind::SvmAllocations, "svm_allocations"),
+    (Kind::Pipes, "pipes"),
     (Kind::DeviceBuffers, "vk_buffers"),
     (Kind::DeviceBytes, "device_bytes"),
     (Kind::ImportedRanges, "imported_host_ranges"),

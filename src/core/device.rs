@@ -31,6 +31,21 @@ pub const IMAGE_BASE_ADDRESS_ALIGNMENT: u32 = 1;
 /// CL_DEVICE_MAX_GLOBAL_VARIABLE_SIZE: the specification's minimum.
 pub const MAX_GLOBAL_VARIABLE_SIZE: usize = 64 * 1024;
 
+/// The largest pipe packet (CL_DEVICE_PIPE_MAX_PACKET_SIZE): the
+/// specification's minimum, a `long16` eight times over. Kernels copy
+/// packets unit by unit, unrolled.
+pub const PIPE_MAX_PACKET_SIZE: u32 = 1024;
+
+/// Pipe arguments a kernel may take (CL_DEVICE_MAX_PIPE_ARGS), each one
+/// device address among the arguments.
+pub const MAX_PIPE_ARGS: u32 = 16;
+
+/// Reservations a work-item may hold at once on a pipe
+/// (CL_DEVICE_PIPE_MAX_ACTIVE_RESERVATIONS). A reservation is only two
+/// words in the kernel, so vkcl sets no limit of its own; this bounds
+/// what the CTS checks in one kernel's loop.
+pub const PIPE_MAX_ACTIVE_RESERVATIONS: u32 = 4096;
+
 pub struct Device {
     pub instance: Arc<Instance>,
     pub info: PhysicalInfo,
@@ -366,6 +381,9 @@ impl Device {
                 features.push(name);
             }
         }
+        if self.pipe_support() {
+            features.push("__opencl_c_pipes");
+        }
         if self.has_subgroups() {
             features.push("__opencl_c_subgroups");
             // Lowered to sub-group steps (see the rewriter's groups pass).
@@ -427,7 +445,8 @@ impl Device {
                     "cooperative matrices (cl_vkcl_cooperative_matrix)",
                     !self.matrices.is_empty(),
                 ),
-                C::Pipes | C::PipeStorage => ("pipes", false),
+                C::Pipes => ("pipes", self.pipe_support()),
+                C::PipeStorage => ("program-scope pipes", false),
                 C::DeviceEnqueue | C::SubgroupDispatch => ("device-side enqueue", false),
                 _ => continue,
             };
@@ -436,6 +455,13 @@ impl Device {
             }
         }
         unmet
+    }
+
+    /// Pipes (`__opencl_c_pipes`): a buffer with a ring of packets and
+    /// two counters that kernels reserve packets on with atomics (see the
+    /// rewriter's pipes pass), which every device vkcl offers can do.
+    pub fn pipe_support(&self) -> bool {
+        true
     }
 
     /// cl_khr_integer_dot_product, unpacked and packed: the rewriter makes

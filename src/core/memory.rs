@@ -181,6 +181,74 @@ pub fn mem_property(
     None
 }
 
+/// A pipe (clCreatePipe): a buffer holding the header and the ring of
+/// packets that kernels read and write (see the rewriter's pipes pass for
+/// the layout). The host cannot reach its contents.
+pub struct Pipe {
+    pub flags: cl_mem_flags,
+    pub packet_size: u32,
+    pub max_packets: u32,
+    /// The properties as given (none yet exist).
+    pub properties: Vec<cl_pipe_properties>,
+    /// The pipe's memory, as a buffer of no application's.
+    pub buffer: Arc<Handle<Buffer>>,
+    destructors: MemDestructors,
+}
+
+impl ClObject for Pipe {
+    const INVALID: i32 = CL_INVALID_MEM_OBJECT;
+    const KIND: Option<crate::core::census::Kind> = Some(crate::core::census::Kind::Pipes);
+
+    fn on_destroy(&self, handle: *mut c_void) {
+        self.destructors.run(handle);
+    }
+}
+
+impl Pipe {
+    /// clCreatePipe, after argument checks: an empty pipe.
+    pub fn new(
+        context: Arc<Handle<Context>>,
+        flags: cl_mem_flags,
+        packet_size: u32,
+        max_packets: u32,
+        properties: Vec<cl_pipe_properties>,
+    ) -> ClResult<Arc<Handle<Pipe>>> {
+        use crate::compiler::spirv::p1_kernel::pipes::PACKETS_AT;
+        let size = u64::from(packet_size)
+            .checked_mul(u64::from(max_packets))
+            .and_then(|b| b.checked_add(PACKETS_AT))
+            .and_then(|b| usize::try_from(b).ok())
+            .ok_or(ClError(CL_INVALID_PIPE_SIZE))?;
+        // Nothing reserved or read yet; the capacity and packet size.
+        let mut header = vec![0u8; size];
+        header[8..12].copy_from_slice(&max_packets.to_ne_bytes());
+        header[12..16].copy_from_slice(&packet_size.to_ne_bytes());
+        let buffer = Buffer::new(
+            context,
+            CL_MEM_READ_WRITE | CL_MEM_HOST_NO_ACCESS | CL_MEM_COPY_HOST_PTR,
+            size,
+            Some(HostPtr(header.as_ptr() as usize)),
+            Vec::new(),
+        )?;
+        Ok(Handle::new(Pipe {
+            flags,
+            packet_size,
+            max_packets,
+            properties,
+            buffer,
+            destructors: MemDestructors::default(),
+        }))
+    }
+
+    pub fn context(&self) -> &Arc<Handle<Context>> {
+        &self.buffer.context
+    }
+
+    pub fn add_destructor(&self, cb: Callback<MemDestructor>) {
+        self.destructors.add(cb);
+    }
+}
+
 impl ClObject for Buffer {
     const INVALID: i32 = CL_INVALID_MEM_OBJECT;
     const KIND: Option<crate::core::census::Kind> = Some(crate::core::census::Kind::Buffers);

@@ -143,6 +143,7 @@ cl_api! {
     clEnqueueNDRangeKernel: clEnqueueNDRangeKernel_t,
     clGetHostTimer: clGetHostTimer_t,
     clCreatePipe: clCreatePipe_t,
+    clGetPipeInfo: clGetPipeInfo_t,
     clSVMAlloc: clSVMAlloc_t,
     clSVMFree: clSVMFree_t,
     clEnqueueSVMFree: clEnqueueSVMFree_t,

@@ -23,7 +23,7 @@ use rspirv::binary::Assemble;
 use crate::compiler::spirv::common::ctx::Ctx;
 use crate::compiler::spirv::input::reflect::{self, KernelInfo};
 use crate::compiler::spirv::p1_kernel::{
-    async_copy, clock, inline, matrix, memcopy, printf, select,
+    async_copy, clock, inline, matrix, memcopy, pipes, printf, select,
 };
 use crate::compiler::spirv::p2_builtins::{convert, extinst, vectors};
 use crate::compiler::spirv::p3_interface::interface::{self, PushLayout};
@@ -139,6 +139,7 @@ fn rewrite_module(
     let fid = select::run(&mut ctx, &kernel.name)?;
     clock::run(&mut ctx, caps)?;
     matrix::run(&mut ctx, caps)?;
+    pipes::run(&mut ctx, caps)?;
     inline::run(&mut ctx, fid)?;
     memcopy::run(&mut ctx)?;
     async_copy::run(&mut ctx)?;

@@ -317,6 +317,32 @@ impl Ctx {
             .collect()
     }
 
+    /// The module's OpenCL input variable for built-in `b` (of type `ty`),
+    /// made if missing.
+    pub fn builtin_input(&mut self, b: rspirv::spirv::BuiltIn, ty: Word) -> Word {
+        use rspirv::spirv::Decoration;
+        let existing = self.module.annotations.iter().find_map(|a| {
+            (a.class.opcode == Op::Decorate
+                && a.operands.get(1) == Some(&Operand::Decoration(Decoration::BuiltIn))
+                && a.operands.get(2) == Some(&Operand::BuiltIn(b)))
+            .then(|| id_at(a, 0))
+            .flatten()
+        });
+        if let Some(v) = existing {
+            return v;
+        }
+        let p = self.pointer(StorageClass::Input, ty);
+        let v = self.fresh();
+        self.module.types_global_values.push(Instruction::new(
+            Op::Variable,
+            Some(p),
+            Some(v),
+            vec![Operand::StorageClass(StorageClass::Input)],
+        ));
+        self.decorate(v, Decoration::BuiltIn, vec![Operand::BuiltIn(b)]);
+        v
+    }
+
     /// The defining instruction of a global id (type, constant, variable).
     pub fn global(&self, id: Word) -> Option<&Instruction> {
         self.module

@@ -25,6 +25,9 @@ pub enum ArgKind {
     Value(u32),
     Image,
     Sampler,
+    /// A pipe (`read_only pipe T`, `write_only pipe T`): a pipe object,
+    /// passed to the kernel as its buffer's address.
+    Pipe,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -496,6 +499,10 @@ pub fn kernels(module: &Module) -> Result<Vec<KernelInfo>, String> {
             if qual_text.split(' ').any(|q| q == "pipe") {
                 type_qual |= CL_KERNEL_ARG_TYPE_PIPE as cl_bitfield;
             }
+            // A pipe's element qualifiers are not the argument's.
+            if kind == ArgKind::Pipe {
+                type_qual = CL_KERNEL_ARG_TYPE_PIPE as cl_bitfield;
+            }
             // restrict and volatile only qualify pointers.
             if !matches!(kind, ArgKind::Buffer | ArgKind::Local) {
                 type_qual &=
@@ -661,7 +668,15 @@ fn arg_kind(
             (ArgKind::Image, CL_KERNEL_ARG_ADDRESS_GLOBAL, access)
         }
         Op::TypeSampler => (ArgKind::Sampler, CL_KERNEL_ARG_ADDRESS_PRIVATE, none),
-        Op::TypePipe => return Err("pipe kernel arguments are not supported".into()),
+        Op::TypePipe => {
+            let access = match t.operands.first() {
+                Some(Operand::AccessQualifier(rspirv::spirv::AccessQualifier::WriteOnly)) => {
+                    CL_KERNEL_ARG_ACCESS_WRITE_ONLY
+                }
+                _ => CL_KERNEL_ARG_ACCESS_READ_ONLY,
+            };
+            (ArgKind::Pipe, CL_KERNEL_ARG_ADDRESS_GLOBAL, access)
+        }
         _ => (
             ArgKind::Value(size_of(types, ty)?),
             CL_KERNEL_ARG_ADDRESS_PRIVATE,

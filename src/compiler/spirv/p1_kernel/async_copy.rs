@@ -13,7 +13,7 @@
 //! loops are unstructured, for the structure pass.
 
 use rspirv::dr::{Block, Instruction, Operand};
-use rspirv::spirv::{BuiltIn, Decoration, Op, OpenclStd100Op as C, StorageClass, Word};
+use rspirv::spirv::{BuiltIn, Op, OpenclStd100Op as C, StorageClass, Word};
 
 use crate::compiler::spirv::common::HashSet;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at, ids_used};
@@ -30,9 +30,9 @@ pub fn run(ctx: &mut Ctx) -> Result<(), String> {
         return Ok(());
     }
     let ulong = ctx.uint(64);
-    let index = builtin_input(ctx, BuiltIn::LocalInvocationIndex, ulong);
+    let index = ctx.builtin_input(BuiltIn::LocalInvocationIndex, ulong);
     let v3 = ctx.vector(ulong, 3);
-    let size = builtin_input(ctx, BuiltIn::WorkgroupSize, v3);
+    let size = ctx.builtin_input(BuiltIn::WorkgroupSize, v3);
     let bool_ty = ctx.ty(Op::TypeBool, vec![]);
     // OpenCL semantics (the sync pass maps them): acquire-release on
     // work-group and global memory.
@@ -202,30 +202,6 @@ fn value_type(f: &rspirv::dr::Function, ctx: &Ctx, v: Word) -> Option<Word> {
         .find(|i| i.result_id == Some(v))
         .and_then(|i| i.result_type)
         .or_else(|| ctx.type_of(v))
-}
-
-/// The module's OpenCL input variable for built-in `b`, made if missing.
-fn builtin_input(ctx: &mut Ctx, b: BuiltIn, ty: Word) -> Word {
-    let existing = ctx.module.annotations.iter().find_map(|a| {
-        (a.class.opcode == Op::Decorate
-            && a.operands.get(1) == Some(&Operand::Decoration(Decoration::BuiltIn))
-            && a.operands.get(2) == Some(&Operand::BuiltIn(b)))
-        .then(|| id_at(a, 0))
-        .flatten()
-    });
-    if let Some(v) = existing {
-        return v;
-    }
-    let p = ctx.pointer(StorageClass::Input, ty);
-    let v = ctx.fresh();
-    ctx.module.types_global_values.push(Instruction::new(
-        Op::Variable,
-        Some(p),
-        Some(v),
-        vec![Operand::StorageClass(StorageClass::Input)],
-    ));
-    ctx.decorate(v, Decoration::BuiltIn, vec![Operand::BuiltIn(b)]);
-    v
 }
 
 fn drop_prefetches(ctx: &mut Ctx) {

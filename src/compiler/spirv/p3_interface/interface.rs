@@ -255,7 +255,7 @@ pub fn run(
         let pid = p.result_id.ok_or("parameter without id")?;
         let pty = p.result_type.ok_or("parameter without type")?;
         match &a.kind {
-            ArgKind::Buffer => {
+            ArgKind::Buffer | ArgKind::Pipe => {
                 offset = offset.next_multiple_of(8);
                 slots.push(Slot::Address { offset });
                 loads.push((pid, pty, members.len() as u32, Conv::Direct));
@@ -372,7 +372,7 @@ pub fn run(
             let pid = p.result_id.ok_or("parameter without id")?;
             let pty = p.result_type.ok_or("parameter without type")?;
             match &a.kind {
-                ArgKind::Buffer => {
+                ArgKind::Buffer | ArgKind::Pipe => {
                     at = at.next_multiple_of(8);
                     slots.push(Slot::Address { offset: at });
                     mem_loads.push((pid, pty, at, MemConv::Address));

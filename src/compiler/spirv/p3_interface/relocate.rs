@@ -918,6 +918,9 @@ fn rewrite(
         )
     });
     if relocated.is_empty() && retyped.is_empty() && !generic_left {
+        // Generic pointer types may still be named by the types of
+        // functions inlined away, their values flattened into words.
+        drop_generic_types(ctx)?;
         return Ok(scratch);
     }
 
