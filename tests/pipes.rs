@@ -35,6 +35,22 @@ fn release(s: &Setup, m: cl_mem) {
     assert_eq!(unsafe { s.cl.clReleaseMemObject.unwrap()(m) }, CL_SUCCESS);
 }
 
+/// The device's OpenCL C features (CL_DEVICE_OPENCL_C_FEATURES).
+fn c_features(cl: &Cl) -> Vec<String> {
+    let features = cl
+        .device_bytes(cl.device(), CL_DEVICE_OPENCL_C_FEATURES)
+        .unwrap();
+    // cl_name_version entries: a version, then a 64-byte name.
+    features
+        .chunks(68)
+        .map(|e| {
+            let name = &e[4..];
+            let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+            String::from_utf8_lossy(&name[..end]).into_owned()
+        })
+        .collect()
+}
+
 fn sorted(mut v: Vec<u32>) -> Vec<u32> {
     v.sort_unstable();
     v
@@ -232,7 +248,6 @@ __kernel void get(__read_only pipe long in, __global long *dst) {
 "#;
 
 const SUB_GROUPS: &str = r#"
-#pragma OPENCL EXTENSION cl_khr_subgroups : enable
 __kernel void put(__global const long *src, __write_only pipe long out) {
     int gid = get_global_id(0), lid = get_sub_group_local_id();
     reserve_id_t r = sub_group_reserve_write_pipe(out, get_sub_group_size());
@@ -250,9 +265,7 @@ __kernel void get(__read_only pipe long in, __global long *dst) {
 /// Work-group and sub-group reservations: one per group, each work-item
 /// its packet.
 fn group_reservations(cl: &Cl) {
-    let subgroups = c_string(&cl.device_bytes(cl.device(), CL_DEVICE_EXTENSIONS).unwrap())
-        .split(' ')
-        .any(|e| e == "cl_khr_subgroups");
+    let subgroups = c_features(cl).iter().any(|f| f == "__opencl_c_subgroups");
     let mut sources = vec![("work-group", GROUPS)];
     if subgroups {
         sources.push(("sub-group", SUB_GROUPS));
@@ -350,18 +363,7 @@ fn queries_and_errors(cl: &Cl) {
                 .unwrap()
         ) >= 16
     );
-    let features = cl
-        .device_bytes(cl.device(), CL_DEVICE_OPENCL_C_FEATURES)
-        .unwrap();
-    // cl_name_version entries: a version, then a 64-byte name.
-    let names: Vec<String> = features
-        .chunks(68)
-        .map(|e| {
-            let name = &e[4..];
-            let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-            String::from_utf8_lossy(&name[..end]).into_owned()
-        })
-        .collect();
+    let names = c_features(cl);
     assert!(names.iter().any(|n| n == "__opencl_c_pipes"), "{names:?}");
 
     let p = pipe(&s, 12, 100);
