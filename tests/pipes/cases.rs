@@ -11,6 +11,7 @@ both_ways!(
     reservations,
     group_reservations,
     packets_of_every_shape,
+    packets_of_another_size,
     queries_and_errors,
 );
 
@@ -335,6 +336,53 @@ __kernel void get(__read_only pipe {ty} in, __global {ty} *dst) {{
         let mut want: Vec<&[u8]> = bytes.chunks(size).map(|p| &p[..stored]).collect();
         want.sort_unstable();
         assert!(packets == want, "{ty}: packets differ");
+        release(&s, p);
+    }
+}
+
+/// Packets larger than the pipe's (undefined behaviour) are refused, not
+/// written past the pipe's memory; smaller ones pass.
+fn packets_of_another_size(cl: &Cl) {
+    let source = r#"
+__kernel void put(__global const long *src, __write_only pipe long out, __global int *failed) {
+    if (write_pipe(out, &src[get_global_id(0)]) != 0) atomic_inc(failed);
+}
+__kernel void get(__read_only pipe long in, __global long *dst, __global int *failed) {
+    if (read_pipe(in, &dst[get_global_id(0)]) != 0) atomic_inc(failed);
+}
+"#;
+    let mut s = Setup::new(cl);
+    let n = 64usize;
+    let put = s.kernel(source, "put", OPTIONS);
+    let get = s.kernel(source, "get", OPTIONS);
+    let values: Vec<u64> = (0..n as u64).map(|i| i << 33).collect();
+    let src = s.buffer_from(&bytes_of(&values));
+    for (packet, refused) in [(4u32, true), (16, false)] {
+        let dst = s.zeroed(n * 8);
+        let failed = s.zeroed(4);
+        let p = pipe(&s, packet, n as u32);
+        s.arg(put, 0, &src);
+        s.arg(put, 1, &p);
+        s.arg(put, 2, &failed);
+        s.run(put, &[n], None, None);
+        s.arg(get, 0, &p);
+        s.arg(get, 1, &dst);
+        s.arg(get, 2, &failed);
+        s.run(get, &[n], None, None);
+        let failures = s.words(failed, 1)[0] as usize;
+        if refused {
+            assert_eq!(failures, 2 * n, "{packet}-byte packets");
+        } else {
+            assert_eq!(failures, 0, "{packet}-byte packets");
+            let mut got: Vec<u64> = s
+                .cl
+                .read(s.q, dst, 0, n * 8)
+                .chunks(8)
+                .map(u64_of)
+                .collect();
+            got.sort_unstable();
+            assert!(got == values, "{packet}-byte packets: packets differ");
+        }
         release(&s, p);
     }
 }

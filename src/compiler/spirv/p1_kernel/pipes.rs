@@ -15,7 +15,9 @@
 //! never hands out a slot twice and never loses a packet. A reservation
 //! id is a struct of its first packet's counter value and its count, a
 //! count of 0 being the invalid id; `read_pipe`/`write_pipe` without one
-//! reserve a single packet. Commits do nothing: a packet is in its slot
+//! reserve a single packet. A packet type larger than the pipe's packets
+//! reserves nothing, so such a mismatch (undefined behaviour) cannot write
+//! past the ring; slots are as long as the kernel's packet type. Commits do nothing: a packet is in its slot
 //! once its copy is made, and kernels see what an earlier command wrote
 //! through the ordering of commands. Reads and writes of one pipe by
 //! commands that run at the same time are not ordered this way: a read
@@ -49,6 +51,7 @@ pub const PACKETS_AT: u64 = 128;
 const WRITTEN: u32 = 0;
 const READ: u32 = 1;
 const CAPACITY: u32 = 2;
+const PACKET_SIZE: u32 = 3;
 
 /// OpenCL's scopes, as pipe instructions carry them.
 const DEVICE: u32 = 1;
@@ -463,6 +466,13 @@ impl<'a> Pass<'a> {
         let counter = if write { written_at } else { read_at };
         let zero = self.ctx.const_u32(0);
         let some = b.ids(self.ctx, Op::INotEqual, bool_ty, &[n, zero]);
+        // A packet type larger than the pipe's packets (undefined
+        // behaviour, which would write past the ring) reserves nothing.
+        let size_at = self.header_word(&mut b, pipe, s.pipe_ty, PACKET_SIZE);
+        let size = b.ids(self.ctx, Op::Load, uint, &[size_at]);
+        let ours = self.ctx.const_u32(s.size);
+        let fits = b.ids(self.ctx, Op::ULessThanEqual, bool_ty, &[ours, size]);
+        let some = b.ids(self.ctx, Op::LogicalAnd, bool_ty, &[some, fits]);
         let (head, try_it, done) = (self.ctx.fresh(), self.ctx.fresh(), self.ctx.fresh());
         b.branch(head);
         // head: is there room (or are there packets) for n?
