@@ -139,6 +139,21 @@ fn offered_and_queried(cl: &Cl) {
         .unwrap(),
     );
     assert!(platform.iter().all(|t| memory.contains(t)));
+    // Where every device of the platform has the extensions, the
+    // platform names them too (vkcl's tests see one device).
+    let platform_ext = cl.platform_string(cl.platform(), CL_PLATFORM_EXTENSIONS);
+    let named = |e: &str| platform_ext.split(' ').any(|x| x == e);
+    if cl.devices(CL_DEVICE_TYPE_ALL).unwrap().len() == 1 {
+        for e in [
+            "cl_khr_external_memory",
+            "cl_khr_external_memory_opaque_fd",
+            "cl_khr_external_semaphore",
+            "cl_khr_external_semaphore_opaque_fd",
+            "cl_khr_external_semaphore_sync_fd",
+        ] {
+            assert_eq!(named(e), has(cl, e), "{e} in {platform_ext:?}");
+        }
+    }
 }
 
 fn imported_buffer_runs_kernels(cl: &Cl) {

@@ -95,9 +95,19 @@ impl Platform {
         }
     }
 
-    /// Extensions every device of the platform supports.
+    /// Extensions every device of the platform supports: vkcl's own, and
+    /// the device extensions that have platform queries
+    /// ([`WITH_PLATFORM_QUERIES`]) where every device has them.
     pub fn extensions(&self) -> Vec<(&'static str, cl_version)> {
         let mut common = crate::core::device::PLATFORM_EXTENSIONS.to_vec();
+        if let Some(first) = self.devices.first() {
+            common.extend(
+                first
+                    .extensions()
+                    .into_iter()
+                    .filter(|(name, _)| WITH_PLATFORM_QUERIES.contains(name)),
+            );
+        }
         for d in &self.devices {
             let ext = d.extensions();
             common.retain(|e| ext.contains(e));
@@ -105,6 +115,17 @@ impl Platform {
         common
     }
 }
+
+/// Device extensions that also answer platform queries (the handle types
+/// every device imports or exports), so that applications find them in
+/// the platform's extension string, where they look first.
+const WITH_PLATFORM_QUERIES: &[&str] = &[
+    "cl_khr_external_memory",
+    "cl_khr_external_memory_opaque_fd",
+    "cl_khr_external_semaphore",
+    "cl_khr_external_semaphore_opaque_fd",
+    "cl_khr_external_semaphore_sync_fd",
+];
 
 /// How many OpenCL devices each Vulkan device is offered as
 /// (`VKCL_DEVICE_REPEAT`, default 1, at most 8). Each is a Vulkan device
