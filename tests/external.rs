@@ -18,6 +18,7 @@ use opencl_sys::*;
 both_ways!(
     offered_and_queried,
     imported_buffer_runs_kernels,
+    imported_image_runs_kernels,
     errors,
     semaphores_shared_with_vulkan,
     semaphores_shared_between_contexts,
@@ -121,15 +122,15 @@ fn offered_and_queried(cl: &Cl) {
         has(cl, "cl_khr_external_semaphore_sync_fd"),
         either(CL_SEMAPHORE_HANDLE_SYNC_FD_KHR)
     );
-    // No image is imported, so none is assumed linear.
-    assert!(
-        cl.device_bytes(
+    // Images are imported from the same handles, as linear images.
+    let linear = uints(
+        &cl.device_bytes(
             d,
-            CL_DEVICE_EXTERNAL_MEMORY_IMPORT_ASSUME_LINEAR_IMAGES_HANDLE_TYPES_KHR
+            CL_DEVICE_EXTERNAL_MEMORY_IMPORT_ASSUME_LINEAR_IMAGES_HANDLE_TYPES_KHR,
         )
-        .unwrap()
-        .is_empty()
+        .unwrap(),
     );
+    assert_eq!(linear, memory);
     // The platform lists what all its devices import.
     let platform = uints(
         &cl.platform_bytes(
@@ -214,6 +215,125 @@ fn imported_buffer_runs_kernels(cl: &Cl) {
         cl.clReleaseEvent.unwrap()(acquired);
         cl.clReleaseEvent.unwrap()(released);
         cl.clReleaseMemObject.unwrap()(b);
+    }
+}
+
+/// Memory Vulkan exported is a linear 2D image for OpenCL, rows a pitch
+/// apart: kernels read and write its texels, and Vulkan sees the writes.
+fn imported_image_runs_kernels(cl: &Cl) {
+    if !has(cl, "cl_khr_external_memory_opaque_fd") {
+        eprintln!("skipped: no cl_khr_external_memory_opaque_fd");
+        return;
+    }
+    let linear = uints(
+        &cl.device_bytes(
+            cl.device(),
+            CL_DEVICE_EXTERNAL_MEMORY_IMPORT_ASSUME_LINEAR_IMAGES_HANDLE_TYPES_KHR,
+        )
+        .unwrap(),
+    );
+    assert!(linear.contains(&CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR));
+    let mut vk = vulkan_side(cl, false);
+    // Rows of 40 texels, 64 texels apart.
+    let (w, h, pitch_texels) = (40usize, 24usize, 64usize);
+    let shared = vk.shared_buffer((4 * pitch_texels * h) as u64).unwrap();
+    vk.fill(&shared, 7, None).unwrap();
+    let mut s = Setup::new(cl);
+    let props = [
+        CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR as cl_mem_properties,
+        shared.fd as cl_mem_properties,
+        0,
+    ];
+    let format = cl_image_format {
+        image_channel_order: CL_R,
+        image_channel_data_type: CL_UNSIGNED_INT32,
+    };
+    let mut desc = image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    desc.image_row_pitch = 4 * pitch_texels;
+    let mut err = 1;
+    let image = unsafe {
+        cl.clCreateImageWithProperties.unwrap()(
+            s.c,
+            props.as_ptr(),
+            CL_MEM_READ_WRITE,
+            &format,
+            &desc,
+            std::ptr::null_mut(),
+            &mut err,
+        )
+    };
+    assert_eq!(err, CL_SUCCESS, "{}: clCreateImageWithProperties", cl.how);
+    // The image's memory is no buffer of the application's.
+    let associated = query(|size, v, ret| unsafe {
+        cl.clGetMemObjectInfo.unwrap()(image, CL_MEM_ASSOCIATED_MEMOBJECT, size, v, ret)
+    })
+    .unwrap();
+    assert_eq!(u64_of(&associated), 0);
+    // SAFETY (both): the entry points have this signature.
+    let acquire: MemObjectsOp =
+        unsafe { extension_fn(cl, "clEnqueueAcquireExternalMemObjectsKHR") };
+    let release: MemObjectsOp =
+        unsafe { extension_fn(cl, "clEnqueueReleaseExternalMemObjectsKHR") };
+    let k = s.kernel(
+        "kernel void f(read_only image2d_t in, write_only image2d_t out, global uint *seen) {
+            int x = get_global_id(0), y = get_global_id(1);
+            uint v = read_imageui(in, (int2)(x, y)).x;
+            seen[y * get_global_size(0) + x] = v;
+            write_imageui(out, (int2)(x, y), (uint4)(v * 10u + (uint)(y * 100 + x), 0, 0, 0));
+        }",
+        "f",
+        "",
+    );
+    let seen = s.zeroed(4 * w * h);
+    // The kernel reads the image and writes a copy of the same memory.
+    let mut err2 = 1;
+    let copy = unsafe {
+        cl.clCreateImageWithProperties.unwrap()(
+            s.c,
+            std::ptr::null(),
+            CL_MEM_READ_WRITE,
+            &format,
+            &image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0),
+            std::ptr::null_mut(),
+            &mut err2,
+        )
+    };
+    assert_eq!(err2, CL_SUCCESS);
+    s.arg(k, 0, &image);
+    s.arg(k, 1, &copy);
+    s.arg(k, 2, &seen);
+    let none = std::ptr::null();
+    assert_eq!(
+        unsafe { acquire(s.q, 1, &image, 0, none, std::ptr::null_mut()) },
+        CL_SUCCESS
+    );
+    s.run(k, &[w, h], None, None);
+    assert!(s.words(seen, w * h).iter().all(|&v| v == 7), "{}", cl.how);
+    // Then the copy goes back into the imported image, for Vulkan.
+    s.arg(k, 0, &copy);
+    s.arg(k, 1, &image);
+    s.run(k, &[w, h], None, None);
+    assert_eq!(
+        unsafe { release(s.q, 1, &image, 0, none, std::ptr::null_mut()) },
+        CL_SUCCESS
+    );
+    assert_eq!(unsafe { cl.clFinish.unwrap()(s.q) }, CL_SUCCESS);
+    let words = vk.read(&shared, None).unwrap();
+    for y in 0..h {
+        for x in 0..pitch_texels {
+            let got = words[y * pitch_texels + x];
+            // Texels past the row's end are left alone.
+            let want = if x < w {
+                (7 * 10 + (y * 100 + x) as u32) * 10 + (y * 100 + x) as u32
+            } else {
+                7
+            };
+            assert_eq!(got, want, "{}: texel {x},{y}", cl.how);
+        }
+    }
+    unsafe {
+        cl.clReleaseMemObject.unwrap()(copy);
+        cl.clReleaseMemObject.unwrap()(image);
     }
 }
 

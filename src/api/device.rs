@@ -281,9 +281,9 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR => info(d.semaphore_import_types()),
         CL_DEVICE_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR => info(d.semaphore_export_types()),
         CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR => info(d.memory_import_types()),
-        // Images are not imported: no handle type is assumed linear.
+        // Imported images are linear, as Vulkan lays out a linear image.
         CL_DEVICE_EXTERNAL_MEMORY_IMPORT_ASSUME_LINEAR_IMAGES_HANDLE_TYPES_KHR => {
-            info(Vec::<cl_external_memory_handle_type_khr>::new())
+            info(d.memory_import_types())
         }
         // Command buffers replay on any queue of the device, with printf;
         // enqueues of one buffer run one after another, so a buffer may

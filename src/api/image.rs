@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use opencl_sys::*;
 
-use crate::api::memory::{ACCESS_FLAGS, Plan, Target, check_mem_flags};
+use crate::api::memory::{ACCESS_FLAGS, HOST_PTR_FLAGS, Plan, Target, check_mem_flags};
 use crate::api::util::*;
 use crate::core::context::Context;
 use crate::core::device::Device;
@@ -49,15 +49,8 @@ fn create_image(
     host_ptr: *mut c_void,
 ) -> ClResult<cl_mem> {
     let c = Handle::<Context>::from_raw(context)?;
-    let mut props = Vec::new();
-    if let Some(p) = properties.filter(|p| !p.is_null()) {
-        // SAFETY: a zero-terminated list, per the specification.
-        if unsafe { *p } != 0 {
-            // No image properties are supported.
-            return err(CL_INVALID_PROPERTY);
-        }
-        props.push(0);
-    }
+    // The only image properties: memory to import (and its devices).
+    let (props, import) = crate::api::memory::mem_properties(&c, properties, false)?;
     let given_flags = flags;
     let flags = image_flags(flags)?;
     if image_format.is_null() {
@@ -76,6 +69,9 @@ fn create_image(
         return err(CL_INVALID_IMAGE_DESCRIPTOR);
     }
     let buffer = d.buffer;
+    if let Some(fd) = import {
+        return imported_image(&c, props, flags, format, elem, d, host_ptr, fd);
+    }
     if ty == CL_MEM_OBJECT_IMAGE1D_BUFFER {
         return image_buffer(&c, props, given_flags, format, elem, d, host_ptr);
     }
@@ -363,6 +359,44 @@ fn image_buffer(
     Ok(Handle::into_api(Image::new_texels(
         b, flags, format, entry, desc, props,
     )?))
+}
+
+/// A 2D image on memory another API exported (cl_khr_external_memory): a
+/// linear image (CL_DEVICE_EXTERNAL_MEMORY_IMPORT_ASSUME_LINEAR_IMAGES_HANDLE_TYPES_KHR),
+/// its rows `image_row_pitch` bytes apart from the memory's first byte, as
+/// Vulkan lays out a linear image's one subresource. The memory is
+/// imported as a buffer no application sees, and the image is made from
+/// it as images from buffers are.
+#[allow(clippy::too_many_arguments)]
+fn imported_image(
+    c: &Arc<Handle<Context>>,
+    props: Vec<cl_mem_properties>,
+    flags: cl_mem_flags,
+    format: cl_image_format,
+    elem: usize,
+    d: &cl_image_desc,
+    host_ptr: *mut c_void,
+    fd: i32,
+) -> ClResult<cl_mem> {
+    // The memory is the other API's: nothing of the host's goes in.
+    if !host_ptr.is_null() || flags & HOST_PTR_FLAGS != 0 {
+        return err(CL_INVALID_VALUE);
+    }
+    if d.image_type != CL_MEM_OBJECT_IMAGE2D || !d.buffer.is_null() {
+        log::warn!(target: "vkcl::api", "only 2D images are imported from external memory");
+        return err(CL_INVALID_OPERATION);
+    }
+    let pitch = if d.image_row_pitch == 0 {
+        d.image_width.saturating_mul(elem)
+    } else {
+        d.image_row_pitch
+    };
+    let size = pitch
+        .checked_mul(d.image_height)
+        .filter(|&n| n > 0)
+        .ok_or(ClError(CL_INVALID_IMAGE_DESCRIPTOR))?;
+    let memory = Buffer::import(c.clone(), flags, size, fd, props.clone())?;
+    image_2d_from_buffer(memory, props, flags, format, elem, d)
 }
 
 /// The rest of clCreateImage for a 2D image from a buffer, the flags

@@ -38,14 +38,15 @@ pub(crate) fn check_mem_flags(flags: cl_mem_flags) -> ClResult<()> {
     Ok(())
 }
 
-fn create_buffer(
-    context: cl_context,
+/// A memory object's property list (clCreateBufferWithProperties,
+/// clCreateImageWithProperties), checked: the list as given, and the file
+/// descriptor to import (cl_khr_external_memory). `buffer`: the object is
+/// a buffer, which may also ask for a device address.
+pub(crate) fn mem_properties(
+    c: &Arc<Handle<Context>>,
     properties: Option<*const cl_mem_properties>,
-    flags: cl_mem_flags,
-    size: usize,
-    host_ptr: *mut c_void,
-) -> ClResult<cl_mem> {
-    let c = Handle::<Context>::from_raw(context)?;
+    buffer: bool,
+) -> ClResult<(Vec<cl_mem_properties>, Option<i32>)> {
     let mut props = Vec::new();
     let mut seen = Vec::new();
     // cl_khr_external_memory: the descriptor to import.
@@ -89,8 +90,9 @@ fn create_buffer(
                 // cl_ext_buffer_device_address: a fixed device address the
                 // application may use; every vkcl buffer has one.
                 CL_MEM_DEVICE_PRIVATE_ADDRESS_EXT
-                    if value == CL_TRUE as cl_mem_properties
-                        || value == CL_FALSE as cl_mem_properties => {}
+                    if buffer
+                        && (value == CL_TRUE as cl_mem_properties
+                            || value == CL_FALSE as cl_mem_properties) => {}
                 n if n == CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR as cl_mem_properties => {
                     if c.devices.iter().all(|d| d.memory_import_types().is_empty()) {
                         return err(CL_INVALID_PROPERTY);
@@ -101,6 +103,18 @@ fn create_buffer(
             }
         }
     }
+    Ok((props, import))
+}
+
+fn create_buffer(
+    context: cl_context,
+    properties: Option<*const cl_mem_properties>,
+    flags: cl_mem_flags,
+    size: usize,
+    host_ptr: *mut c_void,
+) -> ClResult<cl_mem> {
+    let c = Handle::<Context>::from_raw(context)?;
+    let (props, import) = mem_properties(&c, properties, true)?;
     check_mem_flags(flags)?;
     let flags = if flags & ACCESS_FLAGS == 0 {
         flags | CL_MEM_READ_WRITE
@@ -326,8 +340,9 @@ fn image_mem_info(i: &Arc<Handle<Image>>, param: cl_mem_info) -> Info {
         CL_MEM_CONTEXT => info(Handle::as_raw::<c_void>(&i.context)),
         CL_MEM_ASSOCIATED_MEMOBJECT => info(match (&i.source, i.buffer()) {
             (Some(source), _) => Handle::as_raw::<c_void>(source),
-            (None, Some(b)) => Handle::as_raw::<c_void>(b),
-            (None, None) => std::ptr::null_mut(),
+            // An imported image's buffer is vkcl's own.
+            (None, Some(b)) if !b.is_imported() => Handle::as_raw::<c_void>(b),
+            _ => std::ptr::null_mut(),
         }),
         CL_MEM_OFFSET => info(0usize),
         CL_MEM_USES_SVM_POINTER => info(i.buffer().is_some_and(|b| b.uses_svm())),
@@ -1249,9 +1264,14 @@ unsafe fn external_mem_objects(
     }
     // SAFETY: non-null, with the count the application gives.
     let raw = unsafe { slice_in(mem_objects, num_mem_objects as usize)? };
+    // Imported images are their imported buffers.
     let buffers = raw
         .iter()
-        .map(|&m| Handle::<Buffer>::from_raw(m))
+        .map(|&m| match Mem::from_raw(m)? {
+            Mem::Buffer(b) => Ok(b),
+            Mem::Image(i) => i.buffer().cloned().ok_or(ClError(CL_INVALID_MEM_OBJECT)),
+            Mem::Pipe(_) => err(CL_INVALID_MEM_OBJECT),
+        })
         .collect::<ClResult<Vec<_>>>()?;
     for b in &buffers {
         if !Arc::ptr_eq(&b.context, &q.context) {
