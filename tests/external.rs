@@ -335,6 +335,49 @@ fn imported_image_runs_kernels(cl: &Cl) {
         cl.clReleaseMemObject.unwrap()(copy);
         cl.clReleaseMemObject.unwrap()(image);
     }
+    // A 1D image: one row.
+    let shared = vk.shared_buffer(4 * 64).unwrap();
+    vk.fill(&shared, 9, None).unwrap();
+    let props = [
+        CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR as cl_mem_properties,
+        shared.fd as cl_mem_properties,
+        0,
+    ];
+    let mut err = 1;
+    let row = unsafe {
+        cl.clCreateImageWithProperties.unwrap()(
+            s.c,
+            props.as_ptr(),
+            CL_MEM_READ_ONLY,
+            &format,
+            &image_desc(CL_MEM_OBJECT_IMAGE1D, 50, 0, 0, 0),
+            std::ptr::null_mut(),
+            &mut err,
+        )
+    };
+    assert_eq!(err, CL_SUCCESS, "{}: a 1D image", cl.how);
+    let k1 = s.kernel(
+        "kernel void g(read_only image1d_t in, global uint *out) {
+            int x = get_global_id(0);
+            out[x] = read_imageui(in, x).x + 1u;
+        }",
+        "g",
+        "",
+    );
+    let out = s.zeroed(4 * 50);
+    s.arg(k1, 0, &row);
+    s.arg(k1, 1, &out);
+    assert_eq!(
+        unsafe { acquire(s.q, 1, &row, 0, none, std::ptr::null_mut()) },
+        CL_SUCCESS
+    );
+    s.run(k1, &[50], None, None);
+    assert_eq!(
+        unsafe { release(s.q, 1, &row, 0, none, std::ptr::null_mut()) },
+        CL_SUCCESS
+    );
+    assert!(s.words(out, 50).iter().all(|&v| v == 10), "{}", cl.how);
+    unsafe { cl.clReleaseMemObject.unwrap()(row) };
 }
 
 fn errors(cl: &Cl) {

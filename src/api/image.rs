@@ -361,7 +361,7 @@ fn image_buffer(
     )?))
 }
 
-/// A 2D image on memory another API exported (cl_khr_external_memory): a
+/// A 1D or 2D image on memory another API exported (cl_khr_external_memory): a
 /// linear image (CL_DEVICE_EXTERNAL_MEMORY_IMPORT_ASSUME_LINEAR_IMAGES_HANDLE_TYPES_KHR),
 /// its rows `image_row_pitch` bytes apart from the memory's first byte, as
 /// Vulkan lays out a linear image's one subresource. The memory is
@@ -382,21 +382,51 @@ fn imported_image(
     if !host_ptr.is_null() || flags & HOST_PTR_FLAGS != 0 {
         return err(CL_INVALID_VALUE);
     }
-    if d.image_type != CL_MEM_OBJECT_IMAGE2D || !d.buffer.is_null() {
-        log::warn!(target: "vkcl::api", "only 2D images are imported from external memory");
+    let one_row = d.image_type == CL_MEM_OBJECT_IMAGE1D;
+    if !(one_row || d.image_type == CL_MEM_OBJECT_IMAGE2D) || !d.buffer.is_null() {
+        log::warn!(target: "vkcl::api", "only 1D and 2D images are imported from external memory");
         return err(CL_INVALID_OPERATION);
     }
+    let row = d.image_width.saturating_mul(elem);
     let pitch = if d.image_row_pitch == 0 {
-        d.image_width.saturating_mul(elem)
+        row
     } else {
         d.image_row_pitch
     };
+    let rows = if one_row { 1 } else { d.image_height };
     let size = pitch
-        .checked_mul(d.image_height)
+        .checked_mul(rows)
         .filter(|&n| n > 0)
         .ok_or(ClError(CL_INVALID_IMAGE_DESCRIPTOR))?;
+    if !one_row {
+        let memory = Buffer::import(c.clone(), flags, size, fd, props.clone())?;
+        return image_2d_from_buffer(memory, props, flags, format, elem, d);
+    }
+    // A 1D image: one row, kept like a 2D image's rows.
+    if pitch < row || d.image_slice_pitch != 0 {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    if c.devices
+        .iter()
+        .any(|dev| !dev.image_support() || d.image_width > dev.image_limits().width_1d)
+    {
+        return err(CL_INVALID_IMAGE_SIZE);
+    }
+    let entry = offered(&c.devices, &format, |d| d.image_formats(flags))
+        .ok_or(ClError(CL_IMAGE_FORMAT_NOT_SUPPORTED))?;
     let memory = Buffer::import(c.clone(), flags, size, fd, props.clone())?;
-    image_2d_from_buffer(memory, props, flags, format, elem, d)
+    let desc = ImageDesc {
+        image_type: CL_MEM_OBJECT_IMAGE1D,
+        width: d.image_width,
+        height: 0,
+        depth: 0,
+        array_size: 0,
+        row_pitch: pitch,
+        slice_pitch: 0,
+    };
+    Ok(Handle::into_api(Image::new_rows(
+        memory, flags, format, entry, desc, props,
+    )?))
 }
 
 /// The rest of clCreateImage for a 2D image from a buffer, the flags
