@@ -250,6 +250,8 @@ fn imported_image_runs_kernels(cl: &Cl) {
     };
     let mut desc = image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
     desc.image_row_pitch = 4 * pitch_texels;
+    // As Vulkan reports a linear image's layout: the slice pitch too.
+    desc.image_slice_pitch = 4 * pitch_texels * h;
     let mut err = 1;
     let image = unsafe {
         cl.clCreateImageWithProperties.unwrap()(

@@ -394,16 +394,26 @@ fn imported_image(
         d.image_row_pitch
     };
     let rows = if one_row { 1 } else { d.image_height };
-    let size = pitch
+    let texels = pitch
         .checked_mul(rows)
         .filter(|&n| n > 0)
         .ok_or(ClError(CL_INVALID_IMAGE_DESCRIPTOR))?;
+    // A slice pitch, which Vulkan reports for any linear image, may only
+    // say how much memory the image takes.
+    if d.image_slice_pitch != 0 && d.image_slice_pitch < texels {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    let size = texels.max(d.image_slice_pitch);
     if !one_row {
         let memory = Buffer::import(c.clone(), flags, size, fd, props.clone())?;
-        return image_2d_from_buffer(memory, props, flags, format, elem, d);
+        let rows_only = cl_image_desc {
+            image_slice_pitch: 0,
+            ..*d
+        };
+        return image_2d_from_buffer(memory, props, flags, format, elem, &rows_only);
     }
     // A 1D image: one row, kept like a 2D image's rows.
-    if pitch < row || d.image_slice_pitch != 0 {
+    if pitch < row {
         return err(CL_INVALID_IMAGE_DESCRIPTOR);
     }
     if c.devices
