@@ -207,6 +207,20 @@ fn duplicate(_fd: i32) -> Option<i32> {
     None
 }
 
+/// What `fd` refers to (its file's device and inode), while it is open.
+#[cfg(unix)]
+fn identity(fd: i32) -> Option<(u64, u64)> {
+    // SAFETY: an all-zero `stat` is a valid value, which fstat overwrites.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes into `st` and changes nothing else.
+    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev as u64, st.st_ino as u64))
+}
+
+#[cfg(not(unix))]
+fn identity(_fd: i32) -> Option<(u64, u64)> {
+    None
+}
+
 #[cfg(unix)]
 fn close(fd: i32) {
     // SAFETY: a descriptor this function owns.
@@ -262,6 +276,7 @@ pub fn import_buffer_memory(
             last = vk::Result::ERROR_INVALID_EXTERNAL_HANDLE;
             break;
         };
+        let copied = identity(copy);
         let mut import = vk::ImportMemoryFdInfoKHR::default()
             .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
             .fd(copy);
@@ -290,8 +305,14 @@ pub fn import_buffer_memory(
             }
             Err(e) => {
                 // The copy is still the caller's (here: this function's)
-                // after a refused import.
-                close(copy);
+                // after a refused import, but NVIDIA's driver closes it;
+                // its number may then be another file's already, which
+                // must not be closed.
+                if copied.is_some() && identity(copy) == copied {
+                    close(copy);
+                } else {
+                    log::debug!(target: "vkcl::memory", "the driver closed the descriptor it refused");
+                }
                 log::debug!(target: "vkcl::memory", "memory type {memory_type} refused the imported descriptor ({} bytes): {e}", req.size.max(size));
                 last = e;
             }
@@ -301,4 +322,26 @@ pub fn import_buffer_memory(
     // SAFETY: the buffer is unused.
     unsafe { d.destroy_buffer(raw, None) };
     Err(last)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::os::fd::AsRawFd;
+
+    use super::identity;
+
+    /// A descriptor number a driver closed and the process reused names
+    /// another file: the import then leaves it alone.
+    #[test]
+    fn a_reused_descriptor_number_names_another_file() {
+        let first = std::fs::File::open("/proc/self/exe").unwrap();
+        let fd = first.as_raw_fd();
+        let before = identity(fd);
+        assert!(before.is_some());
+        drop(first);
+        let second = std::fs::File::open("/").unwrap();
+        if second.as_raw_fd() == fd {
+            assert_ne!(identity(fd), before);
+        }
+    }
 }
