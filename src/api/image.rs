@@ -425,17 +425,32 @@ fn imported_image(
     let entry = offered(&c.devices, &format, |d| d.image_formats(flags))
         .ok_or(ClError(CL_IMAGE_FORMAT_NOT_SUPPORTED))?;
     let memory = Buffer::import(c.clone(), flags, size, fd, props.clone())?;
+    let shape = (CL_MEM_OBJECT_IMAGE1D, d.image_width, 0, pitch);
+    rows_image(memory, props, flags, format, entry, shape)
+}
+
+/// An image whose texels are rows of `b`, `pitch` bytes apart from its
+/// first byte, the sizes, layout and format checked: `(type, width,
+/// height, pitch)` (height 0 for 1D images).
+fn rows_image(
+    b: Arc<Handle<Buffer>>,
+    props: Vec<cl_mem_properties>,
+    flags: cl_mem_flags,
+    format: cl_image_format,
+    entry: format::FormatEntry,
+    (image_type, width, height, pitch): (cl_mem_object_type, usize, usize, usize),
+) -> ClResult<cl_mem> {
     let desc = ImageDesc {
-        image_type: CL_MEM_OBJECT_IMAGE1D,
-        width: d.image_width,
-        height: 0,
+        image_type,
+        width,
+        height,
         depth: 0,
         array_size: 0,
         row_pitch: pitch,
         slice_pitch: 0,
     };
     Ok(Handle::into_api(Image::new_rows(
-        memory, flags, format, entry, desc, props,
+        b, flags, format, entry, desc, props,
     )?))
 }
 
@@ -485,18 +500,8 @@ fn image_2d_from_buffer(
     }
     let entry = offered(devices, &format, |d| d.image_formats(flags))
         .ok_or(ClError(CL_IMAGE_FORMAT_NOT_SUPPORTED))?;
-    let desc = ImageDesc {
-        image_type: CL_MEM_OBJECT_IMAGE2D,
-        width: w,
-        height: h,
-        depth: 0,
-        array_size: 0,
-        row_pitch: pitch,
-        slice_pitch: 0,
-    };
-    Ok(Handle::into_api(Image::new_rows(
-        b, flags, format, entry, desc, props,
-    )?))
+    let shape = (CL_MEM_OBJECT_IMAGE2D, w, h, pitch);
+    rows_image(b, props, flags, format, entry, shape)
 }
 
 /// A cl_image_desc for the OpenCL 1.1 entry points.

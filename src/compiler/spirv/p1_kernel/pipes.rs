@@ -110,11 +110,11 @@ pub fn run(ctx: &mut Ctx, caps: &DeviceCaps) -> Result<(), String> {
         }
     }
     ctx.sort_globals();
+    let types = ctx.value_types();
     let mut pass = Pass::new(ctx);
     let mut functions = std::mem::take(&mut pass.ctx.module.functions);
     let result = (|| {
         for f in &mut functions {
-            let types = value_types(&*f);
             for b in &mut f.blocks {
                 let mut out = Vec::with_capacity(b.instructions.len());
                 for i in std::mem::take(&mut b.instructions) {
@@ -129,15 +129,6 @@ pub fn run(ctx: &mut Ctx, caps: &DeviceCaps) -> Result<(), String> {
     ctx.module.functions = functions;
     ctx.module.functions.extend(added);
     result
-}
-
-/// The result types of a function's values.
-fn value_types(f: &Function) -> HashMap<Word, Word> {
-    f.parameters
-        .iter()
-        .chain(f.blocks.iter().flat_map(|b| &b.instructions))
-        .filter_map(|i| Some((i.result_id?, i.result_type?)))
-        .collect()
 }
 
 struct Pass<'a> {
@@ -172,6 +163,21 @@ impl Builder {
     fn ids(&mut self, ctx: &mut Ctx, op: Op, ty: Word, args: &[Word]) -> Word {
         let args: Vec<Operand> = args.iter().map(|&a| Operand::IdRef(a)).collect();
         self.op(ctx, op, ty, &args)
+    }
+
+    /// A phi of `(value, from block)` pairs.
+    fn phi(&mut self, ctx: &mut Ctx, ty: Word, incoming: &[(Word, Word)]) -> Word {
+        let args: Vec<Operand> = incoming
+            .iter()
+            .flat_map(|&(v, from)| [Operand::IdRef(v), Operand::IdRef(from)])
+            .collect();
+        self.op(ctx, Op::Phi, ty, &args)
+    }
+
+    /// Member or component `index` of `composite`.
+    fn extract(&mut self, ctx: &mut Ctx, ty: Word, composite: Word, index: u32) -> Word {
+        let args = [Operand::IdRef(composite), Operand::LiteralBit32(index)];
+        self.op(ctx, Op::CompositeExtract, ty, &args)
     }
 
     fn void(&mut self, op: Op, args: Vec<Operand>) {
@@ -308,7 +314,6 @@ impl<'a> Pass<'a> {
         let pipe_ty = types
             .get(&pipe)
             .copied()
-            .or_else(|| self.ctx.type_of(pipe))
             .ok_or_else(|| format!("{what} on a pipe of unknown type"))?;
         let n = i.operands.len();
         let size = id_at(i, n - 2).and_then(|c| self.constant(c));
@@ -358,8 +363,10 @@ impl<'a> Pass<'a> {
                 let write = i.class.opcode == Op::ReservedWritePipe;
                 let s = self.site(types, &i, 0)?;
                 let (rid, index, ptr) = (arg(1)?, arg(2)?, arg(3)?);
-                let rid_ty = types.get(&rid).copied().or_else(|| self.ctx.type_of(rid));
-                let rid_ty = rid_ty.ok_or("reservation id of unknown type")?;
+                let rid_ty = types
+                    .get(&rid)
+                    .copied()
+                    .ok_or("reservation id of unknown type")?;
                 let ptr_ty = types
                     .get(&ptr)
                     .copied()
@@ -511,28 +518,8 @@ impl<'a> Pass<'a> {
         let try_label = b.label;
         b.branch_if(claimed, done, head, done);
         // done: the id, or the invalid one.
-        let start = b.op(
-            self.ctx,
-            Op::Phi,
-            uint,
-            &[
-                Operand::IdRef(old),
-                Operand::IdRef(try_label),
-                Operand::IdRef(zero),
-                Operand::IdRef(head_label),
-            ],
-        );
-        let count = b.op(
-            self.ctx,
-            Op::Phi,
-            uint,
-            &[
-                Operand::IdRef(n),
-                Operand::IdRef(try_label),
-                Operand::IdRef(zero),
-                Operand::IdRef(head_label),
-            ],
-        );
+        let start = b.phi(self.ctx, uint, &[(old, try_label), (zero, head_label)]);
+        let count = b.phi(self.ctx, uint, &[(n, try_label), (zero, head_label)]);
         let id = b.ids(self.ctx, Op::CompositeConstruct, rid_ty, &[start, count]);
         self.add(b, Some(id))
     }
@@ -556,18 +543,8 @@ impl<'a> Pass<'a> {
         let (uint, ulong, bool_ty) = (self.uint, self.ulong, self.bool_ty);
         let (mut b, p) = self.builder(ty, &[s.pipe_ty, rid_ty, uint, ptr_ty]);
         let (pipe, rid, index, ptr) = (p[0], p[1], p[2], p[3]);
-        let start = b.op(
-            self.ctx,
-            Op::CompositeExtract,
-            uint,
-            &[Operand::IdRef(rid), Operand::LiteralBit32(0)],
-        );
-        let count = b.op(
-            self.ctx,
-            Op::CompositeExtract,
-            uint,
-            &[Operand::IdRef(rid), Operand::LiteralBit32(1)],
-        );
+        let start = b.extract(self.ctx, uint, rid, 0);
+        let count = b.extract(self.ctx, uint, rid, 1);
         let held = b.ids(self.ctx, Op::ULessThan, bool_ty, &[index, count]);
         let entry = b.label;
         let (copy, done) = (self.ctx.fresh(), self.ctx.fresh());
@@ -626,17 +603,7 @@ impl<'a> Pass<'a> {
         let copy_label = b.label;
         b.branch(done);
         let (ok, failed) = (self.ctx.const_int(ty, 0), self.ctx.const_int(ty, u64::MAX));
-        let r = b.op(
-            self.ctx,
-            Op::Phi,
-            ty,
-            &[
-                Operand::IdRef(ok),
-                Operand::IdRef(copy_label),
-                Operand::IdRef(failed),
-                Operand::IdRef(entry),
-            ],
-        );
+        let r = b.phi(self.ctx, ty, &[(ok, copy_label), (failed, entry)]);
         Ok(self.add(b, Some(r)))
     }
 
@@ -735,25 +702,10 @@ impl<'a> Pass<'a> {
         let made = b.label;
         b.branch(join);
         let invalid = self.ctx.const_null(rid_ty);
-        let mine = b.op(
-            self.ctx,
-            Op::Phi,
-            rid_ty,
-            &[
-                Operand::IdRef(rid),
-                Operand::IdRef(made),
-                Operand::IdRef(invalid),
-                Operand::IdRef(entry),
-            ],
-        );
+        let mine = b.phi(self.ctx, rid_ty, &[(rid, made), (invalid, entry)]);
         let mut parts = Vec::new();
         for k in 0..2 {
-            let v = b.op(
-                self.ctx,
-                Op::CompositeExtract,
-                uint,
-                &[Operand::IdRef(mine), Operand::LiteralBit32(k)],
-            );
+            let v = b.extract(self.ctx, uint, mine, k);
             parts.push(b.op(
                 self.ctx,
                 Op::GroupNonUniformBroadcastFirst,
