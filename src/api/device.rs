@@ -247,10 +247,37 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_QUEUE_ON_HOST_PROPERTIES => {
             info(CL_QUEUE_PROFILING_ENABLE | CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
         }
-        CL_DEVICE_QUEUE_ON_DEVICE_PROPERTIES => info(0 as cl_command_queue_properties),
-        CL_DEVICE_QUEUE_ON_DEVICE_PREFERRED_SIZE | CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE => info(0u32),
-        CL_DEVICE_MAX_ON_DEVICE_QUEUES | CL_DEVICE_MAX_ON_DEVICE_EVENTS => info(0u32),
-        CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES => info(0 as cl_device_device_enqueue_capabilities),
+        CL_DEVICE_QUEUE_ON_DEVICE_PROPERTIES => info(if d.device_enqueue() {
+            CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_PROFILING_ENABLE
+        } else {
+            0
+        } as cl_command_queue_properties),
+        CL_DEVICE_QUEUE_ON_DEVICE_PREFERRED_SIZE => info(if d.device_enqueue() {
+            crate::core::enqueue::PREFERRED_QUEUE_SIZE
+        } else {
+            0
+        }),
+        CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE => info(if d.device_enqueue() {
+            crate::core::enqueue::MAX_QUEUE_SIZE
+        } else {
+            0
+        }),
+        CL_DEVICE_MAX_ON_DEVICE_QUEUES => info(if d.device_enqueue() {
+            crate::core::enqueue::MAX_QUEUES
+        } else {
+            0
+        }),
+        CL_DEVICE_MAX_ON_DEVICE_EVENTS => info(if d.device_enqueue() {
+            crate::core::enqueue::MAX_EVENTS
+        } else {
+            0
+        }),
+        CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES => info(if d.device_enqueue() {
+            CL_DEVICE_QUEUE_SUPPORTED | CL_DEVICE_QUEUE_REPLACEABLE_DEFAULT
+        } else {
+            0
+        }
+            as cl_device_device_enqueue_capabilities),
         CL_DEVICE_BUILT_IN_KERNELS => info(""),
         CL_DEVICE_BUILT_IN_KERNELS_WITH_VERSION => info(Vec::<cl_name_version>::new()),
         CL_DEVICE_PLATFORM => info(Handle::as_raw::<c_void>(platform())),

@@ -52,7 +52,7 @@ pub unsafe extern "C" fn clCreateKernelsInProgram(
     api_call("clCreateKernelsInProgram", || {
         let p = Handle::<Program>::from_raw(program)?;
         let infos = p
-            .executable_kernels()
+            .application_kernels()
             .ok_or(ClError(CL_INVALID_PROGRAM_EXECUTABLE))?;
         if !kernels.is_null() && (num_kernels as usize) < infos.len() {
             return err(CL_INVALID_VALUE);
@@ -170,6 +170,23 @@ fn decode_arg(k: &Kernel, kind: &ArgKind, size: usize, value: *const c_void) -> 
                 return err(CL_INVALID_MEM_OBJECT);
             }
             Ok(ArgValue::Buffer(Some(Arc::downgrade(&p.buffer))))
+        }
+        ArgKind::Queue => {
+            if size != std::mem::size_of::<cl_command_queue>() {
+                return err(CL_INVALID_ARG_SIZE);
+            }
+            if value.is_null() {
+                return err(CL_INVALID_ARG_VALUE);
+            }
+            // SAFETY: a cl_command_queue, per the size check.
+            let raw = unsafe { *(value as *const cl_command_queue) };
+            let q = Handle::<crate::core::queue::Queue>::from_raw(raw)?;
+            if q.on_device.is_none() || !Arc::ptr_eq(&q.context, &k.program.context) {
+                return err(CL_INVALID_DEVICE_QUEUE);
+            }
+            // Kernels only tell a queue from no queue (see the rewriter's
+            // enqueue pass): the handle's address will do.
+            Ok(ArgValue::Address(Handle::as_raw::<u8>(&q) as u64))
         }
         ArgKind::Image => {
             if size != std::mem::size_of::<cl_mem>() {

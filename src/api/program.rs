@@ -498,9 +498,9 @@ fn program_info(
             // SAFETY: checked size above.
             info(unsafe { std::slice::from_raw_parts(value as *const usize, bins.len()) }.to_vec())
         }
-        CL_PROGRAM_NUM_KERNELS => info(p.executable_kernels().ok_or_else(no_executable)?.len()),
+        CL_PROGRAM_NUM_KERNELS => info(p.application_kernels().ok_or_else(no_executable)?.len()),
         CL_PROGRAM_KERNEL_NAMES => info(
-            p.executable_kernels()
+            p.application_kernels()
                 .ok_or_else(no_executable)?
                 .iter()
                 .map(|k| k.name.as_str())

@@ -18,11 +18,13 @@ const HOST_QUEUE_PROPERTIES: cl_command_queue_properties =
 const KNOWN_QUEUE_PROPERTIES: cl_command_queue_properties =
     HOST_QUEUE_PROPERTIES | CL_QUEUE_ON_DEVICE | CL_QUEUE_ON_DEVICE_DEFAULT;
 
+/// Creates a queue of `properties`; `size`: CL_QUEUE_SIZE where given.
 fn create_queue(
     context: cl_context,
     device: cl_device_id,
     properties: cl_command_queue_properties,
     array: Vec<cl_queue_properties>,
+    size: Option<u64>,
 ) -> ClResult<cl_command_queue> {
     let c = Handle::<Context>::from_raw(context)?;
     let d = Handle::<Device>::from_raw(device)?;
@@ -35,11 +37,35 @@ fn create_queue(
     if properties & CL_QUEUE_ON_DEVICE_DEFAULT != 0 && properties & CL_QUEUE_ON_DEVICE == 0 {
         return err(CL_INVALID_VALUE);
     }
-    // vkcl offers no on-device queues (CL_DEVICE_QUEUE_ON_DEVICE_PROPERTIES is 0).
-    if properties & !HOST_QUEUE_PROPERTIES != 0 {
+    if properties & CL_QUEUE_ON_DEVICE == 0 {
+        return Ok(Handle::into_api(Queue::new(c, d, properties, array, None)?));
+    }
+    if !d.device_enqueue() {
         return err(CL_INVALID_QUEUE_PROPERTIES);
     }
-    Ok(Handle::into_api(Queue::new(c, d, properties, array)?))
+    // On-device queues are out-of-order.
+    if properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE == 0 {
+        return err(CL_INVALID_VALUE);
+    }
+    let size = match size {
+        None => crate::core::enqueue::PREFERRED_QUEUE_SIZE,
+        Some(s) if s > u64::from(crate::core::enqueue::MAX_QUEUE_SIZE) => {
+            return err(CL_INVALID_QUEUE_PROPERTIES);
+        }
+        Some(s) => s as u32,
+    };
+    if properties & CL_QUEUE_ON_DEVICE_DEFAULT != 0 {
+        // There is one default queue per device: asking again gives it.
+        if let Some(q) = c.default_device_queue(&d) {
+            q.retain()?;
+            return Ok(Handle::as_raw(&q));
+        }
+    }
+    let q = Queue::new(c.clone(), d, properties, array, Some(size))?;
+    if properties & CL_QUEUE_ON_DEVICE_DEFAULT != 0 {
+        c.set_default_device_queue(&q);
+    }
+    Ok(Handle::into_api(q))
 }
 
 #[unsafe(no_mangle)]
@@ -54,7 +80,7 @@ pub unsafe extern "C" fn clCreateCommandQueue(
         if properties & !HOST_QUEUE_PROPERTIES != 0 {
             return err(CL_INVALID_VALUE);
         }
-        create_queue(context, device, properties, Vec::new())
+        create_queue(context, device, properties, Vec::new(), None)
     };
     // SAFETY: errcode_ret is null or writable, per the specification.
     unsafe { api_create("clCreateCommandQueue", errcode_ret, create) }
@@ -69,6 +95,7 @@ pub unsafe extern "C" fn clCreateCommandQueueWithProperties(
 ) -> cl_command_queue {
     let create = || {
         let mut bits = 0;
+        let mut size = None;
         let mut array = Vec::new();
         let mut seen = Vec::new();
         if !properties.is_null() {
@@ -91,7 +118,7 @@ pub unsafe extern "C" fn clCreateCommandQueueWithProperties(
                 match name {
                     n if n == CL_QUEUE_PROPERTIES as cl_queue_properties => bits = value,
                     // Only on-device queues have a size (checked below).
-                    n if n == CL_QUEUE_SIZE as cl_queue_properties => {}
+                    n if n == CL_QUEUE_SIZE as cl_queue_properties => size = Some(value),
                     _ => return err(CL_INVALID_VALUE),
                 }
             }
@@ -100,7 +127,7 @@ pub unsafe extern "C" fn clCreateCommandQueueWithProperties(
         {
             return err(CL_INVALID_VALUE);
         }
-        create_queue(context, device, bits, array)
+        create_queue(context, device, bits, array, size)
     };
     // SAFETY: errcode_ret is null or writable, per the specification.
     unsafe { api_create("clCreateCommandQueueWithProperties", errcode_ret, create) }
@@ -133,9 +160,16 @@ fn queue_info(q: &Arc<Handle<Queue>>, param: cl_command_queue_info) -> Info {
         CL_QUEUE_REFERENCE_COUNT => info(q.api_ref_count()),
         CL_QUEUE_PROPERTIES => info(q.properties),
         CL_QUEUE_PROPERTIES_ARRAY => info(q.properties_array.clone()),
-        // Only on-device queues have these.
-        CL_QUEUE_SIZE => err(CL_INVALID_COMMAND_QUEUE),
-        CL_QUEUE_DEVICE_DEFAULT => info(std::ptr::null_mut::<c_void>()),
+        // Only on-device queues have a size.
+        CL_QUEUE_SIZE => match q.on_device {
+            Some(size) => info(size),
+            None => err(CL_INVALID_COMMAND_QUEUE),
+        },
+        CL_QUEUE_DEVICE_DEFAULT => info(
+            q.context
+                .default_device_queue(&q.device)
+                .map_or(std::ptr::null_mut::<c_void>(), |d| Handle::as_raw(&d)),
+        ),
         _ => invalid_param(param),
     }
 }
@@ -310,10 +344,24 @@ pub unsafe extern "C" fn clEnqueueWaitForEvents(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clSetDefaultDeviceCommandQueue(
-    _context: cl_context,
-    _device: cl_device_id,
-    _command_queue: cl_command_queue,
+    context: cl_context,
+    device: cl_device_id,
+    command_queue: cl_command_queue,
 ) -> cl_int {
-    // No on-device queues (CL_DEVICE_QUEUE_ON_DEVICE_PROPERTIES is 0).
-    unsupported("clSetDefaultDeviceCommandQueue")
+    api_call("clSetDefaultDeviceCommandQueue", || {
+        let c = Handle::<Context>::from_raw(context)?;
+        let d = Handle::<Device>::from_raw(device)?;
+        if !c.has_device(&d) {
+            return err(CL_INVALID_DEVICE);
+        }
+        if !d.device_enqueue() {
+            return err(CL_INVALID_OPERATION);
+        }
+        let q = Handle::<Queue>::from_raw(command_queue)?;
+        if q.on_device.is_none() || !Arc::ptr_eq(&q.context, &c) || !Arc::ptr_eq(&q.device, &d) {
+            return err(CL_INVALID_COMMAND_QUEUE);
+        }
+        c.set_default_device_queue(&q);
+        Ok(())
+    })
 }

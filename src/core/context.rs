@@ -23,6 +23,10 @@ pub struct Context {
     destructors: Mutex<Vec<Callback<ContextDestructor>>>,
     /// Shared virtual memory allocated in this context.
     pub svm: crate::core::svm::SvmAllocations,
+    /// The default on-device queue of each device that has one
+    /// (`CL_QUEUE_ON_DEVICE_DEFAULT`, clSetDefaultDeviceCommandQueue);
+    /// the application's references keep it.
+    pub default_device_queues: Mutex<Vec<std::sync::Weak<Handle<crate::core::queue::Queue>>>>,
 }
 
 impl ClObject for Context {
@@ -114,7 +118,36 @@ impl Context {
             notify,
             destructors: Mutex::new(Vec::new()),
             svm: Default::default(),
+            default_device_queues: Mutex::new(Vec::new()),
         }))
+    }
+
+    /// The default on-device queue of device `d`, while it lives.
+    pub fn default_device_queue(
+        &self,
+        d: &Arc<Handle<Device>>,
+    ) -> Option<Arc<Handle<crate::core::queue::Queue>>> {
+        let queues = self
+            .default_device_queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        queues
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .find(|q| Arc::ptr_eq(&q.device, d) && q.api_ref_count() > 0)
+    }
+
+    /// Makes on-device queue `q` its device's default.
+    pub fn set_default_device_queue(&self, q: &Arc<Handle<crate::core::queue::Queue>>) {
+        let mut queues = self
+            .default_device_queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        queues.retain(|w| {
+            w.upgrade()
+                .is_some_and(|o| !Arc::ptr_eq(&o.device, &q.device))
+        });
+        queues.push(Arc::downgrade(q));
     }
 
     /// Whether `d` is one of the context's devices.

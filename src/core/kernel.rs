@@ -69,6 +69,9 @@ pub struct Compiled {
     pub push: PushLayout,
     /// The kernel's printf call sites.
     pub printf: Vec<crate::compiler::spirv::p1_kernel::printf::PrintfCall>,
+    /// The program's block kernels, where this kernel enqueues on the
+    /// device (by record kind; see the enqueue pass).
+    pub enqueues: Option<Vec<String>>,
     /// Device memory for private and local data the rewrite relocated.
     pub scratch: crate::compiler::spirv::p3_interface::relocate::Scratch,
     /// The kernel's module data segment and the program's it refers to,
@@ -452,6 +455,7 @@ impl Kernel {
             module,
             push: rewritten.push.clone(),
             printf: rewritten.printf.clone(),
+            enqueues: rewritten.enqueues.clone(),
             scratch: rewritten.scratch.clone(),
             data,
             images: rewritten.images.clone(),

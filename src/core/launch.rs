@@ -20,7 +20,7 @@ use opencl_sys::*;
 
 use crate::compiler::spirv::p3_interface::interface::{
     ENQUEUED_LOCAL_SIZE, GLOBAL_OFFSET, GLOBAL_SIZE, GROUP_OFFSET, MODULE_DATA, PRINTF_BUFFER,
-    SCRATCH, SCRATCH_BYTES, SCRATCH_PRIVATE_BYTES, Slot, WORK_DIM,
+    SCRATCH, SCRATCH_BYTES, SCRATCH_PRIVATE_BYTES, Slot, WORK_DIM, enqueue_list_at,
 };
 use crate::compiler::spirv::p3_interface::relocate::{LOCAL_STRIDE_SPEC_ID, Scratch};
 use crate::compiler::spirv::p5_vulkan::images::{
@@ -341,6 +341,8 @@ pub struct Launch {
     descriptors: Descriptors,
     /// The printf buffer and its size, read once the device work is done.
     printf: Option<(Arc<Staging>, usize)>,
+    /// Where the kernel enqueues on the device: its launch list.
+    enqueue: Option<Enqueue>,
     compiled: Arc<Compiled>,
     // What the dispatches read and write, kept while the device uses it:
     // the argument block, the scratch memory and the arguments' objects.
@@ -353,7 +355,26 @@ pub struct Launch {
     _samplers: Vec<Arc<Handle<Sampler>>>,
 }
 
+/// A launch's part in device-side enqueue.
+struct Enqueue {
+    list: Arc<crate::core::enqueue::LaunchList>,
+    /// The command's own kernel (not one it enqueued): its host step runs
+    /// the tree.
+    top: Option<Top>,
+}
+
+struct Top {
+    queue: Arc<Handle<Queue>>,
+    program: Arc<Handle<crate::core::program::Program>>,
+    blocks: Vec<String>,
+}
+
 impl Launch {
+    /// [`Launch::new_in`] for a command's own kernel.
+    pub fn new(queue: &Arc<Handle<Queue>>, kernel: &Kernel, range: NdRange) -> ClResult<Launch> {
+        Self::new_in(queue, kernel, range, None)
+    }
+
     /// Builds the launch of `kernel` over `range` on `queue`'s device with
     /// the arguments set now. Fails with CL_INVALID_OPERATION (and a
     /// warning) where the kernel cannot be compiled for them,
@@ -361,7 +382,14 @@ impl Launch {
     /// changed meanwhile, CL_OUT_OF_RESOURCES where the range, the
     /// `__local` memory or the scratch memory pass what vkcl or the device
     /// supports, or with the error of an allocation.
-    pub fn new(queue: &Queue, kernel: &Kernel, range: NdRange) -> ClResult<Launch> {
+    /// `within`: for a kernel enqueued on the device, the launch list of
+    /// its command and the number of its record.
+    pub fn new_in(
+        queue: &Arc<Handle<Queue>>,
+        kernel: &Kernel,
+        range: NdRange,
+        within: Option<(Arc<crate::core::enqueue::LaunchList>, u32)>,
+    ) -> ClResult<Launch> {
         let d = &queue.device;
         let compiled = kernel
             .compiled(d, &queue.vk, range.single_work_item())
@@ -419,6 +447,34 @@ impl Launch {
             );
             Some((buffer, size))
         };
+        // Device-side enqueue: the launch list, and the launch's number.
+        let enqueue = match (&compiled.enqueues, within) {
+            (None, _) => None,
+            (Some(_), Some((list, n))) => Some((list, n, None)),
+            (Some(blocks), None) => {
+                let default = queue.context.default_device_queue(d);
+                let size = default
+                    .as_ref()
+                    .and_then(|q| q.on_device)
+                    .unwrap_or(crate::core::enqueue::PREFERRED_QUEUE_SIZE);
+                let value = default
+                    .as_ref()
+                    .map_or(0, |q| Handle::as_raw::<u8>(q) as u64);
+                let list = crate::core::enqueue::LaunchList::new(&queue.vk, size, value)?;
+                let top = Top {
+                    queue: queue.clone(),
+                    program: kernel.program.clone(),
+                    blocks: blocks.clone(),
+                };
+                Some((list, 0, Some(top)))
+            }
+        };
+        let enqueue = enqueue.map(|(list, n, top)| {
+            let at = enqueue_list_at(compiled.data.is_some());
+            put(&mut push, at, &list.address().to_ne_bytes());
+            put(&mut push, at + 8, &u64::from(n).to_ne_bytes());
+            Enqueue { list, top }
+        });
         let local_stride = place_local_args(&compiled.scratch, &mut bound.specs)?;
         let scratch = match scratch_size(&range, &compiled.scratch, local_stride)? {
             Some((private, total)) => {
@@ -479,6 +535,7 @@ impl Launch {
             dispatches,
             descriptors,
             printf,
+            enqueue,
             compiled,
             _arg_block: arg_block,
             _scratch: scratch,
@@ -536,7 +593,7 @@ impl Launch {
     }
 
     /// Formats what the kernel printed, once the device work is done.
-    fn print(&self) -> ClResult<()> {
+    pub(crate) fn print(&self) -> ClResult<()> {
         if let Some((buffer, size)) = &self.printf {
             let size = *size;
             let mut bytes = vec![0u8; size];
@@ -566,6 +623,24 @@ impl Launch {
         Ok(event)
     }
 
+    /// Whether a run has a host step: printing, or running what the
+    /// kernel enqueued on the device.
+    fn host_step(&self) -> bool {
+        self.printf.is_some() || self.enqueue.as_ref().is_some_and(|e| e.top.is_some())
+    }
+
+    /// Runs the kernels the command's kernel enqueued on the device, and
+    /// theirs, once its device work is done.
+    fn run_enqueued(&self) -> ClResult<()> {
+        match &self.enqueue {
+            Some(Enqueue {
+                list,
+                top: Some(top),
+            }) => crate::core::enqueue::run_tree(&top.queue, &top.program, &top.blocks, list),
+            _ => Ok(()),
+        }
+    }
+
     /// The device work of one run of the launch: recorded as it stands,
     /// then (with printf) printed. A launch kept in a command buffer makes
     /// this once per enqueue of the buffer; the runs share its memory, so
@@ -577,12 +652,14 @@ impl Launch {
         Work {
             record: Some(Box::new(move |r| recorded.record(r))),
             uses: self.uses.clone(),
-            complete: self
-                .printf
-                .is_some()
-                .then(|| -> crate::core::queue::CompleteFn { Box::new(move || printed.print()) }),
+            complete: self.host_step().then(|| -> crate::core::queue::CompleteFn {
+                Box::new(move || {
+                    printed.print()?;
+                    printed.run_enqueued()
+                })
+            }),
             keep: vec![Box::new(self.clone())],
-            host_access: self.printf.is_some(),
+            host_access: self.host_step(),
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod census;
 pub mod command_buffer;
 pub mod context;
 pub mod device;
+pub mod enqueue;
 pub mod error;
 pub mod event;
 // OpenCL spells some channel orders in lower case (CL_sRGBA, CL_Rx).

@@ -391,6 +391,13 @@ impl Program {
             .map(|b| b.kernels.clone())
     }
 
+    /// The kernels applications see: the executable's, less the block
+    /// kernels that kernels enqueue on the device.
+    pub fn application_kernels(&self) -> Option<Vec<KernelInfo>> {
+        self.executable_kernels()
+            .map(|k| k.into_iter().filter(|k| !k.block).collect())
+    }
+
     /// Starts a build or compile on `targets`: checks that none is in
     /// progress and marks them so.
     pub fn begin(&self, targets: &[usize]) -> ClResult<()> {

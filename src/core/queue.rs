@@ -286,6 +286,9 @@ pub struct Queue {
     /// The property list as passed to clCreateCommandQueueWithProperties.
     pub properties_array: Vec<cl_queue_properties>,
     pub vk: Arc<LogicalDevice>,
+    /// An on-device queue (`CL_QUEUE_ON_DEVICE`) of this many bytes:
+    /// kernels enqueue to it, the host does not.
+    pub on_device: Option<u32>,
     /// The Vulkan queue this queue submits to (`LogicalDevice::pick_queue`).
     vk_queue: usize,
     pub timeline: vk::Semaphore,
@@ -334,6 +337,7 @@ impl Queue {
         device: Arc<Handle<Device>>,
         properties: cl_command_queue_properties,
         properties_array: Vec<cl_queue_properties>,
+        on_device: Option<u32>,
     ) -> ClResult<Arc<Handle<Queue>>> {
         let vk = device.logical()?;
         // First: a buffer that fails to be made frees itself.
@@ -364,6 +368,7 @@ impl Queue {
             device: device.clone(),
             properties,
             properties_array,
+            on_device,
             vk_queue: vk.pick_queue(),
             vk,
             timeline,
@@ -509,6 +514,9 @@ impl Handle<Queue> {
         // The semaphores live until the command completes.
         for s in binary.wait.iter().chain(&binary.signal) {
             work.keep.push(Box::new(s.clone()));
+        }
+        if self.on_device.is_some() {
+            return Err(ClError(CL_INVALID_COMMAND_QUEUE));
         }
         if self.vk.is_lost() {
             return Err(ClError(CL_OUT_OF_RESOURCES));

@@ -143,6 +143,7 @@ cl_api! {
     clEnqueueNDRangeKernel: clEnqueueNDRangeKernel_t,
     clGetHostTimer: clGetHostTimer_t,
     clCreatePipe: clCreatePipe_t,
+    clSetDefaultDeviceCommandQueue: clSetDefaultDeviceCommandQueue_t,
     clGetPipeInfo: clGetPipeInfo_t,
     clSVMAlloc: clSVMAlloc_t,
     clSVMFree: clSVMFree_t,
@@ -263,6 +264,10 @@ pub fn environment() -> &'static PathBuf {
             if env!("CARGO_CRATE_NAME").ends_with("_other_devices") {
                 std::env::set_var("VKCL_DEVICE_REPEAT", "2");
                 std::env::set_var("VKCL_CONTEXT_OTHER_DEVICES", "1");
+            }
+            // Device-side enqueue is offered where asked for.
+            if env!("CARGO_CRATE_NAME") == "device_enqueue" {
+                std::env::set_var("VKCL_DEVICE_ENQUEUE", "1");
             }
             // Those named *_native_dot leave every integer dot product to
             // the device's own instructions where it has them.

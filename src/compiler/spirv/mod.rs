@@ -23,7 +23,7 @@ use rspirv::binary::Assemble;
 use crate::compiler::spirv::common::ctx::Ctx;
 use crate::compiler::spirv::input::reflect::{self, KernelInfo};
 use crate::compiler::spirv::p1_kernel::{
-    async_copy, clock, inline, matrix, memcopy, pipes, printf, select,
+    async_copy, clock, enqueue, inline, matrix, memcopy, pipes, printf, select,
 };
 use crate::compiler::spirv::p2_builtins::{convert, extinst, vectors};
 use crate::compiler::spirv::p3_interface::interface::{self, PushLayout};
@@ -52,6 +52,10 @@ pub struct Rewritten {
     /// The bytes of its Workgroup variables: the kernel's `__local`
     /// variables and the rewriter's own (collectives' scratch).
     pub workgroup_bytes: u64,
+    /// The block kernels it may enqueue on the device, by the kind its
+    /// launch records carry (see the enqueue pass); `None` for a kernel
+    /// that does not enqueue.
+    pub enqueues: Option<enqueue::Enqueues>,
 }
 
 /// Choices for the rewrite: those of the program's build options, and
@@ -135,11 +139,13 @@ fn rewrite_module(
     };
     // Laid out on the whole program, so that every kernel agrees.
     let program = module_data::program_layout(&module)?;
+    let invoked = enqueue::invoke_names(&module);
     let mut ctx = Ctx::new(module);
     let fid = select::run(&mut ctx, &kernel.name)?;
     clock::run(&mut ctx, caps)?;
     matrix::run(&mut ctx, caps)?;
     pipes::run(&mut ctx, caps)?;
+    let enqueues = enqueue::run(&mut ctx, fid, caps, &invoked)?;
     inline::run(&mut ctx, fid)?;
     memcopy::run(&mut ctx)?;
     async_copy::run(&mut ctx)?;
@@ -215,6 +221,7 @@ fn rewrite_module(
         images,
         single_work_item_form,
         workgroup_bytes,
+        enqueues,
     })
 }
 

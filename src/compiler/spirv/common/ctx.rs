@@ -10,6 +10,12 @@ pub struct Ctx {
     /// The private variable printf calls read the printf buffer's address
     /// from, when the kernel calls printf (see the printf pass).
     pub printf_buffer: Option<Word>,
+    /// The private variable device-side enqueues read the launch list's
+    /// address from, when the kernel enqueues (see the enqueue pass).
+    pub enqueue_list: Option<Word>,
+    /// The private variable holding the number the host gave the launch,
+    /// which its records carry (see the enqueue pass).
+    pub enqueue_parent: Option<Word>,
     /// Whether `__local` data was relocated into device memory (see the
     /// relocate pass): barriers then order device memory too.
     pub relocated_local: bool,
@@ -26,6 +32,8 @@ impl Ctx {
         Ctx {
             module,
             printf_buffer: None,
+            enqueue_list: None,
+            enqueue_parent: None,
             relocated_local: false,
             image_caps: Vec::new(),
             vulkan_memory_model: false,

@@ -1,6 +1,7 @@
 //! Helpers every pass shares: editing a module (`ctx`) and emitting
 //! instructions (`emit`). No pass lives here.
 
+pub mod builder;
 pub mod ctx;
 pub mod emit;
 

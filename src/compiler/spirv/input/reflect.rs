@@ -28,6 +28,8 @@ pub enum ArgKind {
     /// A pipe (`read_only pipe T`, `write_only pipe T`): a pipe object,
     /// passed to the kernel as its buffer's address.
     Pipe,
+    /// A device queue (`queue_t`): an on-device command queue.
+    Queue,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,6 +58,9 @@ pub struct KernelInfo {
     /// Bytes of the private (function) variables of the kernel and of the
     /// functions it calls, each function counted once.
     pub private_bytes: u64,
+    /// A block kernel: the body of a block that kernels enqueue on the
+    /// device, not a kernel applications see.
+    pub block: bool,
 }
 
 impl KernelInfo {
@@ -430,6 +435,7 @@ pub fn kernels(module: &Module) -> Result<Vec<KernelInfo>, String> {
                 && what(&i.operands[1..])
         })
     };
+    let blocks = crate::compiler::spirv::p1_kernel::enqueue::block_kernels(module);
     let mut out = Vec::new();
     for ep in &module.entry_points {
         if !matches!(
@@ -531,7 +537,7 @@ pub fn kernels(module: &Module) -> Result<Vec<KernelInfo>, String> {
         let triple = |v: Option<Vec<u32>>| v.filter(|v| v.len() == 3).map(|v| [v[0], v[1], v[2]]);
         let (local_bytes, private_bytes) = variable_bytes(module, &types, func_id);
         out.push(KernelInfo {
-            name,
+            name: name.clone(),
             args,
             reqd_work_group_size: triple(mode(ExecutionMode::LocalSize)),
             work_group_size_hint: triple(mode(ExecutionMode::LocalSizeHint)),
@@ -540,6 +546,7 @@ pub fn kernels(module: &Module) -> Result<Vec<KernelInfo>, String> {
             reqd_sub_group_size: mode(ExecutionMode::SubgroupSize).and_then(|v| v.first().copied()),
             local_bytes,
             private_bytes,
+            block: blocks.contains(&name),
         });
     }
     Ok(out)
@@ -640,6 +647,11 @@ fn arg_kind(
                 Some(Operand::StorageClass(StorageClass::Workgroup)) => {
                     (ArgKind::Local, CL_KERNEL_ARG_ADDRESS_LOCAL, none)
                 }
+                // A block kernel's literal: in device memory (see the
+                // enqueue pass).
+                Some(Operand::StorageClass(StorageClass::Generic)) => {
+                    (ArgKind::Buffer, CL_KERNEL_ARG_ADDRESS_GLOBAL, none)
+                }
                 Some(Operand::StorageClass(StorageClass::Function)) if byval => {
                     let pointee = t.operands.get(1).and_then(id).ok_or("bad pointer type")?;
                     (
@@ -668,6 +680,7 @@ fn arg_kind(
             (ArgKind::Image, CL_KERNEL_ARG_ADDRESS_GLOBAL, access)
         }
         Op::TypeSampler => (ArgKind::Sampler, CL_KERNEL_ARG_ADDRESS_PRIVATE, none),
+        Op::TypeQueue => (ArgKind::Queue, CL_KERNEL_ARG_ADDRESS_PRIVATE, none),
         Op::TypePipe => {
             let access = match t.operands.first() {
                 Some(Operand::AccessQualifier(rspirv::spirv::AccessQualifier::WriteOnly)) => {

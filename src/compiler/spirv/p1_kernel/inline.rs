@@ -500,6 +500,16 @@ pub fn run(ctx: &mut Ctx, fid: Word) -> Result<(), String> {
         b.instructions
             .retain(|i| !matches!(i.class.opcode, Op::LifetimeStart | Op::LifetimeStop));
     }
+    // The types of the functions inlined away go too: later passes may
+    // make one the same as the kernel's (a block kernel's literal
+    // parameter, see the enqueue pass), which Vulkan forbids.
+    let kernel_ty = ctx.module.functions[0]
+        .def
+        .as_ref()
+        .and_then(|d| id_at(d, 1));
+    ctx.module
+        .types_global_values
+        .retain(|t| t.class.opcode != Op::TypeFunction || t.result_id == kernel_ty);
     Ok(())
 }
 

@@ -21,6 +21,9 @@ pub mod matrix;
 /// Pass 1d.
 pub mod pipes;
 
+/// Pass 1e: device-side enqueue.
+pub mod enqueue;
+
 /// Pass 2.
 pub mod inline;
 

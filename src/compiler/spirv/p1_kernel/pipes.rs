@@ -36,10 +36,11 @@
 //! the header's words, reservation ids structs of two words. Program-scope
 //! pipes (`PipeStorage`) fail by name.
 
-use rspirv::dr::{Block, Function, Instruction, Operand};
-use rspirv::spirv::{BuiltIn, FunctionControl, MemoryAccess, Op, StorageClass, Word};
+use rspirv::dr::{Function, Instruction, Operand};
+use rspirv::spirv::{BuiltIn, MemoryAccess, Op, StorageClass, Word};
 
 use crate::compiler::spirv::common::HashMap;
+use crate::compiler::spirv::common::builder::Builder;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
 use crate::compiler::spirv::p5_vulkan::finish::DeviceCaps;
 
@@ -140,108 +141,6 @@ struct Pass<'a> {
     bool_ty: Word,
 }
 
-/// A function under construction: its parameters and finished blocks,
-/// and the open block's label and code.
-struct Builder {
-    id: Word,
-    ty: Word,
-    ret: Word,
-    params: Vec<Instruction>,
-    blocks: Vec<Block>,
-    label: Word,
-    code: Vec<Instruction>,
-}
-
-impl Builder {
-    fn op(&mut self, ctx: &mut Ctx, op: Op, ty: Word, args: &[Operand]) -> Word {
-        let id = ctx.fresh();
-        self.code
-            .push(Instruction::new(op, Some(ty), Some(id), args.to_vec()));
-        id
-    }
-
-    fn ids(&mut self, ctx: &mut Ctx, op: Op, ty: Word, args: &[Word]) -> Word {
-        let args: Vec<Operand> = args.iter().map(|&a| Operand::IdRef(a)).collect();
-        self.op(ctx, op, ty, &args)
-    }
-
-    /// A phi of `(value, from block)` pairs.
-    fn phi(&mut self, ctx: &mut Ctx, ty: Word, incoming: &[(Word, Word)]) -> Word {
-        let args: Vec<Operand> = incoming
-            .iter()
-            .flat_map(|&(v, from)| [Operand::IdRef(v), Operand::IdRef(from)])
-            .collect();
-        self.op(ctx, Op::Phi, ty, &args)
-    }
-
-    /// Member or component `index` of `composite`.
-    fn extract(&mut self, ctx: &mut Ctx, ty: Word, composite: Word, index: u32) -> Word {
-        let args = [Operand::IdRef(composite), Operand::LiteralBit32(index)];
-        self.op(ctx, Op::CompositeExtract, ty, &args)
-    }
-
-    fn void(&mut self, op: Op, args: Vec<Operand>) {
-        self.code.push(Instruction::new(op, None, None, args));
-    }
-
-    /// Ends the open block with `last` and opens `next`.
-    fn end_block(&mut self, last: Instruction, next: Word) {
-        self.code.push(last);
-        let code = std::mem::take(&mut self.code);
-        self.blocks.push(Block {
-            label: Some(Instruction::new(Op::Label, None, Some(self.label), vec![])),
-            instructions: code,
-        });
-        self.label = next;
-    }
-
-    fn branch(&mut self, to: Word) {
-        self.end_block(
-            Instruction::new(Op::Branch, None, None, vec![Operand::IdRef(to)]),
-            to,
-        );
-    }
-
-    /// Ends the open block with a conditional branch; `next` is opened.
-    fn branch_if(&mut self, cond: Word, yes: Word, no: Word, next: Word) {
-        self.end_block(
-            Instruction::new(
-                Op::BranchConditional,
-                None,
-                None,
-                vec![
-                    Operand::IdRef(cond),
-                    Operand::IdRef(yes),
-                    Operand::IdRef(no),
-                ],
-            ),
-            next,
-        );
-    }
-
-    fn finish(mut self, value: Option<Word>) -> Function {
-        let last = match value {
-            Some(v) => Instruction::new(Op::ReturnValue, None, None, vec![Operand::IdRef(v)]),
-            None => Instruction::new(Op::Return, None, None, vec![]),
-        };
-        self.end_block(last, 0);
-        Function {
-            def: Some(Instruction::new(
-                Op::Function,
-                Some(self.ret),
-                Some(self.id),
-                vec![
-                    Operand::FunctionControl(FunctionControl::NONE),
-                    Operand::IdRef(self.ty),
-                ],
-            )),
-            end: Some(Instruction::new(Op::FunctionEnd, None, None, vec![])),
-            parameters: self.params,
-            blocks: self.blocks,
-        }
-    }
-}
-
 /// A pipe instruction's parts, by role.
 struct Site {
     pipe: Word,
@@ -276,22 +175,7 @@ impl<'a> Pass<'a> {
 
     /// A builder for a new function of these parameter types.
     fn builder(&mut self, ret: Word, params: &[Word]) -> (Builder, Vec<Word>) {
-        let ty = self.ctx.function_type(ret, params);
-        let ids: Vec<Word> = params.iter().map(|_| self.ctx.fresh()).collect();
-        let b = Builder {
-            id: self.ctx.fresh(),
-            ty,
-            ret,
-            params: params
-                .iter()
-                .zip(&ids)
-                .map(|(&t, &p)| Instruction::new(Op::FunctionParameter, Some(t), Some(p), vec![]))
-                .collect(),
-            blocks: Vec::new(),
-            label: self.ctx.fresh(),
-            code: Vec::new(),
-        };
-        (b, ids)
+        Builder::new(self.ctx, ret, params)
     }
 
     /// A pointer to word `n` of the header.

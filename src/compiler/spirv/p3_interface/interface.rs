@@ -127,6 +127,66 @@ pub const HEADER: u32 = 80;
 /// module-scope constant data (see the module_data pass).
 pub const MODULE_DATA: u32 = HEADER;
 
+/// Where the launch list's device address (two words) is, for kernels
+/// that enqueue on the device: after the header and the module data's
+/// address. The launch's number follows (two words, the high one 0).
+pub fn enqueue_list_at(module_data: bool) -> u32 {
+    if module_data { MODULE_DATA + 8 } else { HEADER }
+}
+
+/// Appends to `code` the store into private variable `to` of the device
+/// address in the two header words at `offset` of push-constant block
+/// `block`.
+fn store_address(ctx: &mut Ctx, code: &mut Vec<Instruction>, block: Word, offset: u32, to: Word) {
+    let u32t = ctx.uint(32);
+    let u64t = ctx.uint(64);
+    let pc_u32 = ctx.pointer(StorageClass::PushConstant, u32t);
+    let mut half = |k: u32| {
+        let (chain, word, wide) = (ctx.fresh(), ctx.fresh(), ctx.fresh());
+        let index = ctx.const_u32(offset / 4 + k);
+        code.push(Instruction::new(
+            Op::AccessChain,
+            Some(pc_u32),
+            Some(chain),
+            vec![Operand::IdRef(block), Operand::IdRef(index)],
+        ));
+        code.push(Instruction::new(
+            Op::Load,
+            Some(u32t),
+            Some(word),
+            vec![Operand::IdRef(chain)],
+        ));
+        code.push(Instruction::new(
+            Op::UConvert,
+            Some(u64t),
+            Some(wide),
+            vec![Operand::IdRef(word)],
+        ));
+        wide
+    };
+    let (lo, hi) = (half(0), half(1));
+    let k32 = ctx.const_int(u64t, 32);
+    let (shifted, address) = (ctx.fresh(), ctx.fresh());
+    code.push(Instruction::new(
+        Op::ShiftLeftLogical,
+        Some(u64t),
+        Some(shifted),
+        vec![Operand::IdRef(hi), Operand::IdRef(k32)],
+    ));
+    code.push(Instruction::new(
+        Op::BitwiseOr,
+        Some(u64t),
+        Some(address),
+        vec![Operand::IdRef(shifted), Operand::IdRef(lo)],
+    ));
+    code.push(Instruction::new(
+        Op::Store,
+        None,
+        None,
+        vec![Operand::IdRef(to), Operand::IdRef(address)],
+    ));
+}
+
 /// Loads the push-constant header word at byte `offset`, widened to 64
 /// bits.
 pub fn header_word(ctx: &mut Ctx, p: &mut Prologue, block: &Block, offset: u32) -> Word {
@@ -223,7 +283,7 @@ pub fn run(
 ) -> Result<(PushLayout, Block), String> {
     let u32t = ctx.uint(32);
     let u64t = ctx.uint(64);
-    let header = if module_data { MODULE_DATA + 8 } else { HEADER };
+    let header = enqueue_list_at(module_data) + if ctx.enqueue_list.is_some() { 16 } else { 0 };
     let mut members: Vec<(Word, u32)> = (0..header / 4).map(|i| (u32t, i * 4)).collect();
     let func_index = ctx
         .module
@@ -255,7 +315,7 @@ pub fn run(
         let pid = p.result_id.ok_or("parameter without id")?;
         let pty = p.result_type.ok_or("parameter without type")?;
         match &a.kind {
-            ArgKind::Buffer | ArgKind::Pipe => {
+            ArgKind::Buffer | ArgKind::Pipe | ArgKind::Queue => {
                 offset = offset.next_multiple_of(8);
                 slots.push(Slot::Address { offset });
                 loads.push((pid, pty, members.len() as u32, Conv::Direct));
@@ -372,7 +432,7 @@ pub fn run(
             let pid = p.result_id.ok_or("parameter without id")?;
             let pty = p.result_type.ok_or("parameter without type")?;
             match &a.kind {
-                ArgKind::Buffer | ArgKind::Pipe => {
+                ArgKind::Buffer | ArgKind::Pipe | ArgKind::Queue => {
                     at = at.next_multiple_of(8);
                     slots.push(Slot::Address { offset: at });
                     mem_loads.push((pid, pty, at, MemConv::Address));
@@ -452,52 +512,19 @@ pub fn run(
         code.push(Instruction::new(Op::Undef, Some(pty), Some(pid), vec![]));
     }
     if let Some(printf) = ctx.printf_buffer {
-        // The printf buffer's address, from its two words.
-        let pc_u32 = ctx.pointer(StorageClass::PushConstant, u32t);
-        let half = |ctx: &mut Ctx, code: &mut Vec<Instruction>, k: u32| {
-            let (chain, word, wide) = (ctx.fresh(), ctx.fresh(), ctx.fresh());
-            let index = ctx.const_u32(PRINTF_BUFFER / 4 + k);
-            code.push(Instruction::new(
-                Op::AccessChain,
-                Some(pc_u32),
-                Some(chain),
-                vec![Operand::IdRef(var), Operand::IdRef(index)],
-            ));
-            code.push(Instruction::new(
-                Op::Load,
-                Some(u32t),
-                Some(word),
-                vec![Operand::IdRef(chain)],
-            ));
-            code.push(Instruction::new(
-                Op::UConvert,
-                Some(u64t),
-                Some(wide),
-                vec![Operand::IdRef(word)],
-            ));
-            wide
-        };
-        let (lo, hi) = (half(ctx, &mut code, 0), half(ctx, &mut code, 1));
-        let k32 = ctx.const_int(u64t, 32);
-        let (shifted, address) = (ctx.fresh(), ctx.fresh());
-        code.push(Instruction::new(
-            Op::ShiftLeftLogical,
-            Some(u64t),
-            Some(shifted),
-            vec![Operand::IdRef(hi), Operand::IdRef(k32)],
-        ));
-        code.push(Instruction::new(
-            Op::BitwiseOr,
-            Some(u64t),
-            Some(address),
-            vec![Operand::IdRef(shifted), Operand::IdRef(lo)],
-        ));
-        code.push(Instruction::new(
-            Op::Store,
-            None,
-            None,
-            vec![Operand::IdRef(printf), Operand::IdRef(address)],
-        ));
+        store_address(ctx, &mut code, var, PRINTF_BUFFER, printf);
+    }
+    if let Some(list) = ctx.enqueue_list {
+        store_address(ctx, &mut code, var, enqueue_list_at(module_data), list);
+    }
+    if let Some(parent) = ctx.enqueue_parent {
+        store_address(
+            ctx,
+            &mut code,
+            var,
+            enqueue_list_at(module_data) + 8,
+            parent,
+        );
     }
     // Function variables holding copies of struct arguments.
     let mut copies = Vec::new();
@@ -815,6 +842,7 @@ mod tests {
             vec_type_hint: None,
             local_bytes: 0,
             private_bytes: 0,
+            block: false,
         };
         (b.module().assemble(), info)
     }

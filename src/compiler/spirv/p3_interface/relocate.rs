@@ -302,6 +302,19 @@ fn analyse(ctx: &Ctx) -> Result<Analysis, String> {
             a.slots.insert(r, Vec::new());
         }
     }
+    // A variable whose address goes anywhere but straight into loads and
+    // stores (a cast to a generic out-parameter) may be written through
+    // that other pointer: what is loaded from it is not known here.
+    for i in &a.code {
+        let through = matches!(i.class.opcode, Op::Load | Op::Store);
+        for (k, o) in i.operands.iter().enumerate() {
+            if let Operand::IdRef(v) = o
+                && !(through && k == 0)
+            {
+                a.slots.remove(v);
+            }
+        }
+    }
     loop {
         let mut changed = false;
         for i in &a.code.clone() {
@@ -1115,6 +1128,7 @@ fn rewrite(
                 // address 0.
                 let null_only = |v: Word| {
                     a.value_pointer(v).is_some()
+                        && !a.origins_of(v).is_empty()
                         && a.origins_of(v).iter().all(|o| *o == Origin::Null)
                 };
                 match i.class.opcode {

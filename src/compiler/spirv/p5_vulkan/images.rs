@@ -1921,6 +1921,7 @@ mod tests {
             vec_type_hint: None,
             local_bytes: 0,
             private_bytes: 0,
+            block: false,
         }
     }
 
