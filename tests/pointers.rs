@@ -39,6 +39,7 @@ both_ways!(
     private_and_local_pointers_held_in_memory,
     null_pointers_of_every_address_space,
     fence_of_an_unset_generic_pointer,
+    pointer_set_through_an_out_parameter,
     vector_in_a_packed_struct_unoptimised,
     global_pointers_moved_back_at_run_time,
     rows_of_arrays,
@@ -905,4 +906,22 @@ fn private_struct_as_words(cl: &Cl) {
             cl.how
         );
     }
+}
+
+/// A pointer variable written through a generic pointer to it (kept in
+/// memory by unoptimised code), then read and used: it holds what was
+/// written, not null.
+fn pointer_set_through_an_out_parameter(cl: &Cl) {
+    let n = 16usize;
+    let mut s = Setup::new(cl);
+    let k = s.kernel(
+        SOURCE,
+        "pointer_set_through_out_parameter",
+        "-cl-std=CL3.0 -cl-opt-disable",
+    );
+    let out = s.zeroed(4 * n);
+    s.arg(k, 0, &out);
+    s.run(k, &[n], None, None);
+    let got = i32s(&cl.read(s.q, out, 0, 4 * n));
+    assert_eq!(got, (1..=n as i32).collect::<Vec<_>>());
 }

@@ -34,7 +34,7 @@ pub const PREFERRED_QUEUE_SIZE: u32 = 256 << 10;
 pub const MAX_QUEUE_SIZE: u32 = 16 << 20;
 /// On-device queues per device, and device events per command.
 pub const MAX_QUEUES: u32 = 64;
-pub const MAX_EVENTS: u32 = 4096;
+pub const MAX_EVENTS: u32 = 65536;
 
 /// A command's launch list.
 pub struct LaunchList {

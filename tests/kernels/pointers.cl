@@ -413,3 +413,14 @@ __kernel void moved_back(__global const float *in, __global float *out, __global
     vstore3(v, i, out - adjust);
     vstore_half3(v, i, halves - adjust);
 }
+
+// A global pointer held in a private variable, set through a generic
+// pointer to that variable (an out-parameter), then used.
+void point_at(__global int *__generic *where, __global int *target) {
+    *where = target;
+}
+__kernel void pointer_set_through_out_parameter(__global int *out) {
+    __global int *p = 0;
+    point_at(&p, out + get_global_id(0));
+    *p = (int)get_global_id(0) + 1;
+}
