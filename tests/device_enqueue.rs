@@ -17,6 +17,7 @@ both_ways!(
     local_arguments_and_ranges,
     events_order_enqueued_kernels,
     queues_given_as_arguments,
+    profiling_captures,
     on_device_queues,
 );
 
@@ -237,6 +238,47 @@ fn queues_given_as_arguments(cl: &Cl) {
         )
     };
     assert_eq!(r, CL_INVALID_DEVICE_QUEUE);
+    release_queue(&s, dq);
+}
+
+const CAPTURES: &str = r#"
+__kernel void parent(__global ulong *early, __global ulong *late, __global int *seen) {
+    queue_t q = get_default_queue();
+    clk_event_t user = create_user_event();
+    clk_event_t work;
+    enqueue_kernel(q, CLK_ENQUEUE_FLAGS_NO_WAIT, ndrange_1D(64), 1, &user, &work,
+                   ^{ atomic_inc(seen); });
+    // Before the event ends: the values arrive before what waits for it.
+    capture_event_profiling_info(work, CLK_PROFILING_COMMAND_EXEC_TIME, early);
+    set_user_event_status(user, CL_COMPLETE);
+    enqueue_kernel(q, CLK_ENQUEUE_FLAGS_NO_WAIT, ndrange_1D(1), 1, &work, NULL, ^{
+        // After it ended: the values are there at once.
+        capture_event_profiling_info(work, CLK_PROFILING_COMMAND_EXEC_TIME, late);
+        seen[1] = early[0] > 0 && early[1] >= early[0] && late[0] == early[0]
+                  && late[1] == early[1];
+    });
+    release_event(work);
+    release_event(user);
+}
+"#;
+
+/// `capture_event_profiling_info` before and after its event ends: both
+/// give the execution time and the time with children, non-zero, the same.
+fn profiling_captures(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let dq = device_queue(&s, true, None).expect("default device queue");
+    let k = s.kernel(CAPTURES, "parent", OPTIONS);
+    let early = s.zeroed(16);
+    let late = s.zeroed(16);
+    let seen = s.zeroed(8);
+    s.arg(k, 0, &early);
+    s.arg(k, 1, &late);
+    s.arg(k, 2, &seen);
+    s.run(k, &[1], None, None);
+    finish(&s);
+    assert_eq!(s.words(seen, 2), vec![64, 1]);
+    let e = s.words(early, 4);
+    assert!(e[0] != 0 || e[1] != 0, "execution time {e:?}");
     release_queue(&s, dq);
 }
 

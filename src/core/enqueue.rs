@@ -34,7 +34,7 @@ pub const PREFERRED_QUEUE_SIZE: u32 = 256 << 10;
 pub const MAX_QUEUE_SIZE: u32 = 16 << 20;
 /// On-device queues per device, and device events per command.
 pub const MAX_QUEUES: u32 = 64;
-pub const MAX_EVENTS: u32 = 65536;
+pub const MAX_EVENTS: u32 = 32768;
 
 /// A command's launch list.
 pub struct LaunchList {
@@ -152,16 +152,34 @@ impl LaunchList {
         out
     }
 
-    /// The statuses of the user events the kernels made, by slot.
-    fn user_events(&self) -> Vec<(usize, i32)> {
+    /// The event slots handed out so far: (slot id, status, kind,
+    /// capture address).
+    fn events(&self) -> Vec<(u32, i32, u32, u64)> {
         let n = self.word(abi::EVENTS_USED).min(MAX_EVENTS) as usize;
         let table = self.read(abi::EVENTS_AT, n * abi::EVENT_BYTES as usize);
         table
             .chunks(abi::EVENT_BYTES as usize)
             .enumerate()
-            .filter(|(_, e)| u32::from_ne_bytes([e[4], e[5], e[6], e[7]]) == abi::EVENT_USER)
-            .map(|(slot, e)| (slot, i32::from_ne_bytes([e[0], e[1], e[2], e[3]])))
+            .map(|(slot, e)| {
+                let word = |o: usize| u32::from_ne_bytes(e[o..o + 4].try_into().expect("4 bytes"));
+                let capture = abi::EVENT_CAPTURE as usize;
+                let address =
+                    u64::from_ne_bytes(e[capture..capture + 8].try_into().expect("8 bytes"));
+                (slot as u32 + 1, word(0) as i32, word(4), address)
+            })
             .collect()
+    }
+
+    /// Ends event `id` (slot plus 1) with `status` and its profiling
+    /// values, for kernels that look at it later.
+    fn end_event(&self, id: u32, status: cl_int, times: [u64; 2]) {
+        let at = abi::EVENTS_AT + abi::EVENT_BYTES * u64::from(id - 1);
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&times[0].to_ne_bytes());
+        bytes[8..].copy_from_slice(&times[1].to_ne_bytes());
+        let b = self.staging.buffer();
+        b.write((at + abi::EVENT_TIMES) as usize, &bytes);
+        b.write(at as usize, &status.to_ne_bytes());
     }
 }
 
@@ -193,6 +211,11 @@ struct Node {
     failed: Option<cl_int>,
     /// The status it ended with, once complete.
     status: Option<cl_int>,
+    /// When its kernel started and ended, and when it completed with its
+    /// children (host nanoseconds from the tree's start, all above 0).
+    started: u64,
+    ended: u64,
+    completed: u64,
 }
 
 impl Node {
@@ -202,7 +225,18 @@ impl Node {
             outstanding: 1,
             failed: None,
             status: None,
+            started: 0,
+            ended: 0,
+            completed: 0,
         }
+    }
+
+    /// CLK_PROFILING_COMMAND_EXEC_TIME's two values.
+    fn times(&self) -> [u64; 2] {
+        [
+            self.ended.saturating_sub(self.started).max(1),
+            self.completed.saturating_sub(self.started).max(1),
+        ]
     }
 }
 
@@ -215,13 +249,18 @@ pub fn run_tree(
     blocks: &[String],
     list: &Arc<LaunchList>,
 ) -> ClResult<()> {
+    let clock = std::time::Instant::now();
+    let now = || clock.elapsed().as_nanos() as u64 + 1;
     let mut nodes = vec![Node::new(None)];
-    // Event slot -> the node whose event it is.
+    // Event id (slot plus 1) -> the node whose event it is.
     let mut event_nodes: HashMap<u32, usize> = HashMap::new();
-    let mut user: HashMap<u32, i32> = HashMap::new();
     let mut kernels: HashMap<u32, Arc<Handle<Kernel>>> = HashMap::new();
+    let mut scatter: Option<Scatter> = None;
+    // Events whose capture address has had its values.
+    let mut captured: std::collections::HashSet<u32> = Default::default();
     let mut pending: Vec<usize> = Vec::new();
     let mut ran: Vec<usize> = vec![0];
+    let mut done: Vec<usize> = Vec::new();
     let result = loop {
         for mut r in list.take_records() {
             let at = nodes.len();
@@ -234,12 +273,16 @@ pub fn run_tree(
             nodes.push(Node::new(Some(r)));
             pending.push(at);
         }
+        let t = now();
         for n in std::mem::take(&mut ran) {
-            finish(&mut nodes, n, CL_COMPLETE);
+            finish(&mut nodes, n, CL_COMPLETE, t, &mut done);
         }
-        for (slot, status) in list.user_events() {
-            user.insert(slot as u32 + 1, status);
-        }
+        let events = list.events();
+        let user: HashMap<u32, i32> = events
+            .iter()
+            .filter(|e| e.2 == abi::EVENT_USER)
+            .map(|e| (e.0, e.1))
+            .collect();
         // An event's status: complete (0), failed (< 0) or not yet (None).
         let status_of = |nodes: &[Node], id: u32| -> Option<cl_int> {
             if let Some(&n) = event_nodes.get(&id) {
@@ -268,11 +311,16 @@ pub fn run_tree(
                 }
                 let failed = statuses.iter().flatten().any(|&s| s < 0);
                 let marker = nodes[n].record.as_ref().is_some_and(|r| r.kind == 0);
-                if failed {
-                    finish(&mut nodes, n, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
-                    moved = true;
-                } else if marker {
-                    finish(&mut nodes, n, CL_COMPLETE);
+                if failed || marker {
+                    let t = now();
+                    nodes[n].started = t;
+                    nodes[n].ended = t;
+                    let status = if failed {
+                        CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST
+                    } else {
+                        CL_COMPLETE
+                    };
+                    finish(&mut nodes, n, status, t, &mut done);
                     moved = true;
                 } else {
                     ready.push(n);
@@ -283,14 +331,47 @@ pub fn run_tree(
                 break;
             }
         }
-        if ready.is_empty() {
-            if !pending.is_empty() {
-                // What waits for a user event no kernel will set.
-                log::warn!(target: "vkcl::enqueue", "{} enqueued kernels wait for events that never complete; they fail", pending.len());
-                for n in std::mem::take(&mut pending) {
-                    finish(&mut nodes, n, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
-                }
+        if ready.is_empty() && !pending.is_empty() {
+            // What waits for a user event no kernel will set.
+            log::warn!(target: "vkcl::enqueue", "{} enqueued kernels wait for events that never complete; they fail", pending.len());
+            let t = now();
+            for n in std::mem::take(&mut pending) {
+                finish(
+                    &mut nodes,
+                    n,
+                    CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST,
+                    t,
+                    &mut done,
+                );
             }
+        }
+        // Ended events: their status and times for kernels to read, and
+        // the values of captures made before they ended.
+        for n in done.drain(..) {
+            if let Some(r) = &nodes[n].record
+                && r.event != 0
+            {
+                list.end_event(
+                    r.event,
+                    nodes[n].status.unwrap_or(CL_COMPLETE),
+                    nodes[n].times(),
+                );
+            }
+        }
+        let mut pairs: Vec<u64> = Vec::new();
+        for &(id, _, kind, address) in &events {
+            if kind != abi::EVENT_COMMAND || address == 0 || captured.contains(&id) {
+                continue;
+            }
+            if let Some(&n) = event_nodes.get(&id)
+                && nodes[n].status.is_some()
+            {
+                let [exec, total] = nodes[n].times();
+                pairs.extend([address, exec, address + 8, total]);
+                captured.insert(id);
+            }
+        }
+        if ready.is_empty() && pairs.is_empty() {
             break Ok(());
         }
         // The level: each record's literal in one upload, then its launch.
@@ -321,23 +402,48 @@ pub fn run_tree(
                 Ok(l) => launches.push((n, l)),
                 Err(e) => {
                     log::warn!(target: "vkcl::enqueue", "an enqueued kernel cannot run: error {}", e.0);
-                    finish(&mut nodes, n, e.0);
+                    let t = now();
+                    finish(&mut nodes, n, e.0, t, &mut done);
                 }
             }
         }
+        let captures = if pairs.is_empty() {
+            None
+        } else {
+            let s = match &scatter {
+                Some(s) => s,
+                None => match Scatter::new(&queue.vk) {
+                    Ok(s) => scatter.insert(s),
+                    Err(e) => break Err(e),
+                },
+            };
+            match s.upload(&queue.vk, &pairs) {
+                Ok(c) => Some(c),
+                Err(e) => break Err(e),
+            }
+        };
         let device = &queue.vk.raw;
+        let started = now();
         let recorded = queue.vk.one_shot(|cb| {
             let r = Recorder { device, cb };
+            if let (Some(s), Some((pairs, push, groups))) = (&scatter, &captures) {
+                let _ = pairs;
+                r.dispatch(&s.pipeline, push, [*groups, 1, 1], None);
+                r.full_barrier();
+            }
             for (_, l) in &launches {
                 let _ = l.record(&r);
             }
             r.full_barrier();
         });
+        let ended = now();
         if let Err(e) = recorded {
             break Err(crate::core::error::ClError::from(e));
         }
         for (n, l) in launches {
             let _ = l.print();
+            nodes[n].started = started;
+            nodes[n].ended = ended;
             ran.push(n);
         }
         drop(literals);
@@ -346,10 +452,119 @@ pub fn run_tree(
     result
 }
 
-/// Ends node `n`'s own part with `status`: a node with nothing
-/// outstanding completes (with its failure, if it failed), and its parent
-/// may then complete too. A child's failure does not fail its parent.
-fn finish(nodes: &mut [Node], n: usize, status: cl_int) {
+/// A small compute pipeline that stores 64-bit values at device
+/// addresses: (address, value) pairs in a buffer, one per invocation. It
+/// writes the profiling values of captures made before their event ended.
+struct Scatter {
+    _module: crate::vk::pipeline::KernelModule,
+    pipeline: crate::vk::pipeline::ComputePipeline,
+}
+
+/// The scatter shader: push constants hold the pairs' address and count.
+const SCATTER: &str = r#"
+OpCapability Shader
+OpCapability Int64
+OpCapability PhysicalStorageBufferAddresses
+OpExtension "SPV_KHR_physical_storage_buffer"
+OpMemoryModel PhysicalStorageBuffer64 GLSL450
+OpEntryPoint GLCompute %main "main" %gid %pc
+OpExecutionMode %main LocalSize 64 1 1
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %Push Block
+OpMemberDecorate %Push 0 Offset 0
+OpMemberDecorate %Push 1 Offset 8
+OpDecorate %ptr_u64 ArrayStride 8
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%bool = OpTypeBool
+%u32 = OpTypeInt 32 0
+%u64 = OpTypeInt 64 0
+%v3 = OpTypeVector %u32 3
+%in_v3 = OpTypePointer Input %v3
+%gid = OpVariable %in_v3 Input
+%Push = OpTypeStruct %u64 %u32
+%pc_ptr = OpTypePointer PushConstant %Push
+%pc = OpVariable %pc_ptr PushConstant
+%pc_u64 = OpTypePointer PushConstant %u64
+%pc_u32 = OpTypePointer PushConstant %u32
+%ptr_u64 = OpTypePointer PhysicalStorageBuffer %u64
+%c0 = OpConstant %u32 0
+%c1 = OpConstant %u32 1
+%c2 = OpConstant %u32 2
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%ids = OpLoad %v3 %gid
+%x = OpCompositeExtract %u32 %ids 0
+%count_at = OpAccessChain %pc_u32 %pc %c1
+%count = OpLoad %u32 %count_at
+%inside = OpULessThan %bool %x %count
+OpSelectionMerge %end None
+OpBranchConditional %inside %body %end
+%body = OpLabel
+%pairs_at = OpAccessChain %pc_u64 %pc %c0
+%pairs = OpLoad %u64 %pairs_at
+%base = OpConvertUToPtr %ptr_u64 %pairs
+%i = OpIMul %u32 %x %c2
+%j = OpIAdd %u32 %i %c1
+%address_at = OpPtrAccessChain %ptr_u64 %base %i
+%address = OpLoad %u64 %address_at Aligned 8
+%value_at = OpPtrAccessChain %ptr_u64 %base %j
+%value = OpLoad %u64 %value_at Aligned 8
+%target = OpConvertUToPtr %ptr_u64 %address
+OpStore %target %value Aligned 8
+OpBranch %end
+%end = OpLabel
+OpReturn
+OpFunctionEnd
+"#;
+
+/// The scatter shader's words.
+fn scatter_words() -> Result<Vec<u32>, String> {
+    use spirv_tools::assembler::Assembler;
+    let binary = spirv_tools::assembler::create(Some(spirv_tools::TargetEnv::Vulkan_1_2))
+        .assemble(SCATTER, spirv_tools::assembler::AssemblerOptions::default())
+        .map_err(|e| e.to_string())?;
+    Ok(binary.as_words().to_vec())
+}
+
+impl Scatter {
+    fn new(vk: &Arc<crate::vk::device::LogicalDevice>) -> ClResult<Scatter> {
+        let words = scatter_words().map_err(|e| {
+            log::error!(target: "vkcl::enqueue", "the scatter shader does not assemble: {e}");
+            crate::core::error::ClError(CL_OUT_OF_RESOURCES)
+        })?;
+        let module = crate::vk::pipeline::KernelModule::new(vk, &words, 16, Vec::new(), None)?;
+        let pipeline = module.pipeline([64, 1, 1], &[])?;
+        Ok(Scatter {
+            _module: module,
+            pipeline,
+        })
+    }
+
+    /// The pairs in an upload buffer, the push constants that name them
+    /// and the work-groups to dispatch.
+    fn upload(
+        &self,
+        vk: &Arc<crate::vk::device::LogicalDevice>,
+        pairs: &[u64],
+    ) -> ClResult<(Arc<Staging>, Vec<u8>, u32)> {
+        let bytes: Vec<u8> = pairs.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let staging = Staging::new(vk, bytes.len(), BufferUse::Upload)?;
+        staging.buffer().write(0, &bytes);
+        let count = (pairs.len() / 2) as u32;
+        let mut push = Vec::with_capacity(16);
+        push.extend(staging.buffer().address.to_ne_bytes());
+        push.extend(count.to_ne_bytes());
+        push.extend(0u32.to_ne_bytes());
+        Ok((staging, push, count.div_ceil(64)))
+    }
+}
+
+/// Ends node `n`'s own part with `status` at `now`: a node with nothing
+/// outstanding completes (with its failure, if it failed) and is added to
+/// `done`, and its parent may then complete too. A child's failure does
+/// not fail its parent.
+fn finish(nodes: &mut [Node], n: usize, status: cl_int, now: u64, done: &mut Vec<usize>) {
     let mut n = n;
     if status < 0 {
         nodes[n].failed.get_or_insert(status);
@@ -361,6 +576,8 @@ fn finish(nodes: &mut [Node], n: usize, status: cl_int) {
             return;
         }
         node.status = Some(node.failed.unwrap_or(CL_COMPLETE));
+        node.completed = now;
+        done.push(n);
         match &node.record {
             Some(r) if (r.parent as usize) < n => n = r.parent as usize,
             _ => return,

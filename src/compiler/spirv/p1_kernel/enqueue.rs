@@ -16,9 +16,15 @@
 //! * [`RECORDS_AT`]: the byte offset of the record area.
 //!
 //! Event slots of [`EVENT_BYTES`] start at [`EVENTS_AT`]: a status word
-//! (`CL_SUBMITTED` for a user event until set), a kind word (1 for a
-//! command, 2 for a user event) and the address `capture_event_profiling_info`
-//! asked for (two words). A `clk_event_t` is a pointer to its slot; a
+//! (`CL_SUBMITTED` for a user event until set; the host writes
+//! `CL_COMPLETE` or an error there when the event ends), a kind word (1 for
+//! a command, 2 for a user event), the address `capture_event_profiling_info`
+//! asked for (two words), and the two 64-bit profiling values the host
+//! writes when the event ends ([`EVENT_TIMES`]): the command's execution
+//! time and the time until it and its children were complete, in
+//! nanoseconds. A capture of an event already complete copies them at
+//! once; for one not yet complete the host writes them to the address
+//! before anything waiting for the event runs. A `clk_event_t` is a pointer to its slot; a
 //! `queue_t` a pointer that is null or not (every enqueue goes to the
 //! list of the running command, whichever device queue it names).
 //!
@@ -57,7 +63,10 @@ pub const DEFAULT_QUEUE: u64 = 16;
 pub const RECORDS_AT: u64 = 24;
 /// Where the event table starts, and the bytes of one slot.
 pub const EVENTS_AT: u64 = 64;
-pub const EVENT_BYTES: u64 = 16;
+pub const EVENT_BYTES: u64 = 32;
+/// Where a slot holds the capture address, and the profiling values.
+pub const EVENT_CAPTURE: u64 = 8;
+pub const EVENT_TIMES: u64 = 16;
 /// Where a record holds the number of the launch that wrote it.
 pub const RECORD_PARENT: u64 = 104;
 /// Bytes of a record before its `__local` sizes.
@@ -705,19 +714,39 @@ impl<'a> Pass<'a> {
     }
 
     /// `capture_event_profiling_info(event, name, value)`: the address is
-    /// kept in the slot, the host writes the times there.
+    /// kept in the slot for the host; an event already complete has its
+    /// values copied now.
     fn capture(&mut self, event_ty: Word, value_ty: Word) -> Word {
         let void = self.ctx.void();
-        let (ulong, bool_ty) = (self.ulong, self.bool_ty);
+        let (uint, ulong, bool_ty) = (self.uint, self.ulong, self.bool_ty);
         let (mut b, p) = Builder::new(self.ctx, void, &[event_ty, value_ty]);
         let (event, value) = (p[0], p[1]);
         let bits = b.ids(self.ctx, Op::ConvertPtrToU, ulong, &[event]);
         let zero = self.ulong_const(0);
         let some = b.ids(self.ctx, Op::INotEqual, bool_ty, &[bits, zero]);
-        let (set, done) = (self.ctx.fresh(), self.ctx.fresh());
+        let (set, copy, done) = (self.ctx.fresh(), self.ctx.fresh(), self.ctx.fresh());
         b.branch_if(some, set, done, set);
         let address = b.ids(self.ctx, Op::ConvertPtrToU, ulong, &[value]);
-        self.store(&mut b, bits, 8, address, ulong);
+        self.store(&mut b, bits, EVENT_CAPTURE, address, ulong);
+        let status_at = self.at(&mut b, bits, 0, uint);
+        let (device, relaxed) = (self.ctx.const_u32(1), self.ctx.const_u32(0));
+        let status = b.op(
+            self.ctx,
+            Op::AtomicLoad,
+            uint,
+            &[
+                Operand::IdRef(status_at),
+                Operand::IdScope(device),
+                Operand::IdMemorySemantics(relaxed),
+            ],
+        );
+        let zero32 = self.ctx.const_u32(0);
+        let complete = b.ids(self.ctx, Op::IEqual, bool_ty, &[status, zero32]);
+        b.branch_if(complete, copy, done, copy);
+        for k in 0..2 {
+            let v = self.load(&mut b, bits, EVENT_TIMES + 8 * k, ulong);
+            self.store(&mut b, address, 8 * k, v, ulong);
+        }
         b.branch(done);
         self.add(b, None)
     }
