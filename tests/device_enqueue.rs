@@ -15,6 +15,7 @@ both_ways!(
     blocks_run_after_their_parent,
     nested_enqueues_run_level_by_level,
     local_arguments_and_ranges,
+    work_groups_long_in_any_dimension,
     events_order_enqueued_kernels,
     queues_given_as_arguments,
     profiling_captures,
@@ -161,6 +162,57 @@ fn local_arguments_and_ranges(cl: &Cl) {
         })
         .collect();
     assert_eq!(got, want);
+    release_queue(&s, dq);
+}
+
+const TALL: &str = r#"
+__kernel void parent(__global uint *out, uint l) {
+    size_t g[3] = {2, 2, 2 * l};
+    size_t loc[3] = {1, 1, l};
+    out[0] = enqueue_kernel(get_default_queue(), CLK_ENQUEUE_FLAGS_WAIT_KERNEL,
+        ndrange_3D(g, loc), ^(__local void *scratch) {
+            __local uint *s = (__local uint *)scratch;
+            size_t z = get_local_id(2);
+            s[z] = (uint)z;
+            work_group_barrier(CLK_LOCAL_MEM_FENCE);
+            uint other = s[(z + 1) % get_local_size(2)];
+            size_t i = 1 + (get_global_id(2) * 2 + get_global_id(1)) * 2 + get_global_id(0);
+            out[i] = other + 1000 * (uint)get_local_size(2) + 100000 * (uint)get_group_id(2);
+        }, (uint)(l * sizeof(uint)));
+}
+"#;
+
+/// Work-groups as long in z as the device's largest work-group (256 at
+/// most), past Vulkan's limit for z where the device has one that low
+/// (64 on NVIDIA's GPUs): such blocks run as 1-D Vulkan work-groups.
+fn work_groups_long_in_any_dimension(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let dq = device_queue(&s, true, None).expect("default device queue");
+    let max = {
+        let b = cl
+            .device_bytes(cl.device(), CL_DEVICE_MAX_WORK_GROUP_SIZE)
+            .unwrap();
+        usize::from_ne_bytes(b[..8].try_into().unwrap())
+    };
+    let l = max.min(256) as u32;
+    let k = s.kernel(TALL, "parent", OPTIONS);
+    let n = 1 + 8 * l as usize;
+    let out = s.zeroed(4 * n);
+    s.arg(k, 0, &out);
+    s.arg(k, 1, &l);
+    s.run(k, &[1], None, None);
+    finish(&s);
+    let got = s.words(out, n);
+    assert_eq!(got[0], 0, "enqueue_kernel");
+    for z in 0..2 * l {
+        for y in 0..2u32 {
+            for x in 0..2u32 {
+                let i = (1 + (z * 2 + y) * 2 + x) as usize;
+                let want = ((z % l) + 1) % l + 1000 * l + 100000 * (z / l);
+                assert_eq!(got[i], want, "item ({x}, {y}, {z})");
+            }
+        }
+    }
     release_queue(&s, dq);
 }
 

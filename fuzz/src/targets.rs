@@ -204,7 +204,7 @@ fn exercise_kernels(p: cl_program, pipeline: bool) {
         // as in an enqueue (beyond the device's limits, the pipeline is
         // CL_INVALID_WORK_GROUP_SIZE).
         let local = core.info.reqd_work_group_size.unwrap_or([1, 1, 1]);
-        if let Ok(c) = core.compiled(&dev, &vk, false)
+        if let Ok(c) = core.compiled(&dev, &vk, false, false)
             && pipeline
             && pipelines()
             && c.pipeline(local, Vec::new()).is_ok()

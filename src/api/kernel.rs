@@ -385,7 +385,7 @@ fn work_group_info(k: &Kernel, d: &Device, param: cl_kernel_work_group_info) -> 
         CL_KERNEL_PRIVATE_MEM_SIZE => info(
             d.logical()
                 .ok()
-                .and_then(|vk| k.compiled(d, &vk, false).ok())
+                .and_then(|vk| k.compiled(d, &vk, false, false).ok())
                 .map_or(0u64, |c| u64::from(c.scratch.private_bytes)),
         ),
         // Only for custom devices and built-in kernels.

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use opencl_sys::*;
 
+use crate::compiler::spirv::Form;
 use crate::compiler::spirv::input::reflect::{ArgKind, KernelInfo};
 use crate::compiler::spirv::p3_interface::interface::PushLayout;
 use crate::compiler::spirv::p5_vulkan::finish::DeviceCaps;
@@ -54,8 +55,8 @@ pub struct Kernel {
 }
 
 /// A Vulkan device (by address), the classes of the image arguments, and
-/// whether the NDRange is one work-item.
-type CompiledKey = (usize, Vec<ImageClass>, bool);
+/// the form of the launch (one work-item, work-groups run flat).
+type CompiledKey = (usize, Vec<ImageClass>, Form);
 
 type CompiledForms = HashMap<CompiledKey, Result<Arc<Compiled>, String>>;
 
@@ -85,6 +86,9 @@ pub struct Compiled {
     pub classes: Vec<ImageClass>,
     /// The work-group size the kernel requires, if it does.
     reqd_work_group_size: Option<[u32; 3]>,
+    /// Its work-groups run as 1-D Vulkan work-groups: any shape within the
+    /// device's largest work-group fits.
+    flat: bool,
     /// The device's largest work-group, per dimension and in all
     /// (CL_DEVICE_MAX_WORK_ITEM_SIZES, CL_DEVICE_MAX_WORK_GROUP_SIZE).
     max_work_item_sizes: [usize; 3],
@@ -128,11 +132,12 @@ impl Compiled {
 
     /// Whether work-groups of `size` items are within the device's limits.
     fn fits_device(&self, size: [u32; 3]) -> bool {
-        crate::core::device::work_group_fits(
-            size,
-            self.max_work_item_sizes,
-            self.max_work_group_size,
-        )
+        let items = if self.flat {
+            [self.max_work_group_size; 3]
+        } else {
+            self.max_work_item_sizes
+        };
+        crate::core::device::work_group_fits(size, items, self.max_work_group_size)
     }
 }
 
@@ -324,27 +329,36 @@ impl Kernel {
     /// The kernel rewritten for `device` and the image formats of the
     /// arguments set now, compiled once per device and classes. An
     /// NDRange of one work-item (`single_work_item`) has a form of its own
-    /// where the device bounds loops (see the unroll pass).
+    /// where the device bounds loops (see the unroll pass), and so do
+    /// work-groups longer in a dimension than Vulkan allows (`tall`: they
+    /// run as 1-D Vulkan work-groups, see `Options::flat_work_groups`).
     pub fn compiled(
         &self,
         device: &Device,
         vk: &Arc<LogicalDevice>,
         single_work_item: bool,
+        tall: bool,
     ) -> Result<Arc<Compiled>, String> {
         let classes = self.image_classes(device);
-        // Only devices that bound loops make the form (see unroll::run).
-        let single = single_work_item
-            && self
-                .program
-                .device_index(device)
-                .and_then(|i| self.program.rewritten(i, &self.info, &classes, false).ok())
-                .is_some_and(|r| r.single_work_item_form);
-        let key = (Arc::as_ptr(vk) as usize, classes.clone(), single);
+        let plain = || {
+            self.program.device_index(device).and_then(|i| {
+                self.program
+                    .rewritten(i, &self.info, &classes, Form::default())
+                    .ok()
+            })
+        };
+        // Only devices that bound loops make the form (see unroll::run),
+        // and kernels with sub-groups run flat anyway.
+        let form = Form {
+            single_work_item: single_work_item && plain().is_some_and(|r| r.single_work_item_form),
+            flat: tall && plain().is_some_and(|r| !r.flat),
+        };
+        let key = (Arc::as_ptr(vk) as usize, classes.clone(), form);
         let mut c = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = c.get(&key) {
             return r.clone();
         }
-        let r = self.compile(device, vk, classes, single);
+        let r = self.compile(device, vk, classes, form);
         if let Err(e) = &r {
             log::warn!(target: "vkcl::kernel", "kernel {} cannot run on {}: {e}", self.info.name, device.name());
         }
@@ -357,15 +371,13 @@ impl Kernel {
         device: &Device,
         vk: &Arc<LogicalDevice>,
         classes: Vec<ImageClass>,
-        single_work_item: bool,
+        form: Form,
     ) -> Result<Arc<Compiled>, String> {
         let i = self
             .program
             .device_index(device)
             .ok_or("the program is not built for this device")?;
-        let rewritten = self
-            .program
-            .rewritten(i, &self.info, &classes, single_work_item)?;
+        let rewritten = self.program.rewritten(i, &self.info, &classes, form)?;
         let spirv = self
             .program
             .build_of(i)
@@ -462,6 +474,7 @@ impl Kernel {
             literal_samplers,
             classes,
             reqd_work_group_size: self.info.reqd_work_group_size,
+            flat: rewritten.flat,
             max_work_item_sizes: device.max_work_item_sizes(),
             max_work_group_size: device.max_work_group_size(),
             pipelines: Mutex::new(HashMap::new()),

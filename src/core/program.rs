@@ -102,7 +102,7 @@ pub struct Program {
 
 /// A device index, a kernel name, the classes of its image arguments and
 /// whether it runs as one work-item.
-type RewriteKey = (usize, String, Vec<ImageClass>, bool);
+type RewriteKey = (usize, String, Vec<ImageClass>, rewriter::Form);
 
 /// The kernels of a build, rewritten.
 type Rewrites = Vec<(RewriteKey, Arc<Rewritten>)>;
@@ -433,9 +433,9 @@ impl Program {
         i: usize,
         kernel: &KernelInfo,
         classes: &[ImageClass],
-        single_work_item: bool,
+        form: rewriter::Form,
     ) -> Result<Arc<Rewritten>, String> {
-        let key = (i, kernel.name.clone(), classes.to_vec(), single_work_item);
+        let key = (i, kernel.name.clone(), classes.to_vec(), form);
         if let Some(r) = self.rewrites().get(&key) {
             return Ok(r.clone());
         }
@@ -450,7 +450,7 @@ impl Program {
             &build.options,
             kernel,
             classes,
-            single_work_item,
+            form,
         )?;
         self.rewrites().insert(key, r.clone());
         Ok(r)
@@ -489,7 +489,10 @@ impl Program {
                 kernel,
                 &classes,
             ) {
-                Some(r) => found.push(((i, kernel.name.clone(), classes, false), Ok(r))),
+                Some(r) => found.push((
+                    (i, kernel.name.clone(), classes, rewriter::Form::default()),
+                    Ok(r),
+                )),
                 None => left.push((i, kernel, classes)),
             }
         }
@@ -514,9 +517,10 @@ impl Program {
                                 &build.options,
                                 kernel,
                                 classes,
-                                false,
+                                rewriter::Form::default(),
                             );
-                            done.push(((*i, kernel.name.clone(), classes.clone(), false), r));
+                            let form = rewriter::Form::default();
+                            done.push(((*i, kernel.name.clone(), classes.clone(), form), r));
                         }
                     })
                 })
@@ -956,7 +960,7 @@ fn rewrite_kernel(
     options: &str,
     kernel: &KernelInfo,
     classes: &[ImageClass],
-    single_work_item: bool,
+    form: rewriter::Form,
 ) -> Result<Arc<Rewritten>, String> {
     may_run(device, kernel)?;
     let rewritten = memo::rewrite(
@@ -965,7 +969,8 @@ fn rewrite_kernel(
         kernel,
         &crate::core::kernel::device_caps(device),
         rewriter::Options {
-            single_work_item,
+            single_work_item: form.single_work_item,
+            flat_work_groups: form.flat,
             ..rewriter::Options::from_build_options(options)
         },
         classes,

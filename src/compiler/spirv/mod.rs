@@ -49,6 +49,9 @@ pub struct Rewritten {
     /// A launch of one work-item needs a form of its own (rewritten with
     /// `Options::single_work_item`), whose loops are repeated further.
     pub single_work_item_form: bool,
+    /// It runs as 1-D Vulkan work-groups of the OpenCL work-group's linear
+    /// size (it uses sub-groups, or `Options::flat_work_groups`).
+    pub flat: bool,
     /// The bytes of its Workgroup variables: the kernel's `__local`
     /// variables and the rewriter's own (collectives' scratch).
     pub workgroup_bytes: u64,
@@ -75,6 +78,21 @@ pub struct Options {
     /// whose loops are bounded, its loops are repeated further (see the
     /// unroll pass).
     pub single_work_item: bool,
+    /// Work-groups run as 1-D Vulkan work-groups of their linear size
+    /// (see `builtins::flatten_workgroup`), so that a work-group may be as
+    /// long in any dimension as the device's largest work-group, past
+    /// Vulkan's per-dimension limits (kernels enqueued on the device).
+    pub flat_work_groups: bool,
+}
+
+/// How a kernel is launched, where that gives it a rewrite of its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Form {
+    /// An NDRange of one work-item ([`Options::single_work_item`]).
+    pub single_work_item: bool,
+    /// Work-groups longer in a dimension than Vulkan's limit for it
+    /// ([`Options::flat_work_groups`]).
+    pub flat: bool,
 }
 
 impl Options {
@@ -87,6 +105,7 @@ impl Options {
             contract: relaxed_math || has(&["-cl-mad-enable"]),
             denorms_are_zero: has(&["-cl-denorms-are-zero"]),
             single_work_item: false,
+            flat_work_groups: false,
         }
     }
 }
@@ -179,7 +198,11 @@ fn rewrite_module(
         });
     let shuffles = caps.subgroup_ops & 0x10 != 0;
     let clustered = caps.subgroup_ops & 0x40 != 0;
-    let flat = groups::run(&mut ctx, &block, levels, shuffles, clustered)?;
+    let mut flat = groups::run(&mut ctx, &block, levels, shuffles, clustered)?;
+    if options.flat_work_groups && !flat {
+        builtins::flatten_workgroup(&mut ctx);
+        flat = true;
+    }
     builtins::run(&mut ctx, &block, flat)?;
     lap("interface");
     addressing::run(&mut ctx)?;
@@ -220,6 +243,7 @@ fn rewrite_module(
         data,
         images,
         single_work_item_form,
+        flat,
         workgroup_bytes,
         enqueues,
     })
