@@ -1586,13 +1586,31 @@ fn queue_properties_with_properties(cl: &Cl) {
     );
     let (on_device, default) = (CL_QUEUE_ON_DEVICE | ooo, CL_QUEUE_ON_DEVICE_DEFAULT);
     let (value, unsupported) = (CL_INVALID_VALUE, CL_INVALID_QUEUE_PROPERTIES);
+    // On-device queues, where the device has them (device-side enqueue).
+    let device_queues = cl
+        .device_bytes(d, CL_DEVICE_QUEUE_ON_DEVICE_PROPERTIES)
+        .is_ok_and(|b| b.iter().any(|&x| x != 0));
+    let on_device_result = if device_queues {
+        CL_SUCCESS
+    } else {
+        unsupported
+    };
     let mut wrong = Vec::new();
     for (what, list, want) in [
-        ("an on-device queue", vec![props, on_device, 0], unsupported),
+        (
+            "an on-device queue",
+            vec![props, on_device, 0],
+            on_device_result,
+        ),
         (
             "the default on-device queue",
             vec![props, on_device | default, 0],
-            unsupported,
+            on_device_result,
+        ),
+        (
+            "an on-device queue of 4 KiB",
+            vec![props, on_device, size, 4096, 0],
+            on_device_result,
         ),
         (
             "on-device default alone",

@@ -290,6 +290,17 @@ fn queues_given_as_arguments(cl: &Cl) {
         )
     };
     assert_eq!(r, CL_INVALID_DEVICE_QUEUE);
+    // Nor is no queue.
+    let none: cl_command_queue = std::ptr::null_mut();
+    let r = unsafe {
+        s.cl.clSetKernelArg.unwrap()(
+            k,
+            0,
+            std::mem::size_of::<cl_command_queue>(),
+            (&none as *const cl_command_queue).cast(),
+        )
+    };
+    assert_eq!(r, CL_INVALID_DEVICE_QUEUE);
     release_queue(&s, dq);
 }
 

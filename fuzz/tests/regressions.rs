@@ -165,7 +165,9 @@ fn pipelines_beyond_the_device_are_refused() {
         let k = unsafe { kernel::clCreateKernel(p, c"k".as_ptr(), &mut r) };
         assert_eq!(r, CL_SUCCESS);
         let core = Handle::<Kernel>::from_raw(k).expect("a kernel just made");
-        let compiled = core.compiled(&dev, &vk, false, false).expect("a shader module");
+        let compiled = core
+            .compiled(&dev, &vk, false, false)
+            .expect("a shader module");
         let mut result = Ok(());
         for local in [[1, 1, 1], [8, 128, 128], [most + 1, 1, 1], [0, 1, 1]]
             .into_iter()

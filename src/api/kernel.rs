@@ -180,7 +180,9 @@ fn decode_arg(k: &Kernel, kind: &ArgKind, size: usize, value: *const c_void) -> 
             }
             // SAFETY: a cl_command_queue, per the size check.
             let raw = unsafe { *(value as *const cl_command_queue) };
-            let q = Handle::<crate::core::queue::Queue>::from_raw(raw)?;
+            // Not a queue at all (null included) is not a device queue.
+            let q = Handle::<crate::core::queue::Queue>::from_raw(raw)
+                .map_err(|_| ClError(CL_INVALID_DEVICE_QUEUE))?;
             if q.on_device.is_none() || !Arc::ptr_eq(&q.context, &k.program.context) {
                 return err(CL_INVALID_DEVICE_QUEUE);
             }

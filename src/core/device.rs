@@ -471,11 +471,11 @@ impl Device {
     /// Device-side enqueue (`__opencl_c_device_enqueue`, on-device
     /// queues): kernels write launch records that the host runs once the
     /// command's device work is done, level by level (see
-    /// `core::enqueue`). Offered where `VKCL_DEVICE_ENQUEUE=1` asks for
-    /// it while the CTS's device execution suite does not pass yet.
+    /// `core::enqueue`), which every device vkcl offers can do.
+    /// `VKCL_DEVICE_ENQUEUE=0` turns it off.
     pub fn device_enqueue(&self) -> bool {
         static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *ON.get_or_init(|| std::env::var("VKCL_DEVICE_ENQUEUE").is_ok_and(|v| v == "1"))
+        *ON.get_or_init(|| std::env::var("VKCL_DEVICE_ENQUEUE").map_or(true, |v| v != "0"))
     }
 
     /// cl_khr_integer_dot_product, unpacked and packed: the rewriter makes

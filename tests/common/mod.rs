@@ -265,10 +265,6 @@ pub fn environment() -> &'static PathBuf {
                 std::env::set_var("VKCL_DEVICE_REPEAT", "2");
                 std::env::set_var("VKCL_CONTEXT_OTHER_DEVICES", "1");
             }
-            // Device-side enqueue is offered where asked for.
-            if env!("CARGO_CRATE_NAME") == "device_enqueue" {
-                std::env::set_var("VKCL_DEVICE_ENQUEUE", "1");
-            }
             // Those named *_native_dot leave every integer dot product to
             // the device's own instructions where it has them.
             if env!("CARGO_CRATE_NAME").ends_with("_native_dot") {

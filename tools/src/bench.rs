@@ -400,6 +400,149 @@ fn replay(b: &mut Bench<'_>, s: &Session, quick: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// A binary tree of kernels, each of [`TREE_WIDTH`] work-items: launched
+/// from the device (each kernel's first work-item enqueues its two
+/// children) and the same kernels enqueued from the host level by level.
+const TREE: &str = r#"
+#define WIDTH 256
+void node(__global uint *out, uint level, uint depth) {
+    atomic_add(&out[level], 1u);
+    if (get_global_id(0) == 0 && level + 1 < depth) {
+        queue_t q = get_default_queue();
+        for (int c = 0; c < 2; c++) {
+            enqueue_kernel(q, CLK_ENQUEUE_FLAGS_NO_WAIT, ndrange_1D(WIDTH),
+                           ^{ node(out, level + 1, depth); });
+        }
+    }
+}
+__kernel void tree(__global uint *out, uint depth) {
+    node(out, 0, depth);
+}
+__kernel void level(__global uint *out, uint level) {
+    atomic_add(&out[level], 1u);
+}
+"#;
+const TREE_WIDTH: usize = 256;
+
+/// Device-side enqueue against the host's: the time to run a tree of
+/// 2^depth - 1 kernels either way (the best of the bench's repetitions).
+fn device_enqueue(b: &mut Bench<'_>, s: &Session, quick: bool) -> Result<(), String> {
+    let depth: u32 = if quick { 5 } else { 10 };
+    let props = [
+        CL_QUEUE_PROPERTIES as cl_queue_properties,
+        CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_ON_DEVICE | CL_QUEUE_ON_DEVICE_DEFAULT,
+        CL_QUEUE_SIZE as cl_queue_properties,
+        s.device_u64(CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE),
+        0,
+    ];
+    let mut err = 0;
+    let device_queue = unsafe {
+        (s.api.clCreateCommandQueueWithProperties.unwrap())(
+            s.context,
+            s.device,
+            props.as_ptr(),
+            &mut err,
+        )
+    };
+    check(
+        "clCreateCommandQueueWithProperties(CL_QUEUE_ON_DEVICE)",
+        err,
+    )?;
+    let program = s.program(TREE.as_bytes(), "-cl-std=CL3.0")?;
+    let tree = s.kernel(program, "tree")?;
+    let level = s.kernel(program, "level")?;
+    let out = s.buffer(4 * depth as usize, Some(&vec![0u8; 4 * depth as usize]))?;
+    let run = || -> Result<[f64; 2], String> {
+        let mut times = [0.0; 2];
+        // From the device.
+        let t0 = Instant::now();
+        s.set_arg(tree, 0, arg(&out).0, arg(&out).1)?;
+        s.set_arg(tree, 1, arg(&depth).0, arg(&depth).1)?;
+        enqueue(s, tree, TREE_WIDTH)?;
+        s.finish()?;
+        times[0] = t0.elapsed().as_secs_f64();
+        // From the host, level by level.
+        let t0 = Instant::now();
+        s.set_arg(level, 0, arg(&out).0, arg(&out).1)?;
+        for l in 0..depth {
+            s.set_arg(level, 1, arg(&l).0, arg(&l).1)?;
+            for _ in 0..1u32 << l {
+                enqueue(s, level, TREE_WIDTH)?;
+            }
+        }
+        s.finish()?;
+        times[1] = t0.elapsed().as_secs_f64();
+        Ok(times)
+    };
+    let mut best = [f64::INFINITY; 2];
+    let rounds = b.reps.max(3);
+    let mut result = Ok(());
+    for round in 0..=rounds {
+        match run() {
+            Ok(t) if round > 0 => {
+                best[0] = best[0].min(t[0]);
+                best[1] = best[1].min(t[1]);
+            }
+            Ok(_) => {}
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    // Each level's kernels ran, both ways, every round.
+    let counts = s.read(out, 4 * depth as usize);
+    unsafe {
+        (s.api.clReleaseKernel.unwrap())(tree);
+        (s.api.clReleaseKernel.unwrap())(level);
+        (s.api.clReleaseMemObject.unwrap())(out);
+        (s.api.clReleaseProgram.unwrap())(program);
+        (s.api.clReleaseCommandQueue.unwrap())(device_queue);
+    }
+    result?;
+    let counts = counts?;
+    for (l, c) in counts.chunks(4).enumerate() {
+        let got = u32::from_ne_bytes([c[0], c[1], c[2], c[3]]) as u64;
+        let want = 2 * (rounds as u64 + 1) * (TREE_WIDTH as u64) << l;
+        if got != want {
+            return Err(format!(
+                "device-side enqueue: level {l} ran {got} work-items, not {want}"
+            ));
+        }
+    }
+    let kernels = (1u64 << depth) - 1;
+    b.add(
+        "Device-side enqueue",
+        format!("{kernels} kernels, from the device"),
+        best[0] * 1e6,
+        "us",
+    );
+    b.add(
+        "Device-side enqueue",
+        format!("{kernels} kernels, from the host"),
+        best[1] * 1e6,
+        "us",
+    );
+    Ok(())
+}
+
+/// Enqueues `k` over `global` work-items on the session's queue.
+fn enqueue(s: &Session, k: cl_kernel, global: usize) -> Result<(), String> {
+    check("clEnqueueNDRangeKernel", unsafe {
+        (s.api.clEnqueueNDRangeKernel.unwrap())(
+            s.queue,
+            k,
+            1,
+            std::ptr::null(),
+            &global,
+            std::ptr::null(),
+            0,
+            std::ptr::null(),
+            std::ptr::null_mut(),
+        )
+    })
+}
+
 fn arg<T>(v: &T) -> (usize, *const c_void) {
     (std::mem::size_of::<T>(), (v as *const T).cast())
 }
@@ -679,6 +822,10 @@ fn measure(b: &mut Bench<'_>, a: &Args, extensions: &str, max_alloc: usize) -> R
     if extensions.contains("cl_khr_command_buffer") {
         b.progress("command buffer replay");
         replay(b, s, a.quick)?;
+    }
+    if s.device_u64(CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES) & CL_DEVICE_QUEUE_SUPPORTED != 0 {
+        b.progress("device-side enqueue");
+        device_enqueue(b, s, a.quick)?;
     }
     // Queues side by side: host-to-device copies and kernels, all on one
     // queue, then the copies on one queue and the kernels on another.
