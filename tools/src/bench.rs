@@ -503,7 +503,7 @@ fn device_enqueue(b: &mut Bench<'_>, s: &Session, quick: bool) -> Result<(), Str
     let counts = counts?;
     for (l, c) in counts.chunks(4).enumerate() {
         let got = u32::from_ne_bytes([c[0], c[1], c[2], c[3]]) as u64;
-        let want = 2 * (rounds as u64 + 1) * (TREE_WIDTH as u64) << l;
+        let want = (2 * (rounds as u64 + 1) * TREE_WIDTH as u64) << l;
         if got != want {
             return Err(format!(
                 "device-side enqueue: level {l} ran {got} work-items, not {want}"
