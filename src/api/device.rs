@@ -317,7 +317,14 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         // be enqueued again before its last enqueue completes.
         CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR => info(
             CL_COMMAND_BUFFER_CAPABILITY_KERNEL_PRINTF_KHR
-                | CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR,
+                | CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR
+                // A recorded kernel's enqueues run in its host step, as
+                // an enqueued one's do.
+                | if d.device_enqueue() {
+                    CL_COMMAND_BUFFER_CAPABILITY_DEVICE_SIDE_ENQUEUE_KHR
+                } else {
+                    0
+                },
         ),
         CL_DEVICE_MUTABLE_DISPATCH_CAPABILITIES_KHR => {
             info(crate::core::command_buffer::MUTABLE_FIELDS)

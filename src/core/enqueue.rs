@@ -36,6 +36,19 @@ pub const MAX_QUEUE_SIZE: u32 = 16 << 20;
 pub const MAX_QUEUES: u32 = 64;
 pub const MAX_EVENTS: u32 = 32768;
 
+/// Bytes of records a command's launch list holds: what kernels enqueue
+/// runs only once the command's device work is done, so the list holds
+/// every record of a level, not a queue's worth that the device drains as
+/// it goes: the default device queue's size (or the preferred one), but
+/// at least 1 KiB per work-item of the command (up to 64 MiB) and 1 MiB.
+pub fn record_bytes(queue_size: Option<u32>, work_items: u64) -> u32 {
+    let per_item = work_items.saturating_mul(1024).min(64 << 20) as u32;
+    queue_size
+        .unwrap_or(PREFERRED_QUEUE_SIZE)
+        .max(per_item)
+        .max(1 << 20)
+}
+
 /// A command's launch list.
 pub struct LaunchList {
     staging: Arc<Staging>,

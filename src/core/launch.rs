@@ -457,10 +457,10 @@ impl Launch {
             (Some(_), Some((list, n))) => Some((list, n, None)),
             (Some(blocks), None) => {
                 let default = queue.context.default_device_queue(d);
-                let size = default
-                    .as_ref()
-                    .and_then(|q| q.on_device)
-                    .unwrap_or(crate::core::enqueue::PREFERRED_QUEUE_SIZE);
+                let size = crate::core::enqueue::record_bytes(
+                    default.as_ref().and_then(|q| q.on_device),
+                    range.work_items(),
+                );
                 let value = default
                     .as_ref()
                     .map_or(0, |q| Handle::as_raw::<u8>(q) as u64);
