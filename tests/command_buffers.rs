@@ -23,6 +23,7 @@ both_ways!(
     mutable_dispatches_take_updates_between_enqueues,
     arguments_may_wait_for_an_update,
     updates_are_checked_and_all_or_nothing,
+    recorded_kernels_enqueue_on_the_device,
 );
 
 const SRC: &str = "kernel void add(global uint *p, uint v) { p[get_global_id(0)] += v; }\n\
@@ -402,6 +403,7 @@ fn offered_and_queried(cl: &Cl) {
         u64::from_ne_bytes(caps.try_into().unwrap()),
         CL_COMMAND_BUFFER_CAPABILITY_KERNEL_PRINTF_KHR
             | CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR
+            | CL_COMMAND_BUFFER_CAPABILITY_DEVICE_SIDE_ENQUEUE_KHR
     );
     assert!(
         ext.contains("cl_khr_command_buffer_mutable_dispatch"),
@@ -462,6 +464,53 @@ fn replays_run_with_the_arguments_recorded(cl: &Cl) {
         unsafe { cl.clReleaseEvent.unwrap()(e) };
     }
     unsafe { (cb.release)(b) };
+}
+
+const ENQUEUES: &str = "kernel void parent(global uint *p) {\n\
+    size_t i = get_global_id(0);\n\
+    enqueue_kernel(get_default_queue(), CLK_ENQUEUE_FLAGS_WAIT_KERNEL, ndrange_1D(2),\n\
+                   ^{ atomic_add(&p[i], (uint)get_global_id(0) + 1u); });\n\
+}";
+
+/// A recorded kernel that enqueues on the device
+/// (`CL_COMMAND_BUFFER_CAPABILITY_DEVICE_SIDE_ENQUEUE_KHR`): each replay
+/// runs its blocks, the next command after them.
+fn recorded_kernels_enqueue_on_the_device(cl: &Cl) {
+    let cb = Cb::new(cl);
+    let mut s = Setup::new(cl);
+    let props = [
+        CL_QUEUE_PROPERTIES as cl_queue_properties,
+        CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_ON_DEVICE | CL_QUEUE_ON_DEVICE_DEFAULT,
+        0,
+    ];
+    let mut err = 1;
+    let dq = unsafe {
+        cl.clCreateCommandQueueWithProperties.unwrap()(s.c, cl.device(), props.as_ptr(), &mut err)
+    };
+    assert_eq!(err, CL_SUCCESS, "default device queue");
+    let k = s.kernel(ENQUEUES, "parent", "-cl-std=CL3.0");
+    let (p, out) = (s.zeroed(N * 4), s.zeroed(N * 4));
+    s.arg(k, 0, &p);
+    let b = cb.buffer_for(s.q);
+    cb.kernel(b, k, &[]);
+    cb.copy(b, p, out, &[]);
+    assert_eq!(unsafe { (cb.finalize)(b) }, CL_SUCCESS);
+    for round in 1..=3u32 {
+        let mut e = null_mut();
+        cb.run(b, &mut e);
+        assert_eq!(
+            s.words(out, N),
+            vec![3 * round; N],
+            "{} round {round}",
+            cl.how
+        );
+        assert_eq!(cl.event_status(e), CL_COMPLETE);
+        unsafe { cl.clReleaseEvent.unwrap()(e) };
+    }
+    unsafe {
+        (cb.release)(b);
+        cl.clReleaseCommandQueue.unwrap()(dq);
+    }
 }
 
 /// On an out-of-order queue the commands of a buffer run in the order

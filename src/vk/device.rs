@@ -702,6 +702,15 @@ impl LogicalDevice {
     /// lost, or the watchdog runs out.
     fn wait_fence(&self, fence: vk::Fence) -> Result<(), vk::Result> {
         let start = std::time::Instant::now();
+        // As for timelines (see `wait_timeline`): short work is done
+        // sooner than a blocking wait wakes up on some drivers.
+        while start.elapsed() < self.timeline_spin {
+            // SAFETY: a fence of this device, submitted with work.
+            if self.note(unsafe { self.raw.get_fence_status(fence) })? {
+                return Ok(());
+            }
+            std::hint::spin_loop();
+        }
         loop {
             // SAFETY: a fence of this device, submitted with work.
             match self.note(unsafe { self.raw.wait_for_fences(&[fence], true, 1_000_000_000) }) {
