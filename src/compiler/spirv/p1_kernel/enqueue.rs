@@ -418,6 +418,11 @@ impl<'a> Pass<'a> {
         };
         match i.class.opcode {
             Op::EnqueueKernel => {
+                // Queue, flags, NDRange, events (3), block, literal, size
+                // and alignment, then the `__local` sizes.
+                if i.operands.len() < 10 {
+                    return Err("malformed OpEnqueueKernel".into());
+                }
                 let invoke = arg(6)?;
                 let name = self
                     .names
