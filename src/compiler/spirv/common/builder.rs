@@ -56,6 +56,33 @@ impl Builder {
             .push(Instruction::new(op, Some(ty), Some(id), args));
     }
 
+    /// A relaxed atomic `op` at device scope on `ptr` with `values` (none
+    /// for a load, the value for a store or an add): its result of type
+    /// `ty`, or `None` where `ty` is `None` (a store).
+    pub fn atomic(
+        &mut self,
+        ctx: &mut Ctx,
+        op: Op,
+        ty: Option<Word>,
+        ptr: Word,
+        values: &[Word],
+    ) -> Option<Word> {
+        let (device, relaxed) = (ctx.const_u32(1), ctx.const_u32(0));
+        let mut args = vec![
+            Operand::IdRef(ptr),
+            Operand::IdScope(device),
+            Operand::IdMemorySemantics(relaxed),
+        ];
+        args.extend(values.iter().map(|&v| Operand::IdRef(v)));
+        match ty {
+            Some(ty) => Some(self.op(ctx, op, ty, &args)),
+            None => {
+                self.void(op, args);
+                None
+            }
+        }
+    }
+
     pub fn ids(&mut self, ctx: &mut Ctx, op: Op, ty: Word, args: &[Word]) -> Word {
         let args: Vec<Operand> = args.iter().map(|&a| Operand::IdRef(a)).collect();
         self.op(ctx, op, ty, &args)

@@ -216,6 +216,10 @@ pub fn run(
     result.map(|()| Some(blocks))
 }
 
+/// The statuses an enqueue function returns, with the blocks they come
+/// from (the exit block's phi).
+type Codes = Vec<(Word, Word)>;
+
 /// Whether an enqueue has a wait list and a returned event.
 #[derive(Clone, Copy)]
 struct Site {
@@ -375,18 +379,8 @@ impl<'a> Pass<'a> {
     /// value.
     fn fetch_add(&mut self, b: &mut Builder, at: Word, offset: u64, n: Word) -> Word {
         let p = self.at(b, at, offset, self.uint);
-        let (device, relaxed) = (self.ctx.const_u32(1), self.ctx.const_u32(0));
-        b.op(
-            self.ctx,
-            Op::AtomicIAdd,
-            self.uint,
-            &[
-                Operand::IdRef(p),
-                Operand::IdScope(device),
-                Operand::IdMemorySemantics(relaxed),
-                Operand::IdRef(n),
-            ],
-        )
+        let old = b.atomic(self.ctx, Op::AtomicIAdd, Some(self.uint), p, &[n]);
+        old.expect("an add has a result")
     }
 
     fn add(&mut self, b: Builder, value: Option<Word>) -> Word {
@@ -704,16 +698,7 @@ impl<'a> Pass<'a> {
         let some = b.ids(self.ctx, Op::INotEqual, bool_ty, &[bits, zero]);
         let (set, done) = (self.ctx.fresh(), self.ctx.fresh());
         b.branch_if(some, set, done, set);
-        let (device, relaxed) = (self.ctx.const_u32(1), self.ctx.const_u32(0));
-        b.void(
-            Op::AtomicStore,
-            vec![
-                Operand::IdRef(event),
-                Operand::IdScope(device),
-                Operand::IdMemorySemantics(relaxed),
-                Operand::IdRef(status),
-            ],
-        );
+        b.atomic(self.ctx, Op::AtomicStore, None, event, &[status]);
         b.branch(done);
         self.add(b, None)
     }
@@ -734,17 +719,8 @@ impl<'a> Pass<'a> {
         let address = b.ids(self.ctx, Op::ConvertPtrToU, ulong, &[value]);
         self.store(&mut b, bits, EVENT_CAPTURE, address, ulong);
         let status_at = self.at(&mut b, bits, 0, uint);
-        let (device, relaxed) = (self.ctx.const_u32(1), self.ctx.const_u32(0));
-        let status = b.op(
-            self.ctx,
-            Op::AtomicLoad,
-            uint,
-            &[
-                Operand::IdRef(status_at),
-                Operand::IdScope(device),
-                Operand::IdMemorySemantics(relaxed),
-            ],
-        );
+        let status = b.atomic(self.ctx, Op::AtomicLoad, Some(uint), status_at, &[]);
+        let status = status.expect("a load has a result");
         let zero32 = self.ctx.const_u32(0);
         let complete = b.ids(self.ctx, Op::IEqual, bool_ty, &[status, zero32]);
         b.branch_if(complete, copy, done, copy);
@@ -861,6 +837,65 @@ impl<'a> Pass<'a> {
         (id, failed)
     }
 
+    /// Branches to `exit` with `CLK_INVALID_QUEUE` where `queue` is null;
+    /// the next block is open after.
+    fn queue_checked(&mut self, b: &mut Builder, queue: Word, exit: Word, codes: &mut Codes) {
+        let bits = b.ids(self.ctx, Op::ConvertPtrToU, self.ulong, &[queue]);
+        let zero = self.ulong_const(0);
+        let has_queue = b.ids(self.ctx, Op::INotEqual, self.bool_ty, &[bits, zero]);
+        self.or_exit(b, has_queue, CLK_INVALID_QUEUE, exit, codes);
+    }
+
+    /// Goes on where `ok`, else branches to `exit` with status `code`.
+    fn or_exit(&mut self, b: &mut Builder, ok: Word, code: i32, exit: Word, codes: &mut Codes) {
+        let next = self.ctx.fresh();
+        let code = self.int_const(code);
+        codes.push((code, b.label));
+        b.branch_if(ok, next, exit, next);
+    }
+
+    /// `fixed` bytes and `n` words, rounded up to 8 bytes.
+    fn padded(&mut self, b: &mut Builder, fixed: u64, n: Word) -> Word {
+        let uint = self.uint;
+        let fixed = self.ctx.const_u32(fixed as u32 + 7);
+        let four = self.ctx.const_u32(4);
+        let words = b.ids(self.ctx, Op::IMul, uint, &[n, four]);
+        let bytes = b.ids(self.ctx, Op::IAdd, uint, &[fixed, words]);
+        let mask = self.ctx.const_u32(!7);
+        b.ids(self.ctx, Op::BitwiseAnd, uint, &[bytes, mask])
+    }
+
+    /// Writes a record's first eight words and the launch's number.
+    fn record_header(&mut self, b: &mut Builder, record: Word, words: [Word; 8]) {
+        let (uint, ulong) = (self.uint, self.ulong);
+        for (k, value) in words.into_iter().enumerate() {
+            self.store(b, record, 4 * k as u64, value, uint);
+        }
+        let parent = b.ids(self.ctx, Op::Load, ulong, &[self.parent]);
+        let parent = b.ids(self.ctx, Op::UConvert, uint, &[parent]);
+        self.store(b, record, RECORD_PARENT, parent, uint);
+    }
+
+    /// Ends an enqueue function: success, or `CLK_EVENT_ALLOCATION_FAILURE`
+    /// where its event was wanted but the table was full; the status of
+    /// whichever way it went.
+    fn ended(
+        &mut self,
+        mut b: Builder,
+        ty: Word,
+        failed: Word,
+        exit: Word,
+        mut codes: Codes,
+    ) -> Word {
+        let ok = self.int_const(CLK_SUCCESS);
+        let no_event = self.int_const(CLK_EVENT_ALLOCATION_FAILURE);
+        let code = b.ids(self.ctx, Op::Select, ty, &[failed, no_event, ok]);
+        codes.push((code, b.label));
+        b.branch(exit);
+        let status = b.phi(self.ctx, ty, &codes);
+        self.add(b, Some(status))
+    }
+
     /// `enqueue_kernel(queue, flags, ndrange, nevents, waits, ret,
     /// literal, local sizes...) -> status` for a block of kind `kind`
     /// whose literal takes `literal_size` bytes.
@@ -877,17 +912,9 @@ impl<'a> Pass<'a> {
         let (queue, flags, ndrange, nevents, waits, ret, literal) =
             (p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
         let locals = &p[7..];
-        let entry = b.label;
         let exit = self.ctx.fresh();
-        let mut codes: Vec<(Word, Word)> = Vec::new();
-        // A null queue.
-        let qbits = b.ids(self.ctx, Op::ConvertPtrToU, ulong, &[queue]);
-        let zero64 = self.ulong_const(0);
-        let has_queue = b.ids(self.ctx, Op::INotEqual, bool_ty, &[qbits, zero64]);
-        let checked = self.ctx.fresh();
-        let invalid = self.int_const(CLK_INVALID_QUEUE);
-        codes.push((invalid, entry));
-        b.branch_if(has_queue, checked, exit, checked);
+        let mut codes = Codes::new();
+        self.queue_checked(&mut b, queue, exit, &mut codes);
         // The NDRange: 1 to 3 dimensions.
         let nd_ty = self
             .ctx
@@ -901,48 +928,25 @@ impl<'a> Pass<'a> {
         let low = b.ids(self.ctx, Op::UGreaterThanEqual, bool_ty, &[dims, one]);
         let high = b.ids(self.ctx, Op::ULessThanEqual, bool_ty, &[dims, three]);
         let dims_ok = b.ids(self.ctx, Op::LogicalAnd, bool_ty, &[low, high]);
-        let sized = self.ctx.fresh();
-        let bad_range = self.int_const(CLK_INVALID_NDRANGE);
-        codes.push((bad_range, b.label));
-        b.branch_if(dims_ok, sized, exit, sized);
+        self.or_exit(&mut b, dims_ok, CLK_INVALID_NDRANGE, exit, &mut codes);
         // Room for the record.
         let fixed = RECORD_FIXED + 4 * locals.len() as u64;
-        let fixed_c = self.ctx.const_u32(fixed as u32);
-        let four = self.ctx.const_u32(4);
-        let waits_bytes = b.ids(self.ctx, Op::IMul, uint, &[nevents, four]);
-        let head = b.ids(self.ctx, Op::IAdd, uint, &[fixed_c, waits_bytes]);
-        let seven = self.ctx.const_u32(7);
-        let head = b.ids(self.ctx, Op::IAdd, uint, &[head, seven]);
-        let mask = self.ctx.const_u32(!7);
-        let head = b.ids(self.ctx, Op::BitwiseAnd, uint, &[head, mask]);
+        let head = self.padded(&mut b, fixed, nevents);
         let literal_room = self.ctx.const_u32(literal_size.next_multiple_of(8) as u32);
         let size = b.ids(self.ctx, Op::IAdd, uint, &[head, literal_room]);
         let base = self.base(&mut b);
         let (record, fits) = self.reserve(&mut b, base, size);
-        let room = self.ctx.fresh();
-        let full = self.int_const(CLK_DEVICE_QUEUE_FULL);
-        codes.push((full, b.label));
-        b.branch_if(fits, room, exit, room);
+        self.or_exit(&mut b, fits, CLK_DEVICE_QUEUE_FULL, exit, &mut codes);
         let (event, failed) = self.returned_event(&mut b, base, site, ret, params[5]);
         // The record.
-        let kind_c = self.ctx.const_u32(kind);
+        let kind = self.ctx.const_u32(kind);
         let n_locals = self.ctx.const_u32(locals.len() as u32);
         let lit = self.ctx.const_u32(literal_size as u32);
-        for (offset, value) in [
-            (0, size),
-            (4, kind_c),
-            (8, flags),
-            (12, dims),
-            (16, n_locals),
-            (20, nevents),
-            (24, event),
-            (28, lit),
-        ] {
-            self.store(&mut b, record, offset, value, uint);
-        }
-        let parent = b.ids(self.ctx, Op::Load, ulong, &[self.parent]);
-        let parent = b.ids(self.ctx, Op::UConvert, uint, &[parent]);
-        self.store(&mut b, record, RECORD_PARENT, parent, uint);
+        self.record_header(
+            &mut b,
+            record,
+            [size, kind, flags, dims, n_locals, nevents, event, lit],
+        );
         for (member, at) in [(1, 32), (2, 56), (3, 80)] {
             for d in 0..3u32 {
                 let v = b.op(
@@ -991,70 +995,32 @@ impl<'a> Pass<'a> {
                 Operand::MemoryAccess(MemoryAccess::NONE),
             ],
         );
-        let ok = self.int_const(CLK_SUCCESS);
-        let no_event = self.int_const(CLK_EVENT_ALLOCATION_FAILURE);
-        let code = b.ids(self.ctx, Op::Select, ty, &[failed, no_event, ok]);
-        codes.push((code, b.label));
-        b.branch(exit);
-        let status = b.phi(self.ctx, ty, &codes);
-        self.add(b, Some(status))
+        self.ended(b, ty, failed, exit, codes)
     }
 
-    /// `enqueue_marker(queue, nevents, waits, ret) -> status`.
+    /// `enqueue_marker(queue, nevents, waits, ret) -> status`: a record of
+    /// kind 0 without NDRange or literal.
     fn marker(&mut self, ty: Word, params: &[Word], site: Site) -> Word {
-        let (uint, ulong, bool_ty) = (self.uint, self.ulong, self.bool_ty);
+        let ulong = self.ulong;
         let (mut b, p) = Builder::new(self.ctx, ty, params);
         let (queue, nevents, waits, ret) = (p[0], p[1], p[2], p[3]);
-        let entry = b.label;
         let exit = self.ctx.fresh();
-        let mut codes: Vec<(Word, Word)> = Vec::new();
-        let qbits = b.ids(self.ctx, Op::ConvertPtrToU, ulong, &[queue]);
-        let zero64 = self.ulong_const(0);
-        let has_queue = b.ids(self.ctx, Op::INotEqual, bool_ty, &[qbits, zero64]);
-        let checked = self.ctx.fresh();
-        let invalid = self.int_const(CLK_INVALID_QUEUE);
-        codes.push((invalid, entry));
-        b.branch_if(has_queue, checked, exit, checked);
-        let fixed = self.ctx.const_u32(RECORD_FIXED as u32);
-        let four = self.ctx.const_u32(4);
-        let waits_bytes = b.ids(self.ctx, Op::IMul, uint, &[nevents, four]);
-        let size = b.ids(self.ctx, Op::IAdd, uint, &[fixed, waits_bytes]);
-        let seven = self.ctx.const_u32(7);
-        let size = b.ids(self.ctx, Op::IAdd, uint, &[size, seven]);
-        let mask = self.ctx.const_u32(!7);
-        let size = b.ids(self.ctx, Op::BitwiseAnd, uint, &[size, mask]);
+        let mut codes = Codes::new();
+        self.queue_checked(&mut b, queue, exit, &mut codes);
+        let size = self.padded(&mut b, RECORD_FIXED, nevents);
         let base = self.base(&mut b);
         let (record, fits) = self.reserve(&mut b, base, size);
-        let room = self.ctx.fresh();
-        let full = self.int_const(CLK_DEVICE_QUEUE_FULL);
-        codes.push((full, b.label));
-        b.branch_if(fits, room, exit, room);
+        self.or_exit(&mut b, fits, CLK_DEVICE_QUEUE_FULL, exit, &mut codes);
         let (event, failed) = self.returned_event(&mut b, base, site, ret, params[3]);
         let zero = self.ctx.const_u32(0);
-        for (offset, value) in [
-            (0, size),
-            (4, zero),
-            (8, zero),
-            (12, zero),
-            (16, zero),
-            (20, nevents),
-            (24, event),
-            (28, zero),
-        ] {
-            self.store(&mut b, record, offset, value, uint);
-        }
-        let parent = b.ids(self.ctx, Op::Load, ulong, &[self.parent]);
-        let parent = b.ids(self.ctx, Op::UConvert, uint, &[parent]);
-        self.store(&mut b, record, RECORD_PARENT, parent, uint);
+        self.record_header(
+            &mut b,
+            record,
+            [size, zero, zero, zero, zero, nevents, event, zero],
+        );
         let fixed64 = self.ulong_const(RECORD_FIXED);
         let waits_at = b.ids(self.ctx, Op::IAdd, ulong, &[record, fixed64]);
         self.write_waits(&mut b, base, site, waits, params[2], nevents, waits_at);
-        let ok = self.int_const(CLK_SUCCESS);
-        let no_event = self.int_const(CLK_EVENT_ALLOCATION_FAILURE);
-        let code = b.ids(self.ctx, Op::Select, ty, &[failed, no_event, ok]);
-        codes.push((code, b.label));
-        b.branch(exit);
-        let status = b.phi(self.ctx, ty, &codes);
-        self.add(b, Some(status))
+        self.ended(b, ty, failed, exit, codes)
     }
 }

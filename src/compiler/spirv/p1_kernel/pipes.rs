@@ -331,17 +331,8 @@ impl<'a> Pass<'a> {
     }
 
     fn atomic_load(&mut self, b: &mut Builder, p: Word) -> Word {
-        let (scope, relaxed) = (self.ctx.const_u32(DEVICE), self.ctx.const_u32(0));
-        b.op(
-            self.ctx,
-            Op::AtomicLoad,
-            self.uint,
-            &[
-                Operand::IdRef(p),
-                Operand::IdScope(scope),
-                Operand::IdMemorySemantics(relaxed),
-            ],
-        )
+        let loaded = b.atomic(self.ctx, Op::AtomicLoad, Some(self.uint), p, &[]);
+        loaded.expect("a load has a result")
     }
 
     /// `reserve(pipe, n) -> id`: a loop of compare-and-swaps on the
