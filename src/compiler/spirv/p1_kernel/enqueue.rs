@@ -524,34 +524,13 @@ impl<'a> Pass<'a> {
             }
             Op::SetUserEventStatus => {
                 let (event, status) = (arg(0)?, arg(1)?);
-                let ty = type_of(event)?;
-                let f = self.set_status(ty);
-                let void = self.ctx.void();
-                out.push(Instruction::new(
-                    Op::FunctionCall,
-                    Some(void),
-                    None,
-                    vec![
-                        Operand::IdRef(f),
-                        Operand::IdRef(event),
-                        Operand::IdRef(status),
-                    ],
-                ));
+                let f = self.set_status(type_of(event)?);
+                out.push(self.void_call(f, &[event, status]));
             }
             Op::CaptureEventProfilingInfo => {
                 let (event, value) = (arg(0)?, arg(2)?);
                 let f = self.capture(type_of(event)?, type_of(value)?);
-                let void = self.ctx.void();
-                out.push(Instruction::new(
-                    Op::FunctionCall,
-                    Some(void),
-                    None,
-                    vec![
-                        Operand::IdRef(f),
-                        Operand::IdRef(event),
-                        Operand::IdRef(value),
-                    ],
-                ));
+                out.push(self.void_call(f, &[event, value]));
             }
             // Slots live as long as the command's launch list.
             Op::RetainEvent | Op::ReleaseEvent => {}
@@ -635,6 +614,14 @@ impl<'a> Pass<'a> {
             waits: !null(waits),
             returns_event: !null(ret),
         }
+    }
+
+    /// A call of void function `f` with `args`.
+    fn void_call(&mut self, f: Word, args: &[Word]) -> Instruction {
+        let void = self.ctx.void();
+        let mut ops = vec![Operand::IdRef(f)];
+        ops.extend(args.iter().map(|&a| Operand::IdRef(a)));
+        Instruction::new(Op::FunctionCall, Some(void), None, ops)
     }
 
     fn constant(&self, id: Word) -> Option<u64> {
