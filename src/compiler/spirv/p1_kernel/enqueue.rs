@@ -105,9 +105,14 @@ pub fn used(module: &rspirv::dr::Module) -> bool {
 fn invoke_operand(op: Op) -> Option<usize> {
     match op {
         Op::EnqueueKernel => Some(6),
-        Op::GetKernelNDrangeSubGroupCount | Op::GetKernelNDrangeMaxSubGroupSize => Some(1),
-        Op::GetKernelWorkGroupSize | Op::GetKernelPreferredWorkGroupSizeMultiple => Some(0),
-        Op::GetKernelLocalSizeForSubgroupCount | Op::GetKernelMaxNumSubgroups => Some(1),
+        // After the NDRange or the sub-group count.
+        Op::GetKernelNDrangeSubGroupCount
+        | Op::GetKernelNDrangeMaxSubGroupSize
+        | Op::GetKernelLocalSizeForSubgroupCount => Some(1),
+        // First.
+        Op::GetKernelWorkGroupSize
+        | Op::GetKernelPreferredWorkGroupSizeMultiple
+        | Op::GetKernelMaxNumSubgroups => Some(0),
         _ => None,
     }
 }
