@@ -439,8 +439,9 @@ pub fn run_tree(
         let started = now();
         let recorded = queue.vk.one_shot(|cb| {
             let r = Recorder { device, cb };
-            if let (Some(s), Some((pairs, push, groups))) = (&scatter, &captures) {
-                let _ = pairs;
+            // The pairs' staging (the tuple's first) lives until after the
+            // wait.
+            if let (Some(s), Some((_, push, groups))) = (&scatter, &captures) {
                 r.dispatch(&s.pipeline, push, [*groups, 1, 1], None);
                 r.full_barrier();
             }

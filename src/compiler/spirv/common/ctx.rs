@@ -101,6 +101,21 @@ impl Ctx {
         id
     }
 
+    /// A new module-scope `Private` variable of type `ty`: where a pass
+    /// keeps a value the interface pass stores at the kernel's start (a
+    /// buffer's address from the push constants).
+    pub fn private_variable(&mut self, ty: Word) -> Word {
+        let ptr = self.pointer(StorageClass::Private, ty);
+        let id = self.fresh();
+        self.module.types_global_values.push(Instruction::new(
+            Op::Variable,
+            Some(ptr),
+            Some(id),
+            vec![Operand::StorageClass(StorageClass::Private)],
+        ));
+        id
+    }
+
     pub fn pointer(&mut self, sc: StorageClass, pointee: Word) -> Word {
         self.ty(
             Op::TypePointer,

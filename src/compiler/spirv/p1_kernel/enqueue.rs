@@ -120,6 +120,17 @@ fn invoke_operand(op: Op) -> Option<usize> {
 /// The names of the functions `OpEnqueueKernel` invokes (a block kernel's
 /// body has its entry point's name), by function id.
 pub fn invoke_names(module: &rspirv::dr::Module) -> HashMap<Word, String> {
+    // Every rewrite and reflection asks; only modules that declare the
+    // capability can have such instructions.
+    let declares = module.capabilities.iter().any(|c| {
+        c.operands.first()
+            == Some(&Operand::Capability(
+                rspirv::spirv::Capability::DeviceEnqueue,
+            ))
+    });
+    if !declares {
+        return HashMap::default();
+    }
     let invoked: Vec<Word> = module
         .all_inst_iter()
         .filter_map(|i| id_at(i, invoke_operand(i.class.opcode)?))
@@ -141,10 +152,16 @@ pub fn invoke_names(module: &rspirv::dr::Module) -> HashMap<Word, String> {
 /// The names of the block kernels a module's kernels may enqueue: entry
 /// points of their own, which applications do not see as kernels.
 pub fn block_kernels(module: &rspirv::dr::Module) -> Vec<String> {
-    let mut names: Vec<String> = invoke_names(module).into_values().collect();
-    names.sort();
-    names.dedup();
-    names
+    sorted(&invoke_names(module))
+}
+
+/// The block kernels of `names` ([`invoke_names`]), sorted: the record
+/// kinds of the program's kernels.
+fn sorted(names: &HashMap<Word, String>) -> Enqueues {
+    let mut all: Vec<String> = names.values().cloned().collect();
+    all.sort();
+    all.dedup();
+    all
 }
 
 pub fn run(
@@ -175,32 +192,12 @@ pub fn run(
     }
     ctx.sort_globals();
     let ulong = ctx.uint(64);
-    let private_ulong = ctx.pointer(StorageClass::Private, ulong);
-    let list = ctx.fresh();
-    ctx.module.types_global_values.push(Instruction::new(
-        Op::Variable,
-        Some(private_ulong),
-        Some(list),
-        vec![Operand::StorageClass(StorageClass::Private)],
-    ));
+    let list = ctx.private_variable(ulong);
     ctx.enqueue_list = Some(list);
-    let parent = ctx.fresh();
-    ctx.module.types_global_values.push(Instruction::new(
-        Op::Variable,
-        Some(private_ulong),
-        Some(parent),
-        vec![Operand::StorageClass(StorageClass::Private)],
-    ));
+    let parent = ctx.private_variable(ulong);
     ctx.enqueue_parent = Some(parent);
     let types = ctx.value_types();
-    let mut pass = Pass::new(ctx, list, names, caps);
-    pass.parent = parent;
-    pass.blocks = {
-        let mut all: Vec<String> = names.values().cloned().collect();
-        all.sort();
-        all.dedup();
-        all
-    };
+    let mut pass = Pass::new(ctx, list, parent, names, caps);
     let mut functions = std::mem::take(&mut pass.ctx.module.functions);
     let result = (|| {
         for f in &mut functions {
@@ -325,6 +322,7 @@ impl<'a> Pass<'a> {
     fn new(
         ctx: &'a mut Ctx,
         list: Word,
+        parent: Word,
         names: &'a HashMap<Word, String>,
         caps: &'a DeviceCaps,
     ) -> Pass<'a> {
@@ -334,11 +332,11 @@ impl<'a> Pass<'a> {
         Pass {
             ctx,
             list,
-            parent: 0,
+            parent,
             names,
             caps,
             added: Vec::new(),
-            blocks: Vec::new(),
+            blocks: sorted(names),
             uint,
             ulong,
             bool_ty,

@@ -146,14 +146,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<PrintfCall>, String> {
     let bool_ty = ctx.ty(Op::TypeBool, vec![]);
     let psb_u32 = ctx.pointer(StorageClass::PhysicalStorageBuffer, u32t);
     // The buffer's address, stored at the kernel's start by the interface pass.
-    let private_u64 = ctx.pointer(StorageClass::Private, u64t);
-    let address_var = ctx.fresh();
-    ctx.module.types_global_values.push(Instruction::new(
-        Op::Variable,
-        Some(private_u64),
-        Some(address_var),
-        vec![Operand::StorageClass(StorageClass::Private)],
-    ));
+    let address_var = ctx.private_variable(u64t);
     ctx.printf_buffer = Some(address_var);
     let (device, relaxed) = (ctx.const_u32(1), ctx.const_u32(0));
     let mut calls = Vec::new();
