@@ -92,6 +92,12 @@ pub unsafe extern "C" fn clGetDeviceIDs(
     })
 }
 
+/// `value` where the device offers the feature it describes, else the
+/// type's zero (the limits of pipes and on-device queues).
+fn offered<T: Default>(has: bool, value: T) -> T {
+    if has { value } else { T::default() }
+}
+
 fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
     let d: &Device = dev;
     let limits = &d.info.props.limits;
@@ -178,17 +184,11 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
                 .map(|m| name_version("SPIR-V", make_version(1, m, 0)))
                 .collect::<Vec<_>>(),
         ),
-        CL_DEVICE_MAX_PIPE_ARGS => info(if d.pipe_support() { MAX_PIPE_ARGS } else { 0 }),
-        CL_DEVICE_PIPE_MAX_ACTIVE_RESERVATIONS => info(if d.pipe_support() {
-            PIPE_MAX_ACTIVE_RESERVATIONS
-        } else {
-            0
-        }),
-        CL_DEVICE_PIPE_MAX_PACKET_SIZE => info(if d.pipe_support() {
-            PIPE_MAX_PACKET_SIZE
-        } else {
-            0
-        }),
+        CL_DEVICE_MAX_PIPE_ARGS => info(offered(d.pipe_support(), MAX_PIPE_ARGS)),
+        CL_DEVICE_PIPE_MAX_ACTIVE_RESERVATIONS => {
+            info(offered(d.pipe_support(), PIPE_MAX_ACTIVE_RESERVATIONS))
+        }
+        CL_DEVICE_PIPE_MAX_PACKET_SIZE => info(offered(d.pipe_support(), PIPE_MAX_PACKET_SIZE)),
         CL_DEVICE_PIPE_SUPPORT => info(d.pipe_support()),
         CL_DEVICE_MAX_PARAMETER_SIZE => info(1024usize),
         CL_DEVICE_MEM_BASE_ADDR_ALIGN => info(d.mem_base_addr_align_bits()),
@@ -247,37 +247,32 @@ fn device_info(dev: &Arc<Handle<Device>>, param: cl_device_info) -> Info {
         CL_DEVICE_QUEUE_ON_HOST_PROPERTIES => {
             info(CL_QUEUE_PROFILING_ENABLE | CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
         }
-        CL_DEVICE_QUEUE_ON_DEVICE_PROPERTIES => info(if d.device_enqueue() {
-            CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_PROFILING_ENABLE
-        } else {
-            0
-        } as cl_command_queue_properties),
-        CL_DEVICE_QUEUE_ON_DEVICE_PREFERRED_SIZE => info(if d.device_enqueue() {
-            crate::core::enqueue::PREFERRED_QUEUE_SIZE
-        } else {
-            0
-        }),
-        CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE => info(if d.device_enqueue() {
-            crate::core::enqueue::MAX_QUEUE_SIZE
-        } else {
-            0
-        }),
-        CL_DEVICE_MAX_ON_DEVICE_QUEUES => info(if d.device_enqueue() {
-            crate::core::enqueue::MAX_QUEUES
-        } else {
-            0
-        }),
-        CL_DEVICE_MAX_ON_DEVICE_EVENTS => info(if d.device_enqueue() {
-            crate::core::enqueue::MAX_EVENTS
-        } else {
-            0
-        }),
-        CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES => info(if d.device_enqueue() {
-            CL_DEVICE_QUEUE_SUPPORTED | CL_DEVICE_QUEUE_REPLACEABLE_DEFAULT
-        } else {
-            0
-        }
-            as cl_device_device_enqueue_capabilities),
+        CL_DEVICE_QUEUE_ON_DEVICE_PROPERTIES => info(offered(
+            d.device_enqueue(),
+            (CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_PROFILING_ENABLE)
+                as cl_command_queue_properties,
+        )),
+        CL_DEVICE_QUEUE_ON_DEVICE_PREFERRED_SIZE => info(offered(
+            d.device_enqueue(),
+            crate::core::enqueue::PREFERRED_QUEUE_SIZE,
+        )),
+        CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE => info(offered(
+            d.device_enqueue(),
+            crate::core::enqueue::MAX_QUEUE_SIZE,
+        )),
+        CL_DEVICE_MAX_ON_DEVICE_QUEUES => info(offered(
+            d.device_enqueue(),
+            crate::core::enqueue::MAX_QUEUES,
+        )),
+        CL_DEVICE_MAX_ON_DEVICE_EVENTS => info(offered(
+            d.device_enqueue(),
+            crate::core::enqueue::MAX_EVENTS,
+        )),
+        CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES => info(offered(
+            d.device_enqueue(),
+            (CL_DEVICE_QUEUE_SUPPORTED | CL_DEVICE_QUEUE_REPLACEABLE_DEFAULT)
+                as cl_device_device_enqueue_capabilities,
+        )),
         CL_DEVICE_BUILT_IN_KERNELS => info(""),
         CL_DEVICE_BUILT_IN_KERNELS_WITH_VERSION => info(Vec::<cl_name_version>::new()),
         CL_DEVICE_PLATFORM => info(Handle::as_raw::<c_void>(platform())),
