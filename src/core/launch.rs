@@ -363,10 +363,11 @@ struct Enqueue {
     top: Option<Top>,
 }
 
+/// What running the tree needs besides the launch itself (whose
+/// `compiled.enqueues` names the block kernels).
 struct Top {
     queue: Arc<Handle<Queue>>,
     program: Arc<Handle<crate::core::program::Program>>,
-    blocks: Vec<String>,
 }
 
 impl Launch {
@@ -455,7 +456,7 @@ impl Launch {
         let enqueue = match (&compiled.enqueues, within) {
             (None, _) => None,
             (Some(_), Some((list, n))) => Some((list, n, None)),
-            (Some(blocks), None) => {
+            (Some(_), None) => {
                 let default = queue.context.default_device_queue(d);
                 let size = crate::core::enqueue::record_bytes(
                     default.as_ref().and_then(|q| q.on_device),
@@ -468,7 +469,6 @@ impl Launch {
                 let top = Top {
                     queue: queue.clone(),
                     program: kernel.program.clone(),
-                    blocks: blocks.clone(),
                 };
                 Some((list, 0, Some(top)))
             }
@@ -636,11 +636,14 @@ impl Launch {
     /// Runs the kernels the command's kernel enqueued on the device, and
     /// theirs, once its device work is done.
     fn run_enqueued(&self) -> ClResult<()> {
-        match &self.enqueue {
-            Some(Enqueue {
-                list,
-                top: Some(top),
-            }) => crate::core::enqueue::run_tree(&top.queue, &top.program, &top.blocks, list),
+        match (&self.enqueue, &self.compiled.enqueues) {
+            (
+                Some(Enqueue {
+                    list,
+                    top: Some(top),
+                }),
+                Some(blocks),
+            ) => crate::core::enqueue::run_tree(&top.queue, &top.program, blocks, list),
             _ => Ok(()),
         }
     }
