@@ -510,6 +510,7 @@ impl Program {
                             let Some((i, kernel, classes)) = left.get(n) else {
                                 return done;
                             };
+                            let form = rewriter::Form::default();
                             let r = rewrite_kernel(
                                 &self.devices[*i],
                                 spirv,
@@ -517,9 +518,8 @@ impl Program {
                                 &build.options,
                                 kernel,
                                 classes,
-                                rewriter::Form::default(),
+                                form,
                             );
-                            let form = rewriter::Form::default();
                             done.push(((*i, kernel.name.clone(), classes.clone(), form), r));
                         }
                     })

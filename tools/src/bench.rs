@@ -157,9 +157,7 @@ impl Bench<'_> {
         local: Option<&[usize]>,
     ) -> Result<f64, String> {
         let k = self.s.kernel(program, kernel)?;
-        for (i, (size, value)) in args.iter().enumerate() {
-            self.s.set_arg(k, i as u32, *size, *value)?;
-        }
+        set_args(self.s, k, args)?;
         self.s.launch(k, global, local)?;
         let mut best = f64::INFINITY;
         for _ in 0..self.reps {
@@ -338,19 +336,7 @@ fn replay(b: &mut Bench<'_>, s: &Session, quick: bool) -> Result<(), String> {
     check("clFinalizeCommandBufferKHR", unsafe { finalize(cb) })?;
     let one_by_one = || -> Result<(), String> {
         for _ in 0..n {
-            check("clEnqueueNDRangeKernel", unsafe {
-                (s.api.clEnqueueNDRangeKernel.unwrap())(
-                    q,
-                    k,
-                    1,
-                    std::ptr::null(),
-                    &1usize,
-                    std::ptr::null(),
-                    0,
-                    std::ptr::null(),
-                    std::ptr::null_mut(),
-                )
-            })?;
+            enqueue_kernel(s, q, k, 1)?;
         }
         check("clFinish", unsafe { (s.api.clFinish.unwrap())(q) })
     };
@@ -456,18 +442,16 @@ fn device_enqueue(b: &mut Bench<'_>, s: &Session, quick: bool) -> Result<(), Str
         let mut times = [0.0; 2];
         // From the device.
         let t0 = Instant::now();
-        s.set_arg(tree, 0, arg(&out).0, arg(&out).1)?;
-        s.set_arg(tree, 1, arg(&depth).0, arg(&depth).1)?;
-        enqueue(s, tree, TREE_WIDTH)?;
+        set_args(s, tree, &[arg(&out), arg(&depth)])?;
+        enqueue_kernel(s, s.queue, tree, TREE_WIDTH)?;
         s.finish()?;
         times[0] = t0.elapsed().as_secs_f64();
         // From the host, level by level.
         let t0 = Instant::now();
-        s.set_arg(level, 0, arg(&out).0, arg(&out).1)?;
         for l in 0..depth {
-            s.set_arg(level, 1, arg(&l).0, arg(&l).1)?;
+            set_args(s, level, &[arg(&out), arg(&l)])?;
             for _ in 0..1u32 << l {
-                enqueue(s, level, TREE_WIDTH)?;
+                enqueue_kernel(s, s.queue, level, TREE_WIDTH)?;
             }
         }
         s.finish()?;
@@ -526,11 +510,16 @@ fn device_enqueue(b: &mut Bench<'_>, s: &Session, quick: bool) -> Result<(), Str
     Ok(())
 }
 
-/// Enqueues `k` over `global` work-items on the session's queue.
-fn enqueue(s: &Session, k: cl_kernel, global: usize) -> Result<(), String> {
+/// Enqueues `k` over `global` work-items on `queue`, without waiting.
+fn enqueue_kernel(
+    s: &Session,
+    queue: cl_command_queue,
+    k: cl_kernel,
+    global: usize,
+) -> Result<(), String> {
     check("clEnqueueNDRangeKernel", unsafe {
         (s.api.clEnqueueNDRangeKernel.unwrap())(
-            s.queue,
+            queue,
             k,
             1,
             std::ptr::null(),
@@ -545,6 +534,14 @@ fn enqueue(s: &Session, k: cl_kernel, global: usize) -> Result<(), String> {
 
 fn arg<T>(v: &T) -> (usize, *const c_void) {
     (std::mem::size_of::<T>(), (v as *const T).cast())
+}
+
+/// Sets `k`'s arguments, from the first, to `args` (see [`arg`]).
+fn set_args(s: &Session, k: cl_kernel, args: &[(usize, *const c_void)]) -> Result<(), String> {
+    for (i, &(size, value)) in args.iter().enumerate() {
+        s.set_arg(k, i as u32, size, value)?;
+    }
+    Ok(())
 }
 
 pub fn run(a: Args) -> Result<(), String> {
