@@ -538,35 +538,10 @@ impl<'a> Pass<'a> {
             // Slots live as long as the command's launch list.
             Op::RetainEvent | Op::ReleaseEvent => {}
             Op::IsValidEvent => {
-                // Neither null nor CLK_NULL_EVENT (all ones).
                 let event = arg(0)?;
-                let bits = self.ctx.fresh();
-                out.push(Instruction::new(
-                    Op::ConvertPtrToU,
-                    Some(self.ulong),
-                    Some(bits),
-                    vec![Operand::IdRef(event)],
-                ));
-                let (zero, ones) = (self.ulong_const(0), self.ulong_const(u64::MAX));
-                let (a, c) = (self.ctx.fresh(), self.ctx.fresh());
-                out.push(Instruction::new(
-                    Op::INotEqual,
-                    Some(self.bool_ty),
-                    Some(a),
-                    vec![Operand::IdRef(bits), Operand::IdRef(zero)],
-                ));
-                out.push(Instruction::new(
-                    Op::INotEqual,
-                    Some(self.bool_ty),
-                    Some(c),
-                    vec![Operand::IdRef(bits), Operand::IdRef(ones)],
-                ));
-                out.push(Instruction::new(
-                    Op::LogicalAnd,
-                    i.result_type,
-                    i.result_id,
-                    vec![Operand::IdRef(a), Operand::IdRef(c)],
-                ));
+                let ty = i.result_type.ok_or("is_valid_event without a type")?;
+                let f = self.is_valid(type_of(event)?, ty);
+                out.push(call(f, &[event]));
             }
             // Block kernels take any work-group size the device does, and
             // their sub-groups are the device's.
@@ -675,6 +650,19 @@ impl<'a> Pass<'a> {
         let (_, address) = self.new_event(&mut b, base, EVENT_USER, CL_SUBMITTED);
         let event = b.ids(self.ctx, Op::ConvertUToPtr, ty, &[address]);
         self.add(b, Some(event))
+    }
+
+    /// `is_valid_event(event) -> bool`: neither null nor `CLK_NULL_EVENT`
+    /// (all ones).
+    fn is_valid(&mut self, event_ty: Word, ty: Word) -> Word {
+        let (ulong, bool_ty) = (self.ulong, self.bool_ty);
+        let (mut b, p) = Builder::new(self.ctx, ty, &[event_ty]);
+        let bits = b.ids(self.ctx, Op::ConvertPtrToU, ulong, &[p[0]]);
+        let (zero, ones) = (self.ulong_const(0), self.ulong_const(u64::MAX));
+        let not_null = b.ids(self.ctx, Op::INotEqual, bool_ty, &[bits, zero]);
+        let not_ones = b.ids(self.ctx, Op::INotEqual, bool_ty, &[bits, ones]);
+        let valid = b.ids(self.ctx, Op::LogicalAnd, ty, &[not_null, not_ones]);
+        self.add(b, Some(valid))
     }
 
     /// `set_user_event_status(event, status)`.
