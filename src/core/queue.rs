@@ -293,10 +293,13 @@ pub struct Queue {
     vk_queue: usize,
     pub timeline: vk::Semaphore,
     state: Mutex<QueueState>,
-    /// With `VKCL_BREADCRUMBS=1`: two words the device writes around each
-    /// command, the number of the last command it started and of the last
-    /// it finished, so that a hang report names the command that never
-    /// finished.
+    /// With `VKCL_BREADCRUMBS`: words the device writes as it works
+    /// through the queue. With `1`, the first two are the numbers of the
+    /// last command it started and of the last it finished (written around
+    /// each command), so that a hang report names the command that never
+    /// finished; with `1` or `batches`, the third is the timeline value of
+    /// the last batch whose commands all ran (its seal, written after
+    /// them), which the completion worker checks against the timeline.
     crumbs: Option<DeviceBuffer>,
 }
 
@@ -341,9 +344,9 @@ impl Queue {
     ) -> ClResult<Arc<Handle<Queue>>> {
         let vk = device.logical()?;
         // First: a buffer that fails to be made frees itself.
-        let crumbs = if breadcrumbs() {
-            let b = DeviceBuffer::new(&vk, 8, BufferUse::Readback)?;
-            b.write(0, &[0; 8]);
+        let crumbs = if breadcrumbs() != Crumbs::Off {
+            let b = DeviceBuffer::new(&vk, 16, BufferUse::Readback)?;
+            b.write(0, &[0; 16]);
             Some(b)
         } else {
             None
@@ -395,12 +398,27 @@ impl Queue {
     /// The breadcrumbs (`VKCL_BREADCRUMBS`): the numbers of the last
     /// command the device started and of the last it finished.
     pub fn crumbs(&self) -> Option<(u32, u32)> {
+        if breadcrumbs() != Crumbs::Commands {
+            return None;
+        }
+        let [started, finished, _] = self.crumb_words()?;
+        Some((started, finished))
+    }
+
+    /// The seal of the last batch whose commands the device has run (see
+    /// [`Queue::crumbs`]; its timeline value, modulo 2^32), with
+    /// breadcrumbs on.
+    pub fn sealed(&self) -> Option<u32> {
+        Some(self.crumb_words()?[2])
+    }
+
+    fn crumb_words(&self) -> Option<[u32; 3]> {
         let c = self.crumbs.as_ref()?;
-        let mut words = [0u32; 2];
-        // SAFETY: 8 bytes into an 8-byte array; the device may still be
+        let mut words = [0u32; 3];
+        // SAFETY: 12 bytes into a 12-byte array; the device may still be
         // writing them (diagnostics only).
-        unsafe { c.read_to(0, words.as_mut_ptr().cast(), 8) };
-        Some((words[0], words[1]))
+        unsafe { c.read_to(0, words.as_mut_ptr().cast(), 12) };
+        Some(words)
     }
 
     pub fn profiling(&self) -> bool {
@@ -724,7 +742,11 @@ impl Handle<Queue> {
         {
             rec.full_barrier();
         }
-        if let Some(c) = &self.crumbs {
+        if let Some(c) = self
+            .crumbs
+            .as_ref()
+            .filter(|_| breadcrumbs() == Crumbs::Commands)
+        {
             st.crumb_seq += 1;
             cmd.crumb = st.crumb_seq;
             rec.fill_buffer(c.raw, 0, 4, cmd.crumb);
@@ -736,7 +758,7 @@ impl Handle<Queue> {
             }
             Err(e) => Err(e),
         };
-        if let Some(c) = &self.crumbs {
+        if let Some(c) = self.crumbs.as_ref().filter(|_| cmd.crumb > 0) {
             rec.full_barrier();
             rec.fill_buffer(c.raw, 4, 4, cmd.crumb);
         }
@@ -779,14 +801,19 @@ impl Handle<Queue> {
             return Ok(());
         };
         let d = &self.vk.raw;
-        Recorder {
+        let value = st.last_value + 1;
+        let rec = Recorder {
             device: d,
             cb: batch.cb,
+        };
+        if let Some(c) = &self.crumbs {
+            // The seal: written once every command of the batch has run.
+            rec.full_barrier();
+            rec.fill_buffer(c.raw, 8, 4, value as u32);
         }
-        .host_barrier();
+        rec.host_barrier();
         // SAFETY: the command buffer is in the recording state.
         unsafe { d.end_command_buffer(batch.cb)? };
-        let value = st.last_value + 1;
         // Binary semaphores take no value: theirs are ignored.
         let wait_sems: Vec<vk::Semaphore> = batch
             .waits
@@ -977,9 +1004,24 @@ impl Drop for Queue {
     }
 }
 
-/// `VKCL_BREADCRUMBS=1`: every queue marks on the device which of its
-/// commands started and finished (see [`Queue::crumbs`]).
-pub(crate) fn breadcrumbs() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("VKCL_BREADCRUMBS").is_ok_and(|v| v == "1"))
+/// What the queues mark on the device as it works (`VKCL_BREADCRUMBS`,
+/// see [`Queue::crumbs`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Crumbs {
+    Off,
+    /// `batches`: each batch's seal only, one barrier and one write per
+    /// batch.
+    Batches,
+    /// `1`: the seals, and which commands started and finished (a barrier
+    /// more per command).
+    Commands,
+}
+
+pub(crate) fn breadcrumbs() -> Crumbs {
+    static LEVEL: std::sync::OnceLock<Crumbs> = std::sync::OnceLock::new();
+    *LEVEL.get_or_init(|| match std::env::var("VKCL_BREADCRUMBS").as_deref() {
+        Ok("1") => Crumbs::Commands,
+        Ok("batches") => Crumbs::Batches,
+        _ => Crumbs::Off,
+    })
 }

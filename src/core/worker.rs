@@ -198,7 +198,8 @@ impl Worker {
                 self.count.fetch_sub(1, Ordering::Release);
                 done
             };
-            if crate::core::queue::breadcrumbs() {
+            check_seal(&done);
+            if crate::core::queue::breadcrumbs() != crate::core::queue::Crumbs::Off {
                 let mut finished = self.finished.lock().unwrap_or_else(|e| e.into_inner());
                 if finished.len() == FINISHED_KEPT {
                     finished.pop_front();
@@ -317,6 +318,33 @@ fn report_unfinished(lost: &[InFlight]) {
     }
 }
 
+/// With breadcrumbs on: whether the device ran every command of a batch
+/// its timeline says is done (the batch's seal, written after them, must
+/// be there). A batch taken as done early would have its results read,
+/// and its memory freed and reused, while the device may still run it.
+fn check_seal(f: &InFlight) {
+    let Some(sealed) = f.queue.sealed() else {
+        return;
+    };
+    if seal_behind(sealed, f.value) {
+        log::error!(
+            target: "vkcl::worker",
+            "batch {} of queue {:p} reached its timeline value before the device ran its commands (the last seal is {sealed}): {}",
+            f.value,
+            Arc::as_ptr(&f.queue),
+            summary(f)
+        );
+    }
+}
+
+/// Whether the last seal a queue's device wrote, `sealed`, comes before
+/// the batch of timeline value `value`. Seals are timeline values modulo
+/// 2^32; a queue's batches finish in order, so a batch that is done has
+/// the last seal at or after its own.
+fn seal_behind(sealed: u32, value: u64) -> bool {
+    (sealed.wrapping_sub(value as u32) as i32) < 0
+}
+
 fn complete(done: InFlight) {
     let InFlight { queue, batch, .. } = done;
     let times = batch
@@ -384,4 +412,24 @@ fn gpu_times(dev: &LogicalDevice, qp: vk::QueryPool, n: usize) -> Option<Vec<(u6
             .map(|c| (to_host(c[0]), to_host(c[1])))
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::seal_behind;
+
+    /// A batch is done when the last seal is its own or a later batch's,
+    /// across the seals' wrap at 2^32 too; an earlier seal (or none yet,
+    /// 0) is behind.
+    #[test]
+    fn seals_before_their_batch_are_behind() {
+        assert!(!seal_behind(5, 5));
+        assert!(!seal_behind(7, 5));
+        assert!(seal_behind(4, 5));
+        assert!(seal_behind(0, 1));
+        assert!(!seal_behind(2, (1 << 32) + 1));
+        assert!(!seal_behind(0, 1 << 32));
+        assert!(seal_behind(u32::MAX, 1 << 32));
+        assert!(!seal_behind(1, u64::from(u32::MAX)));
+    }
 }
