@@ -103,7 +103,10 @@ impl PhysicalInfo {
             let mut shader_clock = vk::PhysicalDeviceShaderClockFeaturesKHR::default();
             let has_shader_clock = has(ash::khr::shader_clock::NAME);
             let mut coop = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default();
-            let has_coop = has(ash::khr::cooperative_matrix::NAME);
+            // VK_KHR_cooperative_matrix appeared with Vulkan 1.3.255: an
+            // older validation layer rejects its structures.
+            let has_coop = has(ash::khr::cooperative_matrix::NAME)
+                && crate::vk::instance::validation_knows(vk::make_api_version(0, 1, 3, 255));
             let features = {
                 let mut f2 = vk::PhysicalDeviceFeatures2::default()
                     .push_next(&mut features11)
