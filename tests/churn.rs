@@ -48,6 +48,19 @@ fn census() -> BTreeMap<String, i64> {
         .collect()
 }
 
+/// Destroys the Vulkan devices nothing uses (the exported
+/// `vkcl_release_devices`) and gives how many are still in use.
+fn release_devices() -> u32 {
+    // SAFETY: the library the tests use; the function has this signature.
+    unsafe {
+        let lib = libloading::Library::new(library_path()).expect("open vkcl");
+        let f: libloading::Symbol<unsafe extern "C" fn() -> u32> = lib
+            .get(b"vkcl_release_devices\0")
+            .expect("vkcl_release_devices");
+        f()
+    }
+}
+
 /// Resident memory of the process, in bytes.
 fn resident() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
@@ -391,5 +404,29 @@ fn churn(cl: &Cl) {
         cl.how,
         rss_before >> 20,
         rss_after >> 20
+    );
+    // With everything released, the Vulkan devices go too: the
+    // validation layer (on in the test suite, where any message aborts)
+    // reports each Vulkan object still alive when a device is destroyed,
+    // and every count is zero.
+    assert_eq!(
+        release_devices(),
+        0,
+        "{}: a Vulkan device still in use",
+        cl.how
+    );
+    let gone = census();
+    assert!(
+        gone.values().all(|&v| v == 0),
+        "{}: left once the devices went: {gone:?}",
+        cl.how
+    );
+    // The next objects make the device again.
+    round(cl, svm);
+    assert_eq!(
+        settle(&before),
+        before,
+        "{}: a round on a new device",
+        cl.how
     );
 }

@@ -4,7 +4,9 @@
 //! `vkcl_census` function to find leaks: after every object is released
 //! and every command has completed, each count is back where it started.
 //! (The Vulkan device, its pipeline cache, its one-shot command pool and
-//! the staging buffers kept for reuse live as long as the process.)
+//! the staging buffers kept for reuse stay until `vkcl_release_devices`
+//! lets them go: then the validation layer, where it is on, reports any
+//! Vulkan object left when the device is destroyed.)
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -41,9 +43,11 @@ pub enum Kind {
     CommandPools,
     QueryPools,
     Semaphores,
+    /// Vulkan devices (one per OpenCL device in use).
+    VulkanDevices,
 }
 
-const KINDS: [(Kind, &str); 24] = [
+const KINDS: [(Kind, &str); 25] = [
     (Kind::Contexts, "contexts"),
     (Kind::Queues, "queues"),
     (Kind::Buffers, "buffers"),
@@ -68,6 +72,7 @@ const KINDS: [(Kind, &str); 24] = [
     (Kind::CommandPools, "vk_command_pools"),
     (Kind::QueryPools, "vk_query_pools"),
     (Kind::Semaphores, "vk_semaphores"),
+    (Kind::VulkanDevices, "vk_devices"),
 ];
 
 static COUNTS: [AtomicI64; KINDS.len()] = [const { AtomicI64::new(0) }; KINDS.len()];
@@ -112,6 +117,21 @@ pub unsafe extern "C" fn vkcl_census(buffer: *mut u8, size: usize) -> usize {
         }
     }
     needed
+}
+
+/// Destroys the Vulkan devices nothing uses any more (see
+/// [`crate::core::device::Device::release_logical`]), so that a leak
+/// check can see the device's own objects go too, and the validation
+/// layer (`VKCL_VALIDATION`) report any object of the device still alive.
+/// OpenCL objects made later make the devices again. Returns how many
+/// devices still hold a Vulkan device because something uses it.
+#[unsafe(no_mangle)]
+pub extern "C" fn vkcl_release_devices() -> u32 {
+    crate::core::platform::platform()
+        .devices
+        .iter()
+        .filter(|d| !d.release_logical())
+        .count() as u32
 }
 
 #[cfg(test)]

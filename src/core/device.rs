@@ -181,6 +181,29 @@ impl Device {
         Ok(dev)
     }
 
+    /// Destroys the device's Vulkan device if nothing uses it any more
+    /// (every OpenCL object on it released and every command completed),
+    /// with the staging buffers kept for reuse; the next use makes a new
+    /// one. Gives whether the device holds no Vulkan device now.
+    pub fn release_logical(&self) -> bool {
+        let mut slot = self.logical.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(d) = slot.take() else {
+            return true;
+        };
+        d.staging.clear();
+        match Arc::try_unwrap(d) {
+            Ok(d) => {
+                drop(d);
+                log::info!(target: "vkcl::device", "released the Vulkan device of {}", self.name());
+                true
+            }
+            Err(d) => {
+                *slot = Some(d);
+                false
+            }
+        }
+    }
+
     pub fn name(&self) -> String {
         self.info.name()
     }

@@ -328,6 +328,7 @@ impl LogicalDevice {
         let semaphore_fd =
             has_semaphore_fd.then(|| ash::khr::external_semaphore_fd::Device::new(instance, &raw));
         log::info!(target: "vkcl::vk", "created Vulkan device for {}", info.name());
+        crate::core::census::add(crate::core::census::Kind::VulkanDevices, 1);
         Ok(LogicalDevice {
             raw,
             queue_family,
@@ -768,5 +769,6 @@ impl Drop for LogicalDevice {
             ManuallyDrop::drop(&mut self.allocator);
             self.raw.destroy_device(None);
         }
+        crate::core::census::remove(crate::core::census::Kind::VulkanDevices, 1);
     }
 }

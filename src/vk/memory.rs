@@ -557,6 +557,11 @@ impl StagingPool {
         DeviceBuffer::new(device, class, usage)
     }
 
+    /// Lets go of every idle buffer (before the device goes).
+    pub fn clear(&self) {
+        self.free.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
     /// Keeps `buffer` for reuse, the most recently used first: older idle
     /// buffers go where they would take the pool over `STAGING_KEEP`
     /// (or over `buffer`'s own size, when that alone is larger: the next
