@@ -69,7 +69,8 @@ COMPUTE(dp_double, double, double, MAD16, 1) COMPUTE(dp_double4, double4, double
 #endif
 #ifdef cl_khr_fp16
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
-COMPUTE(hp_half, half, float, MAD16, 1) COMPUTE(hp_half4, half4, float, MAD16, 4)
+COMPUTE(hp_half, half, float, MAD16, 1) COMPUTE(hp_half2, half2, float, MAD16, 2)
+COMPUTE(hp_half4, half4, float, MAD16, 4)
 #endif
 
 __kernel void empty(void) {}
@@ -655,6 +656,7 @@ fn measure(b: &mut Bench<'_>, a: &Args, extensions: &str, max_alloc: usize) -> R
     }
     if extensions.contains("cl_khr_fp16") {
         compute.push(("Half-precision compute", "hp_half", 1, "GFLOP/s", 2.0));
+        compute.push(("Half-precision compute", "hp_half2", 2, "GFLOP/s", 2.0));
         compute.push(("Half-precision compute", "hp_half4", 4, "GFLOP/s", 2.0));
     }
     for (group, kernel, lanes, unit, ops) in compute {
