@@ -28,13 +28,21 @@ const SRC: &str = "kernel void touch(global uint* b, read_only image2d_t im, sam
          b[i] += (uint)(read_imagef(im, s, (int2)(0, 0)).x * 255.0f) + 1u;\n\
      }\n";
 
+/// The library the tests use, opened once for vkcl's own exports
+/// (`vkcl_census`, `vkcl_release_devices`).
+fn vkcl() -> &'static libloading::Library {
+    static LIB: std::sync::OnceLock<libloading::Library> = std::sync::OnceLock::new();
+    // SAFETY: vkcl's library; loading it runs no initialiser beyond the
+    // ICD loader's own use of it.
+    LIB.get_or_init(|| unsafe { libloading::Library::new(library_path()).expect("open vkcl") })
+}
+
 /// vkcl's counts, by name, read through the library itself.
 fn census() -> BTreeMap<String, i64> {
-    // SAFETY: the library the tests use; `vkcl_census` has this signature.
+    // SAFETY: `vkcl_census` has this signature.
     let text = unsafe {
-        let lib = libloading::Library::new(library_path()).expect("open vkcl");
         let f: libloading::Symbol<unsafe extern "C" fn(*mut u8, usize) -> usize> =
-            lib.get(b"vkcl_census\0").expect("vkcl_census");
+            vkcl().get(b"vkcl_census\0").expect("vkcl_census");
         let n = f(std::ptr::null_mut(), 0);
         let mut buf = vec![0u8; n];
         assert_eq!(f(buf.as_mut_ptr(), n), n);
@@ -51,10 +59,9 @@ fn census() -> BTreeMap<String, i64> {
 /// Destroys the Vulkan devices nothing uses (the exported
 /// `vkcl_release_devices`) and gives how many are still in use.
 fn release_devices() -> u32 {
-    // SAFETY: the library the tests use; the function has this signature.
+    // SAFETY: `vkcl_release_devices` has this signature.
     unsafe {
-        let lib = libloading::Library::new(library_path()).expect("open vkcl");
-        let f: libloading::Symbol<unsafe extern "C" fn() -> u32> = lib
+        let f: libloading::Symbol<unsafe extern "C" fn() -> u32> = vkcl()
             .get(b"vkcl_release_devices\0")
             .expect("vkcl_release_devices");
         f()
