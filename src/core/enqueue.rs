@@ -547,7 +547,8 @@ impl Scatter {
             log::error!(target: "vkcl::enqueue", "the scatter shader does not assemble: {e}");
             crate::core::error::ClError(CL_OUT_OF_RESOURCES)
         })?;
-        let module = crate::vk::pipeline::KernelModule::new(vk, &words, 16, Vec::new(), None)?;
+        let mut module = crate::vk::pipeline::KernelModule::new(vk, &words, 16, Vec::new(), None)?;
+        module.name = "vkcl's scatter shader".into();
         let pipeline = module.pipeline([64, 1, 1], &[])?;
         Ok(Scatter {
             _module: module,

@@ -446,7 +446,7 @@ impl Kernel {
                 Binding::StorageTexels => ash::vk::DescriptorType::STORAGE_TEXEL_BUFFER,
             })
             .collect();
-        let module = KernelModule::new(
+        let mut module = KernelModule::new(
             vk,
             &rewritten.words,
             rewritten.push.size,
@@ -454,6 +454,7 @@ impl Kernel {
             self.info.reqd_sub_group_size,
         )
         .map_err(|e| format!("vkCreateShaderModule failed: {e}"))?;
+        module.name = self.info.name.clone();
         let mut literal_samplers = Vec::new();
         for l in &rewritten.images.literal_samplers {
             let state = SamplerState::new(l.normalized, l.addressing, l.filter).map_err(|_| {

@@ -93,6 +93,10 @@ pub struct LogicalDevice {
     /// VK_KHR_external_memory_fd is enabled: memory is imported from file
     /// descriptors (through vkAllocateMemory, which needs no loader).
     pub memory_fd: bool,
+    /// VK_KHR_pipeline_executable_properties, with `VKCL_PIPELINE_STATS=1`
+    /// where the device has it: each new pipeline's statistics (registers,
+    /// memory) are logged.
+    pub pipeline_stats: Option<ash::khr::pipeline_executable_properties::Device>,
 }
 
 /// VK_EXT_map_memory_placed (with VK_KHR_map_memory2) on a device.
@@ -261,6 +265,23 @@ impl LogicalDevice {
         if has_memory_fd {
             extensions.push(ash::khr::external_memory_fd::NAME.as_ptr());
         }
+        // The driver's statistics of each pipeline, on request.
+        let stats_ext = ash::khr::pipeline_executable_properties::NAME;
+        let mut stats_features =
+            vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
+        let has_stats = std::env::var("VKCL_PIPELINE_STATS").is_ok_and(|v| v == "1")
+            && info.has_extension(stats_ext)
+            && {
+                let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut stats_features);
+                // SAFETY: a valid physical device; the extension is present.
+                unsafe { instance.get_physical_device_features2(info.handle, &mut f2) };
+                stats_features.pipeline_executable_info != 0
+            };
+        let mut stats_enable = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
+            .pipeline_executable_info(true);
+        if has_stats {
+            extensions.push(stats_ext.as_ptr());
+        }
         let mut create = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_features(&features)
@@ -278,6 +299,9 @@ impl LogicalDevice {
         }
         if has_coop {
             create = create.push_next(&mut coop);
+        }
+        if has_stats {
+            create = create.push_next(&mut stats_enable);
         }
         if info.props.api_version >= vk::API_VERSION_1_3 {
             create = create.push_next(&mut f13);
@@ -327,6 +351,8 @@ impl LogicalDevice {
             has_push.then(|| ash::khr::push_descriptor::Device::new(instance, &raw));
         let semaphore_fd =
             has_semaphore_fd.then(|| ash::khr::external_semaphore_fd::Device::new(instance, &raw));
+        let pipeline_stats = has_stats
+            .then(|| ash::khr::pipeline_executable_properties::Device::new(instance, &raw));
         log::info!(target: "vkcl::vk", "created Vulkan device for {}", info.name());
         crate::core::census::add(crate::core::census::Kind::VulkanDevices, 1);
         Ok(LogicalDevice {
@@ -354,6 +380,7 @@ impl LogicalDevice {
             memory_props: info.memory,
             semaphore_fd,
             memory_fd: has_memory_fd,
+            pipeline_stats,
             lost: std::sync::atomic::AtomicBool::new(false),
             watchdog: watchdog(info.props.device_type == vk::PhysicalDeviceType::CPU),
             hung: std::sync::atomic::AtomicBool::new(false),

@@ -151,6 +151,8 @@ pub struct KernelModule {
     /// The sub-group size the kernel requires, which its pipelines ask
     /// Vulkan for (subgroup size control).
     pub subgroup_size: Option<u32>,
+    /// The kernel's name, for messages.
+    pub name: String,
 }
 
 impl KernelModule {
@@ -171,6 +173,7 @@ impl KernelModule {
             set_layout: vk::DescriptorSetLayout::null(),
             bindings,
             subgroup_size,
+            name: String::new(),
         };
         census::add(Kind::ShaderModules, 1);
         if !this.bindings.is_empty() {
@@ -315,7 +318,14 @@ impl KernelModule {
         if self.subgroup_size.is_some() {
             stage = stage.push_next(&mut required);
         }
+        let stats = self.device.pipeline_stats.as_ref();
+        let flags = if stats.is_some() {
+            vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
+        } else {
+            vk::PipelineCreateFlags::empty()
+        };
         let info = [vk::ComputePipelineCreateInfo::default()
+            .flags(flags)
             .stage(stage)
             .layout(layout)];
         let cache = &self.device.pipeline_cache;
@@ -333,11 +343,65 @@ impl KernelModule {
         };
         cache.pipeline_made(d);
         census::add(Kind::Pipelines, 1);
+        if let Some(ext) = stats {
+            log_statistics(ext, raw, &self.name, local);
+        }
         Ok(ComputePipeline {
             device: self.device.clone(),
             layout,
             raw,
         })
+    }
+}
+
+/// Logs what the driver reports of each executable of `pipeline`
+/// (VK_KHR_pipeline_executable_properties, `VKCL_PIPELINE_STATS=1`):
+/// registers, shared and spilled memory and the like, in the driver's
+/// own words.
+fn log_statistics(
+    ext: &ash::khr::pipeline_executable_properties::Device,
+    pipeline: vk::Pipeline,
+    kernel: &str,
+    local: [u32; 3],
+) {
+    let info = vk::PipelineInfoKHR::default().pipeline(pipeline);
+    // SAFETY: a pipeline of this device, made with CAPTURE_STATISTICS.
+    let Ok(executables) = (unsafe { ext.get_pipeline_executable_properties(&info) }) else {
+        return;
+    };
+    for (index, e) in executables.iter().enumerate() {
+        let what = vk::PipelineExecutableInfoKHR::default()
+            .pipeline(pipeline)
+            .executable_index(index as u32);
+        // SAFETY: as above; `index` is one of the pipeline's executables.
+        let Ok(stats) = (unsafe { ext.get_pipeline_executable_statistics(&what) }) else {
+            continue;
+        };
+        let text: Vec<String> = stats
+            .iter()
+            .map(|s| {
+                let name = s
+                    .name_as_c_str()
+                    .map_or("?".into(), |n| n.to_string_lossy());
+                // SAFETY: the format says which member of the union is set.
+                let value = unsafe {
+                    match s.format {
+                        vk::PipelineExecutableStatisticFormatKHR::BOOL32 => s.value.b32.to_string(),
+                        vk::PipelineExecutableStatisticFormatKHR::INT64 => s.value.i64.to_string(),
+                        vk::PipelineExecutableStatisticFormatKHR::UINT64 => s.value.u64.to_string(),
+                        vk::PipelineExecutableStatisticFormatKHR::FLOAT64 => {
+                            s.value.f64.to_string()
+                        }
+                        _ => "?".into(),
+                    }
+                };
+                format!("{name} {value}")
+            })
+            .collect();
+        let executable = e
+            .name_as_c_str()
+            .map_or("?".into(), |n| n.to_string_lossy());
+        log::info!(target: "vkcl::compiler", "pipeline of {kernel} {local:?}, {executable}: {}", text.join(", "));
     }
 }
 

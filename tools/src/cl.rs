@@ -320,22 +320,27 @@ impl Session {
             )
         };
         if r != CL_SUCCESS {
-            let log = query(|s, v, rr| unsafe {
-                (self.api.clGetProgramBuildInfo.unwrap())(
-                    p,
-                    self.device,
-                    CL_PROGRAM_BUILD_LOG,
-                    s,
-                    v,
-                    rr,
-                )
-            })
-            .map(|b| text(&b))
-            .unwrap_or_default();
+            let log = self.build_log(p);
             unsafe { (self.api.clReleaseProgram.unwrap())(p) };
             return Err(format!("the build failed (error {r}):\n{log}"));
         }
         Ok(p)
+    }
+
+    /// The build log of `program` on the session's device.
+    pub fn build_log(&self, program: cl_program) -> String {
+        query(|s, v, rr| unsafe {
+            (self.api.clGetProgramBuildInfo.unwrap())(
+                program,
+                self.device,
+                CL_PROGRAM_BUILD_LOG,
+                s,
+                v,
+                rr,
+            )
+        })
+        .map(|b| text(&b))
+        .unwrap_or_default()
     }
 
     pub fn kernel(&self, program: cl_program, name: &str) -> Result<cl_kernel, String> {

@@ -40,6 +40,11 @@ pub struct Args {
     repeat: usize,
     #[arg(long, default_value = "")]
     options: String,
+    /// Prints the build log, also of a build that succeeded (with
+    /// NVIDIA's OpenCL and `--options -cl-nv-verbose`: registers and
+    /// memory per kernel).
+    #[arg(long)]
+    build_log: bool,
     /// Platform (a part of its name) and device index.
     #[arg(long)]
     platform: Option<String>,
@@ -200,6 +205,9 @@ pub fn run(a: Args) -> Result<(), String> {
         .collect::<Result<_, _>>()?;
     let s = Session::open(a.platform.as_deref(), a.device)?;
     let program = s.program(&file, &a.options)?;
+    if a.build_log {
+        eprintln!("build log:\n{}", s.build_log(program).trim_end());
+    }
     let k = s.kernel(program, &a.kernel)?;
     let count = query(|size, v, r| unsafe {
         (s.api.clGetKernelInfo.unwrap())(k, CL_KERNEL_NUM_ARGS, size, v, r)
