@@ -547,8 +547,14 @@ impl Scatter {
             log::error!(target: "vkcl::enqueue", "the scatter shader does not assemble: {e}");
             crate::core::error::ClError(CL_OUT_OF_RESOURCES)
         })?;
-        let mut module = crate::vk::pipeline::KernelModule::new(vk, &words, 16, Vec::new(), None)?;
-        module.name = "vkcl's scatter shader".into();
+        let module = crate::vk::pipeline::KernelModule::new(
+            vk,
+            "vkcl's scatter shader",
+            &words,
+            16,
+            Vec::new(),
+            None,
+        )?;
         let pipeline = module.pipeline([64, 1, 1], &[])?;
         Ok(Scatter {
             _module: module,

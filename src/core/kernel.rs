@@ -446,15 +446,15 @@ impl Kernel {
                 Binding::StorageTexels => ash::vk::DescriptorType::STORAGE_TEXEL_BUFFER,
             })
             .collect();
-        let mut module = KernelModule::new(
+        let module = KernelModule::new(
             vk,
+            &self.info.name,
             &rewritten.words,
             rewritten.push.size,
             types,
             self.info.reqd_sub_group_size,
         )
         .map_err(|e| format!("vkCreateShaderModule failed: {e}"))?;
-        module.name = self.info.name.clone();
         let mut literal_samplers = Vec::new();
         for l in &rewritten.images.literal_samplers {
             let state = SamplerState::new(l.normalized, l.addressing, l.filter).map_err(|_| {

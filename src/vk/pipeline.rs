@@ -152,12 +152,13 @@ pub struct KernelModule {
     /// Vulkan for (subgroup size control).
     pub subgroup_size: Option<u32>,
     /// The kernel's name, for messages.
-    pub name: String,
+    name: String,
 }
 
 impl KernelModule {
     pub fn new(
         device: &Arc<LogicalDevice>,
+        name: &str,
         words: &[u32],
         push_size: u32,
         bindings: Vec<vk::DescriptorType>,
@@ -173,7 +174,7 @@ impl KernelModule {
             set_layout: vk::DescriptorSetLayout::null(),
             bindings,
             subgroup_size,
-            name: String::new(),
+            name: name.to_string(),
         };
         census::add(Kind::ShaderModules, 1);
         if !this.bindings.is_empty() {

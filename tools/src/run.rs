@@ -41,7 +41,7 @@ pub struct Args {
     #[arg(long, default_value = "")]
     options: String,
     /// Prints the build log, also of a build that succeeded (with
-    /// NVIDIA's OpenCL and `--options -cl-nv-verbose`: registers and
+    /// NVIDIA's OpenCL and `--options=-cl-nv-verbose`: registers and
     /// memory per kernel).
     #[arg(long)]
     build_log: bool,
