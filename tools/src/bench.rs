@@ -80,6 +80,15 @@ __kernel void triad(__global float *a, __global const float *b, __global const f
     a[i] = b[i] + s * c[i];
 }
 
+__kernel void resident(__global uint *out, __local uint *s, uint words, uint iters) {
+    uint lid = get_local_id(0), n = get_local_size(0);
+    for (uint i = lid; i < words; i += n) s[i] = i * 2654435761u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint x = lid;
+    for (uint i = 0; i < iters; i++) x = s[(x ^ i) % words] + i;
+    out[get_global_id(0)] = x;
+}
+
 #define TILE 16
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
 void matmul(__global const float *A, __global const float *B, __global float *C, int n) {
@@ -830,6 +839,8 @@ fn measure(b: &mut Bench<'_>, a: &Args, extensions: &str, max_alloc: usize) -> R
     // queue, then the copies on one queue and the kernels on another.
     b.progress("queue overlap");
     overlap(b, s, a.quick)?;
+    b.progress("local memory residency");
+    residency(b, s, a.quick)?;
     // STREAM triad.
     b.progress("STREAM triad");
     let n = floats / 4;
@@ -875,6 +886,46 @@ fn measure(b: &mut Bench<'_>, a: &Args, extensions: &str, max_alloc: usize) -> R
     }
     gemm(b, a, extensions)?;
     compile(b, a)
+}
+
+/// How many work-groups holding 32 KiB of local memory each (half the
+/// device's local memory where that is less than 64 KiB) run at once per
+/// compute unit: a dependent chain of local loads per work-item takes the
+/// same time for one work-group per compute unit as for as many as fit at
+/// once, so `K` groups per compute unit take `K / resident` times as long.
+/// Drivers decide how much of a compute unit's memory goes to local memory
+/// (NVIDIA's Vulkan driver about 100 KiB of an H200 SM's 228 KiB, its
+/// OpenCL all of it), and kernels whose work-groups are limited by their
+/// local memory run that much slower or faster.
+fn residency(b: &mut Bench<'_>, s: &Session, quick: bool) -> Result<(), String> {
+    let local = s.device_u64(CL_DEVICE_LOCAL_MEM_SIZE) as usize;
+    let bytes = (32usize << 10).min(local / 2) & !3;
+    let units = (s.device_u64(CL_DEVICE_MAX_COMPUTE_UNITS) as usize).max(1);
+    let width = 32;
+    let (per_unit, iters) = if quick { (8, 64u32) } else { (32, 20000u32) };
+    let out = s.buffer(units * per_unit * width * 4, None)?;
+    let words = (bytes / 4) as u32;
+    let args = [
+        arg(&out),
+        (bytes, std::ptr::null()),
+        arg(&words),
+        arg(&iters),
+    ];
+    let one = b.best("resident", &args, &[units * width], Some(&[width]))?;
+    let many = b.best(
+        "resident",
+        &args,
+        &[units * per_unit * width],
+        Some(&[width]),
+    )?;
+    unsafe { (s.api.clReleaseMemObject.unwrap())(out) };
+    b.add(
+        "Local memory",
+        format!("{} KiB groups per CU", bytes >> 10),
+        per_unit as f64 * one / many,
+        "at once",
+    );
+    Ok(())
 }
 
 /// The cooperative matrix GEMM (`examples/coop_matmul.cl`).

@@ -243,7 +243,9 @@ fn icd_install_and_uninstall() {
 
 #[test]
 fn bench_quick_measures_every_figure() {
-    let json = build_dir().join("tool-test-files/bench.json");
+    let dir = build_dir().join("tool-test-files");
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("bench.json");
     let out = ok(&["bench", "--quick", "--json", json.to_str().unwrap()]);
     for figure in [
         "float16",
@@ -253,6 +255,7 @@ fn bench_quick_measures_every_figure() {
         "enqueue to completion",
         "STREAM triad",
         "tiled matmul",
+        "KiB groups per CU",
     ] {
         assert!(out.contains(figure), "{figure} missing: {out}");
     }
