@@ -573,6 +573,18 @@ impl FrontEnd {
             let text = std::fs::read_to_string(&ll).map_err(|e| e.to_string())?;
             Ok((with_native_integers(&text), log))
         };
+        // Inline assembly crashes llvm-spirv or is unknown to clang in
+        // OpenCL mode: say what it is, where.
+        let fail = |log: String| match inline_assembly(source, headers) {
+            Some(at) => CompileError {
+                log: format!(
+                    "{at}: error: inline assembly is not supported: vkcl runs kernels as Vulkan SPIR-V, which cannot hold a GPU's native instructions\n{}",
+                    // llvm-spirv's crash report says nothing more.
+                    if log.contains("Stack dump") { "" } else { &log }
+                ),
+            },
+            None => CompileError { log },
+        };
         let optimise = !options.opt_disable;
         // An optimised build starts from unoptimised code, optimised from
         // its text form (`FrontEnd::translate_ir`); in an executable, with its
@@ -610,6 +622,9 @@ impl FrontEnd {
                         log::debug!(target: "vkcl::compiler", "optimising the unoptimised program failed: {}", e.trim());
                     }
                 },
+                // The source has errors: clang would report the same
+                // again in the optimised build.
+                Err(log) if diagnosed(&log) => return Err(fail(log)),
                 Err(log) => {
                     log::debug!(target: "vkcl::compiler", "building the unoptimised program failed: {}", log.trim());
                 }
@@ -621,18 +636,6 @@ impl FrontEnd {
                 translate(true, Text::Thaw)
             }
             other => other,
-        };
-        // Inline assembly crashes llvm-spirv or is unknown to clang in
-        // OpenCL mode: say what it is, where.
-        let fail = |log: String| match inline_assembly(source, headers) {
-            Some(at) => CompileError {
-                log: format!(
-                    "{at}: error: inline assembly is not supported: vkcl runs kernels as Vulkan SPIR-V, which cannot hold a GPU's native instructions\n{}",
-                    // llvm-spirv's crash report says nothing more.
-                    if log.contains("Stack dump") { "" } else { &log }
-                ),
-            },
-            None => CompileError { log },
         };
         let log = match translate(optimise) {
             Ok(log) => log,
@@ -1043,6 +1046,16 @@ pub fn words_of(bytes: &[u8]) -> Option<Vec<u32>> {
     }
 }
 
+/// Whether clang's `log` ends in its count of errors found in the source
+/// ("1 error generated."), rather than in a crash or a failure to run.
+fn diagnosed(log: &str) -> bool {
+    !log.contains("Stack dump")
+        && log.lines().any(|l| {
+            let l = l.trim_end();
+            l.ends_with(" error generated.") || l.ends_with(" errors generated.")
+        })
+}
+
 /// For unit tests: `source` built with default options (and image support
 /// where `images`), as SPIR-V; `None`, with a note, where this system has
 /// no front end. Panics where the source does not build.
@@ -1121,6 +1134,53 @@ mod tests {
     }
 
     use super::*;
+
+    /// A source with errors runs clang once: the optimised build that
+    /// follows a failed unoptimised one is for later stages' failures,
+    /// and would only report the same errors again.
+    #[cfg(unix)]
+    #[test]
+    fn source_errors_run_clang_once() {
+        use std::os::unix::fs::PermissionsExt;
+        let Some(fe) = front_end() else {
+            eprintln!("no OpenCL C front end: skipped");
+            return;
+        };
+        let dir = Scratch::new().unwrap();
+        let runs = dir.0.join("runs");
+        let wrapper = dir.0.join("clang");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\necho run >> '{}'\nexec '{}' \"$@\"\n",
+                runs.display(),
+                fe.clang.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let counted = FrontEnd {
+            clang: wrapper,
+            llvm_spirv: fe.llvm_spirv.clone(),
+            version: fe.version.clone(),
+        };
+        let device = DeviceMacros {
+            features: Vec::new(),
+            image_support: false,
+            matrices: &[],
+        };
+        let options = Options::parse("", Purpose::Build).unwrap();
+        let source = "__kernel void k(__global int *p) { p[0] = undeclared; }";
+        let Err(e) = counted.compile(source, &[], &options, &device) else {
+            panic!("a source with an error built");
+        };
+        assert!(e.log.contains("undeclared"), "{}", e.log);
+        let count = std::fs::read_to_string(&runs).unwrap().lines().count();
+        assert_eq!(
+            count, 1,
+            "clang ran {count} times for a source with an error"
+        );
+    }
 
     #[test]
     fn options() {
