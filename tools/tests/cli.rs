@@ -62,11 +62,16 @@ fn fails(args: &[&str]) -> String {
     err
 }
 
-/// A scratch file with `text`, unique to the test.
-fn file(name: &str, text: &str) -> PathBuf {
+/// The folder of the tests' scratch files, made where missing.
+fn files_dir() -> PathBuf {
     let dir = build_dir().join("tool-test-files");
     std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
+    dir
+}
+
+/// A scratch file with `text`, unique to the test.
+fn file(name: &str, text: &str) -> PathBuf {
+    let p = files_dir().join(name);
     std::fs::write(&p, text).unwrap();
     p
 }
@@ -243,9 +248,7 @@ fn icd_install_and_uninstall() {
 
 #[test]
 fn bench_quick_measures_every_figure() {
-    let dir = build_dir().join("tool-test-files");
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("bench.json");
+    let json = files_dir().join("bench.json");
     let out = ok(&["bench", "--quick", "--json", json.to_str().unwrap()]);
     for figure in [
         "float16",
