@@ -19,6 +19,7 @@ both_ways!(
     offered_and_queried,
     imported_buffer_runs_kernels,
     imported_image_runs_kernels,
+    imported_vulkan_images_run_kernels,
     errors,
     semaphores_shared_with_vulkan,
     semaphores_shared_between_contexts,
@@ -157,6 +158,35 @@ fn offered_and_queried(cl: &Cl) {
     }
 }
 
+fn create_image(
+    cl: &Cl,
+    c: cl_context,
+    props: *const cl_mem_properties,
+    flags: cl_mem_flags,
+    format: &cl_image_format,
+    desc: &cl_image_desc,
+) -> Result<cl_mem, cl_int> {
+    let mut err = 1;
+    // SAFETY: a property list ending in 0 (or null), a format and a
+    // description; no host memory.
+    let image = unsafe {
+        cl.clCreateImageWithProperties.unwrap()(
+            c,
+            props,
+            flags,
+            format,
+            desc,
+            std::ptr::null_mut(),
+            &mut err,
+        )
+    };
+    if err == CL_SUCCESS {
+        Ok(image)
+    } else {
+        Err(err)
+    }
+}
+
 fn imported_buffer_runs_kernels(cl: &Cl) {
     if !has(cl, "cl_khr_external_memory_opaque_fd") {
         eprintln!("skipped: no cl_khr_external_memory_opaque_fd");
@@ -252,19 +282,8 @@ fn imported_image_runs_kernels(cl: &Cl) {
     desc.image_row_pitch = 4 * pitch_texels;
     // As Vulkan reports a linear image's layout: the slice pitch too.
     desc.image_slice_pitch = 4 * pitch_texels * h;
-    let mut err = 1;
-    let image = unsafe {
-        cl.clCreateImageWithProperties.unwrap()(
-            s.c,
-            props.as_ptr(),
-            CL_MEM_READ_WRITE,
-            &format,
-            &desc,
-            std::ptr::null_mut(),
-            &mut err,
-        )
-    };
-    assert_eq!(err, CL_SUCCESS, "{}: clCreateImageWithProperties", cl.how);
+    let image = create_image(cl, s.c, props.as_ptr(), CL_MEM_READ_WRITE, &format, &desc)
+        .unwrap_or_else(|e| panic!("{}: clCreateImageWithProperties ({e})", cl.how));
     // The image's memory is no buffer of the application's.
     let associated = query(|size, v, ret| unsafe {
         cl.clGetMemObjectInfo.unwrap()(image, CL_MEM_ASSOCIATED_MEMOBJECT, size, v, ret)
@@ -288,19 +307,15 @@ fn imported_image_runs_kernels(cl: &Cl) {
     );
     let seen = s.zeroed(4 * w * h);
     // The kernel reads the image and writes a copy of the same memory.
-    let mut err2 = 1;
-    let copy = unsafe {
-        cl.clCreateImageWithProperties.unwrap()(
-            s.c,
-            std::ptr::null(),
-            CL_MEM_READ_WRITE,
-            &format,
-            &image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0),
-            std::ptr::null_mut(),
-            &mut err2,
-        )
-    };
-    assert_eq!(err2, CL_SUCCESS);
+    let copy = create_image(
+        cl,
+        s.c,
+        std::ptr::null(),
+        CL_MEM_READ_WRITE,
+        &format,
+        &image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0),
+    )
+    .unwrap_or_else(|e| panic!("{} ({e})", cl.how));
     s.arg(k, 0, &image);
     s.arg(k, 1, &copy);
     s.arg(k, 2, &seen);
@@ -345,19 +360,15 @@ fn imported_image_runs_kernels(cl: &Cl) {
         shared.fd as cl_mem_properties,
         0,
     ];
-    let mut err = 1;
-    let row = unsafe {
-        cl.clCreateImageWithProperties.unwrap()(
-            s.c,
-            props.as_ptr(),
-            CL_MEM_READ_ONLY,
-            &format,
-            &image_desc(CL_MEM_OBJECT_IMAGE1D, 50, 0, 0, 0),
-            std::ptr::null_mut(),
-            &mut err,
-        )
-    };
-    assert_eq!(err, CL_SUCCESS, "{}: a 1D image", cl.how);
+    let row = create_image(
+        cl,
+        s.c,
+        props.as_ptr(),
+        CL_MEM_READ_ONLY,
+        &format,
+        &image_desc(CL_MEM_OBJECT_IMAGE1D, 50, 0, 0, 0),
+    )
+    .unwrap_or_else(|e| panic!("{}: a 1D image ({e})", cl.how));
     let k1 = s.kernel(
         "kernel void g(read_only image1d_t in, global uint *out) {
             int x = get_global_id(0);
@@ -380,6 +391,114 @@ fn imported_image_runs_kernels(cl: &Cl) {
     );
     assert!(s.words(out, 50).iter().all(|&v| v == 10), "{}", cl.how);
     unsafe { cl.clReleaseMemObject.unwrap()(row) };
+}
+
+/// Memory a Vulkan program made for a linear image, of each memory type
+/// such an image may take (some of which buffers may not use on GPUs), is
+/// an image for OpenCL at the row pitch Vulkan reports: kernels read the
+/// texels Vulkan wrote, clEnqueueReadImage too, and Vulkan reads the
+/// texels kernels wrote.
+fn imported_vulkan_images_run_kernels(cl: &Cl) {
+    if !has(cl, "cl_khr_external_memory_opaque_fd") {
+        eprintln!("skipped: no cl_khr_external_memory_opaque_fd");
+        return;
+    }
+    let mut vk = vulkan_side(cl, false);
+    let (w, h) = (37usize, 19usize);
+    let mut s = Setup::new(cl);
+    // SAFETY (both): the entry points have this signature.
+    let acquire: MemObjectsOp =
+        unsafe { extension_fn(cl, "clEnqueueAcquireExternalMemObjectsKHR") };
+    let release: MemObjectsOp =
+        unsafe { extension_fn(cl, "clEnqueueReleaseExternalMemObjectsKHR") };
+    let reader = s.kernel(
+        "kernel void r(read_only image2d_t in, global uint *seen) {
+            int x = get_global_id(0), y = get_global_id(1);
+            seen[y * get_global_size(0) + x] = read_imageui(in, (int2)(x, y)).x;
+        }",
+        "r",
+        "",
+    );
+    let writer = s.kernel(
+        "kernel void w(write_only image2d_t out) {
+            int x = get_global_id(0), y = get_global_id(1);
+            write_imageui(out, (int2)(x, y), (uint4)((uint)(y * 100 + x) + 1u, 0, 0, 0));
+        }",
+        "w",
+        "",
+    );
+    let format = cl_image_format {
+        image_channel_order: CL_R,
+        image_channel_data_type: CL_UNSIGNED_INT32,
+    };
+    let types = vk.image_memory_types(w as u32, h as u32).unwrap();
+    assert!(!types.is_empty());
+    let none = std::ptr::null();
+    for memory_type in types {
+        let how = format!("{}, memory type {memory_type}", cl.how);
+        let shared = vk.shared_image(w as u32, h as u32, memory_type).unwrap();
+        vk.fill_image(&shared, 3).unwrap();
+        let props = [
+            CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR as cl_mem_properties,
+            shared.fd as cl_mem_properties,
+            CL_MEM_DEVICE_HANDLE_LIST_KHR,
+            cl.device() as cl_mem_properties,
+            CL_MEM_DEVICE_HANDLE_LIST_END_KHR,
+            0,
+        ];
+        let mut desc = image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+        desc.image_row_pitch = shared.row_pitch as usize;
+        desc.image_slice_pitch = shared.depth_pitch as usize;
+        let image = create_image(cl, s.c, props.as_ptr(), CL_MEM_READ_WRITE, &format, &desc)
+            .unwrap_or_else(|e| panic!("{how}: clCreateImageWithProperties ({e})"));
+        let seen = s.zeroed(4 * w * h);
+        s.arg(reader, 0, &image);
+        s.arg(reader, 1, &seen);
+        s.arg(writer, 0, &image);
+        assert_eq!(
+            unsafe { acquire(s.q, 1, &image, 0, none, std::ptr::null_mut()) },
+            CL_SUCCESS
+        );
+        s.run(reader, &[w, h], None, None);
+        assert!(s.words(seen, w * h).iter().all(|&v| v == 3), "{how}");
+        s.run(writer, &[w, h], None, None);
+        let mut texels = vec![0u32; w * h];
+        let (origin, region) = ([0usize; 3], [w, h, 1]);
+        let r = unsafe {
+            cl.clEnqueueReadImage.unwrap()(
+                s.q,
+                image,
+                CL_TRUE,
+                origin.as_ptr(),
+                region.as_ptr(),
+                0,
+                0,
+                texels.as_mut_ptr().cast(),
+                0,
+                none,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(r, CL_SUCCESS, "{how}: clEnqueueReadImage");
+        let want: Vec<u32> = (0..h)
+            .flat_map(|y| (0..w).map(move |x| (y * 100 + x) as u32 + 1))
+            .collect();
+        assert_eq!(texels, want, "{how}: read back by OpenCL");
+        assert_eq!(
+            unsafe { release(s.q, 1, &image, 0, none, std::ptr::null_mut()) },
+            CL_SUCCESS
+        );
+        assert_eq!(unsafe { cl.clFinish.unwrap()(s.q) }, CL_SUCCESS);
+        assert_eq!(
+            vk.read_image(&shared).unwrap(),
+            want,
+            "{how}: read by Vulkan"
+        );
+        unsafe {
+            cl.clReleaseMemObject.unwrap()(seen);
+            cl.clReleaseMemObject.unwrap()(image);
+        }
+    }
 }
 
 fn errors(cl: &Cl) {

@@ -1,7 +1,8 @@
 //! The Vulkan program's side of the interop example: its own instance and
 //! device on the GPU the OpenCL device runs on (matched by UUID), a buffer
 //! whose memory it exports as an opaque file descriptor, and binary
-//! semaphores it shares in both directions. The tests use it too.
+//! semaphores it shares in both directions. The tests use it too, and its
+//! shared linear images.
 
 use std::ffi::CStr;
 
@@ -20,7 +21,22 @@ pub struct VulkanSide {
     semaphore_fd: Option<ash::khr::external_semaphore_fd::Device>,
     /// Everything made, destroyed with the device.
     buffers: Vec<(vk::Buffer, vk::DeviceMemory)>,
+    images: Vec<(vk::Image, vk::DeviceMemory)>,
     semaphores: Vec<vk::Semaphore>,
+}
+
+/// A linear 2D image of 32-bit unsigned texels whose memory was exported:
+/// OpenCL imports the descriptor as an image of the same size, its rows
+/// `row_pitch` bytes apart.
+#[allow(dead_code)]
+pub struct SharedImage {
+    pub image: vk::Image,
+    pub width: u32,
+    pub height: u32,
+    pub row_pitch: u64,
+    /// Bytes from one layer to the next, as Vulkan reports them.
+    pub depth_pitch: u64,
+    pub fd: i32,
 }
 
 /// A buffer whose memory was exported: the descriptor goes to OpenCL.
@@ -118,6 +134,7 @@ impl VulkanSide {
             pool,
             memory_types,
             buffers: Vec::new(),
+            images: Vec::new(),
             semaphores: Vec::new(),
         })
     }
@@ -338,35 +355,280 @@ impl VulkanSide {
                 )
             };
             let region = vk::BufferCopy::default().size(shared.size);
-            let to_host = vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::HOST_READ);
             // SAFETY (both): recording; both buffers are alive.
             unsafe { d.cmd_copy_buffer(cb, shared.buffer, readback, &[region]) };
-            unsafe {
-                d.cmd_pipeline_barrier(
-                    cb,
-                    vk::PipelineStageFlags::TRANSFER,
-                    vk::PipelineStageFlags::HOST,
-                    vk::DependencyFlags::empty(),
-                    &[to_host],
-                    &[],
-                    &[],
-                )
-            };
+            to_host(d, cb);
         })?;
-        // SAFETY: host-visible, coherent memory the device is done with.
-        let words = unsafe {
-            let p = d
-                .map_memory(memory, 0, shared.size, vk::MemoryMapFlags::empty())
-                .map_err(|e| e.to_string())?;
-            let words =
-                std::slice::from_raw_parts(p as *const u32, shared.size as usize / 4).to_vec();
-            d.unmap_memory(memory);
-            words
-        };
+        words_of(d, memory, shared.size)
+    }
+}
+
+/// Makes the device's transfer writes so far visible to host reads.
+fn to_host(d: &ash::Device, cb: vk::CommandBuffer) {
+    let barrier = vk::MemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+        .dst_access_mask(vk::AccessFlags::HOST_READ);
+    // SAFETY: `cb` is recording.
+    unsafe {
+        d.cmd_pipeline_barrier(
+            cb,
+            vk::PipelineStageFlags::TRANSFER,
+            vk::PipelineStageFlags::HOST,
+            vk::DependencyFlags::empty(),
+            &[barrier],
+            &[],
+            &[],
+        )
+    };
+}
+
+/// The first `size` bytes of host-visible, coherent `memory` the device is
+/// done with, as words.
+fn words_of(d: &ash::Device, memory: vk::DeviceMemory, size: u64) -> Result<Vec<u32>, String> {
+    // SAFETY: as the caller promises; the mapping is read, then unmapped.
+    unsafe {
+        let p = d
+            .map_memory(memory, 0, size, vk::MemoryMapFlags::empty())
+            .map_err(|e| e.to_string())?;
+        let words = std::slice::from_raw_parts(p as *const u32, size as usize / 4).to_vec();
+        d.unmap_memory(memory);
         Ok(words)
     }
+}
+
+/// Linear images shared with OpenCL (the tests use them; the example
+/// shares a buffer only).
+#[allow(dead_code)]
+impl VulkanSide {
+    fn linear_image_info<'a>(
+        width: u32,
+        height: u32,
+        external: &'a mut vk::ExternalMemoryImageCreateInfo<'a>,
+    ) -> vk::ImageCreateInfo<'a> {
+        vk::ImageCreateInfo::default()
+            .image_type(vk::ImageType::TYPE_2D)
+            .format(vk::Format::R32_UINT)
+            .extent(vk::Extent3D {
+                width,
+                height,
+                depth: 1,
+            })
+            .mip_levels(1)
+            .array_layers(1)
+            .samples(vk::SampleCountFlags::TYPE_1)
+            .tiling(vk::ImageTiling::LINEAR)
+            .usage(
+                vk::ImageUsageFlags::STORAGE
+                    | vk::ImageUsageFlags::TRANSFER_SRC
+                    | vk::ImageUsageFlags::TRANSFER_DST,
+            )
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .initial_layout(vk::ImageLayout::UNDEFINED)
+            .push_next(external)
+    }
+
+    /// The memory types a shared linear image of `width` x `height` may
+    /// take.
+    pub fn image_memory_types(&self, width: u32, height: u32) -> Result<Vec<u32>, String> {
+        let d = &self.device;
+        let mut external = vk::ExternalMemoryImageCreateInfo::default()
+            .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+        let info = Self::linear_image_info(width, height, &mut external);
+        // SAFETY: valid device and create info; the image is destroyed here.
+        let bits = unsafe {
+            let image = d.create_image(&info, None).map_err(|e| e.to_string())?;
+            let req = d.get_image_memory_requirements(image);
+            d.destroy_image(image, None);
+            req.memory_type_bits
+        };
+        Ok((0..self.memory_types.memory_type_count)
+            .filter(|t| bits & (1 << t) != 0)
+            .collect())
+    }
+
+    /// A linear image of 32-bit unsigned texels on exportable memory of
+    /// `memory_type`, its memory exported, in the `GENERAL` layout.
+    pub fn shared_image(
+        &mut self,
+        width: u32,
+        height: u32,
+        memory_type: u32,
+    ) -> Result<SharedImage, String> {
+        let d = &self.device;
+        let handle = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
+        let mut external = vk::ExternalMemoryImageCreateInfo::default().handle_types(handle);
+        let info = Self::linear_image_info(width, height, &mut external);
+        // SAFETY: valid device and create info.
+        let image = unsafe { d.create_image(&info, None) }.map_err(|e| e.to_string())?;
+        // SAFETY: an image of this device.
+        let req = unsafe { d.get_image_memory_requirements(image) };
+        let mut export = vk::ExportMemoryAllocateInfo::default().handle_types(handle);
+        let alloc = vk::MemoryAllocateInfo::default()
+            .allocation_size(req.size)
+            .memory_type_index(memory_type)
+            .push_next(&mut export);
+        // SAFETY: a memory type the image may use (the caller asked).
+        let memory = unsafe { d.allocate_memory(&alloc, None) }.map_err(|e| e.to_string())?;
+        self.images.push((image, memory));
+        // SAFETY: fresh memory, large enough.
+        unsafe { d.bind_image_memory(image, memory, 0) }.map_err(|e| e.to_string())?;
+        let subresource = vk::ImageSubresource {
+            aspect_mask: vk::ImageAspectFlags::COLOR,
+            mip_level: 0,
+            array_layer: 0,
+        };
+        // SAFETY: a linear image of this device.
+        let layout = unsafe { d.get_image_subresource_layout(image, subresource) };
+        let get = vk::MemoryGetFdInfoKHR::default()
+            .memory(memory)
+            .handle_type(handle);
+        // SAFETY: memory made exportable as an opaque descriptor.
+        let fd = unsafe { self.memory_fd.get_memory_fd(&get) }.map_err(|e| e.to_string())?;
+        self.submit(None, None, |cb| {
+            let barrier = image_barrier(image, vk::ImageLayout::UNDEFINED)
+                .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE);
+            image_barrier_cmd(
+                d,
+                cb,
+                vk::PipelineStageFlags::TOP_OF_PIPE,
+                vk::PipelineStageFlags::TRANSFER,
+                barrier,
+            );
+        })?;
+        Ok(SharedImage {
+            image,
+            width,
+            height,
+            row_pitch: layout.row_pitch,
+            depth_pitch: layout.depth_pitch,
+            fd,
+        })
+    }
+
+    /// Sets every texel of the shared image to `value` and waits for that;
+    /// the image's memory then goes to OpenCL (a release to the external
+    /// queue family).
+    pub fn fill_image(&self, shared: &SharedImage, value: u32) -> Result<(), String> {
+        let d = &self.device;
+        let family = self.family;
+        self.submit(None, None, |cb| {
+            let color = vk::ClearColorValue {
+                uint32: [value, 0, 0, 0],
+            };
+            let range = image_barrier(shared.image, vk::ImageLayout::GENERAL).subresource_range;
+            let release = image_barrier(shared.image, vk::ImageLayout::GENERAL)
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .src_queue_family_index(family)
+                .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL);
+            // SAFETY: recording; the image is alive, in GENERAL.
+            unsafe {
+                d.cmd_clear_color_image(
+                    cb,
+                    shared.image,
+                    vk::ImageLayout::GENERAL,
+                    &color,
+                    &[range],
+                )
+            };
+            image_barrier_cmd(
+                d,
+                cb,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                release,
+            );
+        })
+    }
+
+    /// The shared image's texels, row by row (`width` a row), once the
+    /// memory came back from OpenCL (an acquire from the external queue
+    /// family).
+    pub fn read_image(&mut self, shared: &SharedImage) -> Result<Vec<u32>, String> {
+        let size = 4 * u64::from(shared.width) * u64::from(shared.height);
+        let (readback, memory) = self.buffer(size, false)?;
+        let d = &self.device;
+        let family = self.family;
+        self.submit(None, None, |cb| {
+            let acquire = image_barrier(shared.image, vk::ImageLayout::GENERAL)
+                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
+                .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+                .dst_queue_family_index(family);
+            let region = vk::BufferImageCopy::default()
+                .image_subresource(vk::ImageSubresourceLayers {
+                    aspect_mask: vk::ImageAspectFlags::COLOR,
+                    mip_level: 0,
+                    base_array_layer: 0,
+                    layer_count: 1,
+                })
+                .image_extent(vk::Extent3D {
+                    width: shared.width,
+                    height: shared.height,
+                    depth: 1,
+                });
+            image_barrier_cmd(
+                d,
+                cb,
+                vk::PipelineStageFlags::TOP_OF_PIPE,
+                vk::PipelineStageFlags::TRANSFER,
+                acquire,
+            );
+            // SAFETY: recording; the image and the buffer are alive.
+            unsafe {
+                d.cmd_copy_image_to_buffer(
+                    cb,
+                    shared.image,
+                    vk::ImageLayout::GENERAL,
+                    readback,
+                    &[region],
+                )
+            };
+            to_host(d, cb);
+        })?;
+        words_of(d, memory, size)
+    }
+}
+
+/// Records `barrier` between the stages given.
+#[allow(dead_code)]
+fn image_barrier_cmd(
+    d: &ash::Device,
+    cb: vk::CommandBuffer,
+    from: vk::PipelineStageFlags,
+    to: vk::PipelineStageFlags,
+    barrier: vk::ImageMemoryBarrier,
+) {
+    // SAFETY: `cb` is recording; the caller keeps the image alive.
+    unsafe {
+        d.cmd_pipeline_barrier(
+            cb,
+            from,
+            to,
+            vk::DependencyFlags::empty(),
+            &[],
+            &[],
+            &[barrier],
+        )
+    };
+}
+
+#[allow(dead_code)]
+/// A barrier on the whole of a one-level, one-layer colour image, from
+/// `from` to `GENERAL`, in one queue family; callers add the access and the
+/// queue families.
+fn image_barrier(image: vk::Image, from: vk::ImageLayout) -> vk::ImageMemoryBarrier<'static> {
+    vk::ImageMemoryBarrier::default()
+        .old_layout(from)
+        .new_layout(vk::ImageLayout::GENERAL)
+        .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .image(image)
+        .subresource_range(vk::ImageSubresourceRange {
+            aspect_mask: vk::ImageAspectFlags::COLOR,
+            base_mip_level: 0,
+            level_count: 1,
+            base_array_layer: 0,
+            layer_count: 1,
+        })
 }
 
 impl Drop for VulkanSide {
@@ -376,6 +638,10 @@ impl Drop for VulkanSide {
             let _ = self.device.device_wait_idle();
             for &s in &self.semaphores {
                 self.device.destroy_semaphore(s, None);
+            }
+            for &(i, m) in &self.images {
+                self.device.destroy_image(i, None);
+                self.device.free_memory(m, None);
             }
             for &(b, m) in &self.buffers {
                 self.device.destroy_buffer(b, None);

@@ -364,9 +364,11 @@ fn image_buffer(
 /// A 1D or 2D image on memory another API exported (cl_khr_external_memory): a
 /// linear image (CL_DEVICE_EXTERNAL_MEMORY_IMPORT_ASSUME_LINEAR_IMAGES_HANDLE_TYPES_KHR),
 /// its rows `image_row_pitch` bytes apart from the memory's first byte, as
-/// Vulkan lays out a linear image's one subresource. The memory is
-/// imported as a buffer no application sees, and the image is made from
-/// it as images from buffers are.
+/// Vulkan lays out a linear image's one subresource: a linear Vulkan image
+/// on that memory where the device makes one for the format
+/// (`linear_import`); elsewhere the memory is imported as a buffer no
+/// application sees, and the image is made from it as images from buffers
+/// are.
 #[allow(clippy::too_many_arguments)]
 fn imported_image(
     c: &Arc<Handle<Context>>,
@@ -404,6 +406,9 @@ fn imported_image(
         return err(CL_INVALID_IMAGE_DESCRIPTOR);
     }
     let size = texels.max(d.image_slice_pitch);
+    if let Some(image) = linear_import(c, &props, flags, format, d, pitch, fd)? {
+        return Ok(image);
+    }
     if !one_row {
         let memory = Buffer::import(c.clone(), flags, size, fd, props.clone())?;
         let rows_only = cl_image_desc {
@@ -427,6 +432,59 @@ fn imported_image(
     let memory = Buffer::import(c.clone(), flags, size, fd, props.clone())?;
     let shape = (CL_MEM_OBJECT_IMAGE1D, d.image_width, 0, pitch);
     rows_image(memory, props, flags, format, entry, shape)
+}
+
+/// For [`imported_image`]: the image as a linear Vulkan image of its own
+/// on the imported memory, where everything about it is valid and the
+/// device makes such images. None otherwise (`fd` still open): the path
+/// through a buffer then reports what is wrong, or makes the image.
+fn linear_import(
+    c: &Arc<Handle<Context>>,
+    props: &[cl_mem_properties],
+    flags: cl_mem_flags,
+    format: cl_image_format,
+    d: &cl_image_desc,
+    pitch: usize,
+    fd: i32,
+) -> ClResult<Option<cl_mem>> {
+    let [device] = &c.devices[..] else {
+        return Ok(None);
+    };
+    let one_row = d.image_type == CL_MEM_OBJECT_IMAGE1D;
+    let elem = format::element_size(&format).unwrap_or(0);
+    let (w, h) = (d.image_width, if one_row { 1 } else { d.image_height });
+    let limits = device.image_limits();
+    let fits = if one_row {
+        w <= limits.width_1d
+    } else {
+        w <= limits.side_2d && h <= limits.side_2d
+    };
+    let usable = device.info.external.memory_import
+        && device.image_support()
+        && crate::vk::external::is_open_fd(fd)
+        && w > 0
+        && h > 0
+        && fits
+        && elem > 0
+        && pitch >= w * elem
+        && pitch % elem == 0;
+    if !usable {
+        return Ok(None);
+    }
+    let Some(entry) = offered(&c.devices, &format, |d| d.image_formats(flags)) else {
+        return Ok(None);
+    };
+    let desc = ImageDesc {
+        image_type: d.image_type,
+        width: w,
+        height: if one_row { 0 } else { h },
+        depth: 0,
+        array_size: 0,
+        row_pitch: pitch,
+        slice_pitch: 0,
+    };
+    let image = Image::import_linear(c.clone(), flags, format, entry, desc, fd, props.to_vec())?;
+    Ok(image.map(Handle::into_api))
 }
 
 /// An image whose texels are rows of `b`, `pitch` bytes apart from its

@@ -1264,20 +1264,35 @@ unsafe fn external_mem_objects(
     }
     // SAFETY: non-null, with the count the application gives.
     let raw = unsafe { slice_in(mem_objects, num_mem_objects as usize)? };
-    // Imported images are their imported buffers.
-    let buffers = raw
-        .iter()
-        .map(|&m| match Mem::from_raw(m)? {
-            Mem::Buffer(b) => Ok(b),
-            Mem::Image(i) => i.buffer().cloned().ok_or(ClError(CL_INVALID_MEM_OBJECT)),
-            Mem::Pipe(_) => err(CL_INVALID_MEM_OBJECT),
-        })
-        .collect::<ClResult<Vec<_>>>()?;
-    for b in &buffers {
-        if !Arc::ptr_eq(&b.context, &q.context) {
+    // Imported images are linear Vulkan images of their own, or their
+    // imported buffers.
+    let mut buffers = Vec::new();
+    let mut images = Vec::new();
+    for &m in raw {
+        let (context, imported) = match Mem::from_raw(m)? {
+            Mem::Buffer(b) => {
+                let seen = (b.context.clone(), b.is_imported());
+                buffers.push(b);
+                seen
+            }
+            Mem::Image(i) => match (i.buffer(), &i.backing) {
+                (Some(b), _) => {
+                    let seen = (b.context.clone(), b.is_imported());
+                    buffers.push(b.clone());
+                    seen
+                }
+                (None, crate::core::image::Backing::Image(storage)) => {
+                    images.push(storage.clone());
+                    (i.context.clone(), i.is_imported())
+                }
+                (None, _) => return err(CL_INVALID_MEM_OBJECT),
+            },
+            Mem::Pipe(_) => return err(CL_INVALID_MEM_OBJECT),
+        };
+        if !Arc::ptr_eq(&context, &q.context) {
             return err(CL_INVALID_CONTEXT);
         }
-        if !b.is_imported() {
+        if !imported {
             return err(CL_INVALID_MEM_OBJECT);
         }
     }
@@ -1288,7 +1303,8 @@ unsafe fn external_mem_objects(
     } else {
         CL_COMMAND_RELEASE_EXTERNAL_MEM_OBJECTS_KHR
     };
-    let work = crate::core::memory::external_ownership(&buffers, q.vk.queue_family, acquire);
+    let work =
+        crate::core::memory::external_ownership(&buffers, images, q.vk.queue_family, acquire);
     let ev = q.enqueue(command, waits, Ordering::Normal, work)?;
     // SAFETY: null or writable, per the specification.
     unsafe { out_event(event, ev) };

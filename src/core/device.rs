@@ -789,26 +789,83 @@ impl Device {
         self.info.props.limits.timestamp_period.ceil().max(1.0) as usize
     }
 
-    /// What the device can do with a Vulkan format in optimal tiling.
-    pub fn format_features(&self, format: vk::Format) -> vk::FormatFeatureFlags {
+    /// What the device can do with a Vulkan format.
+    fn format_properties(&self, format: vk::Format) -> vk::FormatProperties {
         // SAFETY: a physical device of this instance.
         unsafe {
             self.instance
                 .raw
                 .get_physical_device_format_properties(self.info.handle, format)
         }
-        .optimal_tiling_features
+    }
+
+    /// What the device can do with a Vulkan format in optimal tiling.
+    pub fn format_features(&self, format: vk::Format) -> vk::FormatFeatureFlags {
+        self.format_properties(format).optimal_tiling_features
+    }
+
+    /// What the device can do with a Vulkan format in linear tiling.
+    pub fn linear_features(&self, format: vk::Format) -> vk::FormatFeatureFlags {
+        self.format_properties(format).linear_tiling_features
+    }
+
+    /// Whether the device makes linear images of `format`, `extent` and
+    /// `usage` on memory imported from an opaque file descriptor, with
+    /// views of `view_formats` that can do what they can in optimal tiling
+    /// (be sampled, be written by kernels).
+    pub fn imports_linear_images(
+        &self,
+        format: vk::Format,
+        image_type: vk::ImageType,
+        extent: vk::Extent3D,
+        usage: vk::ImageUsageFlags,
+        view_formats: &[vk::Format],
+    ) -> bool {
+        let kernel = vk::FormatFeatureFlags::SAMPLED_IMAGE | vk::FormatFeatureFlags::STORAGE_IMAGE;
+        if view_formats.iter().any(|&f| {
+            let needed = self.format_features(f) & kernel;
+            !self.linear_features(f).contains(needed)
+        }) {
+            return false;
+        }
+        let flags = if view_formats.iter().any(|&f| f != format) {
+            vk::ImageCreateFlags::MUTABLE_FORMAT | vk::ImageCreateFlags::EXTENDED_USAGE
+        } else {
+            vk::ImageCreateFlags::empty()
+        };
+        let mut external = vk::PhysicalDeviceExternalImageFormatInfo::default()
+            .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+        let info = vk::PhysicalDeviceImageFormatInfo2::default()
+            .format(format)
+            .ty(image_type)
+            .tiling(vk::ImageTiling::LINEAR)
+            .usage(usage)
+            .flags(flags)
+            .push_next(&mut external);
+        let mut external_props = vk::ExternalImageFormatProperties::default();
+        let mut props = vk::ImageFormatProperties2::default().push_next(&mut external_props);
+        // SAFETY: a physical device of this instance (Vulkan 1.1 or later);
+        // valid chains.
+        let r = unsafe {
+            self.instance
+                .raw
+                .get_physical_device_image_format_properties2(self.info.handle, &info, &mut props)
+        };
+        let max = props.image_format_properties.max_extent;
+        let importable = external_props
+            .external_memory_properties
+            .external_memory_features
+            .contains(vk::ExternalMemoryFeatureFlags::IMPORTABLE);
+        r.is_ok()
+            && importable
+            && extent.width <= max.width
+            && extent.height <= max.height
+            && extent.depth <= max.depth
     }
 
     /// The features of `format` in texel buffers.
     pub fn buffer_features(&self, format: vk::Format) -> vk::FormatFeatureFlags {
-        // SAFETY: a physical device of this instance.
-        unsafe {
-            self.instance
-                .raw
-                .get_physical_device_format_properties(self.info.handle, format)
-        }
-        .buffer_features
+        self.format_properties(format).buffer_features
     }
 
     /// The formats offered for 1D image buffers of `flags`: texel buffer

@@ -511,6 +511,61 @@ impl Image {
         Ok(Handle::new(image))
     }
 
+    /// Whether its memory was imported from another API (its properties
+    /// name the descriptor).
+    pub fn is_imported(&self) -> bool {
+        let fd = CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR as cl_mem_properties;
+        crate::core::memory::mem_property(&self.properties, fd).is_some()
+    }
+
+    /// A 1D or 2D image on memory another API exported as the opaque file
+    /// descriptor `fd`: a linear Vulkan image of its own on that memory,
+    /// rows `desc.row_pitch` bytes apart, used like any image of vkcl's
+    /// (no copies between it and a buffer). None where the device cannot
+    /// make such an image for the format's kernel views or lays its rows
+    /// out otherwise (the caller then imports the memory as a buffer);
+    /// `fd` is then still the caller's, and the image's once this
+    /// returns one.
+    pub fn import_linear(
+        context: Arc<Handle<Context>>,
+        flags: cl_mem_flags,
+        format: cl_image_format,
+        entry: FormatEntry,
+        desc: ImageDesc,
+        fd: i32,
+        properties: Vec<cl_mem_properties>,
+    ) -> ClResult<Option<Arc<Handle<Image>>>> {
+        let device = &context.devices[0];
+        let (views, usage, view_formats) = image_usage(device, &entry, &desc);
+        let shape = desc.shape();
+        if !device.imports_linear_images(
+            entry.vk,
+            shape.image_type,
+            shape.extent,
+            usage,
+            &view_formats,
+        ) {
+            log::debug!(target: "vkcl::memory", "no linear {:?} image of {:?} here: importing its memory as a buffer", entry.vk, shape.extent);
+            return Ok(None);
+        }
+        let vk_dev = device.logical()?;
+        let pitch = desc.row_pitch as u64;
+        match DeviceImage::import_linear(&vk_dev, shape, usage, views, &view_formats, fd, pitch) {
+            Ok(storage) => {
+                let backing = Backing::Image(Arc::new(storage));
+                let image = Image::with(context, flags, format, entry, desc, backing, properties);
+                Ok(Some(Handle::new(image)))
+            }
+            Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY) => {
+                Err(ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE))
+            }
+            Err(e) => {
+                log::debug!(target: "vkcl::memory", "importing a linear image failed ({e}): importing its memory as a buffer");
+                Ok(None)
+            }
+        }
+    }
+
     /// A 2D image of `source`'s size and texels in another format (the
     /// caller checked that the two may view each other): new views of its
     /// Vulkan image, or, where its texels live in a buffer, the same rows.
@@ -864,6 +919,23 @@ fn kernel_views(device: &Device, entry: &FormatEntry) -> (Views, bool) {
 /// 2D images).
 fn device_image(device: &Device, entry: &FormatEntry, desc: &ImageDesc) -> ClResult<DeviceImage> {
     let vk_dev = device.logical()?;
+    let (views, usage, view_formats) = image_usage(device, entry, desc);
+    DeviceImage::new(&vk_dev, desc.shape(), usage, views, &view_formats).map_err(|e| {
+        if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
+            ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+        } else {
+            ClError::from(e)
+        }
+    })
+}
+
+/// What a Vulkan image for an image of `desc` on `device` is made for: its
+/// kernel views, its usage and every format it may be viewed in.
+fn image_usage(
+    device: &Device,
+    entry: &FormatEntry,
+    desc: &ImageDesc,
+) -> (Views, vk::ImageUsageFlags, Vec<vk::Format>) {
     let (views, sampled) = kernel_views(device, entry);
     let mut usage = vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
     if sampled {
@@ -882,13 +954,7 @@ fn device_image(device: &Device, entry: &FormatEntry, desc: &ImageDesc) -> ClRes
     }
     view_formats.sort_by_key(|f| f.as_raw());
     view_formats.dedup();
-    DeviceImage::new(&vk_dev, desc.shape(), usage, views, &view_formats).map_err(|e| {
-        if e == vk::Result::ERROR_OUT_OF_DEVICE_MEMORY {
-            ClError(CL_MEM_OBJECT_ALLOCATION_FAILURE)
-        } else {
-            ClError::from(e)
-        }
-    })
+    (views, usage, view_formats)
 }
 
 /// The views of a 1D image buffer's texels, `desc.width` of `format` from

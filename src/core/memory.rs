@@ -19,6 +19,7 @@ use crate::core::object::{Callback, ClObject, Handle};
 use crate::core::queue::{Queue, RecordFn, Recorder, Work};
 use crate::core::ranges::Ranges;
 use crate::vk::device::LogicalDevice;
+use crate::vk::image::DeviceImage;
 use crate::vk::memory::{BufferUse, DeviceBuffer, HostBuffer};
 
 pub type MemDestructor = unsafe extern "C" fn(cl_mem, *mut c_void);
@@ -1395,33 +1396,41 @@ pub mod work {
 }
 
 /// clEnqueueAcquireExternalMemObjectsKHR (`acquire`) and
-/// clEnqueueReleaseExternalMemObjectsKHR: the buffers' memory passes from
-/// the other API to the queue's device, or back. In Vulkan terms, an
-/// ownership transfer between the external queue family and the queue's.
-pub fn external_ownership(buffers: &[Arc<Handle<Buffer>>], family: u32, acquire: bool) -> Work {
+/// clEnqueueReleaseExternalMemObjectsKHR: the memory of the buffers and of
+/// the Vulkan images (imported linear images, left in the `GENERAL` layout)
+/// passes from the other API to the queue's device, or back. In
+/// Vulkan terms, an ownership transfer between the external queue family
+/// and the queue's.
+pub fn external_ownership(
+    buffers: &[Arc<Handle<Buffer>>],
+    images: Vec<Arc<DeviceImage>>,
+    family: u32,
+    acquire: bool,
+) -> Work {
     let storages: Vec<Arc<DeviceBuffer>> = buffers.iter().map(|b| b.storage.clone()).collect();
     let raws: Vec<vk::Buffer> = storages.iter().map(|s| s.raw).collect();
+    let image_raws: Vec<(vk::Image, vk::ImageSubresourceRange, vk::ImageLayout)> = images
+        .iter()
+        .map(|i| (i.raw, i.range(), i.transfer_layout()))
+        .collect();
     let (src, dst) = if acquire {
         (vk::QUEUE_FAMILY_EXTERNAL, family)
     } else {
         (family, vk::QUEUE_FAMILY_EXTERNAL)
     };
     let access = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+    let (src_access, dst_access) = if acquire {
+        (vk::AccessFlags::empty(), access)
+    } else {
+        (access, vk::AccessFlags::empty())
+    };
     let record: RecordFn = Box::new(move |rec: &Recorder<'_>| {
         let barriers: Vec<vk::BufferMemoryBarrier> = raws
             .iter()
             .map(|&buffer| {
                 vk::BufferMemoryBarrier::default()
-                    .src_access_mask(if acquire {
-                        vk::AccessFlags::empty()
-                    } else {
-                        access
-                    })
-                    .dst_access_mask(if acquire {
-                        access
-                    } else {
-                        vk::AccessFlags::empty()
-                    })
+                    .src_access_mask(src_access)
+                    .dst_access_mask(dst_access)
                     .src_queue_family_index(src)
                     .dst_queue_family_index(dst)
                     .buffer(buffer)
@@ -1429,8 +1438,22 @@ pub fn external_ownership(buffers: &[Arc<Handle<Buffer>>], family: u32, acquire:
                     .size(vk::WHOLE_SIZE)
             })
             .collect();
-        // SAFETY: recording state; the buffers are kept alive by the
-        // command until it completes.
+        let image_barriers: Vec<vk::ImageMemoryBarrier> = image_raws
+            .iter()
+            .map(|&(image, range, from)| {
+                vk::ImageMemoryBarrier::default()
+                    .src_access_mask(src_access)
+                    .dst_access_mask(dst_access)
+                    .old_layout(from)
+                    .new_layout(vk::ImageLayout::GENERAL)
+                    .src_queue_family_index(src)
+                    .dst_queue_family_index(dst)
+                    .image(image)
+                    .subresource_range(range)
+            })
+            .collect();
+        // SAFETY: recording state; the buffers and images are kept alive
+        // by the command until it completes.
         unsafe {
             rec.device.cmd_pipeline_barrier(
                 rec.cb,
@@ -1439,17 +1462,17 @@ pub fn external_ownership(buffers: &[Arc<Handle<Buffer>>], family: u32, acquire:
                 vk::DependencyFlags::empty(),
                 &[],
                 &barriers,
-                &[],
+                &image_barriers,
             )
         };
         Ok(())
     });
+    let mut keep: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
+    keep.extend(storages.into_iter().map(|s| Box::new(s) as _));
+    keep.extend(images.into_iter().map(|i| Box::new(i) as _));
     Work {
         record: Some(record),
-        keep: storages
-            .into_iter()
-            .map(|s| Box::new(s) as Box<dyn std::any::Any + Send + Sync>)
-            .collect(),
+        keep,
         ..Work::none()
     }
 }

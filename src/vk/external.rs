@@ -230,16 +230,9 @@ fn close(fd: i32) {
 #[cfg(not(unix))]
 fn close(_fd: i32) {}
 
-/// Memory imported from an opaque file descriptor, bound to a new buffer:
-/// `(buffer, memory)`. The memory owns `fd` once this succeeds; the caller
-/// still owns it after an error.
-///
-/// The descriptor does not say which memory type or size the exporter
-/// chose, and an import must name both: vkcl asks for the size a buffer of
-/// `size` bytes needs (at least `size`), and tries the memory types such a
-/// buffer may use, device-local ones first, until the driver accepts one.
-/// Each try imports a duplicate of `fd` (a driver may close what it
-/// refused); `fd` itself is closed once one is taken.
+/// Memory imported from an opaque file descriptor (see [`import_memory`]),
+/// bound to a new buffer of `size` bytes: `(buffer, memory)`. The memory
+/// owns `fd` once this succeeds; the caller still owns it after an error.
 pub fn import_buffer_memory(
     device: &LogicalDevice,
     fd: i32,
@@ -260,6 +253,52 @@ pub fn import_buffer_memory(
     let raw = unsafe { d.create_buffer(&info, None)? };
     // SAFETY: `raw` was just created on this device.
     let req = unsafe { d.get_buffer_memory_requirements(raw) };
+    let bound = import_memory(device, fd, req, size, None).and_then(|memory| {
+        // SAFETY: memory of this device, large enough for the buffer.
+        match unsafe { d.bind_buffer_memory(raw, memory, 0) } {
+            Ok(()) => Ok(memory),
+            Err(e) => {
+                // SAFETY: unused; the descriptor went with the memory.
+                unsafe { d.free_memory(memory, None) };
+                Err(e)
+            }
+        }
+    });
+    match bound {
+        Ok(memory) => {
+            close_imported(fd);
+            Ok((raw, memory))
+        }
+        Err(e) => {
+            // SAFETY: the buffer is unused.
+            unsafe { d.destroy_buffer(raw, None) };
+            Err(e)
+        }
+    }
+}
+
+/// Closes a descriptor whose import (a copy of it) is bound.
+pub fn close_imported(fd: i32) {
+    close(fd);
+}
+
+/// Imports `fd`, an opaque descriptor of memory another API allocated, as
+/// memory for a resource with the requirements `req` (at least `size`
+/// bytes). The descriptor names neither the exporter's memory type nor
+/// its size, so each memory type the resource allows is tried, device-local
+/// first, with a copy of the descriptor (a driver may close what it
+/// refused). `image`: the memory is for an image (a buffer's is reachable
+/// through device addresses), and, with `true`, a dedicated allocation of
+/// it, as the exporter's was for an image that requires one. `fd` itself stays the caller's, to close (with
+/// [`close_imported`]) once the memory is bound.
+pub fn import_memory(
+    device: &LogicalDevice,
+    fd: i32,
+    req: vk::MemoryRequirements,
+    size: u64,
+    image: Option<(vk::Image, bool)>,
+) -> Result<vk::DeviceMemory, vk::Result> {
+    let d = &device.raw;
     let props = &device.memory_props;
     let allowed = |t: u32| req.memory_type_bits & (1 << t) != 0;
     let local = |t: u32| {
@@ -282,27 +321,23 @@ pub fn import_buffer_memory(
             .fd(copy);
         let mut address_flags =
             vk::MemoryAllocateFlagsInfo::default().flags(vk::MemoryAllocateFlags::DEVICE_ADDRESS);
-        let alloc = vk::MemoryAllocateInfo::default()
+        let mut only_for = vk::MemoryDedicatedAllocateInfo::default();
+        let mut alloc = vk::MemoryAllocateInfo::default()
             .allocation_size(req.size.max(size))
             .memory_type_index(memory_type)
-            .push_next(&mut import)
-            .push_next(&mut address_flags);
-        // SAFETY: an import of a descriptor the caller owns, into a memory
-        // type the buffer allows.
-        match unsafe { d.allocate_memory(&alloc, None) } {
-            Ok(memory) => {
-                // SAFETY: memory of this device, large enough for the buffer.
-                if let Err(e) = unsafe { d.bind_buffer_memory(raw, memory, 0) } {
-                    // SAFETY: both unused. The descriptor went with the memory.
-                    unsafe {
-                        d.free_memory(memory, None);
-                        d.destroy_buffer(raw, None);
-                    }
-                    return Err(e);
-                }
-                close(fd);
-                return Ok((raw, memory));
+            .push_next(&mut import);
+        match image {
+            None => alloc = alloc.push_next(&mut address_flags),
+            Some((raw, true)) => {
+                only_for = only_for.image(raw);
+                alloc = alloc.push_next(&mut only_for);
             }
+            Some((_, false)) => {}
+        }
+        // SAFETY: an import of a descriptor the caller owns, into a memory
+        // type the resource allows.
+        match unsafe { d.allocate_memory(&alloc, None) } {
+            Ok(memory) => return Ok(memory),
             Err(e) => {
                 // The copy is still the caller's (here: this function's)
                 // after a refused import, but NVIDIA's driver closes it;
@@ -319,8 +354,6 @@ pub fn import_buffer_memory(
         }
     }
     log::debug!(target: "vkcl::memory", "no memory type took the imported descriptor: {last}");
-    // SAFETY: the buffer is unused.
-    unsafe { d.destroy_buffer(raw, None) };
     Err(last)
 }
 

@@ -1,7 +1,8 @@
-//! Images in device memory: a `VkImage` with optimal tiling, kept in the
-//! `GENERAL` layout for its whole life so that transfers and kernels can
-//! use it without per-command layout transitions (global memory barriers
-//! then order every access, as they do for buffers).
+//! Images in device memory: a `VkImage` with optimal tiling (or linear, on
+//! memory imported from another API), kept in the `GENERAL` layout for its
+//! whole life so that transfers and kernels can use it without per-command
+//! layout transitions (global memory barriers then order every access, as
+//! they do for buffers).
 
 use std::sync::Arc;
 
@@ -28,6 +29,11 @@ pub struct DeviceImage {
     device: Arc<LogicalDevice>,
     pub raw: vk::Image,
     allocation: Option<Allocation>,
+    /// Memory imported from another API (null where there is none).
+    imported: vk::DeviceMemory,
+    /// For an imported image: whether an ownership transfer has put it in
+    /// the `GENERAL` layout yet (see [`DeviceImage::transfer_layout`]).
+    in_general: std::sync::atomic::AtomicBool,
     /// Bytes of the device's budget its memory takes (0 for an alias).
     reserved: u64,
     /// The image an alias views: it owns `raw` and its memory.
@@ -73,35 +79,8 @@ impl DeviceImage {
         views: Views,
         view_formats: &[vk::Format],
     ) -> Result<Self, vk::Result> {
-        let format = views.format;
-        // Views of other formats: the image's own format need not support
-        // every usage the image has (storage, through another format).
-        let mutable = view_formats.iter().any(|&f| f != format);
-        let flags = if mutable {
-            vk::ImageCreateFlags::MUTABLE_FORMAT | vk::ImageCreateFlags::EXTENDED_USAGE
-        } else {
-            vk::ImageCreateFlags::empty()
-        };
-        let mut list = vk::ImageFormatListCreateInfo::default().view_formats(view_formats);
-        let mut info = vk::ImageCreateInfo::default()
-            .flags(flags)
-            .image_type(shape.image_type)
-            .format(format)
-            .extent(shape.extent)
-            .mip_levels(1)
-            .array_layers(shape.layers)
-            .samples(vk::SampleCountFlags::TYPE_1)
-            .tiling(vk::ImageTiling::OPTIMAL)
-            .usage(usage)
-            .sharing_mode(vk::SharingMode::EXCLUSIVE)
-            .initial_layout(vk::ImageLayout::UNDEFINED);
-        if mutable {
-            info = info.push_next(&mut list);
-        }
+        let raw = create(device, shape, usage, views.format, view_formats, false)?;
         let d = &device.raw;
-        // SAFETY: valid device and create info (the caller checked the
-        // format's features and the limits).
-        let raw = unsafe { d.create_image(&info, None)? };
         // SAFETY: `raw` was just created on this device.
         let req = unsafe { d.get_image_memory_requirements(raw) };
         let reserved = device.reserve(req.size).inspect_err(|_| {
@@ -128,11 +107,113 @@ impl DeviceImage {
                 unsafe { d.destroy_image(raw, None) };
                 vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
             })?;
-        let mut this = DeviceImage {
+        let mut this = DeviceImage::unbound(device, raw, shape, usage, views.format);
+        this.reserved = req.size;
+        reserved.keep();
+        let a = allocation;
+        // SAFETY: memory from this device, offset aligned as required.
+        let bound = unsafe { d.bind_image_memory(raw, a.memory(), a.offset()) };
+        this.allocation = Some(a);
+        bound?;
+        this.make_views(views)?;
+        this.enter_general(vk::ImageLayout::UNDEFINED)?;
+        Ok(this)
+    }
+
+    /// A linear 2D (or 1D) image on memory another API exported as an
+    /// opaque file descriptor, its rows `pitch` bytes apart from the
+    /// memory's first byte, as that API's linear image of the same shape
+    /// and format lays them out; in the `GENERAL` layout, its texels kept,
+    /// and still the other API's (kernels use it after an acquire).
+    /// The caller checked that the device makes such images with `usage`
+    /// (and views of `view_formats`). `fd` is the image's once this
+    /// succeeds and still the caller's after an error;
+    /// FORMAT_NOT_SUPPORTED: the device lays the rows out otherwise.
+    pub fn import_linear(
+        device: &Arc<LogicalDevice>,
+        shape: ImageShape,
+        usage: vk::ImageUsageFlags,
+        views: Views,
+        view_formats: &[vk::Format],
+        fd: i32,
+        pitch: u64,
+    ) -> Result<Self, vk::Result> {
+        if !device.memory_fd {
+            return Err(vk::Result::ERROR_FEATURE_NOT_PRESENT);
+        }
+        let raw = create(device, shape, usage, views.format, view_formats, true)?;
+        let d = &device.raw;
+        // Until the memory is bound, dropping `this` destroys `raw` alone.
+        let mut this = DeviceImage::unbound(device, raw, shape, usage, views.format);
+        let subresource = vk::ImageSubresource {
+            aspect_mask: vk::ImageAspectFlags::COLOR,
+            mip_level: 0,
+            array_layer: 0,
+        };
+        // SAFETY: a linear image of this device, its one subresource.
+        let layout = unsafe { d.get_image_subresource_layout(raw, subresource) };
+        if layout.offset != 0 || (shape.extent.height > 1 && layout.row_pitch != pitch) {
+            log::debug!(target: "vkcl::memory", "a linear image here has rows {} bytes apart from byte {}, not {pitch} from 0", layout.row_pitch, layout.offset);
+            return Err(vk::Result::ERROR_FORMAT_NOT_SUPPORTED);
+        }
+        let mut needs = vk::MemoryDedicatedRequirements::default();
+        let mut req2 = vk::MemoryRequirements2::default().push_next(&mut needs);
+        let info = vk::ImageMemoryRequirementsInfo2::default().image(raw);
+        // SAFETY: `raw` was just created on this device (Vulkan 1.1 or
+        // later); valid chain.
+        unsafe { d.get_image_memory_requirements2(&info, &mut req2) };
+        let req = req2.memory_requirements;
+        // The exporter's memory is a dedicated allocation where such an
+        // image requires one, and an import must be one too.
+        let dedicated = needs.requires_dedicated_allocation != 0;
+        let reserved = device.reserve(req.size)?;
+        let memory =
+            crate::vk::external::import_memory(device, fd, req, req.size, Some((raw, dedicated)))?;
+        this.imported = memory;
+        this.reserved = req.size;
+        reserved.keep();
+        // SAFETY: memory of this device, of the size the image needs.
+        unsafe { d.bind_image_memory(raw, memory, 0)? };
+        crate::vk::external::close_imported(fd);
+        this.make_views(views)?;
+        // The image is the other API's until an acquire hands it to vkcl.
+        this.in_general = std::sync::atomic::AtomicBool::new(false);
+        Ok(this)
+    }
+
+    /// The layout an ownership transfer of an imported image (between the
+    /// external queue family and vkcl's) leaves, as Vulkan knows it: the
+    /// first one comes from `UNDEFINED` (an external image made on imported
+    /// memory starts there, and keeps the texels the memory holds; no
+    /// transition happens until then), every later one from the `GENERAL`
+    /// layout vkcl keeps images in. The transfer moves it to `GENERAL`.
+    pub fn transfer_layout(&self) -> vk::ImageLayout {
+        if self
+            .in_general
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            vk::ImageLayout::GENERAL
+        } else {
+            vk::ImageLayout::UNDEFINED
+        }
+    }
+
+    /// `raw`, with no memory and no views yet; counted as alive.
+    fn unbound(
+        device: &Arc<LogicalDevice>,
+        raw: vk::Image,
+        shape: ImageShape,
+        usage: vk::ImageUsageFlags,
+        format: vk::Format,
+    ) -> Self {
+        census::add(Kind::VulkanImages, 1);
+        DeviceImage {
             device: device.clone(),
             raw,
-            allocation: Some(allocation),
-            reserved: req.size,
+            allocation: None,
+            imported: vk::DeviceMemory::null(),
+            in_general: std::sync::atomic::AtomicBool::new(true),
+            reserved: 0,
             aliased: None,
             format,
             shape,
@@ -140,23 +221,23 @@ impl DeviceImage {
             sampled_view: vk::ImageView::null(),
             storage_view: vk::ImageView::null(),
             storage_swaps_red_blue: false,
-        };
-        reserved.keep();
-        census::add(Kind::VulkanImages, 1);
-        let a = this.allocation.as_ref().expect("set above");
-        // SAFETY: memory from this device, offset aligned as required.
-        unsafe { d.bind_image_memory(raw, a.memory(), a.offset())? };
-        this.make_views(views)?;
-        device.one_shot(|cb| {
+        }
+    }
+
+    /// Moves the whole image from `from` to `GENERAL`, before any later
+    /// work, and waits for that.
+    fn enter_general(&self, from: vk::ImageLayout) -> Result<(), vk::Result> {
+        let (d, raw, range) = (&self.device.raw, self.raw, self.range());
+        self.device.one_shot(|cb| {
             let barrier = vk::ImageMemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::empty())
                 .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE)
-                .old_layout(vk::ImageLayout::UNDEFINED)
+                .old_layout(from)
                 .new_layout(vk::ImageLayout::GENERAL)
                 .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
                 .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
                 .image(raw)
-                .subresource_range(this.range());
+                .subresource_range(range);
             // SAFETY: recording state; the image lives through the wait.
             unsafe {
                 d.cmd_pipeline_barrier(
@@ -169,8 +250,7 @@ impl DeviceImage {
                     &[barrier],
                 )
             };
-        })?;
-        Ok(this)
+        })
     }
 
     /// New views of `image`'s texels in other formats, each among those
@@ -189,6 +269,8 @@ impl DeviceImage {
             device: image.device.clone(),
             raw: image.raw,
             allocation: None,
+            imported: vk::DeviceMemory::null(),
+            in_general: std::sync::atomic::AtomicBool::new(true),
             reserved: 0,
             aliased: Some(image.clone()),
             format: views.format,
@@ -276,6 +358,7 @@ impl Drop for DeviceImage {
             if self.aliased.is_none() {
                 self.device.raw.destroy_image(self.raw, None);
             }
+            self.device.raw.free_memory(self.imported, None);
         }
         if let Some(a) = self.allocation.take() {
             if let Err(e) = self.device.allocator().free(a) {
@@ -283,6 +366,56 @@ impl Drop for DeviceImage {
             }
         }
     }
+}
+
+/// A new image of `shape` and `format`, no memory bound: optimal tiling,
+/// or, for memory imported from another API (`linear_import`), linear and
+/// external.
+fn create(
+    device: &LogicalDevice,
+    shape: ImageShape,
+    usage: vk::ImageUsageFlags,
+    format: vk::Format,
+    view_formats: &[vk::Format],
+    linear_import: bool,
+) -> Result<vk::Image, vk::Result> {
+    // Views of other formats: the image's own format need not support
+    // every usage the image has (storage, through another format).
+    let mutable = view_formats.iter().any(|&f| f != format);
+    let flags = if mutable {
+        vk::ImageCreateFlags::MUTABLE_FORMAT | vk::ImageCreateFlags::EXTENDED_USAGE
+    } else {
+        vk::ImageCreateFlags::empty()
+    };
+    let mut list = vk::ImageFormatListCreateInfo::default().view_formats(view_formats);
+    let mut external = vk::ExternalMemoryImageCreateInfo::default()
+        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let tiling = if linear_import {
+        vk::ImageTiling::LINEAR
+    } else {
+        vk::ImageTiling::OPTIMAL
+    };
+    let mut info = vk::ImageCreateInfo::default()
+        .flags(flags)
+        .image_type(shape.image_type)
+        .format(format)
+        .extent(shape.extent)
+        .mip_levels(1)
+        .array_layers(shape.layers)
+        .samples(vk::SampleCountFlags::TYPE_1)
+        .tiling(tiling)
+        .usage(usage)
+        .sharing_mode(vk::SharingMode::EXCLUSIVE)
+        .initial_layout(vk::ImageLayout::UNDEFINED);
+    if mutable {
+        info = info.push_next(&mut list);
+    }
+    if linear_import {
+        info = info.push_next(&mut external);
+    }
+    // SAFETY: valid device and create info (the caller checked the
+    // format's features and the limits).
+    unsafe { device.raw.create_image(&info, None) }
 }
 
 /// A layout change of the layers a copy touches, ordered after all earlier
