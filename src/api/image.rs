@@ -364,11 +364,12 @@ fn image_buffer(
 /// A 1D or 2D image on memory another API exported (cl_khr_external_memory): a
 /// linear image (CL_DEVICE_EXTERNAL_MEMORY_IMPORT_ASSUME_LINEAR_IMAGES_HANDLE_TYPES_KHR),
 /// its rows `image_row_pitch` bytes apart from the memory's first byte, as
-/// Vulkan lays out a linear image's one subresource: a linear Vulkan image
-/// on that memory where the device makes one for the format
-/// (`linear_import`); elsewhere the memory is imported as a buffer no
-/// application sees, and the image is made from it as images from buffers
-/// are.
+/// Vulkan lays out a linear image's one subresource. The memory is
+/// imported as a buffer no application sees, and the image is made from
+/// it as images from buffers are; where no memory type a buffer may use
+/// takes the descriptor, the image is a linear Vulkan image of its own on
+/// that memory, where the device makes one for the format
+/// (`linear_import`).
 #[allow(clippy::too_many_arguments)]
 fn imported_image(
     c: &Arc<Handle<Context>>,
@@ -406,11 +407,28 @@ fn imported_image(
         return err(CL_INVALID_IMAGE_DESCRIPTOR);
     }
     let size = texels.max(d.image_slice_pitch);
-    if let Some(image) = linear_import(c, &props, flags, format, d, pitch, fd)? {
+    // The memory as a buffer, or, where no memory type a buffer may use
+    // takes it (NVIDIA's host-visible memory for linear images), as a
+    // linear Vulkan image of its own.
+    if std::env::var("VKCL_LINEAR_IMPORT").as_deref() == Ok("1")
+        && let Some(image) = linear_import(c, &props, flags, format, d, pitch, fd)?
+    {
         return Ok(image);
     }
+    // (A refused descriptor is CL_INVALID_VALUE, or on NVIDIA, whose
+    // driver calls it an allocation failure, CL_MEM_OBJECT_ALLOCATION_FAILURE.)
+    let import = || match Buffer::import(c.clone(), flags, size, fd, props.clone()) {
+        Err(ClError(e @ (CL_INVALID_VALUE | CL_MEM_OBJECT_ALLOCATION_FAILURE))) => {
+            Err(linear_import(c, &props, flags, format, d, pitch, fd)
+                .and_then(|image| image.ok_or(ClError(e))))
+        }
+        r => Ok(r),
+    };
     if !one_row {
-        let memory = Buffer::import(c.clone(), flags, size, fd, props.clone())?;
+        let memory = match import() {
+            Ok(r) => r?,
+            Err(image) => return image,
+        };
         let rows_only = cl_image_desc {
             image_slice_pitch: 0,
             ..*d
@@ -429,15 +447,18 @@ fn imported_image(
     }
     let entry = offered(&c.devices, &format, |d| d.image_formats(flags))
         .ok_or(ClError(CL_IMAGE_FORMAT_NOT_SUPPORTED))?;
-    let memory = Buffer::import(c.clone(), flags, size, fd, props.clone())?;
+    let memory = match import() {
+        Ok(r) => r?,
+        Err(image) => return image,
+    };
     let shape = (CL_MEM_OBJECT_IMAGE1D, d.image_width, 0, pitch);
     rows_image(memory, props, flags, format, entry, shape)
 }
 
-/// For [`imported_image`]: the image as a linear Vulkan image of its own
-/// on the imported memory, where everything about it is valid and the
-/// device makes such images. None otherwise (`fd` still open): the path
-/// through a buffer then reports what is wrong, or makes the image.
+/// For [`imported_image`], when no memory type a buffer may use took the
+/// descriptor: the image as a linear Vulkan image of its own on the
+/// imported memory, where everything about it is valid and the device
+/// makes such images. None otherwise (`fd` still open).
 fn linear_import(
     c: &Arc<Handle<Context>>,
     props: &[cl_mem_properties],

@@ -552,6 +552,7 @@ impl Image {
         let pitch = desc.row_pitch as u64;
         match DeviceImage::import_linear(&vk_dev, shape, usage, views, &view_formats, fd, pitch) {
             Ok(storage) => {
+                log::debug!(target: "vkcl::memory", "the imported memory is a linear {:?} image of {:?}", entry.vk, shape.extent);
                 let backing = Backing::Image(Arc::new(storage));
                 let image = Image::with(context, flags, format, entry, desc, backing, properties);
                 Ok(Some(Handle::new(image)))

@@ -207,17 +207,39 @@ fn duplicate(_fd: i32) -> Option<i32> {
     None
 }
 
-/// What `fd` refers to (its file's device and inode), while it is open.
-#[cfg(unix)]
-fn identity(fd: i32) -> Option<(u64, u64)> {
-    // SAFETY: an all-zero `stat` is a valid value, which fstat overwrites.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat writes into `st` and changes nothing else.
-    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev as u64, st.st_ino as u64))
+/// Whether descriptors `a` and `b` are one open file of this process (a
+/// descriptor and its duplicate are; two opens of one file, such as a
+/// driver's device file, are not, though they name the same inode). Some
+/// false also where `a` is closed; None where the kernel cannot tell
+/// (kcmp(2) missing or forbidden).
+#[cfg(target_os = "linux")]
+fn same_open_file(a: i32, b: i32) -> Option<bool> {
+    const KCMP_FILE: libc::c_long = 0;
+    // SAFETY: getpid has no preconditions; kcmp only compares two
+    // descriptors of this process and changes nothing.
+    let r = unsafe {
+        let pid = libc::c_long::from(libc::getpid());
+        libc::syscall(
+            libc::SYS_kcmp,
+            pid,
+            pid,
+            KCMP_FILE,
+            libc::c_long::from(a),
+            libc::c_long::from(b),
+        )
+    };
+    match r {
+        0 => Some(true),
+        r if r > 0 => Some(false),
+        _ => match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EBADF) => Some(false),
+            _ => None,
+        },
+    }
 }
 
-#[cfg(not(unix))]
-fn identity(_fd: i32) -> Option<(u64, u64)> {
+#[cfg(not(target_os = "linux"))]
+fn same_open_file(_a: i32, _b: i32) -> Option<bool> {
     None
 }
 
@@ -315,7 +337,6 @@ pub fn import_memory(
             last = vk::Result::ERROR_INVALID_EXTERNAL_HANDLE;
             break;
         };
-        let copied = identity(copy);
         let mut import = vk::ImportMemoryFdInfoKHR::default()
             .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
             .fd(copy);
@@ -337,16 +358,25 @@ pub fn import_memory(
         // SAFETY: an import of a descriptor the caller owns, into a memory
         // type the resource allows.
         match unsafe { d.allocate_memory(&alloc, None) } {
-            Ok(memory) => return Ok(memory),
+            Ok(memory) => {
+                log::debug!(target: "vkcl::memory", "memory type {memory_type} took the imported descriptor ({} bytes)", req.size.max(size));
+                return Ok(memory);
+            }
             Err(e) => {
                 // The copy is still the caller's (here: this function's)
-                // after a refused import, but NVIDIA's driver closes it;
-                // its number may then be another file's already, which
-                // must not be closed.
-                if copied.is_some() && identity(copy) == copied {
-                    close(copy);
-                } else {
-                    log::debug!(target: "vkcl::memory", "the driver closed the descriptor it refused");
+                // after a refused import, but NVIDIA's driver closes it,
+                // and its number may then be a file of the driver's own
+                // already (one of its device files, of the same inode as
+                // the copy): it is closed only while it is still the open
+                // file `fd` is, and left open where that cannot be told.
+                match same_open_file(copy, fd) {
+                    Some(true) => close(copy),
+                    Some(false) => {
+                        log::debug!(target: "vkcl::memory", "the driver closed the descriptor it refused")
+                    }
+                    None => {
+                        log::debug!(target: "vkcl::memory", "descriptor {copy}, which the driver refused, is left open: whether it is still the imported file cannot be told here")
+                    }
                 }
                 log::debug!(target: "vkcl::memory", "memory type {memory_type} refused the imported descriptor ({} bytes): {e}", req.size.max(size));
                 last = e;
@@ -361,20 +391,27 @@ pub fn import_memory(
 mod tests {
     use std::os::fd::AsRawFd;
 
-    use super::identity;
+    use super::{duplicate, same_open_file};
 
-    /// A descriptor number a driver closed and the process reused names
-    /// another file: the import then leaves it alone.
+    /// Two opens of one file name the same inode but are not one open
+    /// file: a descriptor number a driver closed and reused for a file of
+    /// its own (NVIDIA's device files) is told from the copy it was. The
+    /// copy itself is.
     #[test]
-    fn a_reused_descriptor_number_names_another_file() {
-        let first = std::fs::File::open("/proc/self/exe").unwrap();
+    fn a_reused_descriptor_number_is_told_from_the_copy_it_was() {
+        let first = std::fs::File::open("/dev/null").unwrap();
         let fd = first.as_raw_fd();
-        let before = identity(fd);
-        assert!(before.is_some());
-        drop(first);
-        let second = std::fs::File::open("/").unwrap();
-        if second.as_raw_fd() == fd {
-            assert_ne!(identity(fd), before);
-        }
+        let copy = duplicate(fd).unwrap();
+        let Some(same) = same_open_file(copy, fd) else {
+            eprintln!("skipped: the kernel cannot compare open files here");
+            return;
+        };
+        assert!(same);
+        // SAFETY: `copy` is this test's.
+        unsafe { libc::close(copy) };
+        assert_eq!(same_open_file(copy, fd), Some(false));
+        let second = std::fs::File::open("/dev/null").unwrap();
+        let reused = second.as_raw_fd();
+        assert_eq!(same_open_file(reused, fd), Some(false));
     }
 }

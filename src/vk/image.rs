@@ -166,6 +166,7 @@ impl DeviceImage {
         // The exporter's memory is a dedicated allocation where such an
         // image requires one, and an import must be one too.
         let dedicated = needs.requires_dedicated_allocation != 0;
+        log::debug!(target: "vkcl::memory", "a linear {:?} image of {:?} needs {} bytes of memory types {:#x} (dedicated: {dedicated}), rows {pitch} bytes apart", views.format, shape.extent, req.size, req.memory_type_bits);
         let reserved = device.reserve(req.size)?;
         let memory =
             crate::vk::external::import_memory(device, fd, req, req.size, Some((raw, dedicated)))?;

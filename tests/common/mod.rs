@@ -254,6 +254,11 @@ pub fn environment() -> &'static PathBuf {
             if env!("CARGO_CRATE_NAME").ends_with("_device_local") {
                 std::env::set_var("VKCL_DEVICE_LOCAL", "1");
             }
+            // Those named *_linear_images import images on external
+            // memory as linear Vulkan images first.
+            if env!("CARGO_CRATE_NAME").ends_with("_linear_images") {
+                std::env::set_var("VKCL_LINEAR_IMPORT", "1");
+            }
             // Those whose name has _two_devices see every Vulkan device
             // twice, as two devices that share nothing.
             if env!("CARGO_CRATE_NAME").contains("_two_devices") {
