@@ -366,9 +366,10 @@ pub fn import_memory(
                 // The copy is still the caller's (here: this function's)
                 // after a refused import, but NVIDIA's driver closes it,
                 // and its number may then be a file of the driver's own
-                // already (one of its device files, of the same inode as
-                // the copy): it is closed only while it is still the open
-                // file `fd` is, and left open where that cannot be told.
+                // already, perhaps of the same inode (files opened on one
+                // device node share it): it is closed only while it is
+                // still the open file `fd` is, and left open where that
+                // cannot be told.
                 match same_open_file(copy, fd) {
                     Some(true) => close(copy),
                     Some(false) => {
@@ -395,7 +396,7 @@ mod tests {
 
     /// Two opens of one file name the same inode but are not one open
     /// file: a descriptor number a driver closed and reused for a file of
-    /// its own (NVIDIA's device files) is told from the copy it was. The
+    /// its own on the same device node is told from the copy it was. The
     /// copy itself is.
     #[test]
     fn a_reused_descriptor_number_is_told_from_the_copy_it_was() {
