@@ -408,15 +408,17 @@ fn imported_image(
     }
     let size = texels.max(d.image_slice_pitch);
     // The memory as a buffer, or, where no memory type a buffer may use
-    // takes it (NVIDIA's host-visible memory for linear images), as a
-    // linear Vulkan image of its own.
+    // takes it, as a linear Vulkan image of its own (first, with
+    // VKCL_LINEAR_IMPORT=1).
     if std::env::var("VKCL_LINEAR_IMPORT").as_deref() == Ok("1")
         && let Some(image) = linear_import(c, &props, flags, format, d, pitch, fd)?
     {
         return Ok(image);
     }
-    // (A refused descriptor is CL_INVALID_VALUE, or on NVIDIA, whose
-    // driver calls it an allocation failure, CL_MEM_OBJECT_ALLOCATION_FAILURE.)
+    // Ok: the buffer (or why there is none); Err: the image made instead
+    // (or why there is none). A refused descriptor is CL_INVALID_VALUE, or
+    // CL_MEM_OBJECT_ALLOCATION_FAILURE where the driver calls it an
+    // allocation failure (NVIDIA).
     let import = || match Buffer::import(c.clone(), flags, size, fd, props.clone()) {
         Err(ClError(e @ (CL_INVALID_VALUE | CL_MEM_OBJECT_ALLOCATION_FAILURE))) => {
             Err(linear_import(c, &props, flags, format, d, pitch, fd)
