@@ -828,11 +828,7 @@ impl Device {
         }) {
             return false;
         }
-        let flags = if view_formats.iter().any(|&f| f != format) {
-            vk::ImageCreateFlags::MUTABLE_FORMAT | vk::ImageCreateFlags::EXTENDED_USAGE
-        } else {
-            vk::ImageCreateFlags::empty()
-        };
+        let flags = crate::vk::image::create_flags(format, view_formats);
         let mut external = vk::PhysicalDeviceExternalImageFormatInfo::default()
             .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
         let info = vk::PhysicalDeviceImageFormatInfo2::default()

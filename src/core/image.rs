@@ -514,8 +514,7 @@ impl Image {
     /// Whether its memory was imported from another API (its properties
     /// name the descriptor).
     pub fn is_imported(&self) -> bool {
-        let fd = CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR as cl_mem_properties;
-        crate::core::memory::mem_property(&self.properties, fd).is_some()
+        crate::core::memory::names_imported_memory(&self.properties)
     }
 
     /// A 1D or 2D image on memory another API exported as the opaque file

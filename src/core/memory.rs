@@ -152,6 +152,13 @@ pub struct Buffer {
     destructors: MemDestructors,
 }
 
+/// Whether a memory object's properties name a descriptor of memory
+/// another API exported (cl_khr_external_memory).
+pub fn names_imported_memory(properties: &[cl_mem_properties]) -> bool {
+    let fd = CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR as cl_mem_properties;
+    mem_property(properties, fd).is_some()
+}
+
 /// The value of `name` in a memory object's property list, which may hold
 /// a device list (CL_MEM_DEVICE_HANDLE_LIST_KHR) ended by a zero.
 pub fn mem_property(
@@ -356,8 +363,7 @@ impl Buffer {
     /// (its properties name the descriptor).
     pub fn is_imported(&self) -> bool {
         let root = self.parent.as_ref().map_or(self, |p| &**p);
-        let fd = CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR as cl_mem_properties;
-        mem_property(&root.properties, fd).is_some()
+        names_imported_memory(&root.properties)
     }
 
     /// Device memory for a new buffer, with `host_ptr`'s data copied in

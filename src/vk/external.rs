@@ -243,14 +243,15 @@ fn same_open_file(_a: i32, _b: i32) -> Option<bool> {
     None
 }
 
+/// Closes a descriptor of the caller's (one whose import is bound).
 #[cfg(unix)]
-fn close(fd: i32) {
+pub fn close(fd: i32) {
     // SAFETY: a descriptor this function owns.
     unsafe { libc::close(fd) };
 }
 
 #[cfg(not(unix))]
-fn close(_fd: i32) {}
+pub fn close(_fd: i32) {}
 
 /// Memory imported from an opaque file descriptor (see [`import_memory`]),
 /// bound to a new buffer of `size` bytes: `(buffer, memory)`. The memory
@@ -288,7 +289,7 @@ pub fn import_buffer_memory(
     });
     match bound {
         Ok(memory) => {
-            close_imported(fd);
+            close(fd);
             Ok((raw, memory))
         }
         Err(e) => {
@@ -299,11 +300,6 @@ pub fn import_buffer_memory(
     }
 }
 
-/// Closes a descriptor whose import (a copy of it) is bound.
-pub fn close_imported(fd: i32) {
-    close(fd);
-}
-
 /// Imports `fd`, an opaque descriptor of memory another API allocated, as
 /// memory for a resource with the requirements `req` (at least `size`
 /// bytes). The descriptor names neither the exporter's memory type nor
@@ -311,8 +307,8 @@ pub fn close_imported(fd: i32) {
 /// first, with a copy of the descriptor (a driver may close what it
 /// refused). `image`: the memory is for an image (a buffer's is reachable
 /// through device addresses), and, with `true`, a dedicated allocation of
-/// it, as the exporter's was for an image that requires one. `fd` itself stays the caller's, to close (with
-/// [`close_imported`]) once the memory is bound.
+/// it, as the exporter's was for an image that requires one. `fd` itself
+/// stays the caller's, to close (with [`close`]) once the memory is bound.
 pub fn import_memory(
     device: &LogicalDevice,
     fd: i32,

@@ -116,7 +116,7 @@ impl DeviceImage {
         this.allocation = Some(a);
         bound?;
         this.make_views(views)?;
-        this.enter_general(vk::ImageLayout::UNDEFINED)?;
+        this.enter_general()?;
         Ok(this)
     }
 
@@ -175,10 +175,10 @@ impl DeviceImage {
         reserved.keep();
         // SAFETY: memory of this device, of the size the image needs.
         unsafe { d.bind_image_memory(raw, memory, 0)? };
-        crate::vk::external::close_imported(fd);
+        crate::vk::external::close(fd);
         this.make_views(views)?;
         // The image is the other API's until an acquire hands it to vkcl.
-        this.in_general = std::sync::atomic::AtomicBool::new(false);
+        *this.in_general.get_mut() = false;
         Ok(this)
     }
 
@@ -225,15 +225,15 @@ impl DeviceImage {
         }
     }
 
-    /// Moves the whole image from `from` to `GENERAL`, before any later
-    /// work, and waits for that.
-    fn enter_general(&self, from: vk::ImageLayout) -> Result<(), vk::Result> {
+    /// Moves the whole image from `UNDEFINED` to `GENERAL`, before any
+    /// later work, and waits for that.
+    fn enter_general(&self) -> Result<(), vk::Result> {
         let (d, raw, range) = (&self.device.raw, self.raw, self.range());
         self.device.one_shot(|cb| {
             let barrier = vk::ImageMemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::empty())
                 .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE)
-                .old_layout(from)
+                .old_layout(vk::ImageLayout::UNDEFINED)
                 .new_layout(vk::ImageLayout::GENERAL)
                 .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
                 .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
@@ -369,6 +369,17 @@ impl Drop for DeviceImage {
     }
 }
 
+/// The flags of an image of `format` viewed in `view_formats`: views of
+/// other formats make it mutable, and its own format need not support
+/// every usage the image has (storage, through another format).
+pub fn create_flags(format: vk::Format, view_formats: &[vk::Format]) -> vk::ImageCreateFlags {
+    if view_formats.iter().any(|&f| f != format) {
+        vk::ImageCreateFlags::MUTABLE_FORMAT | vk::ImageCreateFlags::EXTENDED_USAGE
+    } else {
+        vk::ImageCreateFlags::empty()
+    }
+}
+
 /// A new image of `shape` and `format`, no memory bound: optimal tiling,
 /// or, for memory imported from another API (`linear_import`), linear and
 /// external.
@@ -380,14 +391,8 @@ fn create(
     view_formats: &[vk::Format],
     linear_import: bool,
 ) -> Result<vk::Image, vk::Result> {
-    // Views of other formats: the image's own format need not support
-    // every usage the image has (storage, through another format).
-    let mutable = view_formats.iter().any(|&f| f != format);
-    let flags = if mutable {
-        vk::ImageCreateFlags::MUTABLE_FORMAT | vk::ImageCreateFlags::EXTENDED_USAGE
-    } else {
-        vk::ImageCreateFlags::empty()
-    };
+    let flags = create_flags(format, view_formats);
+    let mutable = !flags.is_empty();
     let mut list = vk::ImageFormatListCreateInfo::default().view_formats(view_formats);
     let mut external = vk::ExternalMemoryImageCreateInfo::default()
         .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
