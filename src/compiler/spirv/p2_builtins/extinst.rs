@@ -171,6 +171,21 @@ pub fn run(ctx: &mut Ctx, fid: Word, options: Options, caps: &DeviceCaps) -> Res
         inline::run(ctx, fid)?;
         memcopy::run(ctx)?;
     }
+    if let Some(ocl) = ctx.ext_import("OpenCL.std") {
+        let mut glsl = ctx.ext_import("GLSL.std.450");
+        fma64::outline(ctx, ocl, &mut glsl);
+        let used = ctx
+            .module
+            .functions
+            .iter()
+            .flat_map(|f| f.all_inst_iter())
+            .any(|i| i.class.opcode == Op::ExtInst && id_at(i, 0) == Some(ocl));
+        if !used {
+            ctx.module
+                .ext_inst_imports
+                .retain(|i| i.result_id != Some(ocl));
+        }
+    }
     if !options.contract {
         no_contraction(ctx, &fusable);
     }
@@ -748,6 +763,8 @@ fn lower(
         l.begin(ctx);
     }
     let mut called = false;
+    // Whether an OpenCL.std instruction was left for a later step.
+    let mut kept = false;
     let mut glsl: Option<Word> = ctx.ext_import("GLSL.std.450");
     // Types of the values in the functions, for vloadn/vstoren.
     let value_types: HashMap<Word, Word> = ctx
@@ -841,16 +858,11 @@ fn lower(
                     if exact::lower(&mut e, op, (rty, rid), &ids, &arg_types)? {
                         continue;
                     }
-                    if let (C::fma, true, Some(64), &[a, b, c]) =
-                        (op, soft_double_fma, emit::width(e.ctx, rty), &ids[..])
-                    {
-                        let v = fma64::fma(&mut e, a, b, c, rty);
-                        out.push(Instruction::new(
-                            Op::CopyObject,
-                            Some(rty),
-                            Some(rid),
-                            vec![Operand::IdRef(v)],
-                        ));
+                    // Worked out on the bits later, in one function
+                    // (fma64::outline).
+                    if (op, soft_double_fma, emit::width(e.ctx, rty)) == (C::fma, true, Some(64)) {
+                        out.push(i);
+                        kept = true;
                         continue;
                     }
                 }
@@ -977,7 +989,7 @@ fn lower(
     // Functions copied from libclc come after the kernel's own.
     let copied = std::mem::replace(&mut ctx.module.functions, functions);
     ctx.module.functions.extend(copied);
-    if !called {
+    if !called && !kept {
         ctx.module
             .ext_inst_imports
             .retain(|i| i.result_id != Some(ocl));

@@ -12,10 +12,19 @@
 //! included.
 //! Infinities, NaNs and zero operands take the plain `a * b + c`, which is
 //! exact for them.
+//!
+//! That is about 200 instructions, and libclc's double algorithms call
+//! fma often (its double `tgamma`, which float `tgamma` is computed with,
+//! over a hundred times), so the built-ins' lowering keeps these fmas as
+//! they are and [`outline`] then makes them calls of one function of
+//! doubles: inlined at each use, a kernel of `tgamma` on a `float16` came
+//! to 4.5 million words, and its rewrite took seconds.
 
-use rspirv::spirv::{Decoration, Op, Word};
+use rspirv::dr::{Function, Instruction, Operand};
+use rspirv::spirv::{Decoration, FunctionControl, Op, OpenclStd100Op as C, Word};
 
-use crate::compiler::spirv::common::emit::Emit;
+use crate::compiler::spirv::common::ctx::{Ctx, id_at};
+use crate::compiler::spirv::common::emit::{self, Emit};
 
 /// A 128-bit value as (high, low) 64-bit halves.
 type Wide = (Word, Word);
@@ -314,4 +323,132 @@ pub(crate) fn fma(e: &mut Emit, a: Word, b: Word, c: Word, ty: Word) -> Word {
     let value = f.e.select(ty, c_zero, product, value);
     let value = f.e.select(ty, special, plain, value);
     f.e.select(ty, take_c, c, value)
+}
+
+/// Whether `i` is an `OpenCL.std` (import `ocl`) fma of doubles, scalar or
+/// vector.
+fn double_fma(ctx: &Ctx, i: &Instruction, ocl: Word) -> bool {
+    i.class.opcode == Op::ExtInst
+        && id_at(i, 0) == Some(ocl)
+        && i.operands.get(1) == Some(&Operand::LiteralExtInstInteger(C::fma as u32))
+        && i.result_type
+            .is_some_and(|t| emit::width(ctx, t) == Some(64))
+}
+
+/// The function `double f(double a, double b, double c)` computing
+/// [`fma`], and its id.
+fn function(ctx: &mut Ctx, double: Word, glsl: &mut Option<Word>) -> (Function, Word) {
+    let fty = ctx.function_type(double, &[double; 3]);
+    let (id, label) = (ctx.fresh(), ctx.fresh());
+    let params: Vec<Word> = (0..3).map(|_| ctx.fresh()).collect();
+    let mut code = Vec::new();
+    let mut e = Emit {
+        ctx,
+        out: &mut code,
+        glsl,
+    };
+    let v = fma(&mut e, params[0], params[1], params[2], double);
+    code.push(Instruction::new(
+        Op::ReturnValue,
+        None,
+        None,
+        vec![Operand::IdRef(v)],
+    ));
+    let f = Function {
+        def: Some(Instruction::new(
+            Op::Function,
+            Some(double),
+            Some(id),
+            vec![
+                Operand::FunctionControl(FunctionControl::NONE),
+                Operand::IdRef(fty),
+            ],
+        )),
+        end: Some(Instruction::new(Op::FunctionEnd, None, None, vec![])),
+        parameters: params
+            .iter()
+            .map(|&p| Instruction::new(Op::FunctionParameter, Some(double), Some(p), vec![]))
+            .collect(),
+        blocks: vec![rspirv::dr::Block {
+            label: Some(Instruction::new(Op::Label, None, Some(label), vec![])),
+            instructions: code,
+        }],
+    };
+    (f, id)
+}
+
+/// Replaces the module's `OpenCL.std` fmas of doubles (import `ocl`) by
+/// calls of one function that computes [`fma`] on scalars (a vector's
+/// components one call each), added after the kernel. The inline pass
+/// has run: the call stays, and the drivers that need this (lavapipe)
+/// inline it themselves, from a module a small fraction of the size.
+pub(crate) fn outline(ctx: &mut Ctx, ocl: Word, glsl: &mut Option<Word>) {
+    let mut functions = std::mem::take(&mut ctx.module.functions);
+    let mut helper: Option<(Function, Word)> = None;
+    for b in functions.iter_mut().flat_map(|f| &mut f.blocks) {
+        if !b.instructions.iter().any(|i| double_fma(ctx, i, ocl)) {
+            continue;
+        }
+        let mut out = Vec::with_capacity(b.instructions.len());
+        for i in std::mem::take(&mut b.instructions) {
+            let (true, Some(ty), Some(rid)) =
+                (double_fma(ctx, &i, ocl), i.result_type, i.result_id)
+            else {
+                out.push(i);
+                continue;
+            };
+            let args: Vec<Word> = (2..5).filter_map(|n| id_at(&i, n)).collect();
+            let double = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(64)]);
+            let f = match &helper {
+                Some((_, f)) => *f,
+                None => helper.insert(function(ctx, double, glsl)).1,
+            };
+            let call =
+                |ctx: &mut Ctx, out: &mut Vec<Instruction>, rid: Option<Word>, args: &[Word]| {
+                    let r = rid.unwrap_or_else(|| ctx.fresh());
+                    let mut ops = vec![Operand::IdRef(f)];
+                    ops.extend(args.iter().map(|&a| Operand::IdRef(a)));
+                    out.push(Instruction::new(
+                        Op::FunctionCall,
+                        Some(double),
+                        Some(r),
+                        ops,
+                    ));
+                    r
+                };
+            match emit::shape(ctx, ty).and_then(|s| s.1) {
+                None => {
+                    call(ctx, &mut out, Some(rid), &args);
+                }
+                Some(lanes) => {
+                    let mut parts = Vec::with_capacity(lanes as usize);
+                    for k in 0..lanes {
+                        let lane: Vec<Word> = args
+                            .iter()
+                            .map(|&a| {
+                                let x = ctx.fresh();
+                                out.push(Instruction::new(
+                                    Op::CompositeExtract,
+                                    Some(double),
+                                    Some(x),
+                                    vec![Operand::IdRef(a), Operand::LiteralBit32(k)],
+                                ));
+                                x
+                            })
+                            .collect();
+                        parts.push(call(ctx, &mut out, None, &lane));
+                    }
+                    out.push(Instruction::new(
+                        Op::CompositeConstruct,
+                        Some(ty),
+                        Some(rid),
+                        parts.into_iter().map(Operand::IdRef).collect(),
+                    ));
+                }
+            }
+        }
+        b.instructions = out;
+    }
+    functions.extend(helper.map(|(f, _)| f));
+    ctx.module.functions = functions;
 }
