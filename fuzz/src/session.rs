@@ -26,8 +26,8 @@ unsafe impl Sync for Session {}
 
 /// The session, made on first use. Before it opens vkcl it turns the
 /// program cache off (fuzzed programs would fill it), shows only errors
-/// in vkcl's log and makes validation messages fatal, unless the
-/// environment says otherwise.
+/// in vkcl's log, makes validation messages fatal and bounds each
+/// compiler tool to 10 s, unless the environment says otherwise.
 pub fn session() -> &'static Session {
     static SESSION: OnceLock<Session> = OnceLock::new();
     SESSION.get_or_init(|| {
@@ -44,6 +44,11 @@ pub fn session() -> &'static Session {
             }
             if std::env::var_os("VKCL_VALIDATION").is_none() {
                 std::env::set_var("VKCL_VALIDATION", "abort");
+            }
+            // A compiler tool that does not end fails the build well
+            // within libFuzzer's time limit, as a case of its own.
+            if std::env::var_os("VKCL_COMPILER_TIMEOUT").is_none() {
+                std::env::set_var("VKCL_COMPILER_TIMEOUT", "10");
             }
         }
         open().unwrap_or_else(|e| panic!("no OpenCL device to fuzz with: {e}"))

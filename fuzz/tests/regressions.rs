@@ -238,6 +238,11 @@ fn pipelines_beyond_the_device_are_refused() {
 ///   rows, kept in place, crashed lavapipe's and NVIDIA's pipeline
 ///   compilers; private variables past 512 KiB per work-item fail the
 ///   build now.
+/// * `source-clang-loops-in-error-recovery.bin`: a garbled source on which
+///   clang 15's error recovery never ends (it prints one note again and
+///   again); clBuildProgram waited for it for ever. Each compiler tool
+///   now runs within a time limit (`VKCL_COMPILER_TIMEOUT`, 10 s in the
+///   fuzz session) and the build fails with a log that says so.
 #[test]
 fn inputs_that_broke_vkcl() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/inputs");

@@ -12,8 +12,8 @@ use std::sync::{Arc, OnceLock};
 
 use opencl_sys::*;
 
-use crate::compiler::cache;
 use crate::compiler::spirv::input::normalise;
+use crate::compiler::{cache, process};
 use crate::core::error::{ClError, ClResult};
 
 pub struct FrontEnd {
@@ -531,13 +531,11 @@ impl FrontEnd {
                     .arg(if thaw || unoptimised { &ll } else { &bc })
                     .arg(&src)
                     .current_dir(dir);
-                let out = clang
-                    .output()
+                let out = process::output(&mut clang)
                     .map_err(|e| format!("cannot run {}: {e}", self.clang.display()))?;
                 // Diagnostics name the file as the application gave it: no path.
-                let log = String::from_utf8_lossy(&out.stderr)
-                    .replace(&format!("{}/", dir.display()), "");
-                if !out.status.success() {
+                let log = out.log("clang").replace(&format!("{}/", dir.display()), "");
+                if !out.success() {
                     return Err(log);
                 }
                 if unoptimised {
@@ -682,21 +680,20 @@ impl FrontEnd {
         if flags.contains(&"-O2") {
             optimiser_flags(&mut clang, subgroups);
         }
-        let out = clang
-            .output()
+        let out = process::output(&mut clang)
             .map_err(|e| format!("cannot run {}: {e}", self.clang.display()))?;
-        if out.status.success() {
+        if out.success() {
             Ok(())
         } else {
-            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+            Err(out.log("clang"))
         }
     }
 
     /// Translates LLVM bitcode `bc` to SPIR-V `spv` of at most
     /// `spirv_version`; returns llvm-spirv's messages.
     fn llvm_spirv(&self, bc: &Path, spv: &Path, spirv_version: &str) -> Result<String, String> {
-        let out = Command::new(&self.llvm_spirv)
-            .arg("--preserve-ocl-kernel-arg-type-metadata-through-string")
+        let mut cmd = Command::new(&self.llvm_spirv);
+        cmd.arg("--preserve-ocl-kernel-arg-type-metadata-through-string")
             .arg(format!("--spirv-max-version={spirv_version}"))
             // sub_group_rotate, which the rewriter makes a shuffle,
             // cl_khr_extended_bit_ops and cl_khr_integer_dot_product.
@@ -706,15 +703,11 @@ impl FrontEnd {
             )
             .arg(bc)
             .arg("-o")
-            .arg(spv)
-            .output()
+            .arg(spv);
+        let out = process::output(&mut cmd)
             .map_err(|e| format!("cannot run {}: {e}", self.llvm_spirv.display()))?;
-        let log = String::from_utf8_lossy(&out.stderr).into_owned();
-        if out.status.success() {
-            Ok(log)
-        } else {
-            Err(log)
-        }
+        let log = out.log("llvm-spirv");
+        if out.success() { Ok(log) } else { Err(log) }
     }
 
     /// [`FrontEnd::translate_ir`] with the unoptimised fallback, its results

@@ -49,12 +49,11 @@ pub fn link(modules: &[Vec<u32>], library: bool) -> Result<Vec<u32>, String> {
         if library {
             cmd.arg("--create-library");
         }
-        let out = cmd
-            .arg("-o")
-            .arg(&output)
-            .args(&inputs)
-            .output()
-            .map_err(|e| e.to_string())?;
+        cmd.arg("-o").arg(&output).args(&inputs);
+        let out = crate::compiler::process::output(&mut cmd).map_err(|e| e.to_string())?;
+        if out.timed_out {
+            return Err(out.log("spirv-link"));
+        }
         if !out.status.success() {
             // The linker's diagnostics, wherever it wrote them; never an
             // empty log.

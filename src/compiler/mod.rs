@@ -5,6 +5,7 @@ pub mod cache;
 pub mod frontend;
 pub mod link;
 pub mod memo;
+pub mod process;
 pub mod spirv;
 
 /// A name part no other temporary file or folder of vkcl's shares: the
