@@ -68,27 +68,8 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> std::io::Result<Outp
     let mut child = cmd.spawn()?;
     // Both pipes drained while it runs: a tool that fills one would
     // otherwise wait for ever.
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut bytes);
-            }
-            bytes
-        })
-    };
-    let out = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let err = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
+    let out = drain(child.stdout.take());
+    let err = drain(child.stderr.take());
     let start = Instant::now();
     let mut nap = Duration::from_millis(1);
     let (status, timed_out) = loop {
@@ -113,6 +94,17 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> std::io::Result<Outp
         stdout: out.join().unwrap_or_default(),
         stderr: err.join().unwrap_or_default(),
         timed_out,
+    })
+}
+
+/// Reads `pipe` to its end on a thread of its own.
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut bytes);
+        }
+        bytes
     })
 }
 

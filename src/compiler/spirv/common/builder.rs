@@ -1,6 +1,6 @@
 //! Building a function of a few blocks, for passes that replace an
 //! instruction by a call of a function they add (the inline pass then
-//! inlines it).
+//! inlines it, where it runs after them).
 
 use rspirv::dr::{Block, Function, Instruction, Operand};
 use rspirv::spirv::{FunctionControl, Op, Word};
@@ -81,6 +81,12 @@ impl Builder {
                 None
             }
         }
+    }
+
+    /// Instructions made elsewhere (by an `Emit`), appended to the open
+    /// block.
+    pub fn extend(&mut self, code: impl IntoIterator<Item = Instruction>) {
+        self.code.extend(code);
     }
 
     pub fn ids(&mut self, ctx: &mut Ctx, op: Op, ty: Word, args: &[Word]) -> Word {

@@ -171,9 +171,13 @@ pub fn run(ctx: &mut Ctx, fid: Word, options: Options, caps: &DeviceCaps) -> Res
         inline::run(ctx, fid)?;
         memcopy::run(ctx)?;
     }
+    // Every OpenCL.std instruction is lowered but the fmas left for
+    // fma64::outline; the import goes once nothing uses it.
     if let Some(ocl) = ctx.ext_import("OpenCL.std") {
-        let mut glsl = ctx.ext_import("GLSL.std.450");
-        fma64::outline(ctx, ocl, &mut glsl);
+        if caps.double_fma_rounds_twice {
+            let mut glsl = ctx.ext_import("GLSL.std.450");
+            fma64::outline(ctx, ocl, &mut glsl);
+        }
         let used = ctx
             .module
             .functions
@@ -763,8 +767,6 @@ fn lower(
         l.begin(ctx);
     }
     let mut called = false;
-    // Whether an OpenCL.std instruction was left for a later step.
-    let mut kept = false;
     let mut glsl: Option<Word> = ctx.ext_import("GLSL.std.450");
     // Types of the values in the functions, for vloadn/vstoren.
     let value_types: HashMap<Word, Word> = ctx
@@ -862,7 +864,6 @@ fn lower(
                     // (fma64::outline).
                     if (op, soft_double_fma, emit::width(e.ctx, rty)) == (C::fma, true, Some(64)) {
                         out.push(i);
-                        kept = true;
                         continue;
                     }
                 }
@@ -989,11 +990,6 @@ fn lower(
     // Functions copied from libclc come after the kernel's own.
     let copied = std::mem::replace(&mut ctx.module.functions, functions);
     ctx.module.functions.extend(copied);
-    if !called && !kept {
-        ctx.module
-            .ext_inst_imports
-            .retain(|i| i.result_id != Some(ocl));
-    }
     Ok(called)
 }
 

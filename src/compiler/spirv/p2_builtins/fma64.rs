@@ -21,8 +21,9 @@
 //! to 4.5 million words, and its rewrite took seconds.
 
 use rspirv::dr::{Function, Instruction, Operand};
-use rspirv::spirv::{Decoration, FunctionControl, Op, OpenclStd100Op as C, Word};
+use rspirv::spirv::{Decoration, Op, OpenclStd100Op as C, Word};
 
+use crate::compiler::spirv::common::builder::Builder;
 use crate::compiler::spirv::common::ctx::{Ctx, id_at};
 use crate::compiler::spirv::common::emit::{self, Emit};
 
@@ -338,43 +339,17 @@ fn double_fma(ctx: &Ctx, i: &Instruction, ocl: Word) -> bool {
 /// The function `double f(double a, double b, double c)` computing
 /// [`fma`], and its id.
 fn function(ctx: &mut Ctx, double: Word, glsl: &mut Option<Word>) -> (Function, Word) {
-    let fty = ctx.function_type(double, &[double; 3]);
-    let (id, label) = (ctx.fresh(), ctx.fresh());
-    let params: Vec<Word> = (0..3).map(|_| ctx.fresh()).collect();
+    let (mut b, p) = Builder::new(ctx, double, &[double; 3]);
     let mut code = Vec::new();
     let mut e = Emit {
         ctx,
         out: &mut code,
         glsl,
     };
-    let v = fma(&mut e, params[0], params[1], params[2], double);
-    code.push(Instruction::new(
-        Op::ReturnValue,
-        None,
-        None,
-        vec![Operand::IdRef(v)],
-    ));
-    let f = Function {
-        def: Some(Instruction::new(
-            Op::Function,
-            Some(double),
-            Some(id),
-            vec![
-                Operand::FunctionControl(FunctionControl::NONE),
-                Operand::IdRef(fty),
-            ],
-        )),
-        end: Some(Instruction::new(Op::FunctionEnd, None, None, vec![])),
-        parameters: params
-            .iter()
-            .map(|&p| Instruction::new(Op::FunctionParameter, Some(double), Some(p), vec![]))
-            .collect(),
-        blocks: vec![rspirv::dr::Block {
-            label: Some(Instruction::new(Op::Label, None, Some(label), vec![])),
-            instructions: code,
-        }],
-    };
-    (f, id)
+    let v = fma(&mut e, p[0], p[1], p[2], double);
+    b.extend(code);
+    let id = b.id;
+    (b.finish(Some(v)), id)
 }
 
 /// Replaces the module's `OpenCL.std` fmas of doubles (import `ocl`) by
@@ -384,7 +359,8 @@ fn function(ctx: &mut Ctx, double: Word, glsl: &mut Option<Word>) -> (Function, 
 /// inline it themselves, from a module a small fraction of the size.
 pub(crate) fn outline(ctx: &mut Ctx, ocl: Word, glsl: &mut Option<Word>) {
     let mut functions = std::mem::take(&mut ctx.module.functions);
-    let mut helper: Option<(Function, Word)> = None;
+    // The function, its id and the double type, made at the first fma.
+    let mut helper: Option<(Function, Word, Word)> = None;
     for b in functions.iter_mut().flat_map(|f| &mut f.blocks) {
         if !b.instructions.iter().any(|i| double_fma(ctx, i, ocl)) {
             continue;
@@ -398,10 +374,14 @@ pub(crate) fn outline(ctx: &mut Ctx, ocl: Word, glsl: &mut Option<Word>) {
                 continue;
             };
             let args: Vec<Word> = (2..5).filter_map(|n| id_at(&i, n)).collect();
-            let double = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(64)]);
-            let f = match &helper {
-                Some((_, f)) => *f,
-                None => helper.insert(function(ctx, double, glsl)).1,
+            let (f, double) = match &helper {
+                Some((_, f, double)) => (*f, *double),
+                None => {
+                    let double = ctx.ty(Op::TypeFloat, vec![Operand::LiteralBit32(64)]);
+                    let (function, f) = function(ctx, double, glsl);
+                    helper = Some((function, f, double));
+                    (f, double)
+                }
             };
             let call =
                 |ctx: &mut Ctx, out: &mut Vec<Instruction>, rid: Option<Word>, args: &[Word]| {
@@ -449,6 +429,6 @@ pub(crate) fn outline(ctx: &mut Ctx, ocl: Word, glsl: &mut Option<Word>) {
         }
         b.instructions = out;
     }
-    functions.extend(helper.map(|(f, _)| f));
+    functions.extend(helper.map(|(f, _, _)| f));
     ctx.module.functions = functions;
 }
