@@ -50,7 +50,8 @@ pub struct Kernel {
     pub non_uniform_groups: bool,
     args: Mutex<Vec<Option<ArgValue>>>,
     /// The Vulkan form of the kernel per device and classes of the image
-    /// arguments (or why there is none), shared with the kernel's clones.
+    /// arguments (or why there is none), shared with the kernel's clones
+    /// and the program's other kernel objects of the same name.
     compiled: Arc<Mutex<CompiledForms>>,
 }
 
@@ -58,7 +59,7 @@ pub struct Kernel {
 /// the form of the launch (one work-item, work-groups run flat).
 type CompiledKey = (usize, Vec<ImageClass>, Form);
 
-type CompiledForms = HashMap<CompiledKey, Result<Arc<Compiled>, String>>;
+pub type CompiledForms = HashMap<CompiledKey, Result<Arc<Compiled>, String>>;
 
 /// A work-group size and the `__local` argument sizes (SpecId, length).
 type PipelineKey = ([u32; 3], Vec<(u32, u32)>);
@@ -236,7 +237,8 @@ impl Kernel {
             .into_iter()
             .find(|k| k.name == name)
             .ok_or(ClError(CL_INVALID_KERNEL_NAME))?;
-        Ok(Self::with_args(program, info, None, Default::default()))
+        let compiled = program.compiled_forms(name);
+        Ok(Self::with_args(program, info, None, compiled))
     }
 
     fn with_args(

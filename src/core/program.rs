@@ -19,6 +19,7 @@ use crate::compiler::spirv::{self as rewriter, Rewritten};
 use crate::core::context::Context;
 use crate::core::device::Device;
 use crate::core::error::{ClError, ClResult, err};
+use crate::core::kernel::CompiledForms;
 use crate::core::memory::upload;
 use crate::core::object::{ClObject, Handle};
 use crate::vk::device::LogicalDevice;
@@ -98,6 +99,11 @@ pub struct Program {
     /// executable is built (so that a kernel vkcl cannot run fails the
     /// build, not its first enqueue) and again for other image classes.
     rewrites: Mutex<HashMap<RewriteKey, Arc<Rewritten>>>,
+    /// The Vulkan forms (shader module, pipelines) of each kernel, by
+    /// name, shared by every kernel object made from this program, so
+    /// that an application that creates a kernel object per call (as
+    /// CLBlast and PyOpenCL do) makes each pipeline once.
+    forms: Mutex<HashMap<String, Arc<Mutex<CompiledForms>>>>,
 }
 
 /// A device index, a kernel name, the classes of its image arguments and
@@ -362,6 +368,7 @@ impl Program {
             spec_values: Mutex::new(HashMap::new()),
             segments: Mutex::new(HashMap::new()),
             rewrites: Mutex::new(HashMap::new()),
+            forms: Mutex::new(HashMap::new()),
         })
     }
 
@@ -423,6 +430,15 @@ impl Program {
             segments.remove(&i);
         }
         rewrites.retain(|(i, ..), _| !targets.contains(i));
+        // Kernel objects made before keep the forms they have.
+        self.forms.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// The Vulkan forms of the kernel `name`, shared by the kernel objects
+    /// made from this build.
+    pub fn compiled_forms(&self, name: &str) -> Arc<Mutex<CompiledForms>> {
+        let mut forms = self.forms.lock().unwrap_or_else(|e| e.into_inner());
+        forms.entry(name.to_string()).or_default().clone()
     }
 
     /// `kernel` of the build at device index `i` rewritten for Vulkan with
