@@ -4,7 +4,7 @@
 # per application:  NAME: N passed, N failed, N skipped
 # Exits non-zero on any failure or crash.
 #
-#   scripts/apps.sh [--quick] [APP ...]      APP: pyopencl hashcat opencv ffmpeg clblast clfft
+#   scripts/apps.sh [--quick] [APP ...]      APP: pyopencl hashcat opencv ffmpeg clblast clfft silx
 #
 # pyopencl  PyOpenCL's own test suite, at the version the distribution
 #           packages (the tests come from that release's source archive
@@ -32,10 +32,14 @@
 #           radices 2, 3, 5 and 7, in one to three dimensions, batched,
 #           in and out of place, forward and backward, single and double.
 #           (Radices 11 and 13 fail on PoCL as well and are left out.)
+# silx      silx's OpenCL test suite (the distribution's python3-silx):
+#           image processing, projections, convolutions, statistics,
+#           sparse matrices and compensated sums against NumPy and SciPy;
+#           the tests that download data skip themselves offline.
 #
 # --quick runs the part CI runs: a few PyOpenCL test files, one hash mode,
-# OpenCV, a few FFmpeg filters, a few CLBlast routines and a few clFFT
-# transforms. Every run is bounded in time (VKCL_APP_TIMEOUT seconds per
+# OpenCV, a few FFmpeg filters, a few CLBlast routines, a few clFFT
+# transforms and two silx test files. Every run is bounded in time (VKCL_APP_TIMEOUT seconds per
 # step, default 1800). Set OCL_ICD_VENDORS to run the same applications
 # against another OpenCL implementation.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -45,18 +49,18 @@ apps=()
 for a in "$@"; do
     case "$a" in
         --quick) quick=1 ;;
-        pyopencl | hashcat | opencv | ffmpeg | clblast | clfft) apps+=("$a") ;;
-        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg, clblast, clfft)" >&2; exit 2 ;;
+        pyopencl | hashcat | opencv | ffmpeg | clblast | clfft | silx) apps+=("$a") ;;
+        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg, clblast, clfft, silx)" >&2; exit 2 ;;
     esac
 done
-[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg clblast clfft)
+[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg clblast clfft silx)
 limit="${VKCL_APP_TIMEOUT:-1800}"
 # The distribution's Python, which has its packages.
 py=/usr/bin/python3
 
 setup_runtime
 apt_install python3 python3-numpy python3-pyopencl python3-pytest python3-mako \
-    hashcat python3-opencv ffmpeg pocl-opencl-icd clblast-tests clfft-client
+    hashcat python3-opencv ffmpeg pocl-opencl-icd clblast-tests clfft-client python3-silx
 if [ -z "${OCL_ICD_VENDORS:-}" ]; then
     log "cargo build --release --lib"
     cargo build --release --lib
@@ -84,30 +88,17 @@ pytest_count() { # WORD FILE
     tail -n 3 "$2" | grep -oE "[0-9]+ $1" | tail -n 1 | grep -oE "^[0-9]+" || echo 0
 }
 
-run_pyopencl() {
-    local version dir files=()
-    version="$("$py" -c 'import pyopencl; print(pyopencl.VERSION_TEXT)')"
-    dir="$work/pyopencl-$version"
-    if [ ! -d "$dir/test" ]; then
-        log "fetching the tests of pyopencl $version (source archive on the Python package index)"
-        local url
-        url="$(curl -sSf https://pypi.org/simple/pyopencl/ |
-            grep -oE "https://[^\"#]*/pyopencl-$version\.tar\.gz" | head -n 1)"
-        [ -n "$url" ] || { echo "no source archive for pyopencl $version" >&2; return 1; }
-        curl -sSfL "$url" | tar -xz -C "$work"
-    fi
-    if [ "$quick" -eq 1 ]; then
-        files=(test_wrapper.py test_enqueue_copy.py test_arrays_in_structs.py test_clrandom.py)
-    else
-        files=(test_wrapper.py test_enqueue_copy.py test_arrays_in_structs.py test_clrandom.py
-            test_array.py test_clmath.py test_algorithm.py)
-    fi
+# One pytest run per test file in DIR, so that a crash costs one file,
+# counted as one failure; reports NAME's counts.
+pytest_files() { # NAME DIR FILE...
+    local name="$1" dir="$2"
+    shift 2
     local passed=0 failed=0 skipped=0 notes=() f out rc
-    for f in "${files[@]}"; do
-        out="$scratch/pyopencl-$f.log"
-        log "pyopencl: $f"
+    for f in "$@"; do
+        out="$scratch/$name-$f.log"
+        log "$name: $f"
         rc=0
-        (cd "$dir/test" && timeout "$limit" "$py" -m pytest -q -p no:cacheprovider \
+        (cd "$dir" && timeout "$limit" "$py" -m pytest -q -p no:cacheprovider \
             -o addopts="" "$f") >"$out" 2>&1 || rc=$?
         local p fl e s
         p="$(pytest_count passed "$out")"
@@ -126,7 +117,28 @@ run_pyopencl() {
             tail -n 5 "$out" | sed 's/^/    /'
         fi
     done
-    report pyopencl "$passed" "$failed" "$skipped" "$(IFS=';'; echo "${notes[*]}")"
+    report "$name" "$passed" "$failed" "$skipped" "$(IFS=';'; echo "${notes[*]}")"
+}
+
+run_pyopencl() {
+    local version dir files=()
+    version="$("$py" -c 'import pyopencl; print(pyopencl.VERSION_TEXT)')"
+    dir="$work/pyopencl-$version"
+    if [ ! -d "$dir/test" ]; then
+        log "fetching the tests of pyopencl $version (source archive on the Python package index)"
+        local url
+        url="$(curl -sSf https://pypi.org/simple/pyopencl/ |
+            grep -oE "https://[^\"#]*/pyopencl-$version\.tar\.gz" | head -n 1)"
+        [ -n "$url" ] || { echo "no source archive for pyopencl $version" >&2; return 1; }
+        curl -sSfL "$url" | tar -xz -C "$work"
+    fi
+    if [ "$quick" -eq 1 ]; then
+        files=(test_wrapper.py test_enqueue_copy.py test_arrays_in_structs.py test_clrandom.py)
+    else
+        files=(test_wrapper.py test_enqueue_copy.py test_arrays_in_structs.py test_clrandom.py
+            test_array.py test_clmath.py test_algorithm.py)
+    fi
+    pytest_files pyopencl "$dir/test" "${files[@]}"
 }
 
 run_hashcat() {
@@ -301,6 +313,17 @@ run_clfft() {
         fi
     done
     report clfft "$passed" "$failed" 0 "$(IFS=';'; echo "${notes[*]}")"
+}
+
+run_silx() {
+    local dir files=()
+    dir="$("$py" -c 'import os, silx.opencl.test as t; print(os.path.dirname(t.__file__))')"
+    if [ "$quick" -eq 1 ]; then
+        files=(test_addition.py test_kahan.py)
+    else
+        for f in "$dir"/test_*.py; do files+=("${f##*/}"); done
+    fi
+    pytest_files silx "$dir" "${files[@]}"
 }
 
 for a in "${apps[@]}"; do
