@@ -19,6 +19,7 @@ use common::*;
 use opencl_sys::*;
 
 both_ways!(
+    objects_released_as_the_process_exits,
     // clCreateProgramWithSource, clBuildProgram and program queries
     source_strings_and_lengths,
     source_arguments_are_checked,
@@ -2104,4 +2105,76 @@ fn enqueue_errors(cl: &Cl) {
     release_program(cl, p);
     assert_eq!(unsafe { cl.clReleaseCommandQueue.unwrap()(q) }, CL_SUCCESS);
     release_context(cl, c);
+}
+
+/// Handles the child of [`objects_released_as_the_process_exits`]
+/// releases in its exit handler, and how it reached vkcl.
+static LEFT: Mutex<(Vec<usize>, bool)> = Mutex::new((Vec::new(), false));
+
+extern "C" fn release_left() {
+    let (left, through_loader) = std::mem::take(&mut *LEFT.lock().unwrap());
+    let cl = if through_loader { loader() } else { direct() };
+    let [k, p, b, q, c] = left[..] else { return };
+    unsafe {
+        cl.clReleaseKernel.unwrap()(k as cl_kernel);
+        cl.clReleaseProgram.unwrap()(p as cl_program);
+        cl.clReleaseMemObject.unwrap()(b as cl_mem);
+        cl.clReleaseCommandQueue.unwrap()(q as cl_command_queue);
+        cl.clReleaseContext.unwrap()(c as cl_context);
+    }
+}
+
+/// Applications release objects in their own exit handlers and static
+/// destructors (CLBlast's program cache does), which run after the
+/// driver's: vkcl must then leave the driver alone. A child process
+/// registers its exit handler before it first calls OpenCL (so that it
+/// runs after the driver's), runs a kernel and keeps every object for the
+/// handler to release; it must exit cleanly.
+fn objects_released_as_the_process_exits(cl: &Cl) {
+    let through_loader = cl.how == "ICD loader";
+    if std::env::var_os("VKCL_TEST_EXIT_CHILD").is_some() {
+        // SAFETY: registers a plain function.
+        assert_eq!(unsafe { libc::atexit(release_left) }, 0);
+        let mut s = Setup::new(cl);
+        let src = "constant uint table[4] = {3, 5, 7, 11};\n\
+                   kernel void look(global uint* b) { b[get_global_id(0)] = table[get_global_id(0) & 3]; }";
+        let k = s.kernel(src, "look", "");
+        let b = cl.buffer(s.c, CL_MEM_READ_WRITE, 64 * 4, null_mut());
+        s.arg(k, 0, &b);
+        assert_eq!(s.enqueue(k, &[64], None, None), CL_SUCCESS);
+        assert_eq!(s.words(b, 4), [3, 5, 7, 11]);
+        // The handler releases them; the setup, forgotten, does not.
+        let p = query(|size, value, ret| unsafe {
+            cl.clGetKernelInfo.unwrap()(k, CL_KERNEL_PROGRAM, size, value, ret)
+        })
+        .map(|v| usize_of(&v))
+        .unwrap();
+        *LEFT.lock().unwrap() = (
+            vec![k as usize, p, b as usize, s.q as usize, s.c as usize],
+            through_loader,
+        );
+        std::mem::forget(s);
+        return;
+    }
+    let test = format!(
+        "{}::objects_released_as_the_process_exits",
+        if through_loader {
+            "through_icd_loader"
+        } else {
+            "directly_linked"
+        }
+    );
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([test.as_str(), "--exact", "--test-threads=1"])
+        .env("VKCL_TEST_EXIT_CHILD", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+        "{}: the child ended with {}: {}{}",
+        cl.how,
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -352,7 +352,6 @@ impl Queue {
             None
         };
         let timeline = vk.create_timeline()?;
-        watch_exit();
         let info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(vk.queue_family)
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
@@ -933,48 +932,20 @@ impl Handle<Queue> {
     }
 }
 
-/// Whether the process is exiting, set by a handler that runs ahead of the
-/// driver's own exit handlers (see [`watch_exit`]). A queue dropped on the
-/// completion worker as the application returns from `main` (the worker
-/// held the last reference) must then leave the driver alone: lavapipe's
-/// exit handlers tear down what its queue calls use.
-static EXITING: std::sync::RwLock<bool> = std::sync::RwLock::new(false);
-
-extern "C" fn on_exit() {
-    // Waits for a queue release in progress on another thread.
-    *EXITING.write().unwrap_or_else(|e| e.into_inner()) = true;
-}
-
-/// Registers [`on_exit`] once, after a device exists: exit handlers run
-/// in the reverse order of their registration, so it runs before those
-/// the driver registered when it was loaded and set up.
-fn watch_exit() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    // SAFETY: registers a plain function with no captured state.
-    ONCE.call_once(|| unsafe {
-        libc::atexit(on_exit);
-    });
-}
-
 impl Drop for Queue {
     fn drop(&mut self) {
-        if self.vk.is_hung() {
-            // Batches the watchdog gave up on may still run on the device,
-            // with this queue's command buffers and timeline: they stay.
+        // Batches the watchdog gave up on may still run on the device, with
+        // this queue's command buffers and timeline: they stay, as they do
+        // when the process exits.
+        let Some(_driver) = self.vk.destroyable() else {
             return;
-        }
+        };
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         if let Some(b) = st.batch.take() {
             st.free_cbs.push(b.cb);
             if let Some(q) = b.queries {
                 st.free_query_pools.push(q);
             }
-        }
-        // Held through the driver calls below, which nothing here nests.
-        let exiting = EXITING.read().unwrap_or_else(|e| e.into_inner());
-        if *exiting {
-            // The process ends: its objects go with it.
-            return;
         }
         let d = &self.vk.raw;
         // SAFETY: a queue is dropped only when no batch of it is in flight

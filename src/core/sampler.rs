@@ -136,9 +136,9 @@ impl SamplerPair {
 
 impl Drop for DeviceSampler {
     fn drop(&mut self) {
-        if self.device.is_hung() {
-            return; // a hung device may still use it
-        }
+        let Some(_driver) = self.device.destroyable() else {
+            return; // a hung device may still use it, or the process is exiting
+        };
         crate::core::census::remove(crate::core::census::Kind::VulkanSamplers, 1);
         // SAFETY: commands keep their samplers alive until they complete.
         unsafe { self.device.raw.destroy_sampler(self.raw, None) };

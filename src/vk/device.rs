@@ -12,6 +12,67 @@ use crate::vk::memory::StagingPool;
 use crate::vk::physical::PhysicalInfo;
 use crate::vk::pipeline::PipelineCache;
 
+/// Whether the process is exiting, set by a handler that runs ahead of the
+/// driver's own exit handlers (see [`watch_exit`]). Objects released as the
+/// process exits (an application's static destructors releasing its
+/// programs, as CLBlast's cache does; a queue dropped on the completion
+/// worker as the application returns from `main`) must then leave the
+/// driver alone: its exit handlers tear down what the calls that destroy
+/// Vulkan objects use (lavapipe's and NVIDIA's alike).
+static EXITING: std::sync::RwLock<bool> = std::sync::RwLock::new(false);
+
+extern "C" fn on_exit() {
+    // Waits for the destruction of objects in progress on other threads.
+    *EXITING.write().unwrap_or_else(|e| e.into_inner()) = true;
+}
+
+/// Registers [`on_exit`] once, after the driver is loaded: exit handlers
+/// run in the reverse order of their registration, so it runs before those
+/// the driver registered when it was loaded and set up.
+fn watch_exit() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: registers a plain function with no captured state.
+    ONCE.call_once(|| unsafe {
+        libc::atexit(on_exit);
+    });
+}
+
+thread_local! {
+    /// How many [`DriverGuard`]s this thread holds.
+    static GUARDS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Held while objects of a device are destroyed: the process's exit
+/// handlers wait for it (see [`LogicalDevice::destroyable`]). A thread
+/// takes the lock once, however deeply its guards nest.
+pub struct DriverGuard {
+    _exit: Option<std::sync::RwLockReadGuard<'static, bool>>,
+}
+
+impl Drop for DriverGuard {
+    fn drop(&mut self) {
+        GUARDS.with(|g| g.set(g.get() - 1));
+    }
+}
+
+/// A [`DriverGuard`], unless the process is exiting.
+fn driver_guard() -> Option<DriverGuard> {
+    GUARDS.with(|g| {
+        let exit = if g.get() == 0 {
+            let exiting = EXITING.read().unwrap_or_else(|e| e.into_inner());
+            if *exiting {
+                return None;
+            }
+            Some(exiting)
+        } else {
+            // This thread holds the lock already, taken before the exit.
+            None
+        };
+        g.set(g.get() + 1);
+        Some(DriverGuard { _exit: exit })
+    })
+}
+
 /// The most Vulkan queues vkcl takes from the compute family.
 pub const MAX_QUEUES: usize = 8;
 
@@ -355,6 +416,7 @@ impl LogicalDevice {
             .then(|| ash::khr::pipeline_executable_properties::Device::new(instance, &raw));
         log::info!(target: "vkcl::vk", "created Vulkan device for {}", info.name());
         crate::core::census::add(crate::core::census::Kind::VulkanDevices, 1);
+        watch_exit();
         Ok(LogicalDevice {
             raw,
             queue_family,
@@ -468,6 +530,17 @@ impl LogicalDevice {
     /// (the watchdog took it as hung, or a wait failed).
     pub fn is_hung(&self) -> bool {
         self.hung.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Whether this device's objects may be destroyed now, as a guard to
+    /// hold through the driver calls that destroy them: not on a hung
+    /// device (work the watchdog gave up on may still use them), nor while
+    /// the process exits (the driver may be torn down already).
+    pub fn destroyable(&self) -> Option<DriverGuard> {
+        if self.is_hung() {
+            return None;
+        }
+        driver_guard()
     }
 
     /// The host clock (`host_time_ns`) minus the device's timestamp clock,
@@ -777,11 +850,11 @@ fn watchdog(cpu: bool) -> Option<std::time::Duration> {
 
 impl Drop for LogicalDevice {
     fn drop(&mut self) {
-        if self.is_hung() {
-            // Work may still run on the device: destroying what it uses,
-            // or the device, could crash the driver. It stays.
+        // On a hung device work may still run: destroying what it uses, or
+        // the device, could crash the driver. It stays.
+        let Some(_driver) = self.destroyable() else {
             return;
-        }
+        };
         // SAFETY: the device is idle-waited and every child object was
         // destroyed by its owner before the last reference to it went away.
         unsafe {

@@ -169,9 +169,9 @@ impl BinarySemaphore {
 
 impl Drop for BinarySemaphore {
     fn drop(&mut self) {
-        if self.device.is_hung() {
-            return; // work the watchdog gave up on may still use it
-        }
+        let Some(_driver) = self.device.destroyable() else {
+            return; // work the watchdog gave up on may still use it, or the process is exiting
+        };
         // SAFETY: commands that signal or wait for it hold a reference
         // until they complete, so nothing pending uses it.
         unsafe { self.device.raw.destroy_semaphore(self.raw, None) };

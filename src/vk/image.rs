@@ -346,9 +346,9 @@ impl DeviceImage {
 
 impl Drop for DeviceImage {
     fn drop(&mut self) {
-        if self.device.is_hung() {
-            return; // a hung device may still use it
-        }
+        let Some(_driver) = self.device.destroyable() else {
+            return; // a hung device may still use it, or the process is exiting
+        };
         census::remove(Kind::VulkanImages, 1);
         self.device.release(self.reserved);
         // SAFETY: commands keep their images alive until they complete;
@@ -570,9 +570,9 @@ impl TexelViews {
 
 impl Drop for TexelViews {
     fn drop(&mut self) {
-        if self.device.is_hung() {
-            return; // a hung device may still use it
-        }
+        let Some(_driver) = self.device.destroyable() else {
+            return; // a hung device may still use it, or the process is exiting
+        };
         census::remove(Kind::TexelViews, 1);
         // SAFETY: commands keep their images' views alive until they
         // complete; null views are ignored.

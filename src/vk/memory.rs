@@ -344,9 +344,9 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        if self.device.is_hung() {
-            return; // a hung device may still use it
-        }
+        let Some(_driver) = self.device.destroyable() else {
+            return; // a hung device may still use it, or the process is exiting
+        };
         census::remove(Kind::DeviceBuffers, 1);
         census::remove(Kind::DeviceBytes, self.size as i64);
         if self.usage == BufferUse::Device {
@@ -502,9 +502,9 @@ impl HostBuffer {
 
 impl Drop for HostBuffer {
     fn drop(&mut self) {
-        if self.device.is_hung() {
-            return; // a hung device may still use it
-        }
+        let Some(_driver) = self.device.destroyable() else {
+            return; // a hung device may still use it, or the process is exiting
+        };
         census::remove(Kind::ImportedRanges, 1);
         // SAFETY: commands keep the import alive until they complete.
         unsafe {

@@ -408,9 +408,9 @@ fn log_statistics(
 
 impl Drop for KernelModule {
     fn drop(&mut self) {
-        if self.device.is_hung() {
-            return; // a hung device may still use it
-        }
+        let Some(_driver) = self.device.destroyable() else {
+            return; // a hung device may still use it, or the process is exiting
+        };
         census::remove(Kind::ShaderModules, 1);
         // SAFETY: pipelines made from the module do not need it or its
         // set layout any more; a null layout is ignored.
@@ -495,9 +495,9 @@ fn writes<'a>(
 
 impl Drop for DescriptorSet {
     fn drop(&mut self) {
-        if self.device.is_hung() {
-            return; // a hung device may still use it
-        }
+        let Some(_driver) = self.device.destroyable() else {
+            return; // a hung device may still use it, or the process is exiting
+        };
         census::remove(Kind::DescriptorPools, 1);
         // SAFETY: the command using the set has completed.
         unsafe { self.device.raw.destroy_descriptor_pool(self.pool, None) };
@@ -517,9 +517,9 @@ impl ComputePipeline {
 
 impl Drop for ComputePipeline {
     fn drop(&mut self) {
-        if self.device.is_hung() {
-            return; // a hung device may still use it
-        }
+        let Some(_driver) = self.device.destroyable() else {
+            return; // a hung device may still use it, or the process is exiting
+        };
         census::remove(Kind::Pipelines, 1);
         // SAFETY: commands using the pipeline hold a reference until they
         // complete, so none is in flight.
