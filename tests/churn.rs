@@ -38,14 +38,8 @@ fn kernel_objects_share_their_pipelines() {
     for cl in [loader(), direct()] {
         let s = Setup::new(cl);
         let d = cl.device();
-        let src = CString::new("kernel void step(global uint* b) { b[get_global_id(0)] += STEP; }")
-            .unwrap();
-        let mut ptr = src.as_ptr();
-        let mut err = 1;
-        let p = unsafe {
-            cl.clCreateProgramWithSource.unwrap()(s.c, 1, &mut ptr, std::ptr::null(), &mut err)
-        };
-        assert_eq!(err, CL_SUCCESS);
+        let p =
+            s.source_program("kernel void step(global uint* b) { b[get_global_id(0)] += STEP; }");
         let build = |options: &std::ffi::CStr| {
             let r = unsafe {
                 cl.clBuildProgram.unwrap()(p, 1, &d, options.as_ptr(), None, std::ptr::null_mut())

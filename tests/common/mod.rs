@@ -593,16 +593,33 @@ impl<'a> Setup<'a> {
         }
     }
 
-    /// Builds OpenCL C `source` with `options` and makes kernel `name`.
-    pub fn kernel(&mut self, source: &str, name: &str, options: &str) -> cl_kernel {
+    /// A program of OpenCL C `source`, not built yet.
+    pub fn source_program(&self, source: &str) -> cl_program {
         let src = CString::new(source).unwrap();
         let mut ptr = src.as_ptr();
         let mut err = 1;
-        let cl = self.cl;
         let p = unsafe {
-            cl.clCreateProgramWithSource.unwrap()(self.c, 1, &mut ptr, std::ptr::null(), &mut err)
+            self.cl.clCreateProgramWithSource.unwrap()(
+                self.c,
+                1,
+                &mut ptr,
+                std::ptr::null(),
+                &mut err,
+            )
         };
-        assert_eq!(err, CL_SUCCESS);
+        assert_eq!(
+            err, CL_SUCCESS,
+            "{}: clCreateProgramWithSource",
+            self.cl.how
+        );
+        p
+    }
+
+    /// Builds OpenCL C `source` with `options` and makes kernel `name`.
+    pub fn kernel(&mut self, source: &str, name: &str, options: &str) -> cl_kernel {
+        let cl = self.cl;
+        let mut err = 1;
+        let p = self.source_program(source);
         let opts = CString::new(options).unwrap();
         let d = cl.device();
         let r = unsafe {
