@@ -39,8 +39,8 @@
 #
 # --quick runs the part CI runs: a few PyOpenCL test files, one hash mode,
 # OpenCV, a few FFmpeg filters, a few CLBlast routines, a few clFFT
-# transforms and two silx test files. Every run is bounded in time (VKCL_APP_TIMEOUT seconds per
-# step, default 1800). Set OCL_ICD_VENDORS to run the same applications
+# transforms and two silx test files. Every run is bounded in time
+# (VKCL_APP_TIMEOUT seconds per step, default 1800). Set OCL_ICD_VENDORS to run the same applications
 # against another OpenCL implementation.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 

@@ -36,29 +36,30 @@ static CENSUS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 fn kernel_objects_share_their_pipelines() {
     let _one = CENSUS.lock().unwrap_or_else(|e| e.into_inner());
     for cl in [loader(), direct()] {
-        let s = Setup::new(cl);
+        let mut s = Setup::new(cl);
         let d = cl.device();
-        let p =
-            s.source_program("kernel void step(global uint* b) { b[get_global_id(0)] += STEP; }");
+        let p = with_source(
+            cl,
+            s.c,
+            "kernel void step(global uint* b) { b[get_global_id(0)] += STEP; }",
+        );
         let build = |options: &std::ffi::CStr| {
             let r = unsafe {
                 cl.clBuildProgram.unwrap()(p, 1, &d, options.as_ptr(), None, std::ptr::null_mut())
             };
             assert_eq!(r, CL_SUCCESS, "{}: build {options:?}", cl.how);
         };
-        let b = cl.buffer(s.c, CL_MEM_READ_WRITE, 64 * 4, std::ptr::null_mut());
-        let zeros = [0u8; 64 * 4];
-        cl.write(s.q, b, 0, &zeros);
+        let b = s.zeroed(64 * 4);
         let run = |k: cl_kernel| {
             s.arg(k, 0, &b);
             assert_eq!(s.enqueue(k, &[64], Some(&[16]), None), CL_SUCCESS);
             assert_eq!(unsafe { cl.clFinish.unwrap()(s.q) }, CL_SUCCESS);
         };
         build(c"-DSTEP=1");
-        let first = kernel_of(cl, p, "step");
+        let first = kernel(cl, p, "step").unwrap();
         run(first);
         let made = at_rest();
-        let more: Vec<cl_kernel> = (0..3).map(|_| kernel_of(cl, p, "step")).collect();
+        let more: Vec<cl_kernel> = (0..3).map(|_| kernel(cl, p, "step").unwrap()).collect();
         for &k in &more {
             run(k);
         }
@@ -71,23 +72,14 @@ fn kernel_objects_share_their_pipelines() {
             unsafe { cl.clReleaseKernel.unwrap()(k) };
         }
         build(c"-DSTEP=10");
-        let rebuilt = kernel_of(cl, p, "step");
+        let rebuilt = kernel(cl, p, "step").unwrap();
         run(rebuilt);
         assert_eq!(s.words(b, 64), vec![14; 64], "{}: the rebuilt code", cl.how);
         unsafe {
             cl.clReleaseKernel.unwrap()(rebuilt);
             cl.clReleaseProgram.unwrap()(p);
-            cl.clReleaseMemObject.unwrap()(b);
         }
     }
-}
-
-fn kernel_of(cl: &Cl, p: cl_program, name: &str) -> cl_kernel {
-    let mut err = 1;
-    let n = CString::new(name).unwrap();
-    let k = unsafe { cl.clCreateKernel.unwrap()(p, n.as_ptr(), &mut err) };
-    assert_eq!(err, CL_SUCCESS, "{}: kernel {name}", cl.how);
-    k
 }
 
 const SRC: &str = "kernel void touch(global uint* b, read_only image2d_t im, sampler_t s) {\n\

@@ -72,17 +72,6 @@ both_ways!(
 /// A kernel that stores `value` at `out[0]`.
 const STORE: &str = "kernel void store(global int* out, int value) { out[0] = value; }\n";
 
-/// A program from one NUL-terminated source string.
-fn with_source(cl: &Cl, c: cl_context, src: &str) -> cl_program {
-    let text = CString::new(src).unwrap();
-    let mut ptr = text.as_ptr();
-    let mut err = 1;
-    let p = unsafe { cl.clCreateProgramWithSource.unwrap()(c, 1, &mut ptr, null(), &mut err) };
-    assert_eq!(err, CL_SUCCESS, "{}: clCreateProgramWithSource", cl.how);
-    assert!(!p.is_null());
-    p
-}
-
 /// clBuildProgram for all devices, synchronously.
 fn build(cl: &Cl, p: cl_program, options: &str) -> cl_int {
     let opts = CString::new(options).unwrap();
@@ -159,20 +148,6 @@ fn release_mem(cl: &Cl, m: cl_mem) {
 
 fn release_context(cl: &Cl, c: cl_context) {
     assert_eq!(unsafe { cl.clReleaseContext.unwrap()(c) }, CL_SUCCESS);
-}
-
-/// clCreateKernel; on failure the handle must be null.
-fn kernel(cl: &Cl, p: cl_program, name: &str) -> Result<cl_kernel, cl_int> {
-    let n = CString::new(name).unwrap();
-    let mut err = 1;
-    let k = unsafe { cl.clCreateKernel.unwrap()(p, n.as_ptr(), &mut err) };
-    if err == CL_SUCCESS {
-        assert!(!k.is_null());
-        Ok(k)
-    } else {
-        assert!(k.is_null(), "a failed clCreateKernel returns null");
-        Err(err)
-    }
 }
 
 fn kernel_info_bytes(cl: &Cl, k: cl_kernel, param: cl_kernel_info) -> Result<Vec<u8>, cl_int> {

@@ -851,7 +851,8 @@ fn watchdog(cpu: bool) -> Option<std::time::Duration> {
 impl Drop for LogicalDevice {
     fn drop(&mut self) {
         // On a hung device work may still run: destroying what it uses, or
-        // the device, could crash the driver. It stays.
+        // the device, could crash the driver. It stays, as it does while
+        // the process exits.
         let Some(_driver) = self.destroyable() else {
             return;
         };

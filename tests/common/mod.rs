@@ -505,6 +505,33 @@ impl Cl {
     }
 }
 
+/// A program from one NUL-terminated source string.
+pub fn with_source(cl: &Cl, c: cl_context, src: &str) -> cl_program {
+    let text = CString::new(src).unwrap();
+    let mut ptr = text.as_ptr();
+    let mut err = 1;
+    let p = unsafe {
+        cl.clCreateProgramWithSource.unwrap()(c, 1, &mut ptr, std::ptr::null(), &mut err)
+    };
+    assert_eq!(err, CL_SUCCESS, "{}: clCreateProgramWithSource", cl.how);
+    assert!(!p.is_null());
+    p
+}
+
+/// clCreateKernel; on failure the handle must be null.
+pub fn kernel(cl: &Cl, p: cl_program, name: &str) -> Result<cl_kernel, cl_int> {
+    let n = CString::new(name).unwrap();
+    let mut err = 1;
+    let k = unsafe { cl.clCreateKernel.unwrap()(p, n.as_ptr(), &mut err) };
+    if err == CL_SUCCESS {
+        assert!(!k.is_null());
+        Ok(k)
+    } else {
+        assert!(k.is_null(), "a failed clCreateKernel returns null");
+        Err(err)
+    }
+}
+
 /// Runs the two-call query protocol and checks it on the way: the size
 /// query, the value query with exactly that size, and (for non-empty
 /// answers) a one-byte-too-small buffer rejected with CL_INVALID_VALUE.
@@ -593,33 +620,11 @@ impl<'a> Setup<'a> {
         }
     }
 
-    /// A program of OpenCL C `source`, not built yet.
-    pub fn source_program(&self, source: &str) -> cl_program {
-        let src = CString::new(source).unwrap();
-        let mut ptr = src.as_ptr();
-        let mut err = 1;
-        let p = unsafe {
-            self.cl.clCreateProgramWithSource.unwrap()(
-                self.c,
-                1,
-                &mut ptr,
-                std::ptr::null(),
-                &mut err,
-            )
-        };
-        assert_eq!(
-            err, CL_SUCCESS,
-            "{}: clCreateProgramWithSource",
-            self.cl.how
-        );
-        p
-    }
-
     /// Builds OpenCL C `source` with `options` and makes kernel `name`.
     pub fn kernel(&mut self, source: &str, name: &str, options: &str) -> cl_kernel {
         let cl = self.cl;
         let mut err = 1;
-        let p = self.source_program(source);
+        let p = with_source(cl, self.c, source);
         let opts = CString::new(options).unwrap();
         let d = cl.device();
         let r = unsafe {
