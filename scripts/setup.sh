@@ -8,7 +8,9 @@ set -euo pipefail
 VKCL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export VKCL_ROOT
 
-log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+# Each step's line carries the wall-clock time, so that a CI log shows
+# where its minutes go.
+log() { printf '\033[1m==> %s %s\033[0m\n' "$(date +%T)" "$*" >&2; }
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
