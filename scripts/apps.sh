@@ -5,6 +5,7 @@
 # Exits non-zero on any failure or crash.
 #
 #   scripts/apps.sh [--quick] [APP ...]      APP: pyopencl hashcat opencv ffmpeg clblast clfft silx
+#                                            pyfai gpyfft reikna
 #
 # pyopencl  PyOpenCL's own test suite, at the version the distribution
 #           packages (the tests come from that release's source archive
@@ -36,6 +37,27 @@
 #           image processing, projections, convolutions, statistics,
 #           sparse matrices and compensated sums against NumPy and SciPy;
 #           the tests that download data skip themselves offline.
+# pyfai     pyFAI's OpenCL tests (the distribution's python3-pyfai):
+#           azimuthal integration of diffraction images (CSR and LUT sparse
+#           matrices, histograms with atomics), bitonic sorts, peak finding
+#           and preprocessing, against its Cython and NumPy results.
+# gpyfft    gpyfft's tests (the distribution's python3-gpyfft, Python on
+#           clFFT through PyOpenCL): batched, strided and callback FFTs
+#           against NumPy's.
+# reikna    reikna's test suite (0.8.0, the last release for NumPy 1, from
+#           the Python package index into target/apps; its tests from that
+#           release's source archive): kernel templates with complex and
+#           double arithmetic, reductions, scans, sorts, counter-based random
+#           numbers (Philox, Threefry), FFTs of many sizes, Hankel
+#           transforms, matrix products and transposes, against NumPy.
+#           Left out: the performance tests (marked perf; their single
+#           precision FFTs of up to 4 million points fail reikna's
+#           element-wise 1e-5 relative tolerance on PoCL as well), and
+#           test_multiarg_mul with int/float/complex arguments, which
+#           compares float results with a double reference across a
+#           cancelling complex product and fails at random on PoCL too
+#           (and, on devices with less than 33,792 bytes of local memory,
+#           the complex double matrix product, whose blocks need that).
 #
 # --quick runs the part CI runs: a few PyOpenCL test files, one hash mode,
 # OpenCV, a few FFmpeg filters, a few CLBlast routines, a few clFFT
@@ -49,18 +71,19 @@ apps=()
 for a in "$@"; do
     case "$a" in
         --quick) quick=1 ;;
-        pyopencl | hashcat | opencv | ffmpeg | clblast | clfft | silx) apps+=("$a") ;;
-        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg, clblast, clfft, silx)" >&2; exit 2 ;;
+        pyopencl | hashcat | opencv | ffmpeg | clblast | clfft | silx | pyfai | gpyfft | reikna) apps+=("$a") ;;
+        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg, clblast, clfft, silx, pyfai, gpyfft, reikna)" >&2; exit 2 ;;
     esac
 done
-[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg clblast clfft silx)
+[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg clblast clfft silx pyfai gpyfft reikna)
 limit="${VKCL_APP_TIMEOUT:-1800}"
 # The distribution's Python, which has its packages.
 py=/usr/bin/python3
 
 setup_runtime
 apt_install python3 python3-numpy python3-pyopencl python3-pytest python3-mako \
-    hashcat python3-opencv ffmpeg pocl-opencl-icd clblast-tests clfft-client python3-silx
+    hashcat python3-opencv ffmpeg pocl-opencl-icd clblast-tests clfft-client python3-silx \
+    python3-pyfai python3-gpyfft python3-pip
 if [ -z "${OCL_ICD_VENDORS:-}" ]; then
     log "cargo build --release --lib"
     cargo build --release --lib
@@ -88,8 +111,10 @@ pytest_count() { # WORD FILE
     tail -n 3 "$2" | grep -oE "[0-9]+ $1" | tail -n 1 | grep -oE "^[0-9]+" || echo 0
 }
 
-# One pytest run per test file in DIR, so that a crash costs one file,
-# counted as one failure; reports NAME's counts.
+# One pytest run per test file (or folder) in DIR, so that a crash costs
+# one file, counted as one failure; reports NAME's counts. The array
+# pytest_args adds arguments to every run.
+pytest_args=()
 pytest_files() { # NAME DIR FILE...
     local name="$1" dir="$2"
     shift 2
@@ -99,7 +124,7 @@ pytest_files() { # NAME DIR FILE...
         log "$name: $f"
         rc=0
         (cd "$dir" && timeout "$limit" "$py" -m pytest -q -p no:cacheprovider \
-            -o addopts="" "$f") >"$out" 2>&1 || rc=$?
+            -o addopts="" "${pytest_args[@]}" "$f") >"$out" 2>&1 || rc=$?
         local p fl e s
         p="$(pytest_count passed "$out")"
         fl="$(pytest_count failed "$out")"
@@ -315,15 +340,51 @@ run_clfft() {
     report clfft "$passed" "$failed" 0 "$(IFS=';'; echo "${notes[*]}")"
 }
 
-run_silx() {
-    local dir files=()
-    dir="$("$py" -c 'import os, silx.opencl.test as t; print(os.path.dirname(t.__file__))')"
+# The test files of a Python package's test module (every test_*.py,
+# or the given quick ones under --quick), one pytest run each.
+package_tests() { # NAME MODULE QUICK_FILE...
+    local name="$1" module="$2" dir files=()
+    shift 2
+    dir="$("$py" -c "import os, $module as t; print(os.path.dirname(t.__file__))")"
     if [ "$quick" -eq 1 ]; then
-        files=(test_addition.py test_kahan.py)
+        files=("$@")
     else
         for f in "$dir"/test_*.py; do files+=("${f##*/}"); done
     fi
-    pytest_files silx "$dir" "${files[@]}"
+    pytest_files "$name" "$dir" "${files[@]}"
+}
+
+run_silx() { package_tests silx silx.opencl.test test_addition.py test_kahan.py; }
+run_pyfai() { package_tests pyfai pyFAI.opencl.test test_ocl_azim_csr.py; }
+run_gpyfft() { package_tests gpyfft gpyfft.test test_batched.py; }
+
+run_reikna() {
+    local version=0.8.0 site="$work/reikna-site" dir="$work/reikna-0.8.0"
+    if [ ! -d "$site/reikna" ] || [ ! -d "$dir/test" ]; then
+        log "fetching reikna $version and its tests (Python package index)"
+        "$py" -m pip install -q --root-user-action=ignore --no-deps --target "$site" \
+            "reikna==$version" funcparserlib funcsigs
+        "$py" -m pip download -q --root-user-action=ignore --no-deps --no-binary :all: -d "$work" "reikna==$version"
+        tar -xzf "$work/reikna-$version.tar.gz" -C "$work"
+    fi
+    local files=(test_core test_algorithms test_cbrng test_fft test_linalg test_dht.py
+        test_transformations.py test_cluda)
+    [ "$quick" -eq 1 ] && files=(test_core)
+    # Node ids are relative to reikna's root folder (its pytest.ini).
+    # shellcheck disable=SC2034 # read by pytest_files
+    local pytest_args=(--api=ocl -m "not perf"
+        "--deselect=test/test_cluda/test_functions.py::test_multiarg_mul[ocl,0,0-f-ifccfi]")
+    # reikna's complex double matrix product takes 32x32 blocks wherever
+    # 1024 work-items fit, two (32x32 + 32) double2 tiles: 33,792 bytes of
+    # local memory, which the build refuses on devices with less (as
+    # NVIDIA's OpenCL does); reikna tries smaller blocks only when the
+    # work-group size is what does not fit.
+    local local_mem
+    local_mem="$("$py" -c 'import pyopencl as cl; print(cl.get_platforms()[0].get_devices()[0].local_mem_size)')"
+    if [ "$local_mem" -lt 33792 ]; then
+        pytest_args+=("--deselect=test/test_linalg/test_matrixmul.py::test_dtypes[cc-ocl,0,0,dp]")
+    fi
+    PYTHONPATH="$site" pytest_files reikna "$dir/test" "${files[@]}"
 }
 
 for a in "${apps[@]}"; do
