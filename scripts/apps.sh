@@ -363,9 +363,9 @@ run_reikna() {
     if [ ! -d "$site/reikna" ] || [ ! -d "$dir/test" ]; then
         log "fetching reikna $version and its tests (Python package index)"
         "$py" -m pip install -q --root-user-action=ignore --no-deps --target "$site" \
-            "reikna==$version" funcparserlib funcsigs
-        "$py" -m pip download -q --root-user-action=ignore --no-deps --no-binary :all: -d "$work" "reikna==$version"
-        tar -xzf "$work/reikna-$version.tar.gz" -C "$work"
+            "reikna==$version" funcparserlib funcsigs &&
+            "$py" -m pip download -q --no-deps --no-binary :all: -d "$work" "reikna==$version" &&
+            tar -xzf "$work/reikna-$version.tar.gz" -C "$work" || return 1
     fi
     local files=(test_core test_algorithms test_cbrng test_fft test_linalg test_dht.py
         test_transformations.py test_cluda)
