@@ -61,9 +61,10 @@
 #
 # --quick runs the part CI runs: a few PyOpenCL test files, one hash mode,
 # OpenCV, a few FFmpeg filters, a few CLBlast routines, a few clFFT
-# transforms and two silx test files. Every run is bounded in time
-# (VKCL_APP_TIMEOUT seconds per step, default 1800). Set OCL_ICD_VENDORS to run the same applications
-# against another OpenCL implementation.
+# transforms, two silx test files and one file (or folder) each of pyFAI,
+# gpyfft and reikna. Every run is bounded in time (VKCL_APP_TIMEOUT
+# seconds per step, default 1800). Set OCL_ICD_VENDORS to run the same
+# applications against another OpenCL implementation.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 quick=0
@@ -359,7 +360,8 @@ run_pyfai() { package_tests pyfai pyFAI.opencl.test test_ocl_azim_csr.py; }
 run_gpyfft() { package_tests gpyfft gpyfft.test test_batched.py; }
 
 run_reikna() {
-    local version=0.8.0 site="$work/reikna-site" dir="$work/reikna-0.8.0"
+    local version=0.8.0 site="$work/reikna-site"
+    local dir="$work/reikna-$version"
     if [ ! -d "$site/reikna" ] || [ ! -d "$dir/test" ]; then
         log "fetching reikna $version and its tests (Python package index)"
         "$py" -m pip install -q --root-user-action=ignore --no-deps --target "$site" \

@@ -623,7 +623,6 @@ impl<'a> Setup<'a> {
     /// Builds OpenCL C `source` with `options` and makes kernel `name`.
     pub fn kernel(&mut self, source: &str, name: &str, options: &str) -> cl_kernel {
         let cl = self.cl;
-        let mut err = 1;
         let p = with_source(cl, self.c, source);
         let opts = CString::new(options).unwrap();
         let d = cl.device();
@@ -637,9 +636,7 @@ impl<'a> Setup<'a> {
             c_string(&bytes.unwrap_or_default())
         };
         assert_eq!(r, CL_SUCCESS, "build with {options:?}: {}", log());
-        let n = CString::new(name).unwrap();
-        let k = unsafe { cl.clCreateKernel.unwrap()(p, n.as_ptr(), &mut err) };
-        assert_eq!(err, CL_SUCCESS, "kernel {name}");
+        let k = kernel(cl, p, name).unwrap_or_else(|e| panic!("kernel {name}: error {e}"));
         self.objects.push((p, k));
         k
     }
