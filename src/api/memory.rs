@@ -436,12 +436,22 @@ impl Target {
         event: *mut cl_event,
         work: Work,
     ) -> ClResult<()> {
+        self.run_parts(command_type, blocking, event, vec![work])
+    }
+
+    /// [`Target::run`] for a command done in parts (see
+    /// `Queue::enqueue_parts`).
+    pub fn run_parts(
+        self,
+        command_type: cl_command_type,
+        blocking: bool,
+        event: *mut cl_event,
+        parts: Vec<Work>,
+    ) -> ClResult<()> {
         if blocking {
             check_wait_list_ok(&self.waits)?;
         }
-        let ev = self
-            .queue
-            .enqueue(command_type, self.waits, Ordering::Normal, work)?;
+        let ev = self.queue.enqueue_parts(command_type, self.waits, parts)?;
         if blocking {
             block_on(&self.queue, &ev)?;
         }
@@ -498,12 +508,12 @@ pub unsafe extern "C" fn clEnqueueReadBuffer(
         }
         host_can_read(b)?;
         // A zero-sized read is allowed and moves nothing.
-        let w = if size == 0 {
-            Work::none()
+        let parts = if size == 0 {
+            vec![Work::none()]
         } else {
-            work::read(&t.queue, b, offset, size, HostPtr(ptr as usize))?
+            work::read_parts(&t.queue, b, offset, size, HostPtr(ptr as usize))?
         };
-        t.run(CL_COMMAND_READ_BUFFER, blocking_read != 0, event, w)
+        t.run_parts(CL_COMMAND_READ_BUFFER, blocking_read != 0, event, parts)
     })
 }
 

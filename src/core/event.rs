@@ -287,6 +287,17 @@ impl Handle<Event> {
         }
     }
 
+    /// For the last part of a command done in parts: the command was
+    /// submitted when `first`, its first part, was. Gives `first`'s profile.
+    pub fn starts_with(&self, first: &Event) -> Profile {
+        let p = first.profile();
+        let mut st = self.lock();
+        if p.submit > 0 {
+            st.profile.submit = st.profile.submit.min(p.submit).max(st.profile.queued);
+        }
+        p
+    }
+
     /// Completes the event (`status` is `CL_COMPLETE` or a negative error),
     /// with the device's start and end times when it has them.
     pub fn finish(self: &Arc<Self>, status: cl_int, gpu_times: Option<(u64, u64)>) {

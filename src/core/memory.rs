@@ -61,6 +61,43 @@ impl HostPtr {
 /// enqueued; larger ones use it in place while the command runs.
 const SMALL_TRANSFER: usize = 1 << 20;
 
+/// Reads larger than this through staging memory go in parts of this
+/// size (see [`work::read_parts`]).
+const READ_PART: usize = 8 << 20;
+
+/// Copies `len` bytes from `src` to `dst` (which do not overlap), on
+/// several threads when there are many: one thread copies only about as
+/// fast as the device fills staging memory.
+///
+/// # Safety
+/// `src` is readable and `dst` writable for `len` bytes.
+unsafe fn copy_in_parallel(src: *const u8, dst: *mut u8, len: usize) {
+    const PER_THREAD: usize = 2 << 20;
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let most =
+        *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(4)));
+    let threads = (len / PER_THREAD).clamp(1, most);
+    if threads == 1 {
+        // SAFETY: as the caller promises.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
+        return;
+    }
+    let step = len.div_ceil(threads);
+    let (src, dst) = (HostPtr(src as usize), HostPtr(dst as usize));
+    std::thread::scope(|s| {
+        for t in 1..threads {
+            let at = t * step;
+            let n = step.min(len - at);
+            // SAFETY: a disjoint part of both ranges.
+            s.spawn(move || unsafe {
+                std::ptr::copy_nonoverlapping(src.get().add(at), dst.get().add(at), n)
+            });
+        }
+        // SAFETY: the first part, on this thread.
+        unsafe { std::ptr::copy_nonoverlapping(src.get(), dst.get(), step) };
+    });
+}
+
 /// A staging buffer that goes back to the device's pool when dropped.
 pub struct Staging {
     buffer: Option<DeviceBuffer>,
@@ -1012,6 +1049,54 @@ pub mod work {
             host_access: false,
             uses: used(buf, Access::Write),
         })
+    }
+
+    /// A read of `size` bytes at `offset` into the application's memory at
+    /// `ptr`, as the parts of one command (see `Queue::enqueue_parts`):
+    /// one part where the device's memory is the host's, where the read is
+    /// small or where the device imports the application's memory; else
+    /// the device copies pieces of [`READ_PART`] bytes into staging
+    /// memory, each submitted on its own, and the host copies each out
+    /// while the device copies the next.
+    pub fn read_parts(
+        queue: &Queue,
+        buf: &Arc<Handle<Buffer>>,
+        offset: usize,
+        size: usize,
+        ptr: HostPtr,
+    ) -> ClResult<Vec<Work>> {
+        if size <= READ_PART || buf.host_memory().is_some() {
+            return Ok(vec![read(queue, buf, offset, size, ptr)?]);
+        }
+        if let Some(w) = imported(queue, buf, offset, ptr, size, false) {
+            return Ok(vec![w]);
+        }
+        let src = buf.storage_for(queue)?.raw;
+        let mut parts = Vec::with_capacity(size.div_ceil(READ_PART));
+        for at in (0..size).step_by(READ_PART) {
+            let len = READ_PART.min(size - at);
+            let staging = Staging::new(&queue.vk, len, BufferUse::Readback)?;
+            let region = vk::BufferCopy {
+                src_offset: (buf.offset + offset + at) as u64,
+                dst_offset: 0,
+                size: len as u64,
+            };
+            let out = staging.clone();
+            let into = HostPtr(ptr.0 + at);
+            parts.push(Work {
+                record: copy_record(src, staging.buffer().raw, vec![region]),
+                complete: Some(Box::new(move || {
+                    // SAFETY: the staging buffer holds `len` bytes; the
+                    // application keeps `ptr` valid for `size` bytes.
+                    unsafe { copy_in_parallel(out.ptr(), into.get(), len) };
+                    Ok(())
+                })),
+                keep: vec![keep(staging), keep(buf.clone())],
+                host_access: false,
+                uses: used(buf, Access::Read),
+            });
+        }
+        Ok(parts)
     }
 
     pub fn read(

@@ -65,6 +65,38 @@ pub struct Command {
     pub crumb: u32,
     /// See [`BinaryOps`].
     binary: BinaryOps,
+    /// A part of a command split in several (see
+    /// [`Handle::<Queue>::enqueue_parts`]): its batch is submitted at once,
+    /// so that its host step runs while the device does the next part.
+    alone: bool,
+    /// For the last part of a split command: the first part, whose start
+    /// is the command's start in its profile.
+    pub first_part: Option<Arc<Handle<Event>>>,
+}
+
+impl Command {
+    fn new(
+        event: Arc<Handle<Event>>,
+        deps: Vec<Arc<Handle<Event>>>,
+        explicit: usize,
+        work: Work,
+        binary: BinaryOps,
+    ) -> Command {
+        Command {
+            event,
+            deps,
+            explicit,
+            record: work.record,
+            complete: work.complete,
+            keep: work.keep,
+            host_access: work.host_access,
+            uses: work.uses,
+            crumb: 0,
+            binary,
+            alone: false,
+            first_part: None,
+        }
+    }
 }
 
 /// Binary Vulkan semaphores (those shared with other APIs) a command
@@ -547,39 +579,110 @@ impl Handle<Queue> {
             let mut st = self.lock();
             let explicit = wait_list.len();
             let mut deps = wait_list;
-            let up = |w: &Weak<Handle<Event>>| w.upgrade();
-            if self.in_order() {
-                deps.extend(st.last.as_ref().and_then(up));
-                st.last = Some(Arc::downgrade(&event));
-            } else {
-                deps.extend(st.barrier.as_ref().and_then(up));
-                if ordering != Ordering::Normal && explicit == 0 {
-                    deps.extend(st.since_barrier.iter().filter_map(up));
-                }
-                if ordering == Ordering::Barrier {
-                    st.barrier = Some(Arc::downgrade(&event));
-                    st.since_barrier.clear();
-                } else {
-                    st.since_barrier.retain(|w| w.strong_count() > 0);
-                    st.since_barrier.push(Arc::downgrade(&event));
-                }
-            }
-            st.pending.push_back(Command {
-                event: event.clone(),
-                deps,
-                explicit,
-                record: work.record,
-                complete: work.complete,
-                keep: work.keep,
-                host_access: work.host_access,
-                uses: work.uses,
-                crumb: 0,
-                binary,
-            });
+            deps.extend(self.order(&mut st, &event, ordering, explicit == 0));
+            st.pending
+                .push_back(Command::new(event.clone(), deps, explicit, work, binary));
             self.pump(&mut st, &mut after)
         };
         self.after(after);
         result.map(|()| event)
+    }
+
+    /// Enqueues one command done in `parts` (at least one), and returns
+    /// its event. Each part but the last is a command of its own, with an
+    /// event the application never sees, submitted as soon as it is
+    /// recorded: the device does the next part while the completion
+    /// worker runs this one's host step (a large read: the device copies
+    /// the next piece into staging memory while the host copies this one
+    /// out). The last part carries the command's event: it completes
+    /// after the others (a queue's batches complete in order), and fails
+    /// where one of them failed. Its profile runs from the first part's
+    /// start to its own end.
+    pub fn enqueue_parts(
+        self: &Arc<Self>,
+        command_type: cl_command_type,
+        wait_list: Vec<Arc<Handle<Event>>>,
+        mut parts: Vec<Work>,
+    ) -> ClResult<Arc<Handle<Event>>> {
+        let Some(mut last) = parts.pop() else {
+            return Err(ClError(CL_INVALID_VALUE));
+        };
+        if parts.is_empty() {
+            return self.enqueue(command_type, wait_list, Ordering::Normal, last);
+        }
+        if self.vk.is_lost() {
+            return Err(ClError(CL_OUT_OF_RESOURCES));
+        }
+        let event = Event::for_command(self, command_type);
+        let mut after = After::default();
+        let result = {
+            let mut st = self.lock();
+            let explicit = wait_list.len();
+            let implicit = self.order(&mut st, &event, Ordering::Normal, explicit == 0);
+            let mut earlier = Vec::with_capacity(parts.len());
+            for work in parts {
+                let part = Event::for_command(self, command_type);
+                let mut deps = wait_list.clone();
+                deps.extend(implicit.iter().cloned());
+                let mut cmd =
+                    Command::new(part.clone(), deps, explicit, work, BinaryOps::default());
+                cmd.alone = true;
+                st.pending.push_back(cmd);
+                earlier.push(part);
+            }
+            // The earlier parts' events are final when the last part's host
+            // step runs.
+            let parts_done = earlier.clone();
+            let own = last.complete.take();
+            last.complete = Some(Box::new(move || {
+                if parts_done.iter().any(|e| e.status() < 0) {
+                    return Err(ClError(CL_OUT_OF_RESOURCES));
+                }
+                own.map_or(Ok(()), |f| f())
+            }));
+            let first = earlier[0].clone();
+            let mut deps = wait_list;
+            deps.extend(earlier);
+            deps.extend(implicit);
+            let mut cmd = Command::new(event.clone(), deps, explicit, last, BinaryOps::default());
+            cmd.first_part = Some(first);
+            st.pending.push_back(cmd);
+            self.pump(&mut st, &mut after)
+        };
+        self.after(after);
+        result.map(|()| event)
+    }
+
+    /// The commands a new command with `event` waits for by the queue's
+    /// ordering rules (on an in-order queue the one before; otherwise the
+    /// last barrier, and for a marker or barrier without a wait list every
+    /// command since), and notes it in them.
+    fn order(
+        &self,
+        st: &mut QueueState,
+        event: &Arc<Handle<Event>>,
+        ordering: Ordering,
+        no_wait_list: bool,
+    ) -> Vec<Arc<Handle<Event>>> {
+        let mut deps = Vec::new();
+        let up = |w: &Weak<Handle<Event>>| w.upgrade();
+        if self.in_order() {
+            deps.extend(st.last.as_ref().and_then(up));
+            st.last = Some(Arc::downgrade(event));
+        } else {
+            deps.extend(st.barrier.as_ref().and_then(up));
+            if ordering != Ordering::Normal && no_wait_list {
+                deps.extend(st.since_barrier.iter().filter_map(up));
+            }
+            if ordering == Ordering::Barrier {
+                st.barrier = Some(Arc::downgrade(event));
+                st.since_barrier.clear();
+            } else {
+                st.since_barrier.retain(|w| w.strong_count() > 0);
+                st.since_barrier.push(Arc::downgrade(event));
+            }
+        }
+        deps
     }
 
     /// clFlush: submits what is recorded, and anything recorded later that
@@ -627,6 +730,7 @@ impl Handle<Queue> {
                 Readiness::Ready(waits) => {
                     let cmd = st.pending.remove(i).expect("index in range");
                     let host_access = cmd.host_access;
+                    let alone = cmd.alone;
                     let binary = !cmd.binary.is_empty();
                     // A binary wait holds back its whole batch: it opens one.
                     if !cmd.binary.wait.is_empty()
@@ -636,6 +740,7 @@ impl Handle<Queue> {
                     }
                     self.record(st, cmd, waits)?;
                     if host_access
+                        || alone
                         || binary
                         || st.in_flight == 0
                         || st

@@ -358,7 +358,13 @@ fn complete(done: InFlight) {
             _ => CL_COMPLETE as cl_int,
         };
         drop(std::mem::take(&mut cmd.keep));
-        cmd.event.finish(status, times.as_ref().map(|t| t[i]));
+        let mut span = times.as_ref().map(|t| t[i]);
+        if let Some(first) = cmd.first_part.take() {
+            // A command done in parts runs from its first part's start.
+            let p = cmd.event.starts_with(&first);
+            span = span.map(|(_, end)| (p.start, end));
+        }
+        cmd.event.finish(status, span);
     }
     queue.recycle(cb, queries);
 }

@@ -1,5 +1,5 @@
-// The buffer and transfer tests, shared by tests/buffers.rs and
-// tests/buffers_device_local.rs.
+// The buffer and transfer tests, shared by tests/buffers.rs,
+// tests/buffers_device_local.rs and tests/buffers_staging.rs.
 
 use std::ffi::c_void;
 use std::sync::Mutex;
@@ -18,6 +18,7 @@ both_ways!(
     large_transfers,
     large_transfers_between_partial_pages,
     transfers_keep_queue_order,
+    large_reads_keep_their_order_events_and_profile,
 );
 
 fn release(cl: &Cl, mems: &[cl_mem], queues: &[cl_command_queue], c: cl_context) {
@@ -603,5 +604,101 @@ fn transfers_keep_queue_order(cl: &Cl) {
     assert!(seen == first, "the read saw later commands' data");
     let got = cl.read(q, b, 0, SIZE);
     assert!(got == pattern(SIZE, 2), "the write lost its data");
+    release(cl, &[b], &[q], c);
+}
+
+fn enqueue_read(cl: &Cl, q: cl_command_queue, b: cl_mem, into: &mut [u8], waits: &[cl_event]) -> cl_event {
+    let mut e = std::ptr::null_mut();
+    let r = unsafe {
+        cl.clEnqueueReadBuffer.unwrap()(
+            q,
+            b,
+            CL_FALSE,
+            0,
+            into.len(),
+            into.as_mut_ptr().cast(),
+            waits.len() as cl_uint,
+            if waits.is_empty() { std::ptr::null() } else { waits.as_ptr() },
+            &mut e,
+        )
+    };
+    assert_eq!(r, CL_SUCCESS, "{}: read", cl.how);
+    e
+}
+
+fn profile_of(cl: &Cl, e: cl_event) -> Vec<u64> {
+    [
+        CL_PROFILING_COMMAND_QUEUED,
+        CL_PROFILING_COMMAND_SUBMIT,
+        CL_PROFILING_COMMAND_START,
+        CL_PROFILING_COMMAND_END,
+        CL_PROFILING_COMMAND_COMPLETE,
+    ]
+    .iter()
+    .map(|&p| {
+        let mut v = 0u64;
+        let r = unsafe {
+            cl.clGetEventProfilingInfo.unwrap()(e, p, 8, (&mut v as *mut u64).cast(), std::ptr::null_mut())
+        };
+        assert_eq!(r, CL_SUCCESS, "{}: profiling info", cl.how);
+        v
+    })
+    .collect()
+}
+
+/// Reads of several staging pieces (where the device's memory is not the
+/// host's and vkcl does not import the application's): each piece is a
+/// submission of its own, but the read is one command. Its event completes
+/// once every byte is in place, with a profile from the first piece's start;
+/// it waits for its wait list, fails with it, and later commands of an
+/// in-order queue do not overtake it.
+fn large_reads_keep_their_order_events_and_profile(cl: &Cl) {
+    let c = cl.context();
+    const SIZE: usize = (20 << 20) + 12;
+    let data = pattern(SIZE, 31);
+    let b = cl.buffer(c, CL_MEM_READ_WRITE, SIZE, std::ptr::null_mut());
+    for props in [CL_QUEUE_PROFILING_ENABLE, CL_QUEUE_PROFILING_ENABLE | CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE] {
+        let q = cl.queue(c, props);
+        cl.write(q, b, 0, &data);
+        let mut seen = vec![0u8; SIZE];
+        let e = enqueue_read(cl, q, b, &mut seen, &[]);
+        assert_eq!(unsafe { cl.clWaitForEvents.unwrap()(1, &e) }, CL_SUCCESS);
+        assert!(seen == data, "{}: read", cl.how);
+        let p = profile_of(cl, e);
+        assert!(p.windows(2).all(|w| w[0] <= w[1]), "{}: profile {p:?}", cl.how);
+        assert_eq!(unsafe { cl.clReleaseEvent.unwrap()(e) }, CL_SUCCESS);
+
+        // Held back by a user event, then failed with it: nothing read.
+        let mut err = 0;
+        let gate = unsafe { cl.clCreateUserEvent.unwrap()(c, &mut err) };
+        assert_eq!(err, CL_SUCCESS);
+        let mut untouched = vec![7u8; SIZE];
+        let e = enqueue_read(cl, q, b, &mut untouched, &[gate]);
+        unsafe { cl.clFlush.unwrap()(q) };
+        assert!(cl.event_status(e) > CL_COMPLETE as cl_int, "{}: ran before its wait list", cl.how);
+        assert_eq!(unsafe { cl.clSetUserEventStatus.unwrap()(gate, -1) }, CL_SUCCESS);
+        assert_eq!(unsafe { cl.clFinish.unwrap()(q) }, CL_SUCCESS);
+        assert!(cl.event_status(e) < 0, "{}: a read after a failed event", cl.how);
+        assert!(untouched.iter().all(|&x| x == 7), "{}: a failed read wrote", cl.how);
+        unsafe {
+            cl.clReleaseEvent.unwrap()(e);
+            cl.clReleaseEvent.unwrap()(gate);
+        }
+        assert_eq!(unsafe { cl.clReleaseCommandQueue.unwrap()(q) }, CL_SUCCESS);
+    }
+    // In order: a fill enqueued after a non-blocking read does not reach
+    // what the read sees.
+    let q = cl.queue(c, 0);
+    let mut seen = vec![0u8; SIZE];
+    let e = enqueue_read(cl, q, b, &mut seen, &[]);
+    let zero = 0u32;
+    let r = unsafe {
+        cl.clEnqueueFillBuffer.unwrap()(q, b, (&zero as *const u32).cast(), 4, 0, SIZE - 12, 0, std::ptr::null(), std::ptr::null_mut())
+    };
+    assert_eq!(r, CL_SUCCESS);
+    assert_eq!(unsafe { cl.clWaitForEvents.unwrap()(1, &e) }, CL_SUCCESS);
+    assert!(seen == data, "{}: the read saw a later fill", cl.how);
+    assert!(cl.read(q, b, 0, SIZE - 12).iter().all(|&x| x == 0), "{}: fill", cl.how);
+    unsafe { cl.clReleaseEvent.unwrap()(e) };
     release(cl, &[b], &[q], c);
 }

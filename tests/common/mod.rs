@@ -254,6 +254,12 @@ pub fn environment() -> &'static PathBuf {
             if env!("CARGO_CRATE_NAME").ends_with("_device_local") {
                 std::env::set_var("VKCL_DEVICE_LOCAL", "1");
             }
+            // Those named *_staging do so too, and never import the
+            // application's memory: every transfer goes through staging.
+            if env!("CARGO_CRATE_NAME").ends_with("_staging") {
+                std::env::set_var("VKCL_DEVICE_LOCAL", "1");
+                std::env::set_var("VKCL_HOST_IMPORT", "0");
+            }
             // Those named *_linear_images import images on external
             // memory as linear Vulkan images first.
             if env!("CARGO_CRATE_NAME").ends_with("_linear_images") {
