@@ -436,22 +436,24 @@ impl Target {
         event: *mut cl_event,
         work: Work,
     ) -> ClResult<()> {
-        self.run_parts(command_type, blocking, event, vec![work])
+        self.run_parts(command_type, blocking, event, (vec![work], 1))
     }
 
-    /// [`Target::run`] for a command done in parts (see
-    /// `Queue::enqueue_parts`).
+    /// [`Target::run`] for a command done in parts, of which `ring` at a
+    /// time reach the device (see `Queue::enqueue_parts`).
     pub fn run_parts(
         self,
         command_type: cl_command_type,
         blocking: bool,
         event: *mut cl_event,
-        parts: Vec<Work>,
+        (parts, ring): (Vec<Work>, usize),
     ) -> ClResult<()> {
         if blocking {
             check_wait_list_ok(&self.waits)?;
         }
-        let ev = self.queue.enqueue_parts(command_type, self.waits, parts)?;
+        let ev = self
+            .queue
+            .enqueue_parts(command_type, self.waits, parts, ring)?;
         if blocking {
             block_on(&self.queue, &ev)?;
         }
@@ -509,7 +511,7 @@ pub unsafe extern "C" fn clEnqueueReadBuffer(
         host_can_read(b)?;
         // A zero-sized read is allowed and moves nothing.
         let parts = if size == 0 {
-            vec![Work::none()]
+            (vec![Work::none()], 1)
         } else {
             work::read_parts(&t.queue, b, offset, size, HostPtr(ptr as usize))?
         };

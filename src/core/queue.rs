@@ -594,7 +594,9 @@ impl Handle<Queue> {
     /// recorded: the device does the next part while the completion
     /// worker runs this one's host step (a large read: the device copies
     /// the next piece into staging memory while the host copies this one
-    /// out). The last part carries the command's event: it completes
+    /// out). Part `j` reaches the device only once part `j - ring` has
+    /// finished, host step included, so that parts `ring` apart may share
+    /// memory. The last part carries the command's event: it completes
     /// after the others (a queue's batches complete in order), and fails
     /// where one of them failed. Its profile runs from the first part's
     /// start to its own end.
@@ -603,6 +605,7 @@ impl Handle<Queue> {
         command_type: cl_command_type,
         wait_list: Vec<Arc<Handle<Event>>>,
         mut parts: Vec<Work>,
+        ring: usize,
     ) -> ClResult<Arc<Handle<Event>>> {
         let Some(mut last) = parts.pop() else {
             return Err(ClError(CL_INVALID_VALUE));
@@ -613,37 +616,47 @@ impl Handle<Queue> {
         if self.vk.is_lost() {
             return Err(ClError(CL_OUT_OF_RESOURCES));
         }
+        let ring = ring.max(1);
         let event = Event::for_command(self, command_type);
         let mut after = After::default();
         let result = {
             let mut st = self.lock();
             let explicit = wait_list.len();
             let implicit = self.order(&mut st, &event, Ordering::Normal, explicit == 0);
-            let mut earlier = Vec::with_capacity(parts.len());
-            for work in parts {
-                let part = Event::for_command(self, command_type);
+            // What part `j` waits for: the command's dependencies, and the
+            // part `ring` before it (whose host step gates it).
+            let deps_of = |j: usize, earlier: &[Arc<Handle<Event>>]| {
                 let mut deps = wait_list.clone();
+                deps.extend(j.checked_sub(ring).map(|i| earlier[i].clone()));
                 deps.extend(implicit.iter().cloned());
-                let mut cmd =
-                    Command::new(part.clone(), deps, explicit, work, BinaryOps::default());
+                deps
+            };
+            let mut earlier: Vec<Arc<Handle<Event>>> = Vec::with_capacity(parts.len());
+            for (j, work) in parts.into_iter().enumerate() {
+                let part = Event::for_command(self, command_type);
+                part.set_host_gate();
+                let mut cmd = Command::new(
+                    part.clone(),
+                    deps_of(j, &earlier),
+                    explicit,
+                    work,
+                    BinaryOps::default(),
+                );
                 cmd.alone = true;
                 st.pending.push_back(cmd);
                 earlier.push(part);
             }
+            let deps = deps_of(earlier.len(), &earlier);
+            let first = earlier[0].clone();
             // The earlier parts' events are final when the last part's host
             // step runs.
-            let parts_done = earlier.clone();
             let own = last.complete.take();
             last.complete = Some(Box::new(move || {
-                if parts_done.iter().any(|e| e.status() < 0) {
+                if earlier.iter().any(|e| e.status() < 0) {
                     return Err(ClError(CL_OUT_OF_RESOURCES));
                 }
                 own.map_or(Ok(()), |f| f())
             }));
-            let first = earlier[0].clone();
-            let mut deps = wait_list;
-            deps.extend(earlier);
-            deps.extend(implicit);
             let mut cmd = Command::new(event.clone(), deps, explicit, last, BinaryOps::default());
             cmd.first_part = Some(first);
             st.pending.push_back(cmd);

@@ -505,12 +505,13 @@ fn large_transfers(cl: &Cl) {
 }
 
 /// Large reads and writes whose host range starts and ends inside pages:
-/// where the device imports the application's memory it imports only the
-/// whole pages, and the bytes on either side of the range stay as they were.
+/// where the device imports the application's memory (writes over 32 MiB)
+/// it imports only the whole pages, and the bytes on either side of the
+/// range stay as they were.
 fn large_transfers_between_partial_pages(cl: &Cl) {
     let c = cl.context();
     let q = cl.queue(c, 0);
-    const SIZE: usize = (3 << 20) + 123;
+    const SIZE: usize = (33 << 20) + 123;
     const GUARD: usize = 8192;
     let b = cl.buffer(c, CL_MEM_READ_WRITE, SIZE, std::ptr::null_mut());
     for (n, start) in [1usize, 4095, 4096, 100].into_iter().enumerate() {
