@@ -25,9 +25,10 @@
 #           BLAS routine in every precision against the reference BLAS.
 #           Half-precision routines are counted apart: no other OpenCL
 #           here has half precision to compare with, and CLBlast 1.5.3
-#           fails two of them by itself (iHAMAX breaks ties between
+#           fails three of them by itself (iHAMAX breaks ties between
 #           equal half values by work-item rather than by index;
-#           HAXPYBATCHED uploads half factors its kernel reads as floats).
+#           HAXPYBATCHED and HGEMMBATCHED upload half factors their
+#           kernels read as floats, as on AMD's OpenCL too).
 # clfft     clFFT's client (the distribution's clfft-client), whose
 #           transforms check themselves against a reference: lengths of
 #           radices 2, 3, 5 and 7, in one to three dimensions, batched,
