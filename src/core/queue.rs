@@ -564,12 +564,7 @@ impl Handle<Queue> {
         for s in binary.wait.iter().chain(&binary.signal) {
             work.keep.push(Box::new(s.clone()));
         }
-        if self.on_device.is_some() {
-            return Err(ClError(CL_INVALID_COMMAND_QUEUE));
-        }
-        if self.vk.is_lost() {
-            return Err(ClError(CL_OUT_OF_RESOURCES));
-        }
+        self.takes_commands()?;
         let event = Event::for_command(self, command_type);
         if work.host_access {
             event.set_host_gate();
@@ -613,9 +608,7 @@ impl Handle<Queue> {
         if parts.is_empty() {
             return self.enqueue(command_type, wait_list, Ordering::Normal, last);
         }
-        if self.vk.is_lost() {
-            return Err(ClError(CL_OUT_OF_RESOURCES));
-        }
+        self.takes_commands()?;
         let ring = ring.max(1);
         let event = Event::for_command(self, command_type);
         let mut after = After::default();
@@ -664,6 +657,19 @@ impl Handle<Queue> {
         };
         self.after(after);
         result.map(|()| event)
+    }
+
+    /// Whether the host may enqueue to this queue now: not to an
+    /// on-device queue (CL_INVALID_COMMAND_QUEUE), nor once the device
+    /// is lost (CL_OUT_OF_RESOURCES).
+    fn takes_commands(&self) -> ClResult<()> {
+        if self.on_device.is_some() {
+            return Err(ClError(CL_INVALID_COMMAND_QUEUE));
+        }
+        if self.vk.is_lost() {
+            return Err(ClError(CL_OUT_OF_RESOURCES));
+        }
+        Ok(())
     }
 
     /// The commands a new command with `event` waits for by the queue's

@@ -701,5 +701,35 @@ fn large_reads_keep_their_order_events_and_profile(cl: &Cl) {
     assert!(seen == data, "{}: the read saw a later fill", cl.how);
     assert!(cl.read(q, b, 0, SIZE - 12).iter().all(|&x| x == 0), "{}: fill", cl.how);
     unsafe { cl.clReleaseEvent.unwrap()(e) };
+    // The host enqueues no read, large or small, to a device queue.
+    let props = [
+        CL_QUEUE_PROPERTIES as cl_queue_properties,
+        CL_QUEUE_ON_DEVICE | CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE,
+        0,
+    ];
+    let mut err = 1;
+    let on_device = unsafe {
+        cl.clCreateCommandQueueWithProperties.unwrap()(c, cl.device(), props.as_ptr(), &mut err)
+    };
+    if err == CL_SUCCESS {
+        for len in [16, SIZE] {
+            let mut into = vec![0u8; len];
+            let r = unsafe {
+                cl.clEnqueueReadBuffer.unwrap()(
+                    on_device,
+                    b,
+                    CL_TRUE,
+                    0,
+                    len,
+                    into.as_mut_ptr().cast(),
+                    0,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                )
+            };
+            assert_eq!(r, CL_INVALID_COMMAND_QUEUE, "{}: a read of {len} bytes on a device queue", cl.how);
+        }
+        assert_eq!(unsafe { cl.clReleaseCommandQueue.unwrap()(on_device) }, CL_SUCCESS);
+    }
     release(cl, &[b], &[q], c);
 }
