@@ -139,13 +139,6 @@ fn release_context(cl: &Cl, c: cl_context) {
     ok(cl, unsafe { cl.clReleaseContext.unwrap()(c) }, "release");
 }
 
-fn user_event(cl: &Cl, c: cl_context) -> cl_event {
-    let mut err = 1;
-    let e = unsafe { cl.clCreateUserEvent.unwrap()(c, &mut err) };
-    ok(cl, err, "clCreateUserEvent");
-    e
-}
-
 fn set_status(cl: &Cl, e: cl_event, status: cl_int) -> cl_int {
     unsafe { cl.clSetUserEventStatus.unwrap()(e, status) }
 }
@@ -354,7 +347,7 @@ struct Fx<'a> {
 impl<'a> Fx<'a> {
     fn new(cl: &'a Cl) -> Self {
         let c = cl.context();
-        let (q, gate) = (cl.queue(c, 0), user_event(cl, c));
+        let (q, gate) = (cl.queue(c, 0), cl.user_event(c));
         let mems = Vec::new();
         Fx {
             cl,
@@ -991,7 +984,7 @@ fn event_wait_lists_are_checked(cl: &Cl) {
     let mut host = vec![0u8; 256];
     let h: *mut c_void = host.as_mut_ptr().cast();
     let c2 = cl.context();
-    let foreign = user_event(cl, c2);
+    let foreign = cl.user_event(c2);
     let (e, g, bad) = (fx.bad(), fx.gate, CL_INVALID_EVENT_WAIT_LIST);
     let mapped = fx.map_now(b, CL_MAP_READ, 0, 16);
     // Every list but the second holds the gate, in case one is accepted.
@@ -1758,8 +1751,8 @@ fn queue_info_checks(cl: &Cl) {
 
 fn wait_for_events_checks(cl: &Cl) {
     let (c, c2) = (cl.context(), cl.context());
-    let [done, done2, failed] = [(); 3].map(|_| user_event(cl, c));
-    let other = user_event(cl, c2);
+    let [done, done2, failed] = [(); 3].map(|_| cl.user_event(c));
+    let other = cl.user_event(c2);
     for e in [done, done2, other] {
         ok(cl, set_status(cl, e, CL_COMPLETE), "complete a user event");
     }
@@ -1794,7 +1787,7 @@ fn wait_for_events_checks(cl: &Cl) {
 fn user_event_status_checks(cl: &Cl) {
     let fx = Fx::new(cl);
     let how = cl.how;
-    let u = user_event(cl, fx.c);
+    let u = cl.user_event(fx.c);
     for status in [CL_RUNNING, CL_SUBMITTED, CL_QUEUED, 7, cl_int::MAX] {
         let got = set_status(cl, u, status);
         let what = format_args!("status {status}");
@@ -1810,7 +1803,7 @@ fn user_event_status_checks(cl: &Cl) {
     let what = "CL_COMPLETE, -1 after CL_COMPLETE";
     expect(cl, CL_INVALID_OPERATION, &got, what);
     assert_eq!(cl.event_status(u), CL_COMPLETE, "{how}");
-    let v = user_event(cl, fx.c);
+    let v = cl.user_event(fx.c);
     ok(cl, set_status(cl, v, -7), "fail");
     let got = [set_status(cl, v, CL_COMPLETE), set_status(cl, v, -8)];
     expect(cl, CL_INVALID_OPERATION, &got, "CL_COMPLETE, -8 after -7");
@@ -1842,7 +1835,7 @@ unsafe extern "C" fn count_call(_: cl_event, _: cl_int, user_data: *mut c_void) 
 
 fn event_callback_checks(cl: &Cl) {
     let c = cl.context();
-    let u = user_event(cl, c);
+    let u = cl.user_event(c);
     let calls = AtomicUsize::new(0);
     let data = std::ptr::from_ref(&calls).cast_mut().cast::<c_void>();
     type Notify = unsafe extern "C" fn(cl_event, cl_int, *mut c_void);
@@ -1905,12 +1898,12 @@ fn profiling_info_not_available(cl: &Cl) {
         expect(cl, none, &got, format_args!("{param:#x} without profiling"));
     }
     // A user event.
-    let u = user_event(cl, fx.c);
+    let u = cl.user_event(fx.c);
     ok(cl, set_status(cl, u, CL_COMPLETE), "complete");
     expect(cl, none, &[prof(u, end, true)], "a user event");
     // On a profiling queue, not before the command is complete.
     let qp = cl.queue(fx.c, CL_QUEUE_PROFILING_ENABLE);
-    let gate = [user_event(cl, fx.c)];
+    let gate = [cl.user_event(fx.c)];
     let mut marker = null_mut();
     let e = Enq::new(cl, qp).after(&gate).event_to(&mut marker);
     ok(cl, e.marker(), "marker");
@@ -1936,7 +1929,7 @@ fn profiling_info_not_available(cl: &Cl) {
 fn blocking_commands_with_failed_wait_list(cl: &Cl) {
     let mut fx = Fx::new(cl);
     let b = fx.buffer(CL_MEM_READ_WRITE, 256);
-    let list = [user_event(cl, fx.c), user_event(cl, fx.c)];
+    let list = [cl.user_event(fx.c), cl.user_event(fx.c)];
     ok(cl, set_status(cl, list[0], CL_COMPLETE), "complete");
     ok(cl, set_status(cl, list[1], -3), "fail");
     let mut host = vec![0u8; 256];
@@ -1983,7 +1976,7 @@ fn blocking_read_fails_when_its_wait_list_fails_later(cl: &Cl) {
     let b = fx.buffer(CL_MEM_READ_WRITE, 256);
     // A queue of its own, as above.
     let q2 = cl.queue(fx.c, 0);
-    let u = [user_event(cl, fx.c)];
+    let u = [cl.user_event(fx.c)];
     let u_addr = u[0] as usize;
     let mut host = vec![0u8; 256];
     let h: *mut c_void = host.as_mut_ptr().cast();

@@ -30,14 +30,6 @@ fn release_all(cl: &Cl, events: &[cl_event]) {
     }
 }
 
-fn user_event(cl: &Cl, c: cl_context) -> cl_event {
-    let mut err = 1;
-    let u = unsafe { cl.clCreateUserEvent.unwrap()(c, &mut err) };
-    assert_eq!(err, CL_SUCCESS);
-    assert_eq!(cl.event_status(u), CL_SUBMITTED as cl_int);
-    u
-}
-
 /// The slot-by-slot copy chain: slot 0 is written once the user event is
 /// set, and command i copies slot i-1 to slot i on queue i % 3, waiting
 /// for command i-1. Any ordering mistake leaves a zero somewhere.
@@ -101,7 +93,7 @@ fn chain_across_three_queues_released_by_one_user_event(cl: &Cl) {
         N * 4,
         zero.as_ptr() as *mut c_void,
     );
-    let gate = user_event(cl, c);
+    let gate = cl.user_event(c);
     let events = build_chain(cl, c, &queues, buf, gate, N);
     for q in &queues {
         assert_eq!(unsafe { cl.clFlush.unwrap()(*q) }, CL_SUCCESS);
@@ -150,7 +142,7 @@ fn failed_user_event_propagates_to_dependents(cl: &Cl) {
         N * 4,
         zero.as_ptr() as *mut c_void,
     );
-    let gate = user_event(cl, c);
+    let gate = cl.user_event(c);
     let events = build_chain(cl, c, &queues, buf, gate, N);
     assert_eq!(
         unsafe { cl.clSetUserEventStatus.unwrap()(gate, -1234) },
@@ -190,7 +182,7 @@ fn callbacks_fire_once_per_status(cl: &Cl) {
     let c = cl.context();
     let q = cl.queue(c, 0);
     let buf = cl.buffer(c, CL_MEM_READ_WRITE, 64, std::ptr::null_mut());
-    let gate = user_event(cl, c);
+    let gate = cl.user_event(c);
     let data = [7u8; 64];
     let mut ev: cl_event = std::ptr::null_mut();
     let set = cl.clSetEventCallback.unwrap();
@@ -285,23 +277,6 @@ fn host_timer(cl: &Cl) -> u64 {
     t
 }
 
-fn profile(cl: &Cl, e: cl_event) -> [u64; 5] {
-    [
-        CL_PROFILING_COMMAND_QUEUED,
-        CL_PROFILING_COMMAND_SUBMIT,
-        CL_PROFILING_COMMAND_START,
-        CL_PROFILING_COMMAND_END,
-        CL_PROFILING_COMMAND_COMPLETE,
-    ]
-    .map(|p| {
-        let b = query(|size, value, size_ret| unsafe {
-            cl.clGetEventProfilingInfo.unwrap()(e, p, size, value, size_ret)
-        })
-        .unwrap();
-        u64_of(&b)
-    })
-}
-
 fn profiling_times_are_ordered_and_in_the_host_window(cl: &Cl) {
     let c = cl.context();
     let q = cl.queue(c, CL_QUEUE_PROFILING_ENABLE);
@@ -379,7 +354,7 @@ fn profiling_times_are_ordered_and_in_the_host_window(cl: &Cl) {
     assert_eq!(out, data);
     let mut previous_end = 0;
     for &e in &events {
-        let t = profile(cl, e);
+        let t = cl.profile(e);
         assert!(t.windows(2).all(|w| w[0] <= w[1]), "ordered: {t:?}");
         assert!(
             t[0] >= before && t[4] <= after,
@@ -414,7 +389,7 @@ fn out_of_order_queue_with_barrier(cl: &Cl) {
     let c = cl.context();
     let q = cl.queue(c, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
     let buf = cl.buffer(c, CL_MEM_READ_WRITE, 1024, std::ptr::null_mut());
-    let gate = user_event(cl, c);
+    let gate = cl.user_event(c);
     let held = [1u8; 512];
     let free = [2u8; 512];
     let mut e_held: cl_event = std::ptr::null_mut();
@@ -497,7 +472,7 @@ fn markers_and_wait_for_events(cl: &Cl) {
     let q1 = cl.queue(c, 0);
     let q2 = cl.queue(c, 0);
     let buf = cl.buffer(c, CL_MEM_READ_WRITE, 256, std::ptr::null_mut());
-    let gate = user_event(cl, c);
+    let gate = cl.user_event(c);
     let data = [9u8; 256];
     unsafe {
         let mut w: cl_event = std::ptr::null_mut();

@@ -627,26 +627,6 @@ fn enqueue_read(cl: &Cl, q: cl_command_queue, b: cl_mem, into: &mut [u8], waits:
     e
 }
 
-fn profile_of(cl: &Cl, e: cl_event) -> Vec<u64> {
-    [
-        CL_PROFILING_COMMAND_QUEUED,
-        CL_PROFILING_COMMAND_SUBMIT,
-        CL_PROFILING_COMMAND_START,
-        CL_PROFILING_COMMAND_END,
-        CL_PROFILING_COMMAND_COMPLETE,
-    ]
-    .iter()
-    .map(|&p| {
-        let mut v = 0u64;
-        let r = unsafe {
-            cl.clGetEventProfilingInfo.unwrap()(e, p, 8, (&mut v as *mut u64).cast(), std::ptr::null_mut())
-        };
-        assert_eq!(r, CL_SUCCESS, "{}: profiling info", cl.how);
-        v
-    })
-    .collect()
-}
-
 /// Reads of several staging pieces (where the device's memory is not the
 /// host's and vkcl does not import the application's): each piece is a
 /// submission of its own, but the read is one command. Its event completes
@@ -665,14 +645,12 @@ fn large_reads_keep_their_order_events_and_profile(cl: &Cl) {
         let e = enqueue_read(cl, q, b, &mut seen, &[]);
         assert_eq!(unsafe { cl.clWaitForEvents.unwrap()(1, &e) }, CL_SUCCESS);
         assert!(seen == data, "{}: read", cl.how);
-        let p = profile_of(cl, e);
+        let p = cl.profile(e);
         assert!(p.windows(2).all(|w| w[0] <= w[1]), "{}: profile {p:?}", cl.how);
         assert_eq!(unsafe { cl.clReleaseEvent.unwrap()(e) }, CL_SUCCESS);
 
         // Held back by a user event, then failed with it: nothing read.
-        let mut err = 0;
-        let gate = unsafe { cl.clCreateUserEvent.unwrap()(c, &mut err) };
-        assert_eq!(err, CL_SUCCESS);
+        let gate = cl.user_event(c);
         let mut untouched = vec![7u8; SIZE];
         let e = enqueue_read(cl, q, b, &mut untouched, &[gate]);
         unsafe { cl.clFlush.unwrap()(q) };

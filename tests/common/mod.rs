@@ -477,6 +477,33 @@ impl Cl {
         out
     }
 
+    /// A new user event of `c`, in CL_SUBMITTED.
+    pub fn user_event(&self, c: cl_context) -> cl_event {
+        let mut err = 1;
+        let u = unsafe { self.clCreateUserEvent.unwrap()(c, &mut err) };
+        assert_eq!(err, CL_SUCCESS, "{}: clCreateUserEvent", self.how);
+        assert_eq!(self.event_status(u), CL_SUBMITTED as cl_int);
+        u
+    }
+
+    /// An event's profiling times: queued, submit, start, end, complete.
+    pub fn profile(&self, e: cl_event) -> [u64; 5] {
+        [
+            CL_PROFILING_COMMAND_QUEUED,
+            CL_PROFILING_COMMAND_SUBMIT,
+            CL_PROFILING_COMMAND_START,
+            CL_PROFILING_COMMAND_END,
+            CL_PROFILING_COMMAND_COMPLETE,
+        ]
+        .map(|p| {
+            let b = query(|size, value, size_ret| unsafe {
+                self.clGetEventProfilingInfo.unwrap()(e, p, size, value, size_ret)
+            })
+            .unwrap();
+            u64_of(&b)
+        })
+    }
+
     pub fn event_status(&self, e: cl_event) -> cl_int {
         let b = query(|size, value, size_ret| unsafe {
             self.clGetEventInfo.unwrap()(
