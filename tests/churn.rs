@@ -87,6 +87,246 @@ const SRC: &str = "kernel void touch(global uint* b, read_only image2d_t im, sam
          b[i] += (uint)(read_imagef(im, s, (int2)(0, 0)).x * 255.0f) + 1u;\n\
      }\n";
 
+/// The command buffer entry points the replay test uses.
+struct CommandBufferApi {
+    create: unsafe extern "C" fn(
+        cl_uint,
+        *const cl_command_queue,
+        *const cl_command_buffer_properties_khr,
+        *mut cl_int,
+    ) -> cl_command_buffer_khr,
+    ndrange: unsafe extern "C" fn(
+        cl_command_buffer_khr,
+        cl_command_queue,
+        *const cl_command_properties_khr,
+        cl_kernel,
+        cl_uint,
+        *const usize,
+        *const usize,
+        *const usize,
+        cl_uint,
+        *const cl_sync_point_khr,
+        *mut cl_sync_point_khr,
+        *mut cl_mutable_command_khr,
+    ) -> cl_int,
+    copy: unsafe extern "C" fn(
+        cl_command_buffer_khr,
+        cl_command_queue,
+        *const cl_command_properties_khr,
+        cl_mem,
+        cl_mem,
+        usize,
+        usize,
+        usize,
+        cl_uint,
+        *const cl_sync_point_khr,
+        *mut cl_sync_point_khr,
+        *mut cl_mutable_command_khr,
+    ) -> cl_int,
+    finalize: unsafe extern "C" fn(cl_command_buffer_khr) -> cl_int,
+    enqueue: unsafe extern "C" fn(
+        cl_uint,
+        *mut cl_command_queue,
+        cl_command_buffer_khr,
+        cl_uint,
+        *const cl_event,
+        *mut cl_event,
+    ) -> cl_int,
+    update: unsafe extern "C" fn(
+        cl_command_buffer_khr,
+        cl_uint,
+        *const cl_command_buffer_update_type_khr,
+        *mut *const c_void,
+    ) -> cl_int,
+    release: unsafe extern "C" fn(cl_command_buffer_khr) -> cl_int,
+}
+
+/// A command buffer's device work is recorded into Vulkan once, at its
+/// first enqueue (one command pool more while the buffer lives), and later
+/// enqueues run that recording: no new Vulkan objects, the buffers'
+/// contents of the moment read, an update of a mutable dispatch recorded
+/// anew, and nothing left once the buffer is released.
+#[test]
+fn command_buffer_replays_reuse_one_vulkan_recording() {
+    use std::ptr::{null, null_mut};
+    let _one = CENSUS.lock().unwrap_or_else(|e| e.into_inner());
+    for cl in [loader(), direct()] {
+        // SAFETY: the entry points' types as the extension declares them.
+        let api = unsafe {
+            CommandBufferApi {
+                create: extension_fn(cl, "clCreateCommandBufferKHR"),
+                ndrange: extension_fn(cl, "clCommandNDRangeKernelKHR"),
+                copy: extension_fn(cl, "clCommandCopyBufferKHR"),
+                finalize: extension_fn(cl, "clFinalizeCommandBufferKHR"),
+                enqueue: extension_fn(cl, "clEnqueueCommandBufferKHR"),
+                update: extension_fn(cl, "clUpdateMutableCommandsKHR"),
+                release: extension_fn(cl, "clReleaseCommandBufferKHR"),
+            }
+        };
+        const N: usize = 64;
+        let mut s = Setup::new(cl);
+        let k = s.kernel(
+            "kernel void add(global uint *p, uint v) { p[get_global_id(0)] += v; }",
+            "add",
+            "",
+        );
+        let (p, out) = (s.zeroed(N * 4), s.zeroed(N * 4));
+        s.arg(k, 0, &p);
+        s.arg(k, 1, &5u32);
+        let pools = |at: &BTreeMap<String, i64>| at.get("vk_command_pools").copied().unwrap_or(0);
+        // The command pools once back at `want` (up to 10 s).
+        let released = |want: i64| {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                let now = pools(&census());
+                if now == want || Instant::now() > deadline {
+                    return now;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        };
+        let run = |b: cl_command_buffer_khr, times: usize| {
+            for _ in 0..times {
+                let r = unsafe { (api.enqueue)(0, null_mut(), b, 0, null(), null_mut()) };
+                assert_eq!(r, CL_SUCCESS, "{}: enqueue", cl.how);
+            }
+            assert_eq!(unsafe { cl.clFinish.unwrap()(s.q) }, CL_SUCCESS);
+        };
+        let mut err = CL_SUCCESS;
+        // A kernel, then a copy of what it wrote.
+        let b = unsafe { (api.create)(1, &s.q, null(), &mut err) };
+        assert_eq!(err, CL_SUCCESS, "{}: command buffer", cl.how);
+        let global = N;
+        let recorded = unsafe {
+            [
+                (api.ndrange)(
+                    b,
+                    null_mut(),
+                    null(),
+                    k,
+                    1,
+                    null(),
+                    &global,
+                    null(),
+                    0,
+                    null(),
+                    null_mut(),
+                    null_mut(),
+                ),
+                (api.copy)(
+                    b,
+                    null_mut(),
+                    null(),
+                    p,
+                    out,
+                    0,
+                    0,
+                    N * 4,
+                    0,
+                    null(),
+                    null_mut(),
+                    null_mut(),
+                ),
+                (api.finalize)(b),
+            ]
+        };
+        assert_eq!(recorded, [CL_SUCCESS; 3], "{}", cl.how);
+        let before = at_rest();
+        run(b, 1);
+        let first = at_rest();
+        assert_eq!(
+            pools(&first),
+            pools(&before) + 1,
+            "{}: one recording",
+            cl.how
+        );
+        run(b, 10);
+        assert_eq!(at_rest(), first, "{}: replays make nothing new", cl.how);
+        assert_eq!(s.words(out, N), vec![55; N], "{}", cl.how);
+        // The recording reads the buffers as they are when it runs.
+        cl.write(s.q, p, 0, &bytes_of(&[100u32; N]));
+        run(b, 1);
+        assert_eq!(s.words(out, N), vec![105; N], "{}: after a write", cl.how);
+        assert_eq!(unsafe { (api.release)(b) }, CL_SUCCESS);
+        assert_eq!(
+            released(pools(&before)),
+            pools(&before),
+            "{}: released",
+            cl.how
+        );
+
+        // A mutable dispatch: an update makes the next enqueue record anew.
+        let props = [
+            CL_COMMAND_BUFFER_FLAGS_KHR,
+            CL_COMMAND_BUFFER_MUTABLE_KHR,
+            0,
+        ];
+        let b = unsafe { (api.create)(1, &s.q, props.as_ptr(), &mut err) };
+        assert_eq!(err, CL_SUCCESS, "{}: mutable command buffer", cl.how);
+        let mut dispatch = null_mut();
+        let r = unsafe {
+            (api.ndrange)(
+                b,
+                null_mut(),
+                null(),
+                k,
+                1,
+                null(),
+                &global,
+                null(),
+                0,
+                null(),
+                null_mut(),
+                &mut dispatch,
+            )
+        };
+        assert_eq!(r, CL_SUCCESS, "{}: mutable dispatch", cl.how);
+        assert_eq!(unsafe { (api.finalize)(b) }, CL_SUCCESS);
+        cl.write(s.q, p, 0, &bytes_of(&[0u32; N]));
+        run(b, 2);
+        assert_eq!(s.words(p, N), vec![10; N], "{}: recorded argument", cl.how);
+        let seven = 7u32;
+        let arg = cl_mutable_dispatch_arg_khr {
+            arg_index: 1,
+            arg_size: 4,
+            arg_value: (&seven as *const u32).cast(),
+        };
+        let config = cl_mutable_dispatch_config_khr {
+            command: dispatch,
+            num_args: 1,
+            num_svm_args: 0,
+            num_exec_infos: 0,
+            work_dim: 0,
+            arg_list: &arg,
+            arg_svm_list: null(),
+            exec_info_list: null(),
+            global_work_offset: null(),
+            global_work_size: null(),
+            local_work_size: null(),
+        };
+        let kind = CL_STRUCTURE_TYPE_MUTABLE_DISPATCH_CONFIG_KHR;
+        let mut configs = [(&config as *const cl_mutable_dispatch_config_khr).cast::<c_void>()];
+        let r = unsafe { (api.update)(b, 1, &kind, configs.as_mut_ptr()) };
+        assert_eq!(r, CL_SUCCESS, "{}: update", cl.how);
+        run(b, 2);
+        assert_eq!(s.words(p, N), vec![24; N], "{}: updated argument", cl.how);
+        let updated = at_rest();
+        assert_eq!(
+            pools(&updated),
+            pools(&before) + 1,
+            "{}: one recording",
+            cl.how
+        );
+        assert_eq!(unsafe { (api.release)(b) }, CL_SUCCESS);
+        assert_eq!(
+            released(pools(&before)),
+            pools(&before),
+            "{}: released",
+            cl.how
+        );
+    }
+}
+
 /// The library the tests use, opened once for vkcl's own exports
 /// (`vkcl_census`, `vkcl_release_devices`).
 fn vkcl() -> &'static libloading::Library {

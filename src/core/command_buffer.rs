@@ -10,6 +10,11 @@
 //! recorded one and whose event the application gets; the queue batches
 //! them into one submission where their dependencies allow.
 //!
+//! Where every command is device work alone and the context has one
+//! device, the first enqueue records that work once into a Vulkan
+//! secondary command buffer (`Replay`) that later enqueues execute again
+//! from their batch, until an update of a mutable dispatch changes it.
+//!
 //! Sync points are the commands' numbers (from 1): in a buffer recorded
 //! for an out-of-order queue a command waits for the commands its
 //! sync-point list names and for the last barrier recorded before it; in
@@ -18,17 +23,22 @@
 //! after another (each waits for the previous one's final command), as
 //! their launches share memory.
 
+use std::any::Any;
 use std::sync::{Arc, Mutex};
 
+use ash::vk;
 use opencl_sys::*;
 
+use crate::core::census::{self, Kind};
 use crate::core::context::Context;
 use crate::core::error::{ClError, ClResult, err};
 use crate::core::event::Event;
 use crate::core::kernel::Kernel;
 use crate::core::launch::Launch;
+use crate::core::memory::Use;
 use crate::core::object::{ClObject, Handle};
-use crate::core::queue::{Ordering, Queue, Work};
+use crate::core::queue::{Ordering, Queue, Recorder, Work};
+use crate::vk::device::LogicalDevice;
 
 /// `CL_COMMAND_BUFFER_MUTABLE_DISPATCH_ASSERTS_KHR` (opencl-sys 0.6 has a
 /// wrong value for it).
@@ -61,6 +71,107 @@ struct State {
     dispatches: Vec<Arc<Handle<MutableDispatch>>>,
     /// The final command of the last enqueue, which the next one waits for.
     last: Option<Arc<Handle<Event>>>,
+    /// The commands' device work recorded into Vulkan by an earlier
+    /// enqueue, while it still holds.
+    replay: Option<Arc<Replay>>,
+}
+
+/// A command buffer's device work recorded once into a Vulkan secondary
+/// command buffer, and what that recording uses. Enqueues execute it from
+/// their batch's command buffer and hold it until they complete.
+struct Replay {
+    device: Arc<LogicalDevice>,
+    pool: vk::CommandPool,
+    cb: vk::CommandBuffer,
+    /// What the recorded commands use: launches, buffers, staging.
+    keep: Vec<Box<dyn Any + Send + Sync>>,
+    /// The memory objects the commands read and write.
+    uses: Vec<Use>,
+}
+
+impl Replay {
+    /// A secondary command buffer that may be pending in several batches
+    /// at once, in a pool of its own; the caller records into it.
+    fn begin(device: &Arc<LogicalDevice>) -> Result<Replay, vk::Result> {
+        let info = vk::CommandPoolCreateInfo::default().queue_family_index(device.queue_family);
+        // SAFETY: valid device and family.
+        let pool = unsafe { device.raw.create_command_pool(&info, None)? };
+        census::add(Kind::CommandPools, 1);
+        let mut replay = Replay {
+            device: device.clone(),
+            pool,
+            cb: vk::CommandBuffer::null(),
+            keep: Vec::new(),
+            uses: Vec::new(),
+        };
+        let info = vk::CommandBufferAllocateInfo::default()
+            .command_pool(pool)
+            .level(vk::CommandBufferLevel::SECONDARY)
+            .command_buffer_count(1);
+        // SAFETY: the pool is this replay's own.
+        let cb = unsafe { device.raw.allocate_command_buffers(&info)?[0] };
+        let inheritance = vk::CommandBufferInheritanceInfo::default();
+        let begin = vk::CommandBufferBeginInfo::default()
+            .flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE)
+            .inheritance_info(&inheritance);
+        // SAFETY: a fresh command buffer of this pool.
+        unsafe { device.raw.begin_command_buffer(cb, &begin)? };
+        replay.cb = cb;
+        Ok(replay)
+    }
+
+    /// Records `works` one after another, each seeing what the ones before
+    /// wrote, and ends the recording. A work that cannot be recorded
+    /// gives its error.
+    fn record(mut self, works: Vec<Work>) -> ClResult<Replay> {
+        let rec = Recorder {
+            device: &self.device.raw,
+            cb: self.cb,
+        };
+        for (i, w) in works.into_iter().enumerate() {
+            if i > 0 {
+                rec.full_barrier();
+            }
+            self.keep.extend(w.keep);
+            self.uses.extend(w.uses);
+            if let Some(record) = w.record {
+                record(&rec)?;
+            }
+        }
+        // SAFETY: recording state, begun in `begin`.
+        unsafe { self.device.raw.end_command_buffer(self.cb)? };
+        Ok(self)
+    }
+
+    /// Work that executes the recording.
+    fn work(self: &Arc<Self>) -> Work {
+        let cb = self.cb;
+        Work {
+            record: Some(Box::new(move |r| {
+                // SAFETY: a primary command buffer in the recording state;
+                // the secondary is executable and kept by this work, and
+                // was begun for simultaneous use.
+                unsafe { r.device.cmd_execute_commands(r.cb, &[cb]) };
+                Ok(())
+            })),
+            complete: None,
+            keep: vec![Box::new(self.clone())],
+            host_access: false,
+            uses: self.uses.clone(),
+        }
+    }
+}
+
+impl Drop for Replay {
+    fn drop(&mut self) {
+        census::remove(Kind::CommandPools, 1);
+        let Some(_driver) = self.device.destroyable() else {
+            return; // a hung device may still use it, or the process is exiting
+        };
+        // SAFETY: every enqueue that executes the recording holds it until
+        // its batch completed; the pool frees its command buffer.
+        unsafe { self.device.raw.destroy_command_pool(self.pool, None) };
+    }
 }
 
 /// The properties of a command buffer (`clCreateCommandBufferKHR`).
@@ -240,13 +351,16 @@ impl CommandBuffer {
             &dyn Fn(&Arc<Handle<MutableDispatch>>) -> bool,
         ) -> ClResult<Vec<(Arc<Handle<MutableDispatch>>, DispatchState)>>,
     ) -> ClResult<()> {
-        let st = self.lock();
+        let mut st = self.lock();
         if !st.finalized || !self.properties.mutable {
             return err(CL_INVALID_OPERATION);
         }
         let owns =
             |d: &Arc<Handle<MutableDispatch>>| st.dispatches.iter().any(|o| Arc::ptr_eq(o, d));
-        for (d, state) in stage(&owns)? {
+        let updated = stage(&owns)?;
+        // The recorded work is the dispatches' old work.
+        st.replay = None;
+        for (d, state) in updated {
             *d.state.lock().unwrap_or_else(|e| e.into_inner()) = state;
         }
         Ok(())
@@ -322,7 +436,17 @@ impl CommandBuffer {
         };
         // Commands that are device work alone run as one queue command in
         // the recorded order (an order every sync point and barrier
-        // allows), with a barrier between them as between queue commands.
+        // allows), with a barrier between them as between queue commands:
+        // the recording of an earlier enqueue where there is one for this
+        // device.
+        if let Some(replay) = st
+            .replay
+            .as_ref()
+            .filter(|r| Arc::ptr_eq(&r.device, &queue.vk))
+        {
+            let work = replay.work();
+            return self.enqueue_whole(&mut st, queue, start, work);
+        }
         let mut works = Vec::with_capacity(st.commands.len());
         for c in &st.commands {
             if let Some(plan) = &c.plan {
@@ -330,14 +454,31 @@ impl CommandBuffer {
             }
         }
         if works.iter().all(|w| w.complete.is_none() && !w.host_access) {
-            let whole = queue.enqueue(
-                CL_COMMAND_COMMAND_BUFFER_KHR,
-                start.into_iter().collect(),
-                Ordering::Normal,
-                in_sequence(works),
-            )?;
-            st.last = Some(whole.clone());
-            return Ok(whole);
+            let work = if self.context.devices.len() == 1 {
+                match Replay::begin(&queue.vk) {
+                    Ok(replay) => match replay.record(works) {
+                        Ok(replay) => {
+                            log::debug!(target: "vkcl::queue",
+                                "command buffer recorded into Vulkan ({} commands)", st.commands.len());
+                            let replay = Arc::new(replay);
+                            st.replay = Some(replay.clone());
+                            replay.work()
+                        }
+                        // The command cannot run: it completes with the
+                        // error, as a queue command whose recording fails.
+                        Err(e) => Work {
+                            record: Some(Box::new(move |_| Err(e))),
+                            ..Work::none()
+                        },
+                    },
+                    Err(_) => in_sequence(works),
+                }
+            } else {
+                // In contexts of several devices the memory a command uses
+                // may move between enqueues: its work is made afresh.
+                in_sequence(works)
+            };
+            return self.enqueue_whole(&mut st, queue, start, work);
         }
         // Host steps (printf output) run after their command's batch: each
         // command is a queue command of its own.
@@ -373,6 +514,27 @@ impl CommandBuffer {
             all,
             Ordering::Normal,
             Work::none(),
+        )?;
+        st.last = Some(whole.clone());
+        Ok(whole)
+    }
+}
+
+impl CommandBuffer {
+    /// Enqueues the device work of every command as one queue command,
+    /// after `start`, and keeps its event for the next enqueue.
+    fn enqueue_whole(
+        &self,
+        st: &mut State,
+        queue: &Arc<Handle<Queue>>,
+        start: Option<Arc<Handle<Event>>>,
+        work: Work,
+    ) -> ClResult<Arc<Handle<Event>>> {
+        let whole = queue.enqueue(
+            CL_COMMAND_COMMAND_BUFFER_KHR,
+            start.into_iter().collect(),
+            Ordering::Normal,
+            work,
         )?;
         st.last = Some(whole.clone());
         Ok(whole)
