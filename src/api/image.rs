@@ -86,49 +86,7 @@ fn create_image(
             _ => image_buffer(&c, props, given_flags, format, elem, d, host_ptr),
         };
     }
-    let arrayed = matches!(
-        ty,
-        CL_MEM_OBJECT_IMAGE1D_ARRAY | CL_MEM_OBJECT_IMAGE2D_ARRAY
-    );
-    let has_height = matches!(
-        ty,
-        CL_MEM_OBJECT_IMAGE2D | CL_MEM_OBJECT_IMAGE2D_ARRAY | CL_MEM_OBJECT_IMAGE3D
-    );
-    let has_depth = ty == CL_MEM_OBJECT_IMAGE3D;
-    if d.image_width == 0
-        || (has_height && d.image_height == 0)
-        || (has_depth && d.image_depth == 0)
-        || (arrayed && d.image_array_size == 0)
-    {
-        return err(CL_INVALID_IMAGE_DESCRIPTOR);
-    }
-    let mut desc = ImageDesc {
-        image_type: ty,
-        width: d.image_width,
-        height: if has_height { d.image_height } else { 0 },
-        depth: if has_depth { d.image_depth } else { 0 },
-        array_size: if arrayed { d.image_array_size } else { 0 },
-        row_pitch: 0,
-        slice_pitch: 0,
-    };
-    for dev in &c.devices {
-        let l = dev.image_limits();
-        let [w, h, z] = desc.dims();
-        let fits = match ty {
-            CL_MEM_OBJECT_IMAGE1D => w <= l.width_1d,
-            CL_MEM_OBJECT_IMAGE1D_ARRAY => w <= l.width_1d && h <= l.layers,
-            CL_MEM_OBJECT_IMAGE2D => w <= l.side_2d && h <= l.side_2d,
-            CL_MEM_OBJECT_IMAGE2D_ARRAY => w <= l.side_2d && h <= l.side_2d && z <= l.layers,
-            _ => w <= l.side_3d && h <= l.side_3d && z <= l.side_3d,
-        };
-        let bytes = (w as u64)
-            .saturating_mul(h as u64)
-            .saturating_mul(z as u64)
-            .saturating_mul(elem as u64);
-        if !fits || bytes > dev.max_mem_alloc_size() {
-            return err(CL_INVALID_IMAGE_SIZE);
-        }
-    }
+    let mut desc = sized(&c, d, elem)?;
     let wants_ptr = flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR) != 0;
     if wants_ptr == host_ptr.is_null() {
         return err(CL_INVALID_HOST_PTR);
@@ -190,6 +148,58 @@ fn create_image(
     Ok(Handle::into_api(Image::new(
         c, flags, format, entry, desc, host, props,
     )?))
+}
+
+/// The size of an image of type `d.image_type` (not made from another
+/// memory object) that `d` describes, its pitches left 0: every size it
+/// has is non-zero (CL_INVALID_IMAGE_DESCRIPTOR) and within every device's
+/// limits (CL_INVALID_IMAGE_SIZE).
+fn sized(c: &Context, d: &cl_image_desc, elem: usize) -> ClResult<ImageDesc> {
+    let ty = d.image_type;
+    let arrayed = matches!(
+        ty,
+        CL_MEM_OBJECT_IMAGE1D_ARRAY | CL_MEM_OBJECT_IMAGE2D_ARRAY
+    );
+    let has_height = matches!(
+        ty,
+        CL_MEM_OBJECT_IMAGE2D | CL_MEM_OBJECT_IMAGE2D_ARRAY | CL_MEM_OBJECT_IMAGE3D
+    );
+    let has_depth = ty == CL_MEM_OBJECT_IMAGE3D;
+    if d.image_width == 0
+        || (has_height && d.image_height == 0)
+        || (has_depth && d.image_depth == 0)
+        || (arrayed && d.image_array_size == 0)
+    {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    let desc = ImageDesc {
+        image_type: ty,
+        width: d.image_width,
+        height: if has_height { d.image_height } else { 0 },
+        depth: if has_depth { d.image_depth } else { 0 },
+        array_size: if arrayed { d.image_array_size } else { 0 },
+        row_pitch: 0,
+        slice_pitch: 0,
+    };
+    for dev in &c.devices {
+        let l = dev.image_limits();
+        let [w, h, z] = desc.dims();
+        let fits = match ty {
+            CL_MEM_OBJECT_IMAGE1D => w <= l.width_1d,
+            CL_MEM_OBJECT_IMAGE1D_ARRAY => w <= l.width_1d && h <= l.layers,
+            CL_MEM_OBJECT_IMAGE2D => w <= l.side_2d && h <= l.side_2d,
+            CL_MEM_OBJECT_IMAGE2D_ARRAY => w <= l.side_2d && h <= l.side_2d && z <= l.layers,
+            _ => w <= l.side_3d && h <= l.side_3d && z <= l.side_3d,
+        };
+        let bytes = (w as u64)
+            .saturating_mul(h as u64)
+            .saturating_mul(z as u64)
+            .saturating_mul(elem as u64);
+        if !fits || bytes > dev.max_mem_alloc_size() {
+            return err(CL_INVALID_IMAGE_SIZE);
+        }
+    }
+    Ok(desc)
 }
 
 /// The table entry of `format` where every device offers it among
@@ -385,9 +395,19 @@ fn imported_image(
     if !host_ptr.is_null() || flags & HOST_PTR_FLAGS != 0 {
         return err(CL_INVALID_VALUE);
     }
+    if !d.buffer.is_null() {
+        log::warn!(target: "vkcl::api", "an image on imported memory is made from no memory object");
+        return err(CL_INVALID_OPERATION);
+    }
+    if matches!(
+        d.image_type,
+        CL_MEM_OBJECT_IMAGE1D_ARRAY | CL_MEM_OBJECT_IMAGE2D_ARRAY | CL_MEM_OBJECT_IMAGE3D
+    ) {
+        return imported_slices(c, props, flags, format, elem, d, fd);
+    }
     let one_row = d.image_type == CL_MEM_OBJECT_IMAGE1D;
-    if !(one_row || d.image_type == CL_MEM_OBJECT_IMAGE2D) || !d.buffer.is_null() {
-        log::warn!(target: "vkcl::api", "only 1D and 2D images are imported from external memory");
+    if !(one_row || d.image_type == CL_MEM_OBJECT_IMAGE2D) {
+        log::warn!(target: "vkcl::api", "1D image buffers are not imported from external memory");
         return err(CL_INVALID_OPERATION);
     }
     let row = d.image_width.saturating_mul(elem);
@@ -455,6 +475,61 @@ fn imported_image(
     };
     let shape = (CL_MEM_OBJECT_IMAGE1D, d.image_width, 0, pitch);
     rows_image(memory, props, flags, format, entry, shape)
+}
+
+/// For [`imported_image`]: a 1D or 2D image array or a 3D image on
+/// imported memory, as Vulkan lays out a linear image of that shape: rows
+/// `image_row_pitch` bytes apart from the first byte, in slices (layers)
+/// `image_slice_pitch` bytes apart, a whole number of rows (each pitch
+/// the packed one where 0). The memory is imported as a buffer no
+/// application sees, which the image's rows are in.
+fn imported_slices(
+    c: &Arc<Handle<Context>>,
+    props: Vec<cl_mem_properties>,
+    flags: cl_mem_flags,
+    format: cl_image_format,
+    elem: usize,
+    d: &cl_image_desc,
+    fd: i32,
+) -> ClResult<cl_mem> {
+    let mut desc = sized(c, d, elem)?;
+    let [_, h, z] = desc.dims();
+    let row = desc.width * elem;
+    let row_pitch = if d.image_row_pitch == 0 {
+        row
+    } else {
+        d.image_row_pitch
+    };
+    // The rows of one slice, and how many slices (layers).
+    let (rows, slices) = if desc.rows_are_slices() {
+        (1, h)
+    } else {
+        (h, z)
+    };
+    let slice_min = row_pitch.saturating_mul(rows);
+    let slice_pitch = if d.image_slice_pitch == 0 {
+        slice_min
+    } else {
+        d.image_slice_pitch
+    };
+    if row_pitch < row
+        || row_pitch % elem != 0
+        || slice_pitch < slice_min
+        || slice_pitch % row_pitch != 0
+    {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    let size = slice_pitch
+        .checked_mul(slices)
+        .ok_or(ClError(CL_INVALID_IMAGE_SIZE))?;
+    let entry = offered(&c.devices, &format, |d| d.image_formats(flags))
+        .filter(|e| format::order_allowed(e.order, desc.image_type))
+        .ok_or(ClError(CL_IMAGE_FORMAT_NOT_SUPPORTED))?;
+    (desc.row_pitch, desc.slice_pitch) = (row_pitch, slice_pitch);
+    let memory = Buffer::import(c.clone(), flags, size, fd, props.clone())?;
+    Ok(Handle::into_api(Image::new_rows(
+        memory, flags, format, entry, desc, props,
+    )?))
 }
 
 /// For [`imported_image`], when no memory type a buffer may use took the

@@ -177,8 +177,10 @@ pub enum Backing {
         buffer: Arc<Handle<Buffer>>,
         views: Arc<TexelViews>,
     },
-    /// The rows of a buffer, `pitch` bytes apart (2D images from
-    /// buffers). Kernels reach them through `shadow`, a Vulkan image that
+    /// The rows of a buffer, `pitch` bytes apart, in slices
+    /// `slice_pitch` bytes apart (0: one slice) (2D images from buffers,
+    /// images on imported memory; the rows of a 1D image array are its
+    /// layers). Kernels reach them through `shadow`, a Vulkan image that
     /// each kernel using the image fills from the buffer first and, when
     /// it may write the image, copies back after: Vulkan cannot view a
     /// buffer as a tiled image. Transfers use the buffer directly.
@@ -186,6 +188,7 @@ pub enum Backing {
         buffer: Arc<Handle<Buffer>>,
         shadow: Arc<DeviceImage>,
         pitch: usize,
+        slice_pitch: usize,
     },
 }
 
@@ -293,14 +296,16 @@ pub enum KernelView {
 #[derive(Clone, Copy)]
 pub enum Place {
     Image(vk::Image, vk::BufferImageCopy),
-    /// `rows` rows of `row` bytes in a buffer, from byte `at`, `pitch`
-    /// bytes apart.
+    /// `slices` slices `slice_pitch` bytes apart of `rows` rows of `row`
+    /// bytes in a buffer, from byte `at`, `pitch` bytes apart.
     Bytes {
         buffer: vk::Buffer,
         at: u64,
         row: u64,
         pitch: u64,
         rows: u64,
+        slice_pitch: u64,
+        slices: u64,
     },
 }
 
@@ -332,24 +337,36 @@ impl Place {
     }
 
     /// The copies between packed bytes at `offset` and the rows of a
-    /// `Bytes` place (into the place if `inward`): one where the rows are
-    /// packed too, else one per row.
+    /// `Bytes` place (into the place if `inward`): one where the rows (and
+    /// slices) are packed too, else one per row (or slice).
     fn row_copies(self, offset: u64, inward: bool) -> Vec<vk::BufferCopy> {
         let Place::Bytes {
             at,
             row,
             pitch,
             rows,
+            slice_pitch,
+            slices,
             ..
         } = self
         else {
             return Vec::new();
         };
-        let runs = if pitch == row {
-            vec![(offset, at, row * rows)]
+        let slice = row * rows;
+        let runs = if pitch == row && (slices == 1 || slice_pitch == slice) {
+            vec![(offset, at, slice * slices)]
+        } else if pitch == row {
+            (0..slices)
+                .map(|z| (offset + z * slice, at + z * slice_pitch, slice))
+                .collect()
         } else {
-            (0..rows)
-                .map(|i| (offset + i * row, at + i * pitch, row))
+            (0..slices)
+                .flat_map(|z| {
+                    (0..rows).map(move |y| {
+                        let packed = offset + z * slice + y * row;
+                        (packed, at + z * slice_pitch + y * pitch, row)
+                    })
+                })
                 .collect()
         };
         runs.into_iter()
@@ -483,8 +500,11 @@ impl Image {
         Ok(Handle::new(image))
     }
 
-    /// A 2D image whose rows are `desc.row_pitch` bytes apart in
-    /// `buffer`, which the caller checked holds them.
+    /// An image whose rows are `desc.row_pitch` bytes apart in `buffer`,
+    /// in slices (the layers of arrays, the slices of a 3D image)
+    /// `desc.slice_pitch` bytes apart, which the caller checked holds
+    /// them; the layers of a 1D image array are rows `desc.slice_pitch`
+    /// bytes apart.
     pub fn new_rows(
         buffer: Arc<Handle<Buffer>>,
         flags: cl_mem_flags,
@@ -504,7 +524,15 @@ impl Image {
             Backing::Rows {
                 buffer,
                 shadow: Arc::new(shadow),
-                pitch: desc.row_pitch,
+                pitch: if desc.rows_are_slices() {
+                    desc.slice_pitch
+                } else {
+                    desc.row_pitch
+                },
+                slice_pitch: match desc.image_type {
+                    CL_MEM_OBJECT_IMAGE2D_ARRAY | CL_MEM_OBJECT_IMAGE3D => desc.slice_pitch,
+                    _ => 0,
+                },
             },
             properties,
         );
@@ -585,10 +613,16 @@ impl Image {
                 let alias = DeviceImage::alias(image, views, sampled).map_err(ClError::from)?;
                 Backing::Image(Arc::new(alias))
             }
-            Backing::Rows { buffer, pitch, .. } => Backing::Rows {
+            Backing::Rows {
+                buffer,
+                pitch,
+                slice_pitch,
+                ..
+            } => Backing::Rows {
                 buffer: buffer.clone(),
                 shadow: Arc::new(device_image(device, &entry, &desc)?),
                 pitch: *pitch,
+                slice_pitch: *slice_pitch,
             },
             Backing::Texels { .. } => return err(CL_INVALID_IMAGE_DESCRIPTOR),
         };
@@ -609,12 +643,16 @@ impl Image {
             buffer,
             shadow,
             pitch,
+            slice_pitch,
         } = self.backing_on(queue)?
         else {
             return Ok(None);
         };
         let mut copy = self.buffer_copy(buffer.offset as u64, [0; 3], self.desc.dims());
         copy.buffer_row_length = (pitch / self.element_size) as u32;
+        // Slices and layers a whole number of rows apart (checked at
+        // creation).
+        copy.buffer_image_height = (slice_pitch / pitch) as u32;
         Ok(Some((buffer.storage_for(queue)?.raw, shadow.raw, copy)))
     }
 
@@ -717,10 +755,19 @@ impl Image {
                     views: Arc::new(views),
                 }
             }
-            (Backing::Rows { buffer, pitch, .. }, _) => Backing::Rows {
+            (
+                Backing::Rows {
+                    buffer,
+                    pitch,
+                    slice_pitch,
+                    ..
+                },
+                _,
+            ) => Backing::Rows {
                 buffer: buffer.clone(),
                 shadow: Arc::new(device_image(device, &self.entry, &self.desc)?),
                 pitch: *pitch,
+                slice_pitch: *slice_pitch,
             },
         };
         elsewhere.push(made.clone());
@@ -800,13 +847,25 @@ impl Image {
                 row: self.packed_size(region) as u64,
                 pitch: 0,
                 rows: 1,
+                slice_pitch: 0,
+                slices: 1,
             },
-            Backing::Rows { buffer, pitch, .. } => Place::Bytes {
+            Backing::Rows {
+                buffer,
+                pitch,
+                slice_pitch,
+                ..
+            } => Place::Bytes {
                 buffer: bytes,
-                at: (buffer.offset + origin[1] * pitch + origin[0] * self.element_size) as u64,
+                at: (buffer.offset
+                    + origin[2] * slice_pitch
+                    + origin[1] * pitch
+                    + origin[0] * self.element_size) as u64,
                 row: (region[0] * self.element_size) as u64,
                 pitch: *pitch as u64,
                 rows: region[1] as u64,
+                slice_pitch: *slice_pitch as u64,
+                slices: region[2] as u64,
             },
         }
     }

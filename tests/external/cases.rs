@@ -13,6 +13,7 @@ both_ways!(
     offered_and_queried,
     imported_buffer_runs_kernels,
     imported_image_runs_kernels,
+    imported_image_arrays_and_3d_images,
     imported_vulkan_images_run_kernels,
     errors,
     semaphores_shared_with_vulkan,
@@ -385,6 +386,163 @@ fn imported_image_runs_kernels(cl: &Cl) {
     );
     assert!(s.words(out, 50).iter().all(|&v| v == 10), "{}", cl.how);
     unsafe { cl.clReleaseMemObject.unwrap()(row) };
+}
+
+/// Memory Vulkan exported holds a 1D image array, a 2D image array or a 3D
+/// image for OpenCL, as Vulkan lays out such a linear image: rows a pitch
+/// apart in slices (layers) a pitch apart, with gaps between rows and
+/// between slices. Writes of a region land where that layout puts them
+/// (Vulkan reads them, the gaps untouched), reads of a region and kernels
+/// see the texels, and what a kernel writes reaches Vulkan.
+fn imported_image_arrays_and_3d_images(cl: &Cl) {
+    if !has(cl, "cl_khr_external_memory_opaque_fd") {
+        eprintln!("skipped: no cl_khr_external_memory_opaque_fd");
+        return;
+    }
+    let mut vk = vulkan_side(cl, false);
+    let mut s = Setup::new(cl);
+    // SAFETY (both): the entry points have this signature.
+    let acquire: MemObjectsOp =
+        unsafe { extension_fn(cl, "clEnqueueAcquireExternalMemObjectsKHR") };
+    let release: MemObjectsOp =
+        unsafe { extension_fn(cl, "clEnqueueReleaseExternalMemObjectsKHR") };
+    let format = cl_image_format {
+        image_channel_order: CL_R,
+        image_channel_data_type: CL_UNSIGNED_INT32,
+    };
+    // Rows of 12 texels 16 apart; slices of 5 rows, 7 rows apart.
+    let (w, pitch) = (12usize, 16usize);
+    for (ty, h, n, kind, coord) in [
+        (CL_MEM_OBJECT_IMAGE3D, 5, 4, "image3d_t", "(int4)(x, y, z, 0)"),
+        (CL_MEM_OBJECT_IMAGE2D_ARRAY, 5, 4, "image2d_array_t", "(int4)(x, y, z, 0)"),
+        (CL_MEM_OBJECT_IMAGE1D_ARRAY, 1, 6, "image1d_array_t", "(int2)(x, z)"),
+    ] {
+        let slice = if h == 1 { 2 * pitch } else { 7 * pitch };
+        let shared = vk.shared_buffer((4 * slice * n) as u64).unwrap();
+        vk.fill(&shared, 7, None).unwrap();
+        let props = [
+            CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR as cl_mem_properties,
+            shared.fd as cl_mem_properties,
+            0,
+        ];
+        let mut desc = image_desc(ty, w, if h == 1 { 0 } else { h }, 0, 0);
+        if ty == CL_MEM_OBJECT_IMAGE3D {
+            desc.image_depth = n;
+        } else {
+            desc.image_array_size = n;
+        }
+        desc.image_row_pitch = 4 * pitch;
+        desc.image_slice_pitch = 4 * slice;
+        let image = create_image(cl, s.c, props.as_ptr(), CL_MEM_READ_WRITE, &format, &desc)
+            .unwrap_or_else(|e| panic!("{}: {kind} ({e})", cl.how));
+        let none = std::ptr::null();
+        assert_eq!(
+            unsafe { acquire(s.q, 1, &image, 0, none, std::ptr::null_mut()) },
+            CL_SUCCESS
+        );
+        // The texel at x, y, z (z: the slice or layer).
+        let at = |x: usize, y: usize, z: usize| z * slice + y * pitch + x;
+        let value = |x: usize, y: usize, z: usize| (1000 * z + 100 * y + x) as u32;
+        // Write the region x 2..10, y 1..h, z 1..n.
+        let (origin, region) = if h == 1 {
+            ([2, 1, 0], [8, n - 1, 1])
+        } else {
+            ([2, 1, 1], [8, h - 1, n - 1])
+        };
+        let (o, r) = (origin, region);
+        let mut texels = Vec::new();
+        let (zs, ys) = if h == 1 {
+            (o[1]..o[1] + r[1], 0..1)
+        } else {
+            (o[2]..o[2] + r[2], o[1]..o[1] + r[1])
+        };
+        for z in zs.clone() {
+            for y in ys.clone() {
+                for x in o[0]..o[0] + r[0] {
+                    texels.push(value(x, y, z));
+                }
+            }
+        }
+        let written = unsafe {
+            cl.clEnqueueWriteImage.unwrap()(
+                s.q,
+                image,
+                CL_TRUE,
+                origin.as_ptr(),
+                region.as_ptr(),
+                0,
+                0,
+                texels.as_ptr().cast(),
+                0,
+                none,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(written, CL_SUCCESS, "{}: {kind}", cl.how);
+        let mut back = vec![0u32; texels.len()];
+        let read = unsafe {
+            cl.clEnqueueReadImage.unwrap()(
+                s.q,
+                image,
+                CL_TRUE,
+                origin.as_ptr(),
+                region.as_ptr(),
+                0,
+                0,
+                back.as_mut_ptr().cast(),
+                0,
+                none,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(read, CL_SUCCESS, "{}: {kind}", cl.how);
+        assert_eq!(back, texels, "{}: {kind} read back", cl.how);
+        // A kernel adds 5 to every texel of the image, in place through
+        // a copy: first into a buffer, then back.
+        let source = format!(
+            "kernel void f(read_only {kind} in, global uint *out) {{
+                int x = get_global_id(0), y = get_global_id(1), z = get_global_id(2);
+                size_t i = (z * get_global_size(1) + y) * get_global_size(0) + x;
+                out[i] = read_imageui(in, {coord}).x + 5u;
+            }}
+            kernel void g(global const uint *in, write_only {kind} out) {{
+                int x = get_global_id(0), y = get_global_id(1), z = get_global_id(2);
+                size_t i = (z * get_global_size(1) + y) * get_global_size(0) + x;
+                write_imageui(out, {coord}, (uint4)(in[i], 0, 0, 0));
+            }}"
+        );
+        let k = s.kernel(&source, "f", "");
+        let g = s.kernel(&source, "g", "");
+        let out = s.zeroed(4 * w * h * n);
+        s.arg(k, 0, &image);
+        s.arg(k, 1, &out);
+        s.run(k, &[w, h, n], None, None);
+        s.arg(g, 0, &out);
+        s.arg(g, 1, &image);
+        s.run(g, &[w, h, n], None, None);
+        assert_eq!(
+            unsafe { release(s.q, 1, &image, 0, none, std::ptr::null_mut()) },
+            CL_SUCCESS
+        );
+        assert_eq!(unsafe { cl.clFinish.unwrap()(s.q) }, CL_SUCCESS);
+        let words = vk.read(&shared, None).unwrap();
+        for z in 0..n {
+            for y in 0..slice / pitch {
+                for x in 0..pitch {
+                    let inside = x < w && y < h;
+                    let was_written =
+                        zs.contains(&z) && ys.contains(&y) && (o[0]..o[0] + r[0]).contains(&x);
+                    let want = match (inside, was_written) {
+                        (false, _) => 7,
+                        (true, true) => value(x, y, z) + 5,
+                        (true, false) => 7 + 5,
+                    };
+                    assert_eq!(words[at(x, y, z)], want, "{}: {kind} {x},{y},{z}", cl.how);
+                }
+            }
+        }
+        unsafe { cl.clReleaseMemObject.unwrap()(image) };
+    }
 }
 
 /// Memory a Vulkan program made for a linear image, of each memory type
