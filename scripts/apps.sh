@@ -5,7 +5,7 @@
 # Exits non-zero on any failure or crash.
 #
 #   scripts/apps.sh [--quick] [APP ...]      APP: pyopencl hashcat opencv ffmpeg clblast clfft silx
-#                                            pyfai gpyfft reikna
+#                                            pyfai gpyfft reikna gegl
 #
 # pyopencl  PyOpenCL's own test suite, at the version the distribution
 #           packages (the tests come from that release's source archive
@@ -59,11 +59,21 @@
 #           cancelling complex product and fails at random on PoCL too
 #           (and, on devices with less than 33,792 bytes of local memory,
 #           the complex double matrix product, whose blocks need that).
+# gegl      GEGL (the image processing library under GIMP) through its
+#           command-line tool: 20 operations that have OpenCL kernels
+#           (blurs, bilateral and noise-reduction filters, oilify,
+#           pixelize, colour operations, contrast stretching with its
+#           reductions), each applied to a generated image on the OpenCL
+#           device and compared with the same operation's OpenCL kernels
+#           on the distribution's PoCL (within 1e-5; GEGL's own CPU code
+#           differs from its kernels by design). GEGL uses OpenCL only
+#           with one thread (GEGL_THREADS=1); a run where vkcl built no
+#           kernel of the operation counts as a failure.
 #
 # --quick runs the part CI runs: a few PyOpenCL test files, one hash mode,
 # OpenCV, a few FFmpeg filters, a few CLBlast routines, a few clFFT
-# transforms, two silx test files and one file (or folder) each of pyFAI,
-# gpyfft and reikna. Every run is bounded in time (VKCL_APP_TIMEOUT
+# transforms, two silx test files, one file (or folder) each of pyFAI,
+# gpyfft and reikna, and two GEGL operations. Every run is bounded in time (VKCL_APP_TIMEOUT
 # seconds per step, default 1800). Set OCL_ICD_VENDORS to run the same
 # applications against another OpenCL implementation.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -73,11 +83,11 @@ apps=()
 for a in "$@"; do
     case "$a" in
         --quick) quick=1 ;;
-        pyopencl | hashcat | opencv | ffmpeg | clblast | clfft | silx | pyfai | gpyfft | reikna) apps+=("$a") ;;
-        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg, clblast, clfft, silx, pyfai, gpyfft, reikna)" >&2; exit 2 ;;
+        pyopencl | hashcat | opencv | ffmpeg | clblast | clfft | silx | pyfai | gpyfft | reikna | gegl) apps+=("$a") ;;
+        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg, clblast, clfft, silx, pyfai, gpyfft, reikna, gegl)" >&2; exit 2 ;;
     esac
 done
-[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg clblast clfft silx pyfai gpyfft reikna)
+[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg clblast clfft silx pyfai gpyfft reikna gegl)
 limit="${VKCL_APP_TIMEOUT:-1800}"
 # The distribution's Python, which has its packages.
 py=/usr/bin/python3
@@ -85,7 +95,7 @@ py=/usr/bin/python3
 setup_runtime
 apt_install python3 python3-numpy python3-pyopencl python3-pytest python3-mako \
     hashcat python3-opencv ffmpeg pocl-opencl-icd clblast-tests clfft-client python3-silx \
-    python3-pyfai python3-gpyfft python3-pip
+    python3-pyfai python3-gpyfft python3-pip gegl
 if [ -z "${OCL_ICD_VENDORS:-}" ]; then
     log "cargo build --release --lib"
     cargo build --release --lib
@@ -388,6 +398,64 @@ run_reikna() {
         pytest_args+=("--deselect=test/test_linalg/test_matrixmul.py::test_dtypes[cc-ocl,0,0,dp]")
     fi
     PYTHONPATH="$site" pytest_files reikna "$dir/test" "${files[@]}"
+}
+
+# GEGL's command-line tool, one thread (GEGL runs OpenCL kernels only
+# then): DEVICE_TYPE (cpu, gpu: GEGL_USE_OPENCL), OUTPUT, then the
+# operations.
+gegl_run() {
+    local kind="$1" out="$2"
+    shift 2
+    GEGL_THREADS=1 GEGL_USE_OPENCL="$kind" timeout "$limit" gegl -o "$out" -- "$@" >&2
+}
+
+run_gegl() {
+    local pocl="$scratch/pocl"
+    mkdir -p "$pocl"
+    cp /etc/OpenCL/vendors/pocl.icd "$pocl/" || return 1
+    local ops=(box-blur bilateral-filter brightness-contrast color-temperature mono-mixer
+        motion-blur-linear noise-reduction oilify pixelize snn-mean threshold value-invert
+        vignette levels alien-map posterize noise-hsv stretch-contrast invert-linear
+        red-eye-removal)
+    [ "$quick" -eq 1 ] && ops=(bilateral-filter stretch-contrast)
+    # GEGL asks for OpenCL devices of one type.
+    local kind
+    kind="$("$py" -c 'import pyopencl as cl
+d = cl.get_platforms()[0].get_devices()[0]
+print("cpu" if d.type & cl.device_type.CPU else "gpu")')" || return 1
+    local input="$scratch/gegl-in.png"
+    gegl_run no "$input" gegl:plasma seed=7 width=320 height=240 \
+        gegl:crop width=320 height=240 2>"$scratch/gegl-in.log" || return 1
+    local passed=0 failed=0 skipped=0 notes=() op got want log rc
+    for op in "${ops[@]}"; do
+        log "gegl: $op"
+        got="$scratch/gegl-$op.npy" want="$scratch/gegl-$op.pocl.npy" log="$scratch/gegl-$op.log"
+        rc=0
+        VKCL_LOG="vkcl::compiler=debug,vkcl::cache=debug" \
+            gegl_run "$kind" "$got" gegl:load path="$input" "gegl:$op" 2>"$log" || rc=$?
+        if [ "$rc" -ne 0 ]; then
+            failed=$((failed + 1)); notes+=("$op: exit $rc")
+            grep -v '^\[' "$log" | head -n 5 | sed 's/^/    /'
+            continue
+        fi
+        # With vkcl, the operation's own kernels (not only the pixel
+        # format conversions GEGL builds first) must have been built.
+        if grep -q 'vkcl::' "$log" &&
+            ! grep -E 'rewritten in|rewrite from' "$log" | grep -vq '_to_'; then
+            failed=$((failed + 1)); notes+=("$op: no OpenCL kernel ran")
+            continue
+        fi
+        if ! OCL_ICD_VENDORS="$pocl" gegl_run cpu "$want" gegl:load path="$input" "gegl:$op" \
+            2>"$scratch/gegl-$op.pocl.log"; then
+            skipped=$((skipped + 1)); notes+=("$op: PoCL failed")
+        elif "$py" "$VKCL_ROOT/scripts/apps/gegl_compare.py" "$got" "$want" 1e-5 \
+            >"$scratch/gegl-$op.cmp"; then
+            passed=$((passed + 1))
+        else
+            failed=$((failed + 1)); notes+=("$op: $(cat "$scratch/gegl-$op.cmp")")
+        fi
+    done
+    report gegl "$passed" "$failed" "$skipped" "$(IFS=';'; echo "${notes[*]}")"
 }
 
 for a in "${apps[@]}"; do
