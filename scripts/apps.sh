@@ -60,10 +60,10 @@
 #           (and, on devices with less than 33,792 bytes of local memory,
 #           the complex double matrix product, whose blocks need that).
 # gegl      GEGL (the image processing library under GIMP) through its
-#           command-line tool: 20 operations that have OpenCL kernels
+#           command-line tool: 21 operations that have OpenCL kernels
 #           (blurs, bilateral and noise-reduction filters, oilify,
 #           pixelize, colour operations, contrast stretching with its
-#           reductions), each applied to a generated image on the OpenCL
+#           reductions, compositing), each applied to a generated image on the OpenCL
 #           device and compared with the same operation's OpenCL kernels
 #           on the distribution's PoCL (within 1e-5; GEGL's own CPU code
 #           differs from its kernels by design). GEGL uses OpenCL only
@@ -413,10 +413,12 @@ run_gegl() {
     local pocl="$scratch/pocl"
     mkdir -p "$pocl"
     cp /etc/OpenCL/vendors/pocl.icd "$pocl/" || return 1
+    # Each: an operation and its arguments (@IN@: the input image).
     local ops=(box-blur bilateral-filter brightness-contrast color-temperature mono-mixer
         motion-blur-linear noise-reduction oilify pixelize snn-mean threshold value-invert
         vignette levels alien-map posterize noise-hsv stretch-contrast invert-linear
-        red-eye-removal)
+        red-eye-removal
+        "over aux=[ gegl:load path=@IN@ gegl:value-invert gegl:opacity value=0.6 ]")
     [ "$quick" -eq 1 ] && ops=(bilateral-filter stretch-contrast)
     # GEGL asks for OpenCL devices of one type.
     local kind
@@ -426,13 +428,16 @@ print("cpu" if d.type & cl.device_type.CPU else "gpu")')" || return 1
     local input="$scratch/gegl-in.png"
     gegl_run no "$input" gegl:plasma seed=7 width=320 height=240 \
         gegl:crop width=320 height=240 2>"$scratch/gegl-in.log" || return 1
-    local passed=0 failed=0 skipped=0 notes=() op got want log rc
-    for op in "${ops[@]}"; do
+    local passed=0 failed=0 skipped=0 notes=() entry op args got want log rc
+    for entry in "${ops[@]}"; do
+        read -r -a args <<<"${entry//@IN@/$input}"
+        op="${args[0]}"
+        args[0]="gegl:$op"
         log "gegl: $op"
         got="$scratch/gegl-$op.npy" want="$scratch/gegl-$op.pocl.npy" log="$scratch/gegl-$op.log"
         rc=0
         VKCL_LOG="vkcl::compiler=debug,vkcl::cache=debug" \
-            gegl_run "$kind" "$got" gegl:load path="$input" "gegl:$op" 2>"$log" || rc=$?
+            gegl_run "$kind" "$got" gegl:load path="$input" "${args[@]}" 2>"$log" || rc=$?
         if [ "$rc" -ne 0 ]; then
             failed=$((failed + 1)); notes+=("$op: exit $rc")
             grep -v '^\[' "$log" | head -n 5 | sed 's/^/    /'
@@ -445,7 +450,7 @@ print("cpu" if d.type & cl.device_type.CPU else "gpu")')" || return 1
             failed=$((failed + 1)); notes+=("$op: no OpenCL kernel ran")
             continue
         fi
-        if ! OCL_ICD_VENDORS="$pocl" gegl_run cpu "$want" gegl:load path="$input" "gegl:$op" \
+        if ! OCL_ICD_VENDORS="$pocl" gegl_run cpu "$want" gegl:load path="$input" "${args[@]}" \
             2>"$scratch/gegl-$op.pocl.log"; then
             skipped=$((skipped + 1)); notes+=("$op: PoCL failed")
         elif "$py" "$VKCL_ROOT/scripts/apps/gegl_compare.py" "$got" "$want" 1e-5 \
