@@ -36,6 +36,7 @@ both_ways!(
     link_a_library,
     link_objects_of_different_spirv_versions,
     unresolved_link_fails_with_log,
+    kernels_and_variables_defined_twice_fail_to_link,
     inline_functions_clang_does_not_inline,
     unrunnable_kernels_fail_the_build,
     inline_assembly_fails_the_build,
@@ -1210,6 +1211,73 @@ fn unresolved_link_fails_with_log(cl: &Cl) {
     );
     release_program(cl, p);
     release_program(cl, obj);
+    release_context(cl, c);
+}
+
+/// A kernel, or a program-scope variable, that two inputs of a link both
+/// define fails the link (CL_LINK_PROGRAM_FAILURE, the log naming it), as
+/// a symbol defined twice does in C; a variable defined in one input and
+/// declared `extern` in the other links.
+fn kernels_and_variables_defined_twice_fail_to_link(cl: &Cl) {
+    let c = cl.context();
+    let object = |src: &str, options: &str| {
+        let p = with_source(cl, c, src);
+        assert_eq!(
+            compile(cl, p, options, &[]),
+            CL_SUCCESS,
+            "{}: {}",
+            cl.how,
+            build_log(cl, p)
+        );
+        p
+    };
+    let one = object("kernel void k(global int* o) { o[0] = 1; }\n", "");
+    let two = object("kernel void k(global int* o) { o[0] = 2; }\n", "");
+    let (p, err) = link(cl, c, "", &[one, two]);
+    assert_eq!(
+        err, CL_LINK_PROGRAM_FAILURE,
+        "{}: a kernel defined twice",
+        cl.how
+    );
+    assert!(
+        build_log(cl, p).contains("`k`"),
+        "{}: {}",
+        cl.how,
+        build_log(cl, p)
+    );
+    release_program(cl, p);
+    let cl3 = "-cl-std=CL3.0";
+    let g1 = object(
+        "global int g = 1;\nkernel void a(global int* o) { o[0] = g; }\n",
+        cl3,
+    );
+    let g2 = object(
+        "global int g = 2;\nkernel void b(global int* o) { o[0] = g; }\n",
+        cl3,
+    );
+    let (p, err) = link(cl, c, "", &[g1, g2]);
+    assert_eq!(
+        err, CL_LINK_PROGRAM_FAILURE,
+        "{}: a variable defined twice",
+        cl.how
+    );
+    assert!(
+        build_log(cl, p).contains("`g`"),
+        "{}: {}",
+        cl.how,
+        build_log(cl, p)
+    );
+    release_program(cl, p);
+    let user = object(
+        "extern global int g;\nkernel void b(global int* o) { o[0] = g + 10; }\n",
+        cl3,
+    );
+    let (p, err) = link(cl, c, "", &[g1, user]);
+    assert_eq!(err, CL_SUCCESS, "{}: {}", cl.how, build_log(cl, p));
+    release_program(cl, p);
+    for p in [one, two, g1, g2, user] {
+        release_program(cl, p);
+    }
     release_context(cl, c);
 }
 

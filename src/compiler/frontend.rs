@@ -209,6 +209,11 @@ impl Options {
                 // here, so there is nothing to relax (and clang 15 does not
                 // know the option).
                 "-cl-no-subgroup-ifp" => {}
+                // The specification's options that ask for nothing vkcl
+                // does: strict aliasing (deprecated since OpenCL 1.1; clang
+                // ignores it) and debugging information (`-g`: no debugger
+                // reaches kernels run through Vulkan).
+                "-cl-strict-aliasing" | "-g" => {}
                 _ if w.starts_with("-cl-std=") => {
                     let v = &w["-cl-std=".len()..];
                     if !["CL1.0", "CL1.1", "CL1.2", "CL3.0"].contains(&v) {
@@ -1214,6 +1219,11 @@ mod tests {
             Err(ClError(CL_INVALID_LINKER_OPTIONS))
         );
         assert_eq!(Options::parse("", Purpose::Build).unwrap().cl_std, "CL1.2");
+        // Options of the specification that change nothing here.
+        let quiet =
+            Options::parse("-cl-strict-aliasing -g -cl-opt-disable", Purpose::Build).unwrap();
+        assert!(quiet.clang.is_empty() && quiet.opt_disable);
+        assert!(Options::parse("-g", Purpose::Compile).is_ok());
     }
 
     const OPTIMISER_SHAPES: &str = include_str!("../../tests/kernels/optimiser_shapes.cl");

@@ -34,9 +34,78 @@ pub fn linker_available() -> bool {
     tool("spirv-link").is_some()
 }
 
+/// The names a module exports (decorated `LinkageAttributes` with the
+/// `Export` type) that must have one definition among a link's inputs:
+/// kernels (entry points) and variables. Other functions are left out:
+/// the front end gives C99 `inline` functions an external body in every
+/// object (`-fgnu89-inline`), and a header's inline functions may be
+/// defined in several inputs. Read word by word.
+fn single_definitions(words: &[u32]) -> Vec<String> {
+    const OP_ENTRY_POINT: u32 = 15;
+    const OP_DECORATE: u32 = 71;
+    const OP_VARIABLE: u32 = 59;
+    const LINKAGE_ATTRIBUTES: u32 = 41;
+    const EXPORT: u32 = 0;
+    let mut instructions = Vec::new();
+    let mut at = 5;
+    while at < words.len() {
+        let count = (words[at] >> 16) as usize;
+        if count == 0 || at + count > words.len() {
+            break;
+        }
+        instructions.push(&words[at..at + count]);
+        at += count;
+    }
+    let opcode = |i: &[u32]| i[0] & 0xFFFF;
+    let string = |w: &[u32]| {
+        let bytes: Vec<u8> = w.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        String::from_utf8_lossy(&bytes[..end]).into_owned()
+    };
+    // Kernels by name (the entry point may be a wrapper of the exported
+    // function), variables by id.
+    let kernels: HashSet<String> = instructions
+        .iter()
+        .filter(|i| opcode(i) == OP_ENTRY_POINT && i.len() > 3)
+        .map(|i| string(&i[3..]))
+        .collect();
+    let variables: HashSet<u32> = instructions
+        .iter()
+        .filter(|i| opcode(i) == OP_VARIABLE && i.len() > 2)
+        .map(|i| i[2])
+        .collect();
+    instructions
+        .iter()
+        .filter(|i| {
+            opcode(i) == OP_DECORATE
+                && i.len() >= 5
+                && i[2] == LINKAGE_ATTRIBUTES
+                && i[i.len() - 1] == EXPORT
+        })
+        .filter_map(|i| {
+            let name = string(&i[3..i.len() - 1]);
+            (variables.contains(&i[1]) || kernels.contains(&name)).then_some(name)
+        })
+        .collect()
+}
+
 /// Links modules into one; `library` keeps unresolved imports (a
 /// library), otherwise every import must be resolved (an executable).
+/// A kernel or variable that two inputs define is an error, as in C
+/// (`spirv-link` would keep both definitions).
 pub fn link(modules: &[Vec<u32>], library: bool) -> Result<Vec<u32>, String> {
+    let mut defined: HashMap<String, usize> = HashMap::new();
+    for (n, m) in modules.iter().enumerate() {
+        for name in single_definitions(m) {
+            if let Some(first) = defined.insert(name.clone(), n) {
+                return Err(format!(
+                    "`{name}` is defined in input {} and in input {}",
+                    first + 1,
+                    n + 1
+                ));
+            }
+        }
+    }
     let exe = tool("spirv-link").ok_or("spirv-link (package spirv-tools) is not installed")?;
     let inputs: Vec<PathBuf> = modules.iter().map(|_| scratch("in")).collect();
     let output = scratch("out");
