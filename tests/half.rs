@@ -5,8 +5,13 @@
 mod common;
 
 use common::*;
+use opencl_sys::CL_DEVICE_EXTENSIONS;
 
-both_ways!(every_half_loads_exactly, stores_round_in_each_mode);
+both_ways!(
+    every_half_loads_exactly,
+    stores_round_in_each_mode,
+    stores_into_local_and_private_arrays_through_cast_pointers
+);
 
 const SOURCE: &str = include_str!("kernels/half.cl");
 
@@ -169,4 +174,52 @@ fn stores_round_in_each_mode(cl: &Cl) {
             cl.how
         );
     }
+}
+
+/// vstore_half and vstore2 of half values into `volatile` (so kept in
+/// memory) `local` and `private` arrays of `short`, through the array's
+/// pointer cast to `half *` and moved one element on (the built-ins step
+/// from there): the stores land at those elements and nowhere else.
+fn stores_into_local_and_private_arrays_through_cast_pointers(cl: &Cl) {
+    const SRC: &str = "#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+        kernel void k(global short *out, global const float *in) {
+            volatile local short l[6];
+            volatile private short p[6];
+            for (int i = 0; i < 6; ++i) { l[i] = -1; p[i] = -1; }
+            vstore_half(in[0], 1, (local half *)l + 1);
+            vstore2(vload2(0, (global half *)(in + 1)), 1, (private half *)p + 1);
+            for (int i = 0; i < 6; ++i) { out[i] = l[i]; out[6 + i] = p[i]; }
+        }";
+    let mut s = Setup::new(cl);
+    let ext = c_string(&cl.device_bytes(cl.device(), CL_DEVICE_EXTENSIONS).unwrap());
+    if !ext.contains("cl_khr_fp16") {
+        eprintln!("skipped: no cl_khr_fp16");
+        return;
+    }
+    let k = s.kernel(SRC, "k", "");
+    let out = s.zeroed(12 * 2);
+    // 1.5, then the halves 2.0 and -3.0 packed into the next float.
+    let packed = f32::from_bits(0x4000 | (0xC200 << 16));
+    let input = s.buffer_from(&bytes_of(&[1.5f32, packed]));
+    s.arg(k, 0, &out);
+    s.arg(k, 1, &input);
+    s.run(k, &[1], Some(&[1]), None);
+    let got: Vec<u16> = cl
+        .read(s.q, out, 0, 24)
+        .chunks(2)
+        .map(|b| u16::from_ne_bytes([b[0], b[1]]))
+        .collect();
+    let none = 0xFFFF;
+    assert_eq!(
+        &got[..6],
+        &[none, none, 0x3E00, none, none, none],
+        "{}: local",
+        cl.how
+    );
+    assert_eq!(
+        &got[6..],
+        &[none, none, none, 0x4000, 0xC200, none],
+        "{}: private",
+        cl.how
+    );
 }

@@ -1259,6 +1259,16 @@ fn rewrite_accesses(ctx: &mut Ctx, types: &HashMap<Word, Instruction>) -> Result
                             }
                         };
                     }
+                    // A copy of an element's pointer (a cast between types
+                    // that are one here, such as `half *` and `short *`)
+                    // points at the same element, for pointer arithmetic.
+                    Op::CopyObject => {
+                        if let (Some(r), Some(src)) = (i.result_id, id_at(&i, 0))
+                            && let Some(element) = element_of.get(&src).cloned()
+                        {
+                            element_of.insert(r, element);
+                        }
+                    }
                     Op::Load | Op::Store => {
                         let ptr = id_at(&i, 0).ok_or("bad memory access")?;
                         if storage(ptr) == Some(StorageClass::PhysicalStorageBuffer) {
