@@ -87,7 +87,7 @@ const SRC: &str = "kernel void touch(global uint* b, read_only image2d_t im, sam
          b[i] += (uint)(read_imagef(im, s, (int2)(0, 0)).x * 255.0f) + 1u;\n\
      }\n";
 
-/// The command buffer entry points the replay test uses.
+/// The command buffer entry points the tests here use.
 struct CommandBufferApi {
     create: unsafe extern "C" fn(
         cl_uint,
@@ -123,6 +123,20 @@ struct CommandBufferApi {
         *mut cl_sync_point_khr,
         *mut cl_mutable_command_khr,
     ) -> cl_int,
+    fill: unsafe extern "C" fn(
+        cl_command_buffer_khr,
+        cl_command_queue,
+        *const cl_command_properties_khr,
+        cl_mem,
+        *const c_void,
+        usize,
+        usize,
+        usize,
+        cl_uint,
+        *const cl_sync_point_khr,
+        *mut cl_sync_point_khr,
+        *mut cl_mutable_command_khr,
+    ) -> cl_int,
     finalize: unsafe extern "C" fn(cl_command_buffer_khr) -> cl_int,
     enqueue: unsafe extern "C" fn(
         cl_uint,
@@ -141,6 +155,24 @@ struct CommandBufferApi {
     release: unsafe extern "C" fn(cl_command_buffer_khr) -> cl_int,
 }
 
+impl CommandBufferApi {
+    fn new(cl: &Cl) -> CommandBufferApi {
+        // SAFETY: the entry points' types as the extension declares them.
+        unsafe {
+            CommandBufferApi {
+                create: extension_fn(cl, "clCreateCommandBufferKHR"),
+                ndrange: extension_fn(cl, "clCommandNDRangeKernelKHR"),
+                copy: extension_fn(cl, "clCommandCopyBufferKHR"),
+                fill: extension_fn(cl, "clCommandFillBufferKHR"),
+                finalize: extension_fn(cl, "clFinalizeCommandBufferKHR"),
+                enqueue: extension_fn(cl, "clEnqueueCommandBufferKHR"),
+                update: extension_fn(cl, "clUpdateMutableCommandsKHR"),
+                release: extension_fn(cl, "clReleaseCommandBufferKHR"),
+            }
+        }
+    }
+}
+
 /// A command buffer's device work is recorded into Vulkan once, at its
 /// first enqueue (one command pool more while the buffer lives), and later
 /// enqueues run that recording: no new Vulkan objects, the buffers'
@@ -151,18 +183,7 @@ fn command_buffer_replays_reuse_one_vulkan_recording() {
     use std::ptr::{null, null_mut};
     let _one = CENSUS.lock().unwrap_or_else(|e| e.into_inner());
     for cl in [loader(), direct()] {
-        // SAFETY: the entry points' types as the extension declares them.
-        let api = unsafe {
-            CommandBufferApi {
-                create: extension_fn(cl, "clCreateCommandBufferKHR"),
-                ndrange: extension_fn(cl, "clCommandNDRangeKernelKHR"),
-                copy: extension_fn(cl, "clCommandCopyBufferKHR"),
-                finalize: extension_fn(cl, "clFinalizeCommandBufferKHR"),
-                enqueue: extension_fn(cl, "clEnqueueCommandBufferKHR"),
-                update: extension_fn(cl, "clUpdateMutableCommandsKHR"),
-                release: extension_fn(cl, "clReleaseCommandBufferKHR"),
-            }
-        };
+        let api = CommandBufferApi::new(cl);
         const N: usize = 64;
         let mut s = Setup::new(cl);
         let k = s.kernel(
@@ -526,58 +547,16 @@ fn round(cl: &Cl, svm: bool) {
     // semaphore's wait and released while that enqueue is pending.
     unsafe {
         use std::ptr::{null, null_mut};
-        let create: unsafe extern "C" fn(
-            cl_uint,
-            *const cl_command_queue,
-            *const cl_command_buffer_properties_khr,
-            *mut cl_int,
-        ) -> cl_command_buffer_khr = extension_fn(cl, "clCreateCommandBufferKHR");
-        let fill: unsafe extern "C" fn(
-            cl_command_buffer_khr,
-            cl_command_queue,
-            *const cl_command_properties_khr,
-            cl_mem,
-            *const c_void,
-            usize,
-            usize,
-            usize,
-            cl_uint,
-            *const cl_sync_point_khr,
-            *mut cl_sync_point_khr,
-            *mut cl_mutable_command_khr,
-        ) -> cl_int = extension_fn(cl, "clCommandFillBufferKHR");
-        let finalize: unsafe extern "C" fn(cl_command_buffer_khr) -> cl_int =
-            extension_fn(cl, "clFinalizeCommandBufferKHR");
-        let enqueue: unsafe extern "C" fn(
-            cl_uint,
-            *mut cl_command_queue,
-            cl_command_buffer_khr,
-            cl_uint,
-            *const cl_event,
-            *mut cl_event,
-        ) -> cl_int = extension_fn(cl, "clEnqueueCommandBufferKHR");
-        let release: unsafe extern "C" fn(cl_command_buffer_khr) -> cl_int =
-            extension_fn(cl, "clReleaseCommandBufferKHR");
-        let ndrange: unsafe extern "C" fn(
-            cl_command_buffer_khr,
-            cl_command_queue,
-            *const cl_command_properties_khr,
-            cl_kernel,
-            cl_uint,
-            *const usize,
-            *const usize,
-            *const usize,
-            cl_uint,
-            *const cl_sync_point_khr,
-            *mut cl_sync_point_khr,
-            *mut cl_mutable_command_khr,
-        ) -> cl_int = extension_fn(cl, "clCommandNDRangeKernelKHR");
-        let update: unsafe extern "C" fn(
-            cl_command_buffer_khr,
-            cl_uint,
-            *const cl_command_buffer_update_type_khr,
-            *mut *const c_void,
-        ) -> cl_int = extension_fn(cl, "clUpdateMutableCommandsKHR");
+        let api = CommandBufferApi::new(cl);
+        let (create, fill, finalize, enqueue, release, ndrange, update) = (
+            api.create,
+            api.fill,
+            api.finalize,
+            api.enqueue,
+            api.release,
+            api.ndrange,
+            api.update,
+        );
         let mutable = [
             CL_COMMAND_BUFFER_FLAGS_KHR,
             CL_COMMAND_BUFFER_MUTABLE_KHR,

@@ -94,29 +94,10 @@ fn create_image(
     // Pitches: given only with a host pointer, at least the packed size
     // and in whole elements (rows for the slice pitch).
     let row = desc.width * elem;
-    let (row_pitch, slice_pitch) = (d.image_row_pitch, d.image_slice_pitch);
-    if host_ptr.is_null() && (row_pitch != 0 || slice_pitch != 0) {
+    if host_ptr.is_null() && (d.image_row_pitch != 0 || d.image_slice_pitch != 0) {
         return err(CL_INVALID_IMAGE_DESCRIPTOR);
     }
-    let row_pitch = if row_pitch == 0 { row } else { row_pitch };
-    if row_pitch < row || row_pitch % elem != 0 {
-        return err(CL_INVALID_IMAGE_DESCRIPTOR);
-    }
-    let slice_min = match ty {
-        CL_MEM_OBJECT_IMAGE1D_ARRAY => row_pitch,
-        CL_MEM_OBJECT_IMAGE2D_ARRAY | CL_MEM_OBJECT_IMAGE3D => row_pitch * desc.height,
-        _ => 0,
-    };
-    let slice_pitch = if slice_min == 0 {
-        0
-    } else if slice_pitch == 0 {
-        slice_min
-    } else {
-        slice_pitch
-    };
-    if slice_pitch < slice_min || (slice_min != 0 && slice_pitch % row_pitch != 0) {
-        return err(CL_INVALID_IMAGE_DESCRIPTOR);
-    }
+    let (row_pitch, slice_pitch) = pitches(&desc, d, elem)?;
     let packed_slice = match ty {
         CL_MEM_OBJECT_IMAGE1D_ARRAY => row,
         CL_MEM_OBJECT_IMAGE2D_ARRAY | CL_MEM_OBJECT_IMAGE3D => row * desc.height,
@@ -200,6 +181,41 @@ fn sized(c: &Context, d: &cl_image_desc, elem: usize) -> ClResult<ImageDesc> {
         }
     }
     Ok(desc)
+}
+
+/// The row and slice pitches `d` gives an image of `desc`'s type and size
+/// (the packed ones where 0; no slice pitch for images of one slice): rows
+/// at least a row of elements and whole elements apart, slices (layers) at
+/// least a slice of rows and whole rows apart; CL_INVALID_IMAGE_DESCRIPTOR
+/// otherwise.
+fn pitches(desc: &ImageDesc, d: &cl_image_desc, elem: usize) -> ClResult<(usize, usize)> {
+    let row = desc.width * elem;
+    let row_pitch = if d.image_row_pitch == 0 {
+        row
+    } else {
+        d.image_row_pitch
+    };
+    if row_pitch < row || row_pitch % elem != 0 {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    let slice_min = match desc.image_type {
+        CL_MEM_OBJECT_IMAGE1D_ARRAY => row_pitch,
+        CL_MEM_OBJECT_IMAGE2D_ARRAY | CL_MEM_OBJECT_IMAGE3D => {
+            row_pitch.saturating_mul(desc.height)
+        }
+        _ => 0,
+    };
+    let slice_pitch = if slice_min == 0 {
+        0
+    } else if d.image_slice_pitch == 0 {
+        slice_min
+    } else {
+        d.image_slice_pitch
+    };
+    if slice_pitch < slice_min || (slice_min != 0 && slice_pitch % row_pitch != 0) {
+        return err(CL_INVALID_IMAGE_DESCRIPTOR);
+    }
+    Ok((row_pitch, slice_pitch))
 }
 
 /// The table entry of `format` where every device offers it among
@@ -494,31 +510,9 @@ fn imported_slices(
 ) -> ClResult<cl_mem> {
     let mut desc = sized(c, d, elem)?;
     let [_, h, z] = desc.dims();
-    let row = desc.width * elem;
-    let row_pitch = if d.image_row_pitch == 0 {
-        row
-    } else {
-        d.image_row_pitch
-    };
-    // The rows of one slice, and how many slices (layers).
-    let (rows, slices) = if desc.rows_are_slices() {
-        (1, h)
-    } else {
-        (h, z)
-    };
-    let slice_min = row_pitch.saturating_mul(rows);
-    let slice_pitch = if d.image_slice_pitch == 0 {
-        slice_min
-    } else {
-        d.image_slice_pitch
-    };
-    if row_pitch < row
-        || row_pitch % elem != 0
-        || slice_pitch < slice_min
-        || slice_pitch % row_pitch != 0
-    {
-        return err(CL_INVALID_IMAGE_DESCRIPTOR);
-    }
+    let (row_pitch, slice_pitch) = pitches(&desc, d, elem)?;
+    // How many slices (layers).
+    let slices = if desc.rows_are_slices() { h } else { z };
     let size = slice_pitch
         .checked_mul(slices)
         .ok_or(ClError(CL_INVALID_IMAGE_SIZE))?;
