@@ -1,8 +1,8 @@
 //! Control flow the structurizer must turn into Vulkan's structured form:
 //! early returns, break/continue from ifs inside loops, breaks out of
 //! nested loops, switch fallthrough, returns in loops, do-while, && and ||
-//! loop conditions, inlined helpers with several returns, and a kernel
-//! calling another kernel. Each kernel is built at -O0 and at the default
+//! loop conditions, inlined helpers with several returns, a kernel
+//! calling another kernel, and a loop that may never end. Each kernel is built at -O0 and at the default
 //! level and checked against a CPU reference.
 
 mod common;
@@ -28,6 +28,7 @@ both_ways!(
     return_from_three_loops,
     uniform_barrier_loop,
     infinite_loop_with_exits,
+    leaves_at_once_or_never,
     backward_gotos,
     jump_into_loop,
     switch_shared_targets,
@@ -387,6 +388,10 @@ fn infinite_loop_with_exits(cl: &Cl) {
             }
         }
     });
+}
+
+fn leaves_at_once_or_never(cl: &Cl) {
+    check(cl, "leaves_at_once_or_never", 0, |input, i| input[i] * 2);
 }
 
 fn backward_gotos(cl: &Cl) {

@@ -263,6 +263,23 @@ kernel void infinite_loop_with_exits(global const int *in, global int *out, int 
     out[i] = j;
 }
 
+/* A loop that, once the compiler has hoisted the invariant load, either
+ * leaves at once or never: the shape of a search whose stride is a macro
+ * an application sets to 0 for a problem size it never launches. */
+#define STRIDE 0
+kernel void leaves_at_once_or_never(global const int *in, global int *out, int n) {
+    for (int i = get_global_id(0); i < n; i += get_global_size(0)) {
+        int s = 0;
+        for (int k = 0;; k++) {
+            int v = in[i + k * STRIDE];
+            if (v >= -5)
+                break;
+            s += in[v];
+        }
+        out[i] = in[i] * 2 + s;
+    }
+}
+
 kernel void backward_gotos(global const int *in, global int *out, int n) {
     int i = get_global_id(0);
     int x = in[i], s = 0;

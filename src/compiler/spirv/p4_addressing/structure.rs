@@ -10,15 +10,17 @@
 //! Vulkan (each loop has one back edge, one merge, a header that branches
 //! only into the loop or to its merge; each selection has a merge its
 //! header dominates, which no other construct uses), its blocks are in
-//! dominance order, and SSA still holds. A loop that never exits fails the
-//! pass with a message.
+//! dominance order, and SSA still holds. A loop that never exits gets an
+//! exit that is never taken, since Vulkan needs a merge for it.
 //!
 //! The algorithm (after Bahmann et al., "Perfect Reconstructability of
 //! Control Flow from Demand Dependence Graphs", adapted to natural loops):
 //! 1. Normalise: merges the input declares are dropped (SPIR-V IL may
-//!    have some; they are found again), every OpSwitch becomes a chain of two-way branches (so
-//!    fallthrough is just a shared target), OpUnreachable becomes a
-//!    return, and all returns go to one return block.
+//!    have some; they are found again), every OpSwitch becomes a chain of
+//!    two-way branches (so fallthrough is just a shared target), a loop
+//!    with no way out gets one on a constant false condition,
+//!    OpUnreachable becomes a return, and all returns go to one return
+//!    block.
 //! 2. A cycle entered at several blocks (a goto into a loop) gets one
 //!    new entry block that takes every edge into those blocks and
 //!    dispatches on a selector, which makes it an ordinary loop.
@@ -484,6 +486,7 @@ fn normalise(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
         }
         b += 1;
     }
+    exit_endless_loops(ctx, fi);
     let ret_ty = ctx.module.functions[fi]
         .def
         .as_ref()
@@ -545,6 +548,68 @@ fn normalise(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
     }
     ctx.module.functions[fi].blocks.push(block);
     Ok(())
+}
+
+/// Gives every loop that never exits an exit that is never taken: a
+/// branch on a constant false to a new block that ends the function
+/// (`OpUnreachable`, made a return below). Vulkan needs a merge for each
+/// loop, and the steps below find it among the loop's exits. Such loops
+/// are real: clang turns `for (;;) { if (x >= n) break; ... }` with an
+/// invariant `x` into "exit or spin for ever", and applications build
+/// kernels for sizes (n = 0) they never launch them with.
+fn exit_endless_loops(ctx: &mut Ctx, fi: usize) {
+    let bool_ty = bool_type(ctx);
+    let never = ctx.const_null(bool_ty);
+    loop {
+        let f = &ctx.module.functions[fi];
+        let cfg = Cfg::new(f);
+        let n = f.blocks.len();
+        // The blocks from which the function can end.
+        let mut ends = vec![false; n];
+        let mut todo: Vec<usize> = (0..n).filter(|&b| cfg.succ[b].is_empty()).collect();
+        for &b in &todo {
+            ends[b] = true;
+        }
+        while let Some(b) = todo.pop() {
+            for &p in &cfg.preds[b] {
+                if !ends[p] {
+                    ends[p] = true;
+                    todo.push(p);
+                }
+            }
+        }
+        // A reachable block that cannot end leads only to such blocks, so
+        // following successors from it comes round to a block on a cycle.
+        let Some(start) = cfg.order.iter().copied().find(|&b| !ends[b]) else {
+            return;
+        };
+        let mut seen = vec![false; n];
+        let mut b = start;
+        while !seen[b] {
+            seen[b] = true;
+            b = cfg.succ[b][0];
+        }
+        let exit = ctx.fresh();
+        let mut blk = new_block(exit);
+        blk.instructions
+            .push(Instruction::new(Op::Unreachable, None, None, vec![]));
+        let f = &mut ctx.module.functions[fi];
+        let term = f.blocks[b].instructions.last().expect("terminator").clone();
+        let to = if term.class.opcode == Op::Branch {
+            id_at(&term, 0).expect("a branch target")
+        } else {
+            // The block's own branch moves into a block of its own.
+            f.blocks.push(blk);
+            split_header(ctx, fi, b);
+            let f = &mut ctx.module.functions[fi];
+            let moved = f.blocks.len() - 1;
+            let to = label(f, moved);
+            *f.blocks[b].instructions.last_mut().expect("terminator") = branch_if(never, exit, to);
+            continue;
+        };
+        *f.blocks[b].instructions.last_mut().expect("terminator") = branch_if(never, exit, to);
+        f.blocks.push(blk);
+    }
 }
 
 /// Replaces the OpSwitch ending block `b` with a chain of comparisons.
@@ -1491,6 +1556,26 @@ mod tests {
             (Ret, None),
         ])
         .unwrap();
+        assert_eq!(count(&m, Op::LoopMerge), 1);
+    }
+
+    #[test]
+    fn loops_that_never_exit_get_an_exit_never_taken() {
+        use End::*;
+        // The loop 1 -> {2, 3} -> 1 has no way out; nor has block 5.
+        let m = structured(&[
+            (If(1, 4), None),
+            (If(2, 3), None),
+            (Br(1), Some(1)),
+            (Br(1), None),
+            (If(5, 6), None),
+            (Br(5), None),
+            (Ret, Some(4)),
+        ])
+        .unwrap();
+        assert_eq!(count(&m, Op::LoopMerge), 2);
+        // A function that never returns at all.
+        let m = structured(&[(Br(1), None), (If(1, 2), None), (Br(1), Some(1))]).unwrap();
         assert_eq!(count(&m, Op::LoopMerge), 1);
     }
 }
