@@ -414,7 +414,7 @@ impl FrontEnd {
         device: &DeviceMacros,
     ) -> Result<Compiled, CompileError> {
         let mut key = cache::Key::new(
-            "opencl-c, SPIR-V 1.0 or 1.3, convergent sub-groups, not vectorised, gnu89 inline, native integer widths, phi parents once, dominance order, optimised from unoptimised code, executables with internal functions, private arrays unrolled",
+            "opencl-c, SPIR-V 1.0 or 1.3, convergent sub-groups, not vectorised, gnu89 inline, native integer widths, phi parents once, dominance order, optimised from unoptimised code, executables with internal functions, private arrays unrolled where calls do not multiply",
         );
         key.add(self.version.as_bytes());
         key.add(options.clang.join("\u{1}").as_bytes());
@@ -734,7 +734,7 @@ impl FrontEnd {
         executable: bool,
     ) -> Result<Vec<u32>, String> {
         let mut key = cache::Key::new(
-            "LLVM IR to SPIR-V 1.0 or 1.3, optimised where it translates, private arrays unrolled",
+            "LLVM IR to SPIR-V 1.0 or 1.3, optimised where it translates, private arrays unrolled where calls do not multiply",
         );
         key.add(self.version.as_bytes());
         key.add(&[subgroups as u8, executable as u8]);
@@ -806,9 +806,8 @@ impl FrontEnd {
                 let unrolled = ["-O2", "-S", "-mllvm", UNROLL_THRESHOLD];
                 if self.clang_ir(&unrolled, &ll, &more, subgroups).is_ok() {
                     let t = std::fs::read_to_string(&more).map_err(|e| e.to_string())?;
-                    let now = private_arrays(&t);
-                    log::debug!(target: "vkcl::compiler", "private arrays in memory: {left} at -O2, {now} unrolled further");
-                    if now < left {
+                    log::debug!(target: "vkcl::compiler", "private arrays in memory: {left} at -O2, {} unrolled further (calls of the module's functions: {}, then {})", private_arrays(&t), calls_within(&text), calls_within(&t));
+                    if unrolled_is_better(&text, &t) {
                         text = t;
                     }
                 }
@@ -839,6 +838,41 @@ const UNROLL_THRESHOLD: &str = "-unroll-threshold=1000";
 /// of array type).
 fn private_arrays(ir: &str) -> usize {
     ir.lines().filter(|l| l.contains(" = alloca [")).count()
+}
+
+/// Whether the module optimised with more unrolling (`unrolled`) is kept
+/// over the one -O2 made: where it leaves fewer private arrays in memory,
+/// and does not call the module's own functions more often. Unrolling a
+/// loop around a call of a function -O2 kept apart copies the call, and
+/// every copy becomes a whole body once calls are inlined: quadratures
+/// nested in one another (SasView's models) grew kernels past a million
+/// instructions that way.
+fn unrolled_is_better(o2: &str, unrolled: &str) -> bool {
+    private_arrays(unrolled) < private_arrays(o2) && calls_within(unrolled) <= calls_within(o2)
+}
+
+/// How many calls LLVM IR makes to functions it defines (not to
+/// intrinsics or built-ins, which it only declares).
+fn calls_within(ir: &str) -> usize {
+    let callee = |l: &str, after: &str| -> Option<String> {
+        let rest = &l[l.find(after)? + after.len()..];
+        let at = rest.find('@')?;
+        let name: String = rest[at + 1..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$'))
+            .collect();
+        (!name.is_empty()).then_some(name)
+    };
+    let defined: std::collections::HashSet<String> = ir
+        .lines()
+        .filter(|l| l.starts_with("define "))
+        .filter_map(|l| callee(l, "define "))
+        .collect();
+    ir.lines()
+        .filter(|l| l.contains(" call "))
+        .filter_map(|l| callee(l, " call "))
+        .filter(|n| defined.contains(n))
+        .count()
 }
 
 /// The flags of every clang step that optimises; `subgroups`: the program
@@ -1099,6 +1133,27 @@ pub(crate) fn build_for_test_with(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn calls_within_counts_calls_of_defined_functions() {
+        let ir = "define dso_local spir_func float @part(float %x) #0 {\n  ret float %x\n}\n\
+declare spir_func float @_Z3sinf(float)\n\
+define dso_local spir_kernel void @k(float addrspace(1)* %o) {\n\
+  %a = call spir_func float @part(float 1.0)\n\
+  %b = tail call spir_func float @part(float %a)\n\
+  %c = call spir_func float @_Z3sinf(float %b)\n\
+  %d = call float @llvm.fmuladd.f32(float %a, float %b, float %c)\n\
+  ret void\n}\n";
+        assert_eq!(calls_within(ir), 2);
+        // A loop unrolled around the call: an array fewer, a call more.
+        let o2 = format!("{ir}  %arr = alloca [8 x float], align 4\n");
+        let unrolled = ir.replace(
+            "ret void",
+            "%e = call spir_func float @part(float %d)\n  ret void",
+        );
+        assert!(!unrolled_is_better(&o2, &unrolled));
+        assert!(unrolled_is_better(&o2, ir));
+    }
+
     /// Private arrays indexed in loops that -O2 leaves rolled are
     /// unrolled into registers: no array stays a function variable
     /// (without the second optimisation the 8×8 accumulators and a row
