@@ -5,7 +5,7 @@
 # Exits non-zero on any failure or crash.
 #
 #   scripts/apps.sh [--quick] [APP ...]      APP: pyopencl hashcat opencv ffmpeg clblast clfft silx
-#                                            pyfai gpyfft reikna gegl sasmodels
+#                                            pyfai gpyfft reikna gegl sasmodels openmm
 #
 # pyopencl  PyOpenCL's own test suite, at the version the distribution
 #           packages (the tests come from that release's source archive
@@ -78,6 +78,15 @@
 #           million iterations each: llvmpipe leaves every loop after
 #           65535), so that their results there are cut short; PoCL
 #           passes them.
+# openmm    OpenMM, the molecular dynamics library (the distribution's
+#           packages), on its OpenCL platform through its C++ API
+#           (scripts/apps/openmm_pme.cpp): a charged crystal with PME
+#           electrostatics, forces against OpenMM's CPU platform within
+#           1e-3 of the root-mean-square force, then 200 steps of dynamics
+#           that must keep the total energy. Small, because on CPU devices
+#           OpenMM's kernels loop within each work-item and llvmpipe ends
+#           loops after 65535 iterations (OpenMM's own testInstallation,
+#           8867 atoms, gets its nonbonded forces cut short there).
 #
 # --quick runs the part CI runs: a few PyOpenCL test files, one hash mode,
 # OpenCV, a few FFmpeg filters, a few CLBlast routines, a few clFFT
@@ -92,11 +101,11 @@ apps=()
 for a in "$@"; do
     case "$a" in
         --quick) quick=1 ;;
-        pyopencl | hashcat | opencv | ffmpeg | clblast | clfft | silx | pyfai | gpyfft | reikna | gegl | sasmodels) apps+=("$a") ;;
-        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg, clblast, clfft, silx, pyfai, gpyfft, reikna, gegl, sasmodels)" >&2; exit 2 ;;
+        pyopencl | hashcat | opencv | ffmpeg | clblast | clfft | silx | pyfai | gpyfft | reikna | gegl | sasmodels | openmm) apps+=("$a") ;;
+        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg, clblast, clfft, silx, pyfai, gpyfft, reikna, gegl, sasmodels, openmm)" >&2; exit 2 ;;
     esac
 done
-[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg clblast clfft silx pyfai gpyfft reikna gegl sasmodels)
+[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg clblast clfft silx pyfai gpyfft reikna gegl sasmodels openmm)
 limit="${VKCL_APP_TIMEOUT:-1800}"
 # The distribution's Python, which has its packages.
 py=/usr/bin/python3
@@ -104,7 +113,7 @@ py=/usr/bin/python3
 setup_runtime
 apt_install python3 python3-numpy python3-pyopencl python3-pytest python3-mako \
     hashcat python3-opencv ffmpeg pocl-opencl-icd clblast-tests clfft-client python3-silx \
-    python3-pyfai python3-gpyfft python3-pip gegl python3-sasmodels
+    python3-pyfai python3-gpyfft python3-pip gegl python3-sasmodels libopenmm-dev libopenmm-plugins g++
 if [ -z "${OCL_ICD_VENDORS:-}" ]; then
     log "cargo build --release --lib"
     cargo build --release --lib
@@ -491,6 +500,26 @@ run_sasmodels() {
         return
     fi
     report sasmodels "$passed" "$failed" 0
+}
+
+run_openmm() {
+    # Not in --quick: building OpenMM's kernels takes about a minute on a
+    # CPU device.
+    if [ "$quick" -eq 1 ]; then
+        report openmm 0 0 1 "not in --quick"
+        return
+    fi
+    local bin="$work/openmm_pme" out="$scratch/openmm.log" rc=0
+    g++ -O2 -o "$bin" "$VKCL_ROOT/scripts/apps/openmm_pme.cpp" -I/usr/include/openmm -lOpenMM
+    log "openmm: PME crystal of 1000 sites, 200 steps"
+    (cd "$scratch" && timeout "$limit" "$bin" 10 200) >"$out" 2>&1 || rc=$?
+    grep -E "forces|ns/day|drift" "$out" | sed 's/^/    /'
+    if [ "$rc" -eq 0 ]; then
+        report openmm 1 0 0
+    else
+        tail -n 5 "$out" | sed 's/^/    /'
+        report openmm 0 1 0 "exit $rc"
+    fi
 }
 
 for a in "${apps[@]}"; do
