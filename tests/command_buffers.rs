@@ -31,99 +31,6 @@ const SRC: &str = "kernel void add(global uint *p, uint v) { p[get_global_id(0)]
 
 const N: usize = 64;
 
-type CommandNdRange = unsafe extern "C" fn(
-    cl_command_buffer_khr,
-    cl_command_queue,
-    *const cl_command_properties_khr,
-    cl_kernel,
-    cl_uint,
-    *const usize,
-    *const usize,
-    *const usize,
-    cl_uint,
-    *const cl_sync_point_khr,
-    *mut cl_sync_point_khr,
-    *mut cl_mutable_command_khr,
-) -> cl_int;
-
-/// The extension's entry points used here.
-struct Cb {
-    create: unsafe extern "C" fn(
-        cl_uint,
-        *const cl_command_queue,
-        *const cl_command_buffer_properties_khr,
-        *mut cl_int,
-    ) -> cl_command_buffer_khr,
-    finalize: unsafe extern "C" fn(cl_command_buffer_khr) -> cl_int,
-    release: unsafe extern "C" fn(cl_command_buffer_khr) -> cl_int,
-    enqueue: unsafe extern "C" fn(
-        cl_uint,
-        *mut cl_command_queue,
-        cl_command_buffer_khr,
-        cl_uint,
-        *const cl_event,
-        *mut cl_event,
-    ) -> cl_int,
-    ndrange: CommandNdRange,
-    fill: unsafe extern "C" fn(
-        cl_command_buffer_khr,
-        cl_command_queue,
-        *const cl_command_properties_khr,
-        cl_mem,
-        *const c_void,
-        usize,
-        usize,
-        usize,
-        cl_uint,
-        *const cl_sync_point_khr,
-        *mut cl_sync_point_khr,
-        *mut cl_mutable_command_khr,
-    ) -> cl_int,
-    copy: unsafe extern "C" fn(
-        cl_command_buffer_khr,
-        cl_command_queue,
-        *const cl_command_properties_khr,
-        cl_mem,
-        cl_mem,
-        usize,
-        usize,
-        usize,
-        cl_uint,
-        *const cl_sync_point_khr,
-        *mut cl_sync_point_khr,
-        *mut cl_mutable_command_khr,
-    ) -> cl_int,
-    barrier: unsafe extern "C" fn(
-        cl_command_buffer_khr,
-        cl_command_queue,
-        *const cl_command_properties_khr,
-        cl_uint,
-        *const cl_sync_point_khr,
-        *mut cl_sync_point_khr,
-        *mut cl_mutable_command_khr,
-    ) -> cl_int,
-    info: unsafe extern "C" fn(
-        cl_command_buffer_khr,
-        cl_command_buffer_info_khr,
-        usize,
-        *mut c_void,
-        *mut usize,
-    ) -> cl_int,
-    update: unsafe extern "C" fn(
-        cl_command_buffer_khr,
-        cl_uint,
-        *const cl_command_buffer_update_type_khr,
-        *mut *const c_void,
-    ) -> cl_int,
-    command_info: unsafe extern "C" fn(
-        cl_mutable_command_khr,
-        cl_mutable_command_info_khr,
-        usize,
-        *mut c_void,
-        *mut usize,
-    ) -> cl_int,
-}
-
 /// A kernel command to record: the kernel, its sizes (one entry per
 /// dimension; offset and local size may be empty) and properties.
 struct Dispatch<'a> {
@@ -186,26 +93,7 @@ fn arg_of<T>(index: u32, value: &T) -> cl_mutable_dispatch_arg_khr {
     }
 }
 
-impl Cb {
-    fn new(cl: &Cl) -> Cb {
-        // SAFETY (each): the extension's entry point has this signature.
-        unsafe {
-            Cb {
-                create: extension_fn(cl, "clCreateCommandBufferKHR"),
-                finalize: extension_fn(cl, "clFinalizeCommandBufferKHR"),
-                release: extension_fn(cl, "clReleaseCommandBufferKHR"),
-                enqueue: extension_fn(cl, "clEnqueueCommandBufferKHR"),
-                ndrange: extension_fn(cl, "clCommandNDRangeKernelKHR"),
-                fill: extension_fn(cl, "clCommandFillBufferKHR"),
-                copy: extension_fn(cl, "clCommandCopyBufferKHR"),
-                barrier: extension_fn(cl, "clCommandBarrierWithWaitListKHR"),
-                info: extension_fn(cl, "clGetCommandBufferInfoKHR"),
-                update: extension_fn(cl, "clUpdateMutableCommandsKHR"),
-                command_info: extension_fn(cl, "clGetMutableCommandInfoKHR"),
-            }
-        }
-    }
-
+impl CommandBufferApi {
     fn buffer_for(&self, q: cl_command_queue) -> cl_command_buffer_khr {
         self.buffer_with(q, &[])
     }
@@ -418,7 +306,7 @@ fn offered_and_queried(cl: &Cl) {
         .device_bytes(d, CL_DEVICE_COMMAND_BUFFER_REQUIRED_QUEUE_PROPERTIES_KHR)
         .unwrap();
     assert_eq!(u64::from_ne_bytes(required.try_into().unwrap()), 0);
-    let cb = Cb::new(cl);
+    let cb = CommandBufferApi::new(cl);
     let s = Setup::new(cl);
     let b = cb.buffer_for(s.q);
     assert_eq!(
@@ -438,7 +326,7 @@ fn offered_and_queried(cl: &Cl) {
 /// Each enqueue runs every command again, with the kernel argument set
 /// when the command was recorded, not the one set since.
 fn replays_run_with_the_arguments_recorded(cl: &Cl) {
-    let cb = Cb::new(cl);
+    let cb = CommandBufferApi::new(cl);
     let mut s = Setup::new(cl);
     let k = s.kernel(SRC, "add", "");
     let (p, out) = (s.zeroed(N * 4), s.zeroed(N * 4));
@@ -476,7 +364,7 @@ const ENQUEUES: &str = "kernel void parent(global uint *p) {\n\
 /// (`CL_COMMAND_BUFFER_CAPABILITY_DEVICE_SIDE_ENQUEUE_KHR`): each replay
 /// runs its blocks, the next command after them.
 fn recorded_kernels_enqueue_on_the_device(cl: &Cl) {
-    let cb = Cb::new(cl);
+    let cb = CommandBufferApi::new(cl);
     let mut s = Setup::new(cl);
     let props = [
         CL_QUEUE_PROPERTIES as cl_queue_properties,
@@ -516,7 +404,7 @@ fn recorded_kernels_enqueue_on_the_device(cl: &Cl) {
 /// On an out-of-order queue the commands of a buffer run in the order
 /// their sync points and barriers give.
 fn sync_points_and_barriers_order_an_out_of_order_buffer(cl: &Cl) {
-    let cb = Cb::new(cl);
+    let cb = CommandBufferApi::new(cl);
     let mut s = Setup::new(cl);
     let q = cl.queue(s.c, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
     let add = s.kernel(SRC, "add", "");
@@ -549,7 +437,7 @@ fn sync_points_and_barriers_order_an_out_of_order_buffer(cl: &Cl) {
 /// A buffer recorded for an in-order queue, enqueued on an out-of-order
 /// queue of the same device, still runs its commands one after another.
 fn another_queue_keeps_the_recorded_order(cl: &Cl) {
-    let cb = Cb::new(cl);
+    let cb = CommandBufferApi::new(cl);
     let mut s = Setup::new(cl);
     let ooo = cl.queue(s.c, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
     let add = s.kernel(SRC, "add", "");
@@ -576,7 +464,7 @@ fn another_queue_keeps_the_recorded_order(cl: &Cl) {
 }
 
 fn errors(cl: &Cl) {
-    let cb = Cb::new(cl);
+    let cb = CommandBufferApi::new(cl);
     let mut s = Setup::new(cl);
     let k = s.kernel(SRC, "twice", "");
     let p = s.zeroed(N * 4);
@@ -689,7 +577,7 @@ fn errors(cl: &Cl) {
 /// sizes of the latest update at each enqueue; the kernel it was recorded
 /// from keeps its own arguments.
 fn mutable_dispatches_take_updates_between_enqueues(cl: &Cl) {
-    let cb = Cb::new(cl);
+    let cb = CommandBufferApi::new(cl);
     let mut s = Setup::new(cl);
     let k = s.kernel(SRC, "add", "");
     let (a, other) = (s.zeroed(N * 4), s.zeroed(N * 4));
@@ -750,7 +638,7 @@ fn mutable_dispatches_take_updates_between_enqueues(cl: &Cl) {
 /// A command recorded with updatable arguments may leave some unset: the
 /// buffer is then finalized but not executable until an update sets them.
 fn arguments_may_wait_for_an_update(cl: &Cl) {
-    let cb = Cb::new(cl);
+    let cb = CommandBufferApi::new(cl);
     let mut s = Setup::new(cl);
     let k = s.kernel(SRC, "add", "");
     let p = s.zeroed(N * 4);
@@ -797,7 +685,7 @@ fn arguments_may_wait_for_an_update(cl: &Cl) {
 /// clUpdateMutableCommandsKHR's errors; a call that fails changes no
 /// command, not even those its valid configurations name.
 fn updates_are_checked_and_all_or_nothing(cl: &Cl) {
-    let cb = Cb::new(cl);
+    let cb = CommandBufferApi::new(cl);
     let mut s = Setup::new(cl);
     // OpenCL C 3.0: partial work-groups are allowed, but an update may
     // not bring them in.

@@ -889,6 +889,120 @@ pub unsafe fn extension_fn<F: Copy>(cl: &Cl, name: &str) -> F {
     unsafe { std::mem::transmute_copy::<*mut c_void, F>(&f) }
 }
 
+pub type CommandNdRange = unsafe extern "C" fn(
+    cl_command_buffer_khr,
+    cl_command_queue,
+    *const cl_command_properties_khr,
+    cl_kernel,
+    cl_uint,
+    *const usize,
+    *const usize,
+    *const usize,
+    cl_uint,
+    *const cl_sync_point_khr,
+    *mut cl_sync_point_khr,
+    *mut cl_mutable_command_khr,
+) -> cl_int;
+
+/// cl_khr_command_buffer's and its mutable dispatch's entry points.
+pub struct CommandBufferApi {
+    pub create: unsafe extern "C" fn(
+        cl_uint,
+        *const cl_command_queue,
+        *const cl_command_buffer_properties_khr,
+        *mut cl_int,
+    ) -> cl_command_buffer_khr,
+    pub finalize: unsafe extern "C" fn(cl_command_buffer_khr) -> cl_int,
+    pub release: unsafe extern "C" fn(cl_command_buffer_khr) -> cl_int,
+    pub enqueue: unsafe extern "C" fn(
+        cl_uint,
+        *mut cl_command_queue,
+        cl_command_buffer_khr,
+        cl_uint,
+        *const cl_event,
+        *mut cl_event,
+    ) -> cl_int,
+    pub ndrange: CommandNdRange,
+    pub fill: unsafe extern "C" fn(
+        cl_command_buffer_khr,
+        cl_command_queue,
+        *const cl_command_properties_khr,
+        cl_mem,
+        *const c_void,
+        usize,
+        usize,
+        usize,
+        cl_uint,
+        *const cl_sync_point_khr,
+        *mut cl_sync_point_khr,
+        *mut cl_mutable_command_khr,
+    ) -> cl_int,
+    pub copy: unsafe extern "C" fn(
+        cl_command_buffer_khr,
+        cl_command_queue,
+        *const cl_command_properties_khr,
+        cl_mem,
+        cl_mem,
+        usize,
+        usize,
+        usize,
+        cl_uint,
+        *const cl_sync_point_khr,
+        *mut cl_sync_point_khr,
+        *mut cl_mutable_command_khr,
+    ) -> cl_int,
+    pub barrier: unsafe extern "C" fn(
+        cl_command_buffer_khr,
+        cl_command_queue,
+        *const cl_command_properties_khr,
+        cl_uint,
+        *const cl_sync_point_khr,
+        *mut cl_sync_point_khr,
+        *mut cl_mutable_command_khr,
+    ) -> cl_int,
+    pub info: unsafe extern "C" fn(
+        cl_command_buffer_khr,
+        cl_command_buffer_info_khr,
+        usize,
+        *mut c_void,
+        *mut usize,
+    ) -> cl_int,
+    pub update: unsafe extern "C" fn(
+        cl_command_buffer_khr,
+        cl_uint,
+        *const cl_command_buffer_update_type_khr,
+        *mut *const c_void,
+    ) -> cl_int,
+    pub command_info: unsafe extern "C" fn(
+        cl_mutable_command_khr,
+        cl_mutable_command_info_khr,
+        usize,
+        *mut c_void,
+        *mut usize,
+    ) -> cl_int,
+}
+
+impl CommandBufferApi {
+    pub fn new(cl: &Cl) -> CommandBufferApi {
+        // SAFETY (each): the extension's entry point has this signature.
+        unsafe {
+            CommandBufferApi {
+                create: extension_fn(cl, "clCreateCommandBufferKHR"),
+                finalize: extension_fn(cl, "clFinalizeCommandBufferKHR"),
+                release: extension_fn(cl, "clReleaseCommandBufferKHR"),
+                enqueue: extension_fn(cl, "clEnqueueCommandBufferKHR"),
+                ndrange: extension_fn(cl, "clCommandNDRangeKernelKHR"),
+                fill: extension_fn(cl, "clCommandFillBufferKHR"),
+                copy: extension_fn(cl, "clCommandCopyBufferKHR"),
+                barrier: extension_fn(cl, "clCommandBarrierWithWaitListKHR"),
+                info: extension_fn(cl, "clGetCommandBufferInfoKHR"),
+                update: extension_fn(cl, "clUpdateMutableCommandsKHR"),
+                command_info: extension_fn(cl, "clGetMutableCommandInfoKHR"),
+            }
+        }
+    }
+}
+
 /// clEnqueueSignalSemaphoresKHR and clEnqueueWaitSemaphoresKHR.
 pub type SemaphoreOp = unsafe extern "C" fn(
     cl_command_queue,
