@@ -433,16 +433,12 @@ impl FrontEnd {
             key.add(name.as_bytes());
             key.add(body);
         }
-        if let Some(dir) = std::env::var_os("VKCL_DUMP_DIR") {
-            // For debugging what applications build: the source with the
-            // options it was built with, named by its hash.
-            let tag = super::cache::fnv1a(source.as_bytes(), 0);
-            let path = std::path::Path::new(&dir).join(format!("program-{tag:016x}.cl"));
-            let text = format!("// options: {}\n{source}", options.clang.join(" "));
-            if let Err(e) = std::fs::write(&path, text) {
-                log::warn!(target: "vkcl::compiler", "cannot write {}: {e}", path.display());
-            }
-        }
+        // What applications build: the source with the options it was
+        // built with, named by its hash.
+        super::dump(
+            &format!("program-{:016x}.cl", cache::fnv1a(source.as_bytes(), 0)),
+            || format!("// options: {}\n{source}", options.clang.join(" ")).into_bytes(),
+        );
         // Headers found through -I can change without the key seeing it:
         // such builds are not cached.
         let cacheable = !options.clang.iter().any(|o| o.starts_with("-I"))

@@ -14,7 +14,8 @@ fn tool(name: &str) -> Option<PathBuf> {
     super::frontend::find_in_path(name)
 }
 
-fn to_bytes(words: &[u32]) -> Vec<u8> {
+/// SPIR-V words as the bytes of a `.spv` file.
+pub(crate) fn to_bytes(words: &[u32]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
 
@@ -58,7 +59,7 @@ fn single_definitions(words: &[u32]) -> Vec<String> {
     }
     let opcode = |i: &[u32]| i[0] & 0xFFFF;
     let string = |w: &[u32]| {
-        let bytes: Vec<u8> = w.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let bytes = to_bytes(w);
         let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
         String::from_utf8_lossy(&bytes[..end]).into_owned()
     };

@@ -19,3 +19,15 @@ pub(crate) fn unique_tag() -> String {
         N.fetch_add(1, Ordering::Relaxed)
     )
 }
+
+/// For debugging: writes `bytes()` to the file `name` in `VKCL_DUMP_DIR`
+/// where that is set (a failure to write is logged, nothing more).
+pub(crate) fn dump(name: &str, bytes: impl FnOnce() -> Vec<u8>) {
+    let Some(dir) = std::env::var_os("VKCL_DUMP_DIR") else {
+        return;
+    };
+    let path = std::path::Path::new(&dir).join(name);
+    if let Err(e) = std::fs::write(&path, bytes()) {
+        log::warn!(target: "vkcl::compiler", "cannot write {}: {e}", path.display());
+    }
+}

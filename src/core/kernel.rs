@@ -385,18 +385,10 @@ impl Kernel {
             .build_of(i)
             .spirv
             .ok_or("the program has no executable for this device")?;
-        if let Some(dir) = std::env::var_os("VKCL_DUMP_DIR") {
-            // For debugging the rewriter: the Vulkan module of each kernel.
-            let path = std::path::Path::new(&dir).join(format!("{}.spv", self.info.name));
-            let bytes: Vec<u8> = rewritten
-                .words
-                .iter()
-                .flat_map(|w| w.to_le_bytes())
-                .collect();
-            if let Err(e) = std::fs::write(&path, bytes) {
-                log::warn!(target: "vkcl::kernel", "cannot write {}: {e}", path.display());
-            }
-        }
+        // For debugging the rewriter: the Vulkan module of each kernel.
+        crate::compiler::dump(&format!("{}.spv", self.info.name), || {
+            crate::compiler::link::to_bytes(&rewritten.words)
+        });
         let limit = device.info.props.limits.max_push_constants_size;
         if rewritten.push.size > limit {
             return Err(format!(

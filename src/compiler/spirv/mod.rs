@@ -254,12 +254,10 @@ fn rewrite_module(
 /// debugging the rewriter.
 fn validate_or_dump(words: &[u32], kernel: &str) -> Result<(), String> {
     let result = crate::compiler::link::validate_vulkan(words);
-    if let (Err(_), Some(dir)) = (&result, std::env::var_os("VKCL_DUMP_DIR")) {
-        let path = std::path::Path::new(&dir).join(format!("{kernel}.invalid.spv"));
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        if let Err(e) = std::fs::write(&path, bytes) {
-            log::warn!(target: "vkcl::compiler", "cannot write {}: {e}", path.display());
-        }
+    if result.is_err() {
+        crate::compiler::dump(&format!("{kernel}.invalid.spv"), || {
+            crate::compiler::link::to_bytes(words)
+        });
     }
     result
 }

@@ -558,8 +558,6 @@ fn normalise(ctx: &mut Ctx, fi: usize) -> Result<(), String> {
 /// invariant `x` into "exit or spin for ever", and applications build
 /// kernels for sizes (n = 0) they never launch them with.
 fn exit_endless_loops(ctx: &mut Ctx, fi: usize) {
-    let bool_ty = bool_type(ctx);
-    let never = ctx.const_null(bool_ty);
     loop {
         let f = &ctx.module.functions[fi];
         let cfg = Cfg::new(f);
@@ -589,24 +587,27 @@ fn exit_endless_loops(ctx: &mut Ctx, fi: usize) {
             seen[b] = true;
             b = cfg.succ[b][0];
         }
+        // A conditional branch first moves into a block of its own, which
+        // `b` then branches to.
+        let last = |ctx: &Ctx| {
+            ctx.module.functions[fi].blocks[b]
+                .instructions
+                .last()
+                .cloned()
+        };
+        if last(ctx).is_some_and(|t| t.class.opcode != Op::Branch) {
+            split_header(ctx, fi, b);
+        }
+        let to = last(ctx)
+            .and_then(|t| id_at(&t, 0))
+            .expect("an unconditional branch");
+        let bool_ty = bool_type(ctx);
+        let never = ctx.const_null(bool_ty);
         let exit = ctx.fresh();
         let mut blk = new_block(exit);
         blk.instructions
             .push(Instruction::new(Op::Unreachable, None, None, vec![]));
         let f = &mut ctx.module.functions[fi];
-        let term = f.blocks[b].instructions.last().expect("terminator").clone();
-        let to = if term.class.opcode == Op::Branch {
-            id_at(&term, 0).expect("a branch target")
-        } else {
-            // The block's own branch moves into a block of its own.
-            f.blocks.push(blk);
-            split_header(ctx, fi, b);
-            let f = &mut ctx.module.functions[fi];
-            let moved = f.blocks.len() - 1;
-            let to = label(f, moved);
-            *f.blocks[b].instructions.last_mut().expect("terminator") = branch_if(never, exit, to);
-            continue;
-        };
         *f.blocks[b].instructions.last_mut().expect("terminator") = branch_if(never, exit, to);
         f.blocks.push(blk);
     }
