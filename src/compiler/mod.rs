@@ -27,7 +27,8 @@ pub(crate) fn dump(name: &str, bytes: impl FnOnce() -> Vec<u8>) {
         return;
     };
     let path = std::path::Path::new(&dir).join(name);
-    if let Err(e) = std::fs::write(&path, bytes()) {
+    let written = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, bytes()));
+    if let Err(e) = written {
         log::warn!(target: "vkcl::compiler", "cannot write {}: {e}", path.display());
     }
 }
