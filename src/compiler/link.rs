@@ -35,6 +35,23 @@ pub fn linker_available() -> bool {
     tool("spirv-link").is_some()
 }
 
+/// The instructions of a module's words after its header, each with its
+/// operands, up to the first whose word count is 0 or runs past the end
+/// (the word where that one starts, if any).
+fn instructions(words: &[u32]) -> (Vec<&[u32]>, Option<usize>) {
+    let mut instructions = Vec::new();
+    let mut at = 5;
+    while at < words.len() {
+        let count = (words[at] >> 16) as usize;
+        if count == 0 || at + count > words.len() {
+            return (instructions, Some(at));
+        }
+        instructions.push(&words[at..at + count]);
+        at += count;
+    }
+    (instructions, None)
+}
+
 /// The names a module exports (decorated `LinkageAttributes` with the
 /// `Export` type) that must have one definition among a link's inputs:
 /// kernels (entry points) and variables. Other functions are left out:
@@ -47,16 +64,7 @@ fn single_definitions(words: &[u32]) -> Vec<String> {
     const OP_VARIABLE: u32 = 59;
     const LINKAGE_ATTRIBUTES: u32 = 41;
     const EXPORT: u32 = 0;
-    let mut instructions = Vec::new();
-    let mut at = 5;
-    while at < words.len() {
-        let count = (words[at] >> 16) as usize;
-        if count == 0 || at + count > words.len() {
-            break;
-        }
-        instructions.push(&words[at..at + count]);
-        at += count;
-    }
+    let (instructions, _) = instructions(words);
     let opcode = |i: &[u32]| i[0] & 0xFFFF;
     let string = |w: &[u32]| {
         let bytes = to_bytes(w);
@@ -169,17 +177,11 @@ fn safe_to_validate(words: &[u32]) -> Result<(), String> {
     if words.len() < 5 || words[0] != 0x0723_0203 {
         return Err("not a SPIR-V module".into());
     }
-    let mut instructions = Vec::new();
-    let mut at = 5;
-    while at < words.len() {
-        let count = (words[at] >> 16) as usize;
-        if count == 0 || at + count > words.len() {
-            return Err(format!(
-                "instruction at word {at} runs past the module's end"
-            ));
-        }
-        instructions.push(&words[at..at + count]);
-        at += count;
+    let (instructions, malformed) = instructions(words);
+    if let Some(at) = malformed {
+        return Err(format!(
+            "instruction at word {at} runs past the module's end"
+        ));
     }
     const OP_STRING: u32 = 7;
     const OP_EXT_INST_IMPORT: u32 = 11;
