@@ -44,6 +44,7 @@ both_ways!(
     global_pointers_moved_back_at_run_time,
     rows_of_arrays,
     private_struct_as_words,
+    local_fields,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -828,6 +829,71 @@ fn rows_of_arrays(cl: &Cl) {
             .wrapping_add(row(group_first, 63))
             .wrapping_add(private(0, 3) + private(2, 2) + private(1, x & 3));
         assert_eq!(got[g], want, "{}: work-item {g}", cl.how);
+    }
+}
+
+/// A local array of structs whose fields two arms of a branch fill
+/// differently (tests/kernels/local_fields.cl), over several tiles.
+fn local_fields(cl: &Cl) {
+    let (n, group, tiles) = (64usize, 16usize, 3usize);
+    let pos: Vec<f32> = (0..4 * n).map(|k| (k % 13) as f32 - 4.0).collect();
+    let params: Vec<f32> = (0..4 * n).map(|k| (k % 7) as f32 * 0.5).collect();
+    // Work-item `lid` of a group reads index[t * group + lid] in tile t;
+    // negative entries (after the first tile) take the other arm.
+    let index: Vec<i32> = (0..tiles * group)
+        .map(|k| {
+            if k >= group && k % 3 == 1 {
+                -1
+            } else {
+                ((k * 5) % n) as i32
+            }
+        })
+        .collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(
+        include_str!("kernels/local_fields.cl"),
+        "local_fields",
+        OPTIONS,
+    );
+    let bp = s.buffer_from(&bytes_of(&pos));
+    let bm = s.buffer_from(&bytes_of(&params));
+    let bi = s.buffer_from(&bytes_of(&index));
+    let bo = s.zeroed(4 * n);
+    s.arg(k, 0, &bp);
+    s.arg(k, 1, &bm);
+    s.arg(k, 2, &bi);
+    s.arg(k, 3, &(tiles as i32));
+    s.arg(k, 4, &bo);
+    s.run(k, &[n], Some(&[group]), None);
+    let got = s.words(bo, n);
+    // Each slot's fields (x, y, z, q, fx, fy, fz, charge, sx, sy) after
+    // each tile: the other arm clears x, y, z, charge, sx and sy, and
+    // leaves the rest as the previous tile wrote them.
+    let mut slots = vec![[[0f32; 10]; 16]; tiles];
+    for t in 0..tiles {
+        for lid in 0..group {
+            let j = index[t * group + lid];
+            slots[t][lid] = if j >= 0 {
+                let (p, m) = (&pos[4 * j as usize..], &params[4 * j as usize..]);
+                [p[0], p[1], p[2], p[3], 0.0, 0.0, 0.0, m[0], m[1], m[2]]
+            } else {
+                let prev = slots[t - 1][lid];
+                [
+                    0.0, 0.0, 0.0, prev[3], prev[4], prev[5], prev[6], 0.0, 0.0, 0.0,
+                ]
+            };
+        }
+    }
+    let weights = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0];
+    for (g, &word) in got.iter().enumerate() {
+        let lid = g % group;
+        let want: f32 = (0..tiles)
+            .map(|t| {
+                let f = slots[t][(lid + t + 1) % group];
+                f.iter().zip(weights).map(|(f, w)| f * w).sum::<f32>()
+            })
+            .sum();
+        assert_eq!(f32::from_bits(word), want, "{}: work-item {g}", cl.how);
     }
 }
 

@@ -290,6 +290,26 @@ mod tests {
         assert_eq!(rewritten.scratch, relocate::Scratch::default());
     }
 
+    /// Stores to different fields of one element of a local array of
+    /// structs, at the ends of two arms (OpenMM's nonbonded kernel), are
+    /// not merged into a store through a phi of field pointers: the array
+    /// stays in local memory.
+    #[test]
+    fn fields_stored_in_two_arms_stay_local() {
+        let source = include_str!("../../../tests/kernels/local_fields.cl");
+        let Some(words) = frontend::build_for_test(source, false) else {
+            return;
+        };
+        let module = reflect::load(&words).unwrap();
+        let kernel = &reflect::kernels(&module).unwrap()[0];
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            ..Default::default()
+        };
+        let rewritten = rewrite(&words, kernel, &caps).unwrap();
+        assert_eq!(rewritten.scratch, relocate::Scratch::default());
+    }
+
     #[test]
     fn private_struct_seen_as_bytes_stays_private() {
         let source = include_str!("../../../tests/kernels/private_words.cl");
