@@ -45,6 +45,7 @@ both_ways!(
     rows_of_arrays,
     private_struct_as_words,
     local_fields,
+    vec3_arrays,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -894,6 +895,38 @@ fn local_fields(cl: &Cl) {
             })
             .sum();
         assert_eq!(f32::from_bits(word), want, "{}: work-item {g}", cl.how);
+    }
+}
+
+/// A local tile and a private array of float3 (tests/kernels/vec3_arrays.cl).
+fn vec3_arrays(cl: &Cl) {
+    let (n, group, steps) = (32usize, 16usize, 11i32);
+    let input: Vec<f32> = (0..3 * n).map(|k| ((k * 7) % 11) as f32 - 5.0).collect();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(
+        include_str!("kernels/vec3_arrays.cl"),
+        "vec3_arrays",
+        OPTIONS,
+    );
+    let bi = s.buffer_from(&bytes_of(&input));
+    let bo = s.zeroed(4 * 3 * n);
+    s.arg(k, 0, &bi);
+    s.arg(k, 1, &bo);
+    s.arg(k, 2, &steps);
+    s.run(k, &[n], Some(&[group]), None);
+    let got = s.words(bo, 3 * n);
+    let at = |i: usize, c: usize| input[3 * i + c];
+    for g in 0..n {
+        let (base, lid) = (g - g % group, g % group);
+        for c in 0..3 {
+            let mut want = at(base + (lid + 1) % group, c);
+            for i in 0..steps as usize {
+                let p = at((g + (i & 7)) % n, c);
+                want += p * at(base + (lid + i) % group, c);
+            }
+            let got = f32::from_bits(got[3 * g + c]);
+            assert_eq!(got, want, "{}: work-item {g} component {c}", cl.how);
+        }
     }
 }
 

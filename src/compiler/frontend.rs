@@ -414,7 +414,7 @@ impl FrontEnd {
         device: &DeviceMacros,
     ) -> Result<Compiled, CompileError> {
         let mut key = cache::Key::new(
-            "opencl-c, SPIR-V 1.0 or 1.3, convergent sub-groups, not vectorised, gnu89 inline, native integer widths, phi parents once, dominance order, optimised from unoptimised code, executables with internal functions, private arrays unrolled where calls do not multiply, arms' stores not sunk",
+            "opencl-c, SPIR-V 1.0 or 1.3, convergent sub-groups, not vectorised, gnu89 inline, native integer widths, phi parents once, dominance order, optimised from unoptimised code, executables with internal functions, private arrays unrolled where calls do not multiply, arms' stores not sunk, three-component vectors kept",
         );
         key.add(self.version.as_bytes());
         key.add(options.clang.join("\u{1}").as_bytes());
@@ -520,6 +520,12 @@ impl FrontEnd {
                     // clang routes loop exits through cleanup switches that the
                     // optimiser narrows to odd widths (i3).
                     .args(["-Xclang", "-disable-lifetime-markers"])
+                    // Three-component vectors are loaded and stored as
+                    // themselves, not as four components through a cast
+                    // pointer: a cast that Vulkan's logical pointers cannot
+                    // express, which moved `local` arrays of float3 to
+                    // device memory.
+                    .args(["-Xclang", "-fpreserve-vec3-type"])
                     .arg("-I")
                     .arg(dir.join("include"))
                     .args(&options.clang);
@@ -730,7 +736,7 @@ impl FrontEnd {
         executable: bool,
     ) -> Result<Vec<u32>, String> {
         let mut key = cache::Key::new(
-            "LLVM IR to SPIR-V 1.0 or 1.3, optimised where it translates, private arrays unrolled where calls do not multiply, arms' stores not sunk",
+            "LLVM IR to SPIR-V 1.0 or 1.3, optimised where it translates, private arrays unrolled where calls do not multiply, arms' stores not sunk, three-component vectors kept",
         );
         key.add(self.version.as_bytes());
         key.add(&[subgroups as u8, executable as u8]);

@@ -310,6 +310,25 @@ mod tests {
         assert_eq!(rewritten.scratch, relocate::Scratch::default());
     }
 
+    /// A local and a private array of float3, whose elements clang would
+    /// load and store as four components through a cast pointer, stay
+    /// where they are.
+    #[test]
+    fn arrays_of_three_component_vectors_stay_in_place() {
+        let source = include_str!("../../../tests/kernels/vec3_arrays.cl");
+        let Some(words) = frontend::build_for_test(source, false) else {
+            return;
+        };
+        let module = reflect::load(&words).unwrap();
+        let kernel = &reflect::kernels(&module).unwrap()[0];
+        let caps = DeviceCaps {
+            max_push_constants: 128,
+            ..Default::default()
+        };
+        let rewritten = rewrite(&words, kernel, &caps).unwrap();
+        assert_eq!(rewritten.scratch, relocate::Scratch::default());
+    }
+
     #[test]
     fn private_struct_seen_as_bytes_stays_private() {
         let source = include_str!("../../../tests/kernels/private_words.cl");
