@@ -271,12 +271,10 @@ mod tests {
     /// structure pass on loops with breaks, continues and returns).
     const KERNELS: &str = include_str!("../../../tests/kernels/control_flow.cl");
 
-    /// Rows of two-dimensional private and local arrays walked through
-    /// pointers to their first elements stay where they are: no object
-    /// moves to scratch memory.
-    #[test]
-    fn rows_of_arrays_stay_in_place() {
-        let source = include_str!("../../../tests/kernels/rows_of_arrays.cl");
+    /// Asserts that no object of the first kernel of `source`, rewritten
+    /// for a device with `caps` (and 128 bytes of push constants), moves
+    /// to scratch memory. Skipped without a front end.
+    fn stays_in_place(source: &str, caps: DeviceCaps) {
         let Some(words) = frontend::build_for_test(source, false) else {
             return;
         };
@@ -284,10 +282,19 @@ mod tests {
         let kernel = &reflect::kernels(&module).unwrap()[0];
         let caps = DeviceCaps {
             max_push_constants: 128,
-            ..Default::default()
+            ..caps
         };
         let rewritten = rewrite(&words, kernel, &caps).unwrap();
         assert_eq!(rewritten.scratch, relocate::Scratch::default());
+    }
+
+    /// Rows of two-dimensional private and local arrays walked through
+    /// pointers to their first elements stay where they are: no object
+    /// moves to scratch memory.
+    #[test]
+    fn rows_of_arrays_stay_in_place() {
+        let source = include_str!("../../../tests/kernels/rows_of_arrays.cl");
+        stays_in_place(source, DeviceCaps::default());
     }
 
     /// Stores to different fields of one element of a local array of
@@ -297,17 +304,7 @@ mod tests {
     #[test]
     fn fields_stored_in_two_arms_stay_local() {
         let source = include_str!("../../../tests/kernels/local_fields.cl");
-        let Some(words) = frontend::build_for_test(source, false) else {
-            return;
-        };
-        let module = reflect::load(&words).unwrap();
-        let kernel = &reflect::kernels(&module).unwrap()[0];
-        let caps = DeviceCaps {
-            max_push_constants: 128,
-            ..Default::default()
-        };
-        let rewritten = rewrite(&words, kernel, &caps).unwrap();
-        assert_eq!(rewritten.scratch, relocate::Scratch::default());
+        stays_in_place(source, DeviceCaps::default());
     }
 
     /// A local and a private array of float3, whose elements clang would
@@ -316,37 +313,20 @@ mod tests {
     #[test]
     fn arrays_of_three_component_vectors_stay_in_place() {
         let source = include_str!("../../../tests/kernels/vec3_arrays.cl");
-        let Some(words) = frontend::build_for_test(source, false) else {
-            return;
-        };
-        let module = reflect::load(&words).unwrap();
-        let kernel = &reflect::kernels(&module).unwrap()[0];
-        let caps = DeviceCaps {
-            max_push_constants: 128,
-            ..Default::default()
-        };
-        let rewritten = rewrite(&words, kernel, &caps).unwrap();
-        assert_eq!(rewritten.scratch, relocate::Scratch::default());
+        stays_in_place(source, DeviceCaps::default());
     }
 
     #[test]
     fn private_struct_seen_as_bytes_stays_private() {
         let source = include_str!("../../../tests/kernels/private_words.cl");
-        let Some(words) = frontend::build_for_test(source, false) else {
-            return;
-        };
-        let module = reflect::load(&words).unwrap();
-        let kernel = &reflect::kernels(&module).unwrap()[0];
         let caps = DeviceCaps {
-            max_push_constants: 128,
             int8: true,
             int16: true,
             storage8: true,
             storage16: true,
             ..Default::default()
         };
-        let rewritten = rewrite(&words, kernel, &caps).unwrap();
-        assert_eq!(rewritten.scratch, relocate::Scratch::default());
+        stays_in_place(source, caps);
     }
 
     /// On a device whose double fma rounds twice (lavapipe), fma on
