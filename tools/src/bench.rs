@@ -814,6 +814,30 @@ fn measure(b: &mut Bench<'_>, a: &Args, extensions: &str, max_alloc: usize) -> R
             }
         }
         b.add("Latency", name, total / launches as f64 * 1e6, "us");
+        if queue == plain {
+            // Kernels one after another with nobody waiting, as
+            // applications' time steps run: what each costs the queue,
+            // the device's time between kernels included.
+            let t0 = Instant::now();
+            for _ in 0..launches {
+                check("clEnqueueNDRangeKernel", unsafe {
+                    (s.api.clEnqueueNDRangeKernel.unwrap())(
+                        queue,
+                        k,
+                        1,
+                        std::ptr::null(),
+                        &1usize,
+                        std::ptr::null(),
+                        0,
+                        std::ptr::null(),
+                        std::ptr::null_mut(),
+                    )
+                })?;
+            }
+            check("clFinish", unsafe { (s.api.clFinish.unwrap())(queue) })?;
+            let per = t0.elapsed().as_secs_f64() / launches as f64;
+            b.add("Latency", "back to back, per kernel", per * 1e6, "us");
+        }
         if queue == s.queue {
             b.add(
                 "Latency",

@@ -256,6 +256,7 @@ fn bench_quick_measures_every_figure() {
         "Integer compute",
         "enqueueReadBuffer",
         "enqueue to completion",
+        "back to back, per kernel",
         "STREAM triad",
         "tiled matmul",
         "KiB groups per CU",
