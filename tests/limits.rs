@@ -16,6 +16,7 @@ both_ways!(
     buffers_beyond_the_device_memory,
     images_beyond_the_device_memory,
     argument_blocks_at_and_past_the_limit,
+    argument_blocks_of_queued_launches,
     ten_thousand_commands_without_a_flush,
     local_memory_beyond_the_device,
     collectives_beyond_the_local_memory,
@@ -261,6 +262,51 @@ fn argument_blocks_at_and_past_the_limit(cl: &Cl) {
         assert_eq!(r, CL_INVALID_ARG_SIZE, "{}: a 2400-byte argument", cl.how);
     }
     still_usable(&mut s);
+}
+
+/// Two thousand launches of a kernel whose 260 bytes of arguments take
+/// an argument block on every device, each with other values, queued
+/// before any is waited for: every launch reads its own arguments (the
+/// blocks share staging buffers, several hundred launches to one).
+fn argument_blocks_of_queued_launches(cl: &Cl) {
+    let _one = one_at_a_time();
+    let mut s = Setup::new(cl);
+    let k = s.kernel(
+        "kernel void sum(global ulong *out, uint at, ulong4 a, ulong4 b, ulong4 c, ulong4 d,
+                         ulong4 e, ulong4 f, ulong4 g, ulong4 h) {
+            ulong4 t = a + b + c + d + e + f + g + h;
+            out[at] = t.x + t.y * 3 + t.z * 5 + t.w * 7;
+        }",
+        "sum",
+        "",
+    );
+    const N: u32 = 2000;
+    let out = s.zeroed(N as usize * 8);
+    s.arg(k, 0, &out);
+    let mut want = Vec::new();
+    for at in 0..N {
+        s.arg(k, 1, &at);
+        let mut t = [0u64; 4];
+        for v in 0..8u32 {
+            let value: [u64; 4] =
+                std::array::from_fn(|c| u64::from(at) * 1_000_003 + u64::from(v * 4 + c as u32));
+            for c in 0..4 {
+                t[c] += value[c];
+            }
+            s.arg(k, 2 + v, &value);
+        }
+        want.push(t[0] + t[1] * 3 + t[2] * 5 + t[3] * 7);
+        assert_eq!(
+            s.enqueue(k, &[1], None, None),
+            CL_SUCCESS,
+            "{}: launch {at}",
+            cl.how
+        );
+    }
+    let got = i64s(&cl.read(s.q, out, 0, N as usize * 8));
+    for at in 0..N as usize {
+        assert_eq!(got[at] as u64, want[at], "{}: launch {at}", cl.how);
+    }
 }
 
 /// Ten thousand kernels on an in-order queue, nothing flushed until the

@@ -423,13 +423,8 @@ impl Launch {
         let arg_block = match compiled.push.block {
             Some(_) => {
                 // Written now, read by the device after submission.
-                let staging = Staging::new(&queue.vk, block.len(), BufferUse::Upload)?;
-                staging.buffer().write(0, &block);
-                put(
-                    &mut push,
-                    compiled.push.arg_block,
-                    &staging.buffer().address.to_ne_bytes(),
-                );
+                let (staging, address) = queue.arg_blocks.put(&queue.vk, &block)?;
+                put(&mut push, compiled.push.arg_block, &address.to_ne_bytes());
                 Some(staging)
             }
             None => None,

@@ -103,6 +103,51 @@ unsafe fn copy_in_parallel(src: *const u8, dst: *mut u8, len: usize) {
     });
 }
 
+/// Argument blocks of kernel launches, as pieces of upload staging handed
+/// out one after another from a shared staging buffer: a launch whose
+/// arguments do not fit the push constants (OpenMM's nonbonded kernel,
+/// with its many vectors by value, on every device) then writes a few
+/// hundred bytes instead of taking a staging buffer of its own, which on
+/// a queue of thousands of launches made the pool hold thousands of
+/// buffers. Each launch holds the buffer its piece is in, which goes back
+/// to the pool once every such launch is done.
+#[derive(Default)]
+pub struct ArgBlocks {
+    current: Mutex<Option<(Arc<Staging>, usize)>>,
+}
+
+/// Pieces start at multiples of this: the largest alignment of an OpenCL
+/// argument (a `double16` or `long16`).
+const ARG_BLOCK_ALIGN: usize = 128;
+/// The staging buffer pieces are cut from; larger blocks take a staging
+/// buffer of their own.
+const ARG_BLOCK_CHUNK: usize = 64 * 1024;
+
+impl ArgBlocks {
+    /// `bytes` in upload staging of `device`: the buffer that holds them,
+    /// to keep until the device has read them, and their device address.
+    pub fn put(&self, device: &Arc<LogicalDevice>, bytes: &[u8]) -> ClResult<(Arc<Staging>, u64)> {
+        let size = bytes.len().max(1).next_multiple_of(ARG_BLOCK_ALIGN);
+        if size > ARG_BLOCK_CHUNK / 4 {
+            let own = Staging::new(device, bytes.len(), BufferUse::Upload)?;
+            own.buffer().write(0, bytes);
+            let address = own.buffer().address;
+            return Ok((own, address));
+        }
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        let (staging, at) = match current.take() {
+            Some((s, at)) if Arc::ptr_eq(&s.device, device) && at + size <= ARG_BLOCK_CHUNK => {
+                (s, at)
+            }
+            _ => (Staging::new(device, ARG_BLOCK_CHUNK, BufferUse::Upload)?, 0),
+        };
+        staging.buffer().write(at, bytes);
+        let address = staging.buffer().address + at as u64;
+        *current = Some((staging.clone(), at + size));
+        Ok((staging, address))
+    }
+}
+
 /// A staging buffer that goes back to the device's pool when dropped.
 pub struct Staging {
     buffer: Option<DeviceBuffer>,

@@ -333,6 +333,8 @@ pub struct Queue {
     /// the last batch whose commands all ran (its seal, written after
     /// them), which the completion worker checks against the timeline.
     crumbs: Option<DeviceBuffer>,
+    /// Where launches' argument blocks are written.
+    pub arg_blocks: crate::core::memory::ArgBlocks,
 }
 
 impl ClObject for Queue {
@@ -421,6 +423,7 @@ impl Queue {
                 crumb_seq: 0,
             }),
             crumbs,
+            arg_blocks: Default::default(),
         });
         device.register_queue(&q);
         Ok(q)

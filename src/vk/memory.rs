@@ -517,7 +517,9 @@ impl Drop for HostBuffer {
 /// Reuses staging buffers: a transfer takes one of at least the size it
 /// needs and gives it back when the command completes.
 pub struct StagingPool {
-    free: Mutex<Vec<DeviceBuffer>>,
+    /// Idle buffers, the most recently used first; up to thousands of
+    /// them (one per command in flight), so both ends move in O(1).
+    free: Mutex<std::collections::VecDeque<DeviceBuffer>>,
 }
 
 /// Staging buffers come in powers of two from this size.
@@ -531,7 +533,7 @@ const STAGING_KEEP: u64 = 512 * 1024 * 1024;
 impl Default for StagingPool {
     fn default() -> Self {
         StagingPool {
-            free: Mutex::new(Vec::new()),
+            free: Mutex::new(std::collections::VecDeque::new()),
         }
     }
 }
@@ -550,7 +552,7 @@ impl StagingPool {
                 .iter()
                 .position(|b| b.size == class && b.usage == usage)
             {
-                return Ok(free.swap_remove(i));
+                return Ok(free.remove(i).expect("index in range"));
             }
         }
         log::debug!(target: "vkcl::memory", "new {usage:?} staging buffer of {class} bytes");
@@ -570,7 +572,7 @@ impl StagingPool {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         let limit = STAGING_KEEP.max(buffer.size);
         let mut kept = buffer.size;
-        free.insert(0, buffer);
+        free.push_front(buffer);
         let mut n = 1;
         while n < free.len() && kept + free[n].size <= limit {
             kept += free[n].size;
