@@ -583,9 +583,15 @@ impl Device {
             return sm.max(1);
         }
         if self.device_type() == CL_DEVICE_TYPE_CPU {
-            return std::thread::available_parallelism()
-                .map(|n| n.get() as u32)
-                .unwrap_or(1);
+            // Asked once: the standard library reads the process's CPU
+            // set and cgroup quota at every call, and applications query
+            // the compute units at every step (OpenMM).
+            static THREADS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+            return *THREADS.get_or_init(|| {
+                std::thread::available_parallelism()
+                    .map(|n| n.get() as u32)
+                    .unwrap_or(1)
+            });
         }
         1
     }
