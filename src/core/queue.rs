@@ -3,10 +3,11 @@
 //! Each OpenCL queue owns a timeline semaphore and records its commands into
 //! an open Vulkan command buffer (a batch). A batch is submitted on clFlush,
 //! on blocking calls and waits, when another queue needs one of its events,
-//! when it reaches [`BATCH_LIMIT`] commands, or at once while none of the
-//! queue's batches is in flight (the device would otherwise sit idle, and
-//! a lone command would wait for the flush); it signals the next value of
-//! the queue's timeline, and every event in it is a point on that timeline.
+//! when it reaches [`BATCH_LIMIT`] commands, or at once while fewer than
+//! [`IN_FLIGHT`] of the queue's batches are in flight (the device would
+//! otherwise sit idle, and a lone command would wait for the flush); it
+//! signals the next value of the queue's timeline, and every event in it
+//! is a point on that timeline.
 //! The device's completion worker (see `core::worker`) waits for those
 //! values, runs the host side of each command (copies into application
 //! memory) and completes the events in order.
@@ -39,6 +40,14 @@ use crate::vk::memory::{BufferUse, DeviceBuffer};
 
 /// A batch is submitted once it holds this many commands.
 pub const BATCH_LIMIT: usize = 64;
+
+/// A batch is submitted as soon as it holds a command while fewer than
+/// this many of the queue's batches are in flight: one running, one
+/// queued behind it, so that the device goes from one batch straight to
+/// the next instead of waiting for the host to learn that the first has
+/// completed and to submit what gathered meanwhile (on NVIDIA's driver
+/// tens of microseconds, paid at every batch of a simulation's steps).
+const IN_FLIGHT: usize = 2;
 
 /// Records a command's device work.
 pub type RecordFn = Box<dyn FnOnce(&Recorder<'_>) -> ClResult<()> + Send>;
@@ -764,7 +773,7 @@ impl Handle<Queue> {
                     if host_access
                         || alone
                         || binary
-                        || st.in_flight == 0
+                        || st.in_flight < IN_FLIGHT
                         || st
                             .batch
                             .as_ref()
@@ -781,7 +790,7 @@ impl Handle<Queue> {
                 Readiness::Wait => i += 1,
             }
         }
-        if (st.flush_wanted || st.in_flight == 0) && st.batch.is_some() {
+        if (st.flush_wanted || st.in_flight < IN_FLIGHT) && st.batch.is_some() {
             self.submit(st, after)?;
         }
         if st.pending.is_empty() {
@@ -1011,7 +1020,7 @@ impl Handle<Queue> {
         {
             let mut st = self.lock();
             if st.pending.is_empty()
-                && !((st.flush_wanted || st.in_flight == 0) && st.batch.is_some())
+                && !((st.flush_wanted || st.in_flight < IN_FLIGHT) && st.batch.is_some())
             {
                 return;
             }
