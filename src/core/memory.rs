@@ -106,10 +106,10 @@ unsafe fn copy_in_parallel(src: *const u8, dst: *mut u8, len: usize) {
 /// Argument blocks of kernel launches, as pieces of upload staging handed
 /// out one after another from a shared staging buffer: a launch whose
 /// arguments do not fit the push constants (OpenMM's nonbonded kernel,
-/// with its many vectors by value, on every device) then writes a few
-/// hundred bytes instead of taking a staging buffer of its own, which on
-/// a queue of thousands of launches made the pool hold thousands of
-/// buffers. Each launch holds the buffer its piece is in, which goes back
+/// with its many vectors by value, on lavapipe's 128 bytes) then writes
+/// a few hundred bytes instead of taking a staging buffer of its own,
+/// which on a queue of thousands of launches made the pool hold
+/// thousands of buffers. Each launch holds the buffer its piece is in, which goes back
 /// to the pool once every such launch is done.
 #[derive(Default)]
 pub struct ArgBlocks {

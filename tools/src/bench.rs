@@ -786,6 +786,22 @@ fn measure(b: &mut Bench<'_>, a: &Args, extensions: &str, max_alloc: usize) -> R
     let k = s.kernel(b.program, "empty")?;
     let launches = if a.quick { 20 } else { 1000 };
     let plain = s.new_queue()?;
+    // One work-item of the empty kernel, nothing waited for.
+    let launch = |queue: cl_command_queue| {
+        check("clEnqueueNDRangeKernel", unsafe {
+            (s.api.clEnqueueNDRangeKernel.unwrap())(
+                queue,
+                k,
+                1,
+                std::ptr::null(),
+                &1usize,
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        })
+    };
     for (queue, name) in [
         (s.queue, "enqueue to completion"),
         (plain, "same, no profiling"),
@@ -793,19 +809,7 @@ fn measure(b: &mut Bench<'_>, a: &Args, extensions: &str, max_alloc: usize) -> R
         let (mut total, mut enqueue) = (0.0, 0.0);
         for i in 0..=launches {
             let t0 = Instant::now();
-            check("clEnqueueNDRangeKernel", unsafe {
-                (s.api.clEnqueueNDRangeKernel.unwrap())(
-                    queue,
-                    k,
-                    1,
-                    std::ptr::null(),
-                    &1usize,
-                    std::ptr::null(),
-                    0,
-                    std::ptr::null(),
-                    std::ptr::null_mut(),
-                )
-            })?;
+            launch(queue)?;
             let t1 = t0.elapsed().as_secs_f64();
             check("clFinish", unsafe { (s.api.clFinish.unwrap())(queue) })?;
             if i > 0 {
@@ -820,19 +824,7 @@ fn measure(b: &mut Bench<'_>, a: &Args, extensions: &str, max_alloc: usize) -> R
             // the device's time between kernels included.
             let t0 = Instant::now();
             for _ in 0..launches {
-                check("clEnqueueNDRangeKernel", unsafe {
-                    (s.api.clEnqueueNDRangeKernel.unwrap())(
-                        queue,
-                        k,
-                        1,
-                        std::ptr::null(),
-                        &1usize,
-                        std::ptr::null(),
-                        0,
-                        std::ptr::null(),
-                        std::ptr::null_mut(),
-                    )
-                })?;
+                launch(queue)?;
             }
             check("clFinish", unsafe { (s.api.clFinish.unwrap())(queue) })?;
             let per = t0.elapsed().as_secs_f64() / launches as f64;
