@@ -17,6 +17,27 @@ use crate::core::queue::Queue;
 /// Runs the body of an entry point that returns a `cl_int`. A panic never
 /// crosses the C ABI: it is logged and reported as `CL_OUT_OF_RESOURCES`.
 pub fn api_call(name: &str, body: impl FnOnce() -> ClResult<()>) -> cl_int {
+    let Some(trace) = crate::core::trace::tracer() else {
+        return run_call(name, body);
+    };
+    let start = crate::core::event::host_time_ns();
+    let code = run_call(name, body);
+    let args = if code == CL_SUCCESS {
+        String::new()
+    } else {
+        format!(r#""error":{code}"#)
+    };
+    trace.host(
+        "api",
+        name,
+        start,
+        crate::core::event::host_time_ns(),
+        &args,
+    );
+    code
+}
+
+fn run_call(name: &str, body: impl FnOnce() -> ClResult<()>) -> cl_int {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => CL_SUCCESS,
         Ok(Err(e)) => {

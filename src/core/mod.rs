@@ -25,6 +25,7 @@ pub mod ranges;
 pub mod sampler;
 pub mod semaphore;
 pub mod svm;
+pub mod trace;
 pub mod worker;
 
 /// Sets up logging from `VKCL_LOG` (for example `VKCL_LOG=debug` or

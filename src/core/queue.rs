@@ -293,8 +293,11 @@ pub struct Batch {
     /// signalled once it is done (see [`BinaryOps`]).
     binary_waits: Vec<vk::Semaphore>,
     binary_signals: Vec<vk::Semaphore>,
-    /// Two timestamps per command on profiling queues.
+    /// Two timestamps per command on profiling queues (on every queue
+    /// while tracing, `VKCL_TRACE`).
     pub queries: Option<vk::QueryPool>,
+    /// Host time of its submission.
+    pub submitted: u64,
 }
 
 struct QueueState {
@@ -489,7 +492,8 @@ impl Queue {
                 unsafe { d.allocate_command_buffers(&info)?[0] }
             }
         };
-        let queries = if self.profiling() && self.vk.timestamp_bits > 0 {
+        let timed = self.profiling() || crate::core::trace::tracer().is_some();
+        let queries = if timed && self.vk.timestamp_bits > 0 {
             Some(match st.free_query_pools.pop() {
                 Some(p) => p,
                 None => {
@@ -530,6 +534,7 @@ impl Queue {
             binary_waits: Vec::new(),
             binary_signals: Vec::new(),
             queries,
+            submitted: 0,
         })
     }
 
@@ -932,7 +937,7 @@ impl Handle<Queue> {
     }
 
     fn submit(self: &Arc<Self>, st: &mut QueueState, after: &mut After) -> ClResult<()> {
-        let Some(batch) = st.batch.take() else {
+        let Some(mut batch) = st.batch.take() else {
             return Ok(());
         };
         let d = &self.vk.raw;
@@ -980,7 +985,16 @@ impl Handle<Queue> {
             .signal_semaphores(&signal)
             .push_next(&mut timeline_info);
         let at = host_time_ns();
-        if let Err(e) = self.vk.submit(self.vk_queue, &[submit], vk::Fence::null()) {
+        let submitted = self.vk.submit(self.vk_queue, &[submit], vk::Fence::null());
+        if let Some(t) = crate::core::trace::tracer() {
+            let args = format!(
+                r#""queue":"{:p}","batch":{value},"commands":{}"#,
+                Arc::as_ptr(self),
+                batch.commands.len()
+            );
+            t.host("vkcl", "vkQueueSubmit", at, host_time_ns(), &args);
+        }
+        if let Err(e) = submitted {
             log::error!(target: "vkcl::queue", "vkQueueSubmit failed: {e}");
             self.context
                 .notify_error(&format!("vkcl: submission failed ({e})"));
@@ -1009,6 +1023,7 @@ impl Handle<Queue> {
             ));
         }
         after.progressed = true;
+        batch.submitted = at;
         self.device.worker().push(self.clone(), value, batch);
         Ok(())
     }

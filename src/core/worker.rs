@@ -123,7 +123,13 @@ impl Worker {
             let waits: Vec<(vk::Semaphore, u64)> =
                 fronts.iter().map(|(q, v)| (q.timeline, *v)).collect();
             let mut finished = None;
-            let lost = match queue.vk.wait_any(&waits, 2_000_000_000) {
+            let waited = crate::core::event::host_time_ns();
+            let result = queue.vk.wait_any(&waits, 2_000_000_000);
+            if let Some(t) = crate::core::trace::tracer() {
+                let now = crate::core::event::host_time_ns();
+                t.host("vkcl", "wait for the device", waited, now, "");
+            }
+            let lost = match result {
                 Ok(Some(i)) => {
                     finished = Some(i);
                     None
@@ -346,10 +352,22 @@ fn seal_behind(sealed: u32, value: u64) -> bool {
 }
 
 fn complete(done: InFlight) {
-    let InFlight { queue, batch, .. } = done;
+    let seen = crate::core::event::host_time_ns();
+    let InFlight {
+        queue,
+        batch,
+        value,
+    } = done;
     let times = batch
         .queries
         .and_then(|qp| gpu_times(&queue.vk, qp, batch.commands.len()));
+    let trace = crate::core::trace::tracer();
+    if let (Some(t), Some(times)) = (trace, &times) {
+        trace_batch(t, &queue, &batch, value, times, seen);
+    }
+    // Device times are the events' only where the application asked for
+    // profiling (they are there for the trace otherwise).
+    let times = times.filter(|_| queue.profiling());
     let cb = batch.cb();
     let queries = batch.queries;
     for (i, mut cmd) in batch.commands.into_iter().enumerate() {
@@ -367,6 +385,58 @@ fn complete(done: InFlight) {
         cmd.event.finish(status, span);
     }
     queue.recycle(cb, queries);
+    if let Some(t) = trace {
+        let args = format!(r#""queue":"{:p}","batch":{value}"#, Arc::as_ptr(&queue));
+        t.host(
+            "vkcl",
+            "complete batch",
+            seen,
+            crate::core::event::host_time_ns(),
+            &args,
+        );
+    }
+}
+
+/// Puts a finished batch on the trace (`VKCL_TRACE`): each command's
+/// device time (`times`), inside the batch's own span, whose arguments
+/// say when it was submitted and when the worker saw it done (`seen`).
+fn trace_batch(
+    t: &crate::core::trace::Tracer,
+    queue: &Arc<Handle<Queue>>,
+    batch: &Batch,
+    value: u64,
+    times: &[(u64, u64)],
+    seen: u64,
+) {
+    let (Some(first), Some(last)) = (times.first(), times.last()) else {
+        return;
+    };
+    let mut spans = Vec::with_capacity(times.len() + 1);
+    spans.push((
+        "batch".to_string(),
+        first.0,
+        last.1.max(first.0),
+        format!(
+            r#""batch":{value},"commands":{},"submitted":{},"seen":{}"#,
+            times.len(),
+            t.micros(batch.submitted),
+            t.micros(seen)
+        ),
+    ));
+    for (cmd, &(start, end)) in batch.commands.iter().zip(times) {
+        let name = match cmd.event.label.get() {
+            Some(label) => label.clone(),
+            None => crate::core::trace::command_name(cmd.event.command_type).to_string(),
+        };
+        spans.push((name, start, end.max(start), String::new()));
+    }
+    let device = Arc::as_ptr(&queue.vk) as usize;
+    t.device(
+        device,
+        &queue.device.name(),
+        Arc::as_ptr(queue) as usize,
+        &spans,
+    );
 }
 
 /// Ends a batch the device will never finish: its commands' events fail

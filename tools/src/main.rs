@@ -9,6 +9,7 @@ mod compile;
 mod icd;
 mod info;
 mod run;
+mod trace;
 
 use std::process::ExitCode;
 
@@ -34,6 +35,9 @@ enum Command {
     Bench(bench::Args),
     /// Installs or removes vkcl's ICD file for OpenCL ICD loaders.
     Icd(icd::Args),
+    /// Sums up a timeline written with VKCL_TRACE=FILE: time in OpenCL
+    /// calls, device busy and idle time, and why the device was idle.
+    Trace(trace::Args),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +56,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Icd(a) => icd::run(a),
+        Command::Trace(a) => trace::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -159,6 +159,66 @@ fn run_computes_and_prints() {
     assert!(out.contains("arg 2: 0 3 6 9"), "{out}");
 }
 
+/// An application run with VKCL_TRACE leaves a timeline that `vkcl trace`
+/// sums up: its OpenCL calls on the host, and its kernel and transfers on
+/// the device (the kernel, and the reads of `--print`) in batches whose
+/// submission and completion the host saw.
+#[test]
+fn trace_records_calls_and_device_work() {
+    let src = file("trace_add.cl", ADD);
+    let trace = files_dir().join("trace.json");
+    let _ = std::fs::remove_file(&trace);
+    let out = Command::new(env!("CARGO_BIN_EXE_vkcl"))
+        .args([
+            "run",
+            src.to_str().unwrap(),
+            "add",
+            "--global",
+            "64",
+            "--arg",
+            "buf:float:64:iota",
+            "--arg",
+            "buf:float:64:iota",
+            "--arg",
+            "buf:float:64",
+            "--arg",
+            "float:2",
+            "--repeat",
+            "3",
+            "--print",
+            "2",
+        ])
+        .env("OCL_ICD_VENDORS", icd_dir())
+        .env("VKCL_VALIDATION", "abort")
+        .env("VKCL_TRACE", &trace)
+        .output()
+        .expect("the tool runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&trace).expect("the trace is written");
+    assert!(
+        text.trim_end().ends_with(']'),
+        "the array is closed at exit"
+    );
+    let summary = ok(&["trace", trace.to_str().unwrap()]);
+    for what in [
+        "clEnqueueNDRangeKernel",
+        "clBuildProgram",
+        "vkQueueSubmit",
+        "complete batch",
+        "device: ",
+        "    add ",
+        "read buffer",
+        "submission to start",
+    ] {
+        assert!(summary.contains(what), "no {what:?} in:\n{summary}");
+    }
+    assert!(fails(&["trace", "/no/such/trace.json"]).contains("cannot read"));
+}
+
 /// What an application packager does: a program binary and SPIR-V IL made
 /// by `vkcl compile`, each run by `vkcl run` as a program built elsewhere.
 #[test]
