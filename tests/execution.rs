@@ -15,6 +15,7 @@ both_ways!(
     failed_user_event_propagates_to_dependents,
     callbacks_fire_once_per_status,
     a_command_behind_a_running_one_is_not_running,
+    a_profiled_command_completes_while_later_work_runs,
     profiling_times_are_ordered_and_in_the_host_window,
     out_of_order_queue_with_barrier,
     markers_and_wait_for_events,
@@ -738,29 +739,74 @@ fn next(seed: &mut u64) -> u64 {
     *seed
 }
 
+/// A kernel that runs a single work-item through `n` steps of a random
+/// number generator: as long a command as a test needs.
+const SPIN: &str = "kernel void spin(global uint *b, uint n) {
+    uint x = b[0];
+    for (uint i = 0; i < n; i++) x = x * 1664525u + 1013904223u;
+    b[0] = x;
+}";
+
+/// Whether the device compiles OpenCL C (a build may lack the compiler:
+/// Windows under Wine).
+fn has_compiler(cl: &Cl) -> bool {
+    let compiler = cl
+        .device_bytes(cl.device(), CL_DEVICE_COMPILER_AVAILABLE)
+        .unwrap();
+    u32_of(&compiler) != CL_FALSE
+}
+
+/// On a profiling queue a command's event completes once the command is
+/// done, while work submitted after it still runs: its device times are
+/// read without waiting for the device to go idle (lavapipe's query pool
+/// reads do wait, so they are not used).
+fn a_profiled_command_completes_while_later_work_runs(cl: &Cl) {
+    if !has_compiler(cl) {
+        return;
+    }
+    let mut s = Setup::new(cl);
+    let k = s.kernel(SPIN, "spin", "");
+    let b = s.zeroed(64);
+    s.arg(k, 0, &b);
+    let profiled = cl.queue(s.c, CL_QUEUE_PROFILING_ENABLE);
+    let plain = std::mem::replace(&mut s.q, profiled);
+    s.arg(k, 1, &1u32);
+    let short = s.launch(k, &[1]);
+    s.arg(k, 1, &50_000_000u32);
+    let long = s.launch(k, &[1]);
+    unsafe {
+        assert_eq!(cl.clFlush.unwrap()(s.q), CL_SUCCESS);
+        assert_eq!(cl.clWaitForEvents.unwrap()(1, &short), CL_SUCCESS);
+    }
+    let seen = host_timer(cl);
+    unsafe { assert_eq!(cl.clWaitForEvents.unwrap()(1, &long), CL_SUCCESS) };
+    let [.., short_end, _] = cl.profile(short);
+    let [_, _, start, end, _] = cl.profile(long);
+    assert!(
+        seen < end,
+        "{}: the short kernel (ended at {short_end} ns) was seen complete at {seen} ns, \
+         after the long one behind it ran ({start} to {end} ns)",
+        cl.how
+    );
+    unsafe {
+        cl.clReleaseEvent.unwrap()(short);
+        cl.clReleaseEvent.unwrap()(long);
+        assert_eq!(cl.clReleaseCommandQueue.unwrap()(s.q), CL_SUCCESS);
+    }
+    s.q = plain;
+}
+
 /// A command submitted while the one before it on its in-order queue
 /// still runs is not reported as running (the CTS's `events/waitlists`):
 /// it is `CL_SUBMITTED` or further along, never `CL_RUNNING` while the
 /// first is unfinished.
 fn a_command_behind_a_running_one_is_not_running(cl: &Cl) {
-    // The command kept running is a kernel: it needs the OpenCL C compiler,
-    // which a build may lack (Windows under Wine).
-    let compiler = cl
-        .device_bytes(cl.device(), CL_DEVICE_COMPILER_AVAILABLE)
-        .unwrap();
-    if u32_of(&compiler) == CL_FALSE {
+    // The command kept running is a kernel.
+    if !has_compiler(cl) {
         return;
     }
     let mut s = Setup::new(cl);
-    let k = s.kernel(
-        "kernel void spin(global uint *b, uint n) {
-            uint x = b[0];
-            for (uint i = 0; i < n; i++) x = x * 1664525u + 1013904223u;
-            b[0] = x;
-        }",
-        "spin",
-        "",
-    );
+    let k = s.kernel(SPIN, "spin", "");
     let b = s.zeroed(64);
     s.arg(k, 0, &b);
     s.arg(k, 1, &50_000_000u32);

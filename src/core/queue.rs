@@ -284,6 +284,15 @@ impl Recorder<'_> {
     }
 }
 
+/// A batch's timestamp queries, two per command, and the buffer the
+/// batch copies their values into at its end. The completion worker reads
+/// them from there: reading a query pool is a driver call that, on some
+/// drivers (lavapipe), first waits for the whole device to go idle.
+pub struct Stamps {
+    pub pool: vk::QueryPool,
+    pub values: DeviceBuffer,
+}
+
 /// A command buffer being filled, with its commands.
 pub struct Batch {
     cb: vk::CommandBuffer,
@@ -295,7 +304,7 @@ pub struct Batch {
     binary_signals: Vec<vk::Semaphore>,
     /// Two timestamps per command on profiling queues (on every queue
     /// while tracing, `VKCL_TRACE`).
-    pub queries: Option<vk::QueryPool>,
+    pub queries: Option<Stamps>,
     /// Host time of its submission.
     pub submitted: u64,
 }
@@ -318,7 +327,7 @@ struct QueueState {
     since_barrier: Vec<Weak<Handle<Event>>>,
     pool: vk::CommandPool,
     free_cbs: Vec<vk::CommandBuffer>,
-    free_query_pools: Vec<vk::QueryPool>,
+    free_query_pools: Vec<Stamps>,
     /// The last breadcrumb number handed to a command.
     crumb_seq: u32,
 }
@@ -497,13 +506,16 @@ impl Queue {
             Some(match st.free_query_pools.pop() {
                 Some(p) => p,
                 None => {
+                    // The buffer first: one that fails to be made frees itself.
+                    let values =
+                        DeviceBuffer::new(&self.vk, 16 * BATCH_LIMIT as u64, BufferUse::Readback)?;
                     let info = vk::QueryPoolCreateInfo::default()
                         .query_type(vk::QueryType::TIMESTAMP)
                         .query_count(2 * BATCH_LIMIT as u32);
                     // SAFETY: valid device.
-                    let qp = unsafe { d.create_query_pool(&info, None)? };
+                    let pool = unsafe { d.create_query_pool(&info, None)? };
                     census::add(Kind::QueryPools, 1);
-                    qp
+                    Stamps { pool, values }
                 }
             })
         } else {
@@ -518,7 +530,7 @@ impl Queue {
                 &vk::CommandBufferBeginInfo::default()
                     .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
             )?;
-            if let Some(qp) = queries {
+            if let Some(qp) = queries.as_ref().map(|q| q.pool) {
                 // The pool is fresh or its batch completed: nothing uses it.
                 if self.vk.host_query_reset {
                     d.reset_query_pool(qp, 0, 2 * BATCH_LIMIT as u32);
@@ -539,7 +551,7 @@ impl Queue {
     }
 
     /// Called by the completion worker when a batch is done.
-    pub fn recycle(&self, cb: vk::CommandBuffer, queries: Option<vk::QueryPool>) {
+    pub fn recycle(&self, cb: vk::CommandBuffer, queries: Option<Stamps>) {
         let mut st = self.lock();
         st.in_flight = st.in_flight.saturating_sub(1);
         st.free_cbs.push(cb);
@@ -864,7 +876,7 @@ impl Handle<Queue> {
             cb: batch.cb,
         };
         let index = batch.commands.len() as u32;
-        if let Some(qp) = batch.queries {
+        if let Some(qp) = batch.queries.as_ref().map(|q| q.pool) {
             // SAFETY: recording state; the pool has two queries per command.
             unsafe {
                 self.vk.raw.cmd_write_timestamp(
@@ -902,7 +914,7 @@ impl Handle<Queue> {
             rec.full_barrier();
             rec.fill_buffer(c.raw, 4, 4, cmd.crumb);
         }
-        if let Some(qp) = batch.queries {
+        if let Some(qp) = batch.queries.as_ref().map(|q| q.pool) {
             // SAFETY: as above.
             unsafe {
                 self.vk.raw.cmd_write_timestamp(
@@ -950,6 +962,25 @@ impl Handle<Queue> {
             // The seal: written once every command of the batch has run.
             rec.full_barrier();
             rec.fill_buffer(c.raw, 8, 4, value as u32);
+        }
+        if let Some(q) = &batch.queries {
+            // The timestamps into memory the worker reads directly.
+            rec.full_barrier();
+            // SAFETY: recording state; every one of the first 2n queries
+            // was reset and written by the batch, and the buffer holds
+            // 2 * BATCH_LIMIT values.
+            unsafe {
+                d.cmd_copy_query_pool_results(
+                    batch.cb,
+                    q.pool,
+                    0,
+                    2 * batch.commands.len() as u32,
+                    q.values.raw,
+                    0,
+                    8,
+                    vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+                )
+            };
         }
         rec.host_barrier();
         // SAFETY: the command buffer is in the recording state.
@@ -1103,7 +1134,7 @@ impl Drop for Queue {
         // (in-flight batches hold a reference), so nothing uses these.
         unsafe {
             for q in st.free_query_pools.drain(..) {
-                d.destroy_query_pool(q, None);
+                d.destroy_query_pool(q.pool, None);
                 census::remove(Kind::QueryPools, 1);
             }
             d.destroy_command_pool(st.pool, None);

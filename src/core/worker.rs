@@ -14,7 +14,7 @@ use ash::vk;
 use opencl_sys::*;
 
 use crate::core::object::Handle;
-use crate::core::queue::{Batch, Queue};
+use crate::core::queue::{Batch, Queue, Stamps};
 use crate::vk::device::LogicalDevice;
 
 struct InFlight {
@@ -360,7 +360,8 @@ fn complete(done: InFlight) {
     } = done;
     let times = batch
         .queries
-        .and_then(|qp| gpu_times(&queue.vk, qp, batch.commands.len()));
+        .as_ref()
+        .map(|q| gpu_times(&queue.vk, q, batch.commands.len()));
     let trace = crate::core::trace::tracer();
     if let (Some(t), Some(times)) = (trace, &times) {
         trace_batch(t, &queue, &batch, value, times, seen);
@@ -460,19 +461,13 @@ fn fail(done: InFlight) {
 }
 
 /// Start and end of each command in the host clock, from the batch's
-/// timestamp queries.
-fn gpu_times(dev: &LogicalDevice, qp: vk::QueryPool, n: usize) -> Option<Vec<(u64, u64)>> {
-    if n == 0 {
-        return Some(Vec::new());
-    }
+/// timestamps (copied into their buffer at the batch's end).
+fn gpu_times(dev: &LogicalDevice, stamps: &Stamps, n: usize) -> Vec<(u64, u64)> {
     let mut raw = vec![0u64; 2 * n];
-    // SAFETY: the batch has completed, so its queries are written; the
-    // output holds two 64-bit results per command.
-    unsafe {
-        dev.raw
-            .get_query_pool_results(qp, 0, &mut raw, vk::QueryResultFlags::TYPE_64)
-            .ok()?
-    };
+    // SAFETY: the batch has completed, and its last commands copied its 2n
+    // timestamps into the buffer (which holds 2 * BATCH_LIMIT) and made
+    // them visible to the host.
+    unsafe { stamps.values.read_to(0, raw.as_mut_ptr().cast(), 16 * n) };
     let mask = if dev.timestamp_bits >= 64 {
         u64::MAX
     } else {
@@ -483,11 +478,9 @@ fn gpu_times(dev: &LogicalDevice, qp: vk::QueryPool, n: usize) -> Option<Vec<(u6
         let ns = (ticks & mask) as f64 * dev.timestamp_period;
         (ns as i128 + offset as i128).max(0) as u64
     };
-    Some(
-        raw.chunks(2)
-            .map(|c| (to_host(c[0]), to_host(c[1])))
-            .collect(),
-    )
+    raw.chunks(2)
+        .map(|c| (to_host(c[0]), to_host(c[1])))
+        .collect()
 }
 
 #[cfg(test)]
