@@ -80,7 +80,7 @@ pub struct Event {
     /// `Work::host_access`.
     host_gate: std::sync::atomic::AtomicBool,
     /// What the command runs, for diagnostics (a kernel's name).
-    pub label: std::sync::OnceLock<String>,
+    pub label: std::sync::OnceLock<Arc<str>>,
     state: Mutex<State>,
     changed: Condvar,
     /// The status is final (complete or failed): read without the lock by

@@ -43,6 +43,8 @@ pub enum ArgValue {
 pub struct Kernel {
     pub program: Arc<Handle<Program>>,
     pub info: KernelInfo,
+    /// The kernel's name, shared with the events of its launches.
+    pub label: Arc<str>,
     /// Built with -cl-kernel-arg-info.
     pub arg_info: bool,
     /// May run with a global size that is not a multiple of the local
@@ -262,6 +264,7 @@ impl Kernel {
         let n = info.args.len();
         Handle::new(Kernel {
             program: program.clone(),
+            label: info.name.as_str().into(),
             info,
             arg_info,
             non_uniform_groups,

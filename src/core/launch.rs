@@ -206,24 +206,20 @@ pub struct Region {
 impl Region {
     /// The blocks of an NDRange of `global` work-items in groups of `local`.
     pub fn split(global: [usize; 3], local: [usize; 3]) -> Vec<Region> {
-        // Per dimension: (first group, groups, local size).
-        let parts: Vec<Vec<(u32, u32, u32)>> = (0..3)
-            .map(|i| {
-                let (full, rest) = (global[i] / local[i], global[i] % local[i]);
-                let mut v = Vec::new();
-                if full > 0 {
-                    v.push((0, full as u32, local[i] as u32));
-                }
-                if rest > 0 {
-                    v.push((full as u32, 1, rest as u32));
-                }
-                v
-            })
-            .collect();
-        let mut out = Vec::new();
-        for x in &parts[0] {
-            for y in &parts[1] {
-                for z in &parts[2] {
+        // Per dimension: the uniform groups and the partial one, each as
+        // (first group, groups, local size) where there are any.
+        let parts = |i: usize| {
+            let (full, rest) = (global[i] / local[i], global[i] % local[i]);
+            [
+                (full > 0).then_some((0, full as u32, local[i] as u32)),
+                (rest > 0).then_some((full as u32, 1, rest as u32)),
+            ]
+        };
+        let (xs, ys, zs) = (parts(0), parts(1), parts(2));
+        let mut out = Vec::with_capacity(1);
+        for x in xs.iter().flatten() {
+            for y in ys.iter().flatten() {
+                for z in zs.iter().flatten() {
                     out.push(Region {
                         first: [x.0, y.0, z.0],
                         groups: [x.1, y.1, z.1],
@@ -238,19 +234,16 @@ impl Region {
     /// The region as dispatches of at most `max` groups per dimension:
     /// (first group id, group counts) of each.
     pub fn chunks(&self, max: [u32; 3]) -> Vec<([u32; 3], [u32; 3])> {
-        let per_dim: Vec<Vec<(u32, u32)>> = (0..3)
-            .map(|i| {
-                let step = max[i].max(1);
-                (0..self.groups[i])
-                    .step_by(step as usize)
-                    .map(|s| (self.first[i] + s, step.min(self.groups[i] - s)))
-                    .collect()
-            })
-            .collect();
-        let mut out = Vec::new();
-        for x in &per_dim[0] {
-            for y in &per_dim[1] {
-                for z in &per_dim[2] {
+        let steps = |i: usize| {
+            let step = max[i].max(1);
+            (0..self.groups[i])
+                .step_by(step as usize)
+                .map(move |s| (self.first[i] + s, step.min(self.groups[i] - s)))
+        };
+        let mut out = Vec::with_capacity(1);
+        for x in steps(0) {
+            for y in steps(1) {
+                for z in steps(2) {
                     out.push(([x.0, y.0, z.0], [x.1, y.1, z.1]));
                 }
             }
@@ -333,7 +326,7 @@ struct Bound {
 /// one `Launch` per device from the same [`NdRange`].
 pub struct Launch {
     /// The kernel's name, for diagnostics.
-    name: String,
+    name: Arc<str>,
     range: NdRange,
     shadows: Vec<Shadow>,
     dispatches: Vec<Dispatch>,
@@ -528,7 +521,7 @@ impl Launch {
             }
         }
         Ok(Launch {
-            name: kernel.info.name.clone(),
+            name: kernel.label.clone(),
             range,
             shadows: bound.shadows,
             dispatches,

@@ -426,7 +426,7 @@ fn trace_batch(
     ));
     for (cmd, &(start, end)) in batch.commands.iter().zip(times) {
         let name = match cmd.event.label.get() {
-            Some(label) => label.clone(),
+            Some(label) => label.to_string(),
             None => crate::core::trace::command_name(cmd.event.command_type).to_string(),
         };
         spans.push((name, start, end.max(start), String::new()));
