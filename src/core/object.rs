@@ -37,7 +37,44 @@ pub struct Handle<T: ClObject> {
     value: T,
 }
 
-type Registry = RwLock<HashMap<usize, Weak<dyn Any + Send + Sync>>>;
+type Registry = RwLock<HashMap<usize, Weak<dyn Any + Send + Sync>, AddressHash>>;
+
+/// Hashes the registry's keys, addresses of vkcl's own allocations, with
+/// one multiplication: every OpenCL call looks its handles up, and the
+/// standard library's keyed hash (built against inputs chosen to collide)
+/// costs more than the rest of a lookup.
+#[derive(Default, Clone, Copy)]
+struct AddressHash;
+
+impl std::hash::BuildHasher for AddressHash {
+    type Hasher = AddressHasher;
+    fn build_hasher(&self) -> AddressHasher {
+        AddressHasher(0)
+    }
+}
+
+struct AddressHasher(u64);
+
+impl std::hash::Hasher for AddressHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        // Fibonacci hashing: the product's high bits mix all of the
+        // address's bits (its low ones, its alignment, carry nothing).
+        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        // The table picks buckets by the low bits: bring the mixed high
+        // ones down.
+        self.0.rotate_left(26)
+    }
+}
 
 fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
@@ -173,6 +210,17 @@ unsafe impl<F: Sync> Sync for Callback<F> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Aligned addresses, as handles are, spread over the buckets a table
+    /// picks by the hash's low bits.
+    #[test]
+    fn aligned_addresses_hash_apart() {
+        use std::hash::BuildHasher;
+        let buckets: std::collections::HashSet<u64> = (0..1024u64)
+            .map(|i| AddressHash.hash_one(0x5555_0000_1000 + 64 * i) & 1023)
+            .collect();
+        assert!(buckets.len() > 600, "{} of 1024 buckets", buckets.len());
+    }
 
     struct Thing(u32);
     impl ClObject for Thing {
