@@ -5,7 +5,7 @@
 # Exits non-zero on any failure or crash.
 #
 #   scripts/apps.sh [--quick] [APP ...]      APP: pyopencl hashcat opencv ffmpeg clblast clfft silx
-#                                            pyfai gpyfft reikna gegl sasmodels openmm
+#                                            pyfai gpyfft reikna gegl sasmodels openmm pyvkfft
 #
 # pyopencl  PyOpenCL's own test suite, at the version the distribution
 #           packages (the tests come from that release's source archive
@@ -87,11 +87,20 @@
 #           OpenMM's kernels loop within each work-item and llvmpipe ends
 #           loops after 65535 iterations (OpenMM's own testInstallation,
 #           8867 atoms, gets its nonbonded forces cut short there).
+# pyvkfft   pyvkfft (VkFFT from Python; 2025.1.1 from the Python package
+#           index, its OpenCL backend built into target/apps), which
+#           generates an FFT kernel for each transform it plans: its
+#           regular test suite (complex, real, DCT and DST transforms of
+#           many sizes in one to three dimensions, radix and Bluestein, in
+#           and out of place, single and double precision, against SciPy),
+#           through scripts/apps/pyvkfft_test.py, which lets it take CPU
+#           devices too (pyvkfft-test looks for GPUs only).
 #
 # --quick runs the part CI runs: a few PyOpenCL test files, one hash mode,
 # OpenCV, a few FFmpeg filters, a few CLBlast routines, a few clFFT
 # transforms, two silx test files, one file (or folder) each of pyFAI,
-# gpyfft and reikna, two GEGL operations and three sasmodels models. Every run is bounded in time (VKCL_APP_TIMEOUT
+# gpyfft and reikna, two GEGL operations, three sasmodels models and 16
+# pyvkfft transforms. Every run is bounded in time (VKCL_APP_TIMEOUT
 # seconds per step, default 1800). Set OCL_ICD_VENDORS to run the same
 # applications against another OpenCL implementation.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -101,11 +110,11 @@ apps=()
 for a in "$@"; do
     case "$a" in
         --quick) quick=1 ;;
-        pyopencl | hashcat | opencv | ffmpeg | clblast | clfft | silx | pyfai | gpyfft | reikna | gegl | sasmodels | openmm) apps+=("$a") ;;
-        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg, clblast, clfft, silx, pyfai, gpyfft, reikna, gegl, sasmodels, openmm)" >&2; exit 2 ;;
+        pyopencl | hashcat | opencv | ffmpeg | clblast | clfft | silx | pyfai | gpyfft | reikna | gegl | sasmodels | openmm | pyvkfft) apps+=("$a") ;;
+        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg, clblast, clfft, silx, pyfai, gpyfft, reikna, gegl, sasmodels, openmm, pyvkfft)" >&2; exit 2 ;;
     esac
 done
-[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg clblast clfft silx pyfai gpyfft reikna gegl sasmodels openmm)
+[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg clblast clfft silx pyfai gpyfft reikna gegl sasmodels openmm pyvkfft)
 limit="${VKCL_APP_TIMEOUT:-1800}"
 # The distribution's Python, which has its packages.
 py=/usr/bin/python3
@@ -113,7 +122,8 @@ py=/usr/bin/python3
 setup_runtime
 apt_install python3 python3-numpy python3-pyopencl python3-pytest python3-mako \
     hashcat python3-opencv ffmpeg pocl-opencl-icd clblast-tests clfft-client python3-silx \
-    python3-pyfai python3-gpyfft python3-pip gegl python3-sasmodels libopenmm-dev libopenmm-plugins g++
+    python3-pyfai python3-gpyfft python3-pip gegl python3-sasmodels libopenmm-dev libopenmm-plugins g++ \
+    python3-scipy python3-psutil ocl-icd-opencl-dev
 if [ -z "${OCL_ICD_VENDORS:-}" ]; then
     log "cargo build --release --lib"
     cargo build --release --lib
@@ -520,6 +530,32 @@ run_openmm() {
         tail -n 5 "$out" | sed 's/^/    /'
         report openmm 0 1 0 "exit $rc"
     fi
+}
+
+run_pyvkfft() {
+    local version=2025.1.1 site="$work/pyvkfft-site" out="$scratch/pyvkfft.log" rc=0 args=()
+    if [ ! -f "$site/pyvkfft/version.py" ]; then
+        log "building pyvkfft $version's OpenCL backend (Python package index)"
+        rm -rf "$site"
+        "$py" -m pip download -q --no-deps --no-binary :all: -d "$work" "pyvkfft==$version" &&
+            "$py" -m pip install -q --root-user-action=ignore --no-deps --target "$site" \
+                "$work/pyvkfft-$version.tar.gz" || return 1
+    fi
+    [ "$quick" -eq 1 ] && args=(--quick)
+    log "pyvkfft ${args[*]}"
+    PYTHONPATH="$site" timeout "$limit" "$py" "$VKCL_ROOT/scripts/apps/pyvkfft_test.py" "${args[@]}" \
+        >"$out" 2>&1 || rc=$?
+    grep -E "^  FAIL |^(FAIL|ERROR): " "$out" | sed 's/^ */    /' | cut -c1-240 || true
+    local last p f s
+    last="$(tail -n 1 "$out")"
+    p="$(grep -oE "^[0-9]+ passed" <<<"$last" | grep -oE "^[0-9]+" || echo 0)"
+    f="$(grep -oE "[0-9]+ failed" <<<"$last" | grep -oE "^[0-9]+" || echo 0)"
+    s="$(grep -oE "[0-9]+ skipped" <<<"$last" | grep -oE "^[0-9]+" || echo 0)"
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        f=1
+        tail -n 5 "$out" | sed 's/^/    /'
+    fi
+    report pyvkfft "$p" "$f" "$s" "$([ "$rc" -ge 124 ] && echo "exit $rc")"
 }
 
 for a in "${apps[@]}"; do

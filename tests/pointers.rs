@@ -46,6 +46,7 @@ both_ways!(
     private_struct_as_words,
     local_fields,
     vec3_arrays,
+    local_components_after_whole_vector,
 );
 
 const SOURCE: &str = include_str!("kernels/pointers.cl");
@@ -1023,4 +1024,35 @@ fn pointer_set_through_an_out_parameter(cl: &Cl) {
     s.run(k, &[n], None, None);
     let got = i32s(&cl.read(s.q, out, 0, 4 * n));
     assert_eq!(got, (1..=n as i32).collect::<Vec<_>>());
+}
+
+/// Each component of a local vector, read after the whole vector was read
+/// from the same element, all stored as constants: in work-groups of one
+/// item, `1 - lid` is the element loaded whole, which the driver's
+/// compiler may find out. Mesa 22.3's llvmpipe gave `.y` the value of `.x`
+/// there (pyvkfft's odd-length complex-to-real transforms). OpenCL C 1.2,
+/// as those are built.
+fn local_components_after_whole_vector(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    let k = s.kernel(
+        "__kernel void components(__global float *out) {
+            __local float2 s[4];
+            for (int i = 0; i < 4; i++) s[i] = (float2)(7.0f + i, 9.0f + i);
+            barrier(CLK_LOCAL_MEM_FENCE);
+            float2 whole = s[1];
+            uint j = 1 - get_local_id(0);
+            float x = s[j].x, y = s[j].y;
+            out[0] = whole.x;
+            out[1] = whole.y;
+            out[2] = x;
+            out[3] = y;
+        }",
+        "components",
+        "",
+    );
+    let bo = s.zeroed(16);
+    s.arg(k, 0, &bo);
+    s.run(k, &[1], Some(&[1]), None);
+    let got = f32s(&cl.read(s.q, bo, 0, 16));
+    assert_eq!(got, [8.0, 10.0, 8.0, 10.0], "{}", cl.how);
 }

@@ -98,6 +98,9 @@ fn open() -> Result<Session, String> {
         shared_float_atomics: [false; 2],
         native_f16: false,
         matrices: &[],
+        // The components pass runs on every device's fuzzing, not only
+        // where the driver needs it.
+        local_components_whole: true,
         ..own
     };
     let large = DeviceCaps {
@@ -125,6 +128,7 @@ fn open() -> Result<Session, String> {
         bounded_loops: false,
         keeps_denormals_f32: true,
         fences_halt: false,
+        local_components_whole: false,
         vulkan_memory_model: true,
         // NVIDIA's half and byte multiply-adds.
         matrices: SAMPLE,

@@ -197,6 +197,7 @@ pub fn device_caps(d: &Device) -> DeviceCaps {
             ]
         },
         fences_halt: d.is_llvmpipe(),
+        local_components_whole: d.is_llvmpipe(),
         vulkan_memory_model: i.features12.vulkan_memory_model != 0
             && i.features12.vulkan_memory_model_device_scope != 0,
     }

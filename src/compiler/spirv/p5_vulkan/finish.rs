@@ -11,7 +11,8 @@
 //! uses, the capabilities and extensions its code needs, each one the
 //! device has (else it fails with "the device lacks ..."), float controls,
 //! and the `PhysicalStorageBuffer64` addressing model with the `GLSL450` or
-//! `Vulkan` memory model. It also runs `signed::run`.
+//! `Vulkan` memory model. It also runs `signed::run`, and
+//! `components::run` where the device needs it.
 
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{
@@ -91,6 +92,11 @@ pub struct DeviceCaps {
     /// host's, so kernels there need no fences at all: the sync pass drops
     /// them, and the ordering of atomics.
     pub fences_halt: bool,
+    /// The driver may give a load of one component of a vector in
+    /// work-group memory another component's value, where the same
+    /// vector was loaded whole before (Mesa 22.3's llvmpipe): such loads
+    /// load the whole vector (see the components pass).
+    pub local_components_whole: bool,
     /// vulkanMemoryModel with vulkanMemoryModelDeviceScope: kernels that
     /// order memory are built on the Vulkan memory model (see the sync
     /// pass).
@@ -522,6 +528,9 @@ pub fn run(ctx: &mut Ctx, fid: Word, caps: &DeviceCaps) -> Result<(), String> {
     local_variables_uninitialised(ctx);
     null_device_pointers(ctx);
     crate::compiler::spirv::p5_vulkan::signed::run(ctx);
+    if caps.local_components_whole {
+        crate::compiler::spirv::p5_vulkan::components::run(ctx);
+    }
     // Passes add types where convenient; SPIR-V wants each global after
     // the ids it refers to.
     ctx.sort_globals();
