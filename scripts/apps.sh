@@ -6,6 +6,7 @@
 #
 #   scripts/apps.sh [--quick] [APP ...]      APP: pyopencl hashcat opencv ffmpeg clblast clfft silx
 #                                            pyfai gpyfft reikna gegl sasmodels openmm pyvkfft
+#                                            viennacl
 #
 # pyopencl  PyOpenCL's own test suite, at the version the distribution
 #           packages (the tests come from that release's source archive
@@ -95,6 +96,12 @@
 #           and out of place, single and double precision, against SciPy),
 #           through scripts/apps/pyvkfft_test.py, which lets it take CPU
 #           devices too (pyvkfft-test looks for GPUs only).
+# viennacl  ViennaCL, the linear algebra library (the distribution's
+#           libviennacl-dev), through scripts/apps/viennacl_check.cpp:
+#           vector operations and reductions, dense and sparse products,
+#           and its CG, BiCGStab and GMRES solvers on a Poisson matrix, in
+#           single and double precision, against the host. Not in --quick
+#           (its kernels take about a minute to build on a CPU device).
 #
 # --quick runs the part CI runs: a few PyOpenCL test files, one hash mode,
 # OpenCV, a few FFmpeg filters, a few CLBlast routines, a few clFFT
@@ -110,11 +117,11 @@ apps=()
 for a in "$@"; do
     case "$a" in
         --quick) quick=1 ;;
-        pyopencl | hashcat | opencv | ffmpeg | clblast | clfft | silx | pyfai | gpyfft | reikna | gegl | sasmodels | openmm | pyvkfft) apps+=("$a") ;;
-        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg, clblast, clfft, silx, pyfai, gpyfft, reikna, gegl, sasmodels, openmm, pyvkfft)" >&2; exit 2 ;;
+        pyopencl | hashcat | opencv | ffmpeg | clblast | clfft | silx | pyfai | gpyfft | reikna | gegl | sasmodels | openmm | pyvkfft | viennacl) apps+=("$a") ;;
+        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg, clblast, clfft, silx, pyfai, gpyfft, reikna, gegl, sasmodels, openmm, pyvkfft, viennacl)" >&2; exit 2 ;;
     esac
 done
-[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg clblast clfft silx pyfai gpyfft reikna gegl sasmodels openmm pyvkfft)
+[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg clblast clfft silx pyfai gpyfft reikna gegl sasmodels openmm pyvkfft viennacl)
 limit="${VKCL_APP_TIMEOUT:-1800}"
 # The distribution's Python, which has its packages.
 py=/usr/bin/python3
@@ -123,7 +130,7 @@ setup_runtime
 apt_install python3 python3-numpy python3-pyopencl python3-pytest python3-mako \
     hashcat python3-opencv ffmpeg pocl-opencl-icd clblast-tests clfft-client python3-silx \
     python3-pyfai python3-gpyfft python3-pip gegl python3-sasmodels libopenmm-dev libopenmm-plugins g++ \
-    python3-scipy python3-psutil ocl-icd-opencl-dev
+    python3-scipy python3-psutil ocl-icd-opencl-dev libviennacl-dev libboost-dev
 if [ -z "${OCL_ICD_VENDORS:-}" ]; then
     log "cargo build --release --lib"
     cargo build --release --lib
@@ -556,6 +563,26 @@ run_pyvkfft() {
         tail -n 5 "$out" | sed 's/^/    /'
     fi
     report pyvkfft "$p" "$f" "$s" "$([ "$rc" -ge 124 ] && echo "exit $rc")"
+}
+
+run_viennacl() {
+    if [ "$quick" -eq 1 ]; then
+        report viennacl 0 0 1 "not in --quick"
+        return
+    fi
+    local bin="$work/viennacl_check" out="$scratch/viennacl.log" rc=0
+    g++ -O2 -std=c++14 -w -o "$bin" "$VKCL_ROOT/scripts/apps/viennacl_check.cpp" -lOpenCL || return 1
+    log "viennacl"
+    (cd "$scratch" && timeout "$limit" "$bin") >"$out" 2>&1 || rc=$?
+    grep -E "^  FAIL " "$out" | sed 's/^ */    /' || true
+    local p f
+    p="$(tail -n 1 "$out" | grep -oE "^[0-9]+ passed" | grep -oE "^[0-9]+" || echo 0)"
+    f="$(tail -n 1 "$out" | grep -oE "[0-9]+ failed" | grep -oE "^[0-9]+" || echo 0)"
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        f=1
+        tail -n 5 "$out" | sed 's/^/    /'
+    fi
+    report viennacl "$p" "$f" 0 "$([ "$rc" -ge 124 ] && echo "exit $rc")"
 }
 
 for a in "${apps[@]}"; do
