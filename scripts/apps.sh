@@ -91,11 +91,14 @@
 # pyvkfft   pyvkfft (VkFFT from Python; 2025.1.1 from the Python package
 #           index, its OpenCL backend built into target/apps), which
 #           generates an FFT kernel for each transform it plans: its
-#           regular test suite (complex, real, DCT and DST transforms of
-#           many sizes in one to three dimensions, radix and Bluestein, in
-#           and out of place, single and double precision, against SciPy),
-#           through scripts/apps/pyvkfft_test.py, which lets it take CPU
-#           devices too (pyvkfft-test looks for GPUs only).
+#           accuracy check (the measure and tolerance of its own test
+#           suite, against SciPy) of 156 transforms: complex, real, DCT and
+#           DST, radix and Bluestein lengths, one to three dimensions, in
+#           and out of place, single and double precision, through
+#           scripts/apps/pyvkfft_test.py, which lets it take CPU devices
+#           too (pyvkfft-test looks for GPUs only; `pyvkfft_test.py
+#           --suite` runs pyvkfft-test's regular suite, hours on a CPU
+#           device).
 # viennacl  ViennaCL, the linear algebra library (the distribution's
 #           libviennacl-dev), through scripts/apps/viennacl_check.cpp:
 #           vector operations and reductions, dense and sparse products,
