@@ -418,7 +418,8 @@ fn trace_batch(
         first.0,
         last.1.max(first.0),
         format!(
-            r#""batch":{value},"commands":{},"submitted":{},"seen":{}"#,
+            r#""queue":"{:p}","batch":{value},"commands":{},"submitted":{},"seen":{}"#,
+            Arc::as_ptr(queue),
             times.len(),
             t.micros(batch.submitted),
             t.micros(seen)

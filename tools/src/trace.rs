@@ -174,6 +174,9 @@ struct Device {
     latency: Vec<f64>,
     /// Last command's end to the completion worker seeing the batch done.
     seen: Vec<f64>,
+    /// The spans of `host_late`, each with the batch submitted at its end
+    /// (queue, timeline value).
+    late: Vec<(f64, f64, String, u64)>,
 }
 
 fn device(spans: &[&Span]) -> Device {
@@ -200,6 +203,7 @@ fn device(spans: &[&Span]) -> Device {
         inside: 0.0,
         latency: Vec::new(),
         seen: Vec::new(),
+        late: Vec::new(),
     };
     let mut busy_until = f64::NEG_INFINITY;
     for b in &batches {
@@ -210,6 +214,12 @@ fn device(spans: &[&Span]) -> Device {
                 let late = (submitted - busy_until).clamp(0.0, gap);
                 d.host_late += late;
                 d.not_started += gap - late;
+                if late > 0.0 {
+                    let queue = b.args.get("queue").and_then(Value::as_str).unwrap_or("");
+                    let value = arg(b, "batch").unwrap_or(0.0) as u64;
+                    d.late
+                        .push((busy_until, busy_until + late, queue.to_string(), value));
+                }
             }
             if b.ts >= busy_until {
                 d.latency.push((b.ts - submitted.max(busy_until)).max(0.0));
@@ -247,6 +257,65 @@ fn device(spans: &[&Span]) -> Device {
         d.span = last - first.ts;
     }
     d
+}
+
+/// What the host threads that submitted each next batch did while the
+/// device waited for them (`late`: spans of idle time, each with the
+/// queue and timeline value of the batch that ended it): milliseconds per
+/// OpenCL call, and outside OpenCL calls, largest first.
+fn waiting_host(
+    spans: &[Span],
+    threads: &HashMap<(u64, u64), String>,
+    late: &[(f64, f64, String, u64)],
+) -> Vec<(String, f64)> {
+    // Who submitted each batch: (queue, value) -> (process, thread).
+    let mut submitter: HashMap<(String, u64), (u64, u64)> = HashMap::new();
+    for s in spans.iter().filter(|s| s.name == "vkQueueSubmit") {
+        let queue = s.args.get("queue").and_then(Value::as_str).unwrap_or("");
+        let value = s.args.get("batch").and_then(Value::as_f64).unwrap_or(0.0) as u64;
+        submitter.insert((queue.to_string(), value), (s.pid, s.tid));
+    }
+    // Each thread's OpenCL calls, by start.
+    let mut calls: HashMap<(u64, u64), Vec<&Span>> = HashMap::new();
+    for s in spans.iter().filter(|s| s.cat == "api") {
+        calls.entry((s.pid, s.tid)).or_default().push(s);
+    }
+    for v in calls.values_mut() {
+        v.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+    }
+    let mut total: HashMap<String, f64> = HashMap::new();
+    for (from, to, queue, value) in late {
+        let Some(thread) = submitter.get(&(queue.clone(), *value)) else {
+            *total
+                .entry("(submitted by an unknown thread)".into())
+                .or_default() += to - from;
+            continue;
+        };
+        if threads.get(thread).is_some_and(|n| n == "vkcl-completion") {
+            // Submitted when an earlier batch completed: the worker's
+            // time from seeing it to submitting.
+            *total.entry("vkcl's completion worker".into()).or_default() += to - from;
+            continue;
+        }
+        let mut inside = 0.0;
+        // Calls overlapping [from, to]; an outer call covers what it calls.
+        let mut covered_to = *from;
+        for c in calls.get(thread).into_iter().flatten() {
+            if c.ts >= *to {
+                break;
+            }
+            let (a, b) = (c.ts.max(covered_to), (c.ts + c.dur).min(*to));
+            if b > a {
+                *total.entry(c.name.clone()).or_default() += b - a;
+                inside += b - a;
+                covered_to = b;
+            }
+        }
+        *total.entry("outside OpenCL calls".into()).or_default() += (to - from - inside).max(0.0);
+    }
+    let mut v: Vec<(String, f64)> = total.into_iter().map(|(k, us)| (k, us / 1000.0)).collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    v
 }
 
 fn summary(events: &[Value], rows: usize) -> String {
@@ -349,6 +418,16 @@ fn summary(events: &[Value], rows: usize) -> String {
             d.inside / 1000.0,
             pct(d.inside)
         );
+        if !d.late.is_empty() {
+            let _ = writeln!(
+                out,
+                "    while nothing was submitted, the threads that submitted next were in:"
+            );
+            let rows_of = waiting_host(&spans, &threads, &d.late);
+            for (name, ms) in rows_of.iter().take(rows) {
+                let _ = writeln!(out, "        {name:<40} {ms:>10.3} ms");
+            }
+        }
         let (mut latency, mut seen) = (d.latency, d.seen);
         let _ = writeln!(
             out,
@@ -388,14 +467,17 @@ mod tests {
 {"name":"batch","cat":"device","ph":"X","pid":9,"tid":1,"ts":100,"dur":10,"args":{"submitted":90,"seen":112}},
 {"name":"k","cat":"device","ph":"X","pid":9,"tid":1,"ts":100,"dur":4,"args":{}},
 {"name":"k","cat":"device","ph":"X","pid":9,"tid":1,"ts":106,"dur":4,"args":{}},
-{"name":"batch","cat":"device","ph":"X","pid":9,"tid":1,"ts":130,"dur":5,"args":{"submitted":125,"seen":136}},
+{"name":"batch","cat":"device","ph":"X","pid":9,"tid":1,"ts":130,"dur":5,"args":{"queue":"q","batch":2,"submitted":125,"seen":136}},
+{"name":"vkQueueSubmit","cat":"vkcl","ph":"X","pid":1,"tid":3,"ts":125,"dur":1,"args":{"queue":"q","batch":2}},
+{"name":"clEnqueueNDRangeKernel","cat":"api","ph":"X","pid":1,"tid":3,"ts":112,"dur":6,"args":{}},
+{"name":"clFinish","cat":"api","ph":"X","pid":1,"tid":4,"ts":100,"dur":50,"args":{}},
 {"name":"k","cat":"device","ph":"X","pid":9,"tid":1,"ts":130,"dur":5,"args":{}},
 {"name":"batch","cat":"device","ph":"X","pid":9,"tid":1,"ts":140,"dur":5,"args":{"submitted":105,"seen":150}},
 {"name":"k","cat":"device","ph":"X","pid":9,"tid":1,"ts":140,"dur":5,"args":{}},
 "#,
         );
         let (spans, _) = spans(&events);
-        let on: Vec<&Span> = spans.iter().collect();
+        let on: Vec<&Span> = spans.iter().filter(|s| s.cat == "device").collect();
         let d = device(&on);
         assert_eq!(d.commands, 4);
         assert_eq!(d.batches, 3);
@@ -408,6 +490,16 @@ mod tests {
         assert_eq!(d.inside, 2.0);
         assert_eq!(d.latency, vec![10.0, 5.0, 5.0]);
         assert_eq!(d.seen, vec![2.0, 1.0, 5.0]);
+        // During the 15 us before batch 2, its submitting thread spent 6
+        // in an enqueue; the other thread's clFinish does not count.
+        let waiting = waiting_host(&spans, &HashMap::new(), &d.late);
+        assert_eq!(
+            waiting,
+            vec![
+                ("outside OpenCL calls".to_string(), 0.009),
+                ("clEnqueueNDRangeKernel".to_string(), 0.006)
+            ]
+        );
         let text = summary(&events, 5);
         assert!(text.contains("device: d"), "{text}");
     }
