@@ -773,7 +773,26 @@ fn a_profiled_command_completes_while_later_work_runs(cl: &Cl) {
     s.arg(k, 1, &1u32);
     let short = s.launch(k, &[1]);
     s.arg(k, 1, &50_000_000u32);
-    let long = s.launch(k, &[1]);
+    // 4096 work-items: a CPU device, whose loops end after a fixed number
+    // of steps, still runs the kernel for a good fraction of a second
+    // (lavapipe: 0.4 s); a GPU runs them side by side.
+    let mut long = std::ptr::null_mut();
+    unsafe {
+        assert_eq!(
+            cl.clEnqueueNDRangeKernel.unwrap()(
+                s.q,
+                k,
+                1,
+                std::ptr::null(),
+                [4096usize].as_ptr(),
+                [64usize].as_ptr(),
+                0,
+                std::ptr::null(),
+                &mut long,
+            ),
+            CL_SUCCESS
+        );
+    }
     unsafe {
         assert_eq!(cl.clFlush.unwrap()(s.q), CL_SUCCESS);
         assert_eq!(cl.clWaitForEvents.unwrap()(1, &short), CL_SUCCESS);
