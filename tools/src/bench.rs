@@ -784,7 +784,7 @@ fn measure(b: &mut Bench<'_>, a: &Args, extensions: &str, max_alloc: usize) -> R
     // share.
     b.progress("kernel launch latency");
     let k = s.kernel(b.program, "empty")?;
-    let launches = if a.quick { 20 } else { 1000 };
+    let launches = if a.quick { 200 } else { 1000 };
     let plain = s.new_queue()?;
     // One work-item of the empty kernel, nothing waited for.
     let launch = |queue: cl_command_queue| {
