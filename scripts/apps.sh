@@ -161,6 +161,22 @@ pytest_count() { # WORD FILE
     tail -n 3 "$2" | grep -oE "[0-9]+ $1" | tail -n 1 | grep -oE "^[0-9]+" || echo 0
 }
 
+# Reports NAME's counts from the last line of OUT ("N passed, N failed[, N
+# skipped]", as the checkers in scripts/apps print it); a run that exited
+# with RC other than 0 and counted no failure counts one.
+report_last_line() { # NAME OUT RC
+    local last p f s
+    last="$(tail -n 1 "$2")"
+    p="$(grep -oE "^[0-9]+ passed" <<<"$last" | grep -oE "^[0-9]+" || echo 0)"
+    f="$(grep -oE "[0-9]+ failed" <<<"$last" | grep -oE "^[0-9]+" || echo 0)"
+    s="$(grep -oE "[0-9]+ skipped" <<<"$last" | grep -oE "^[0-9]+" || echo 0)"
+    if [ "$3" -ne 0 ] && [ "$f" -eq 0 ]; then
+        f=1
+        tail -n 5 "$2" | sed 's/^/    /'
+    fi
+    report "$1" "$p" "$f" "$s" "$([ "$3" -ge 124 ] && echo "exit $3")"
+}
+
 # One pytest run per test file (or folder) in DIR, so that a crash costs
 # one file, counted as one failure; reports NAME's counts. The array
 # pytest_args adds arguments to every run.
@@ -243,13 +259,7 @@ run_opencv() {
     log "opencv transparent API"
     timeout "$limit" "$py" "$VKCL_ROOT/scripts/apps/opencv_tapi.py" >"$out" 2>&1 || rc=$?
     grep -vE "^  ok " "$out" | sed 's/^/    /'
-    local p f
-    p="$(tail -n 1 "$out" | grep -oE "^[0-9]+ passed" | grep -oE "^[0-9]+" || echo 0)"
-    f="$(tail -n 1 "$out" | grep -oE "[0-9]+ failed" | grep -oE "^[0-9]+" || echo 0)"
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        f=1
-    fi
-    report opencv "$p" "$f" 0 "$([ "$rc" -ge 124 ] && echo "exit $rc")"
+    report_last_line opencv "$out" "$rc"
 }
 
 # One FFmpeg filter graph per case: NAME|INPUT|FILTER. INPUT is `one`
@@ -556,16 +566,7 @@ run_pyvkfft() {
     PYTHONPATH="$site" timeout "$limit" "$py" "$VKCL_ROOT/scripts/apps/pyvkfft_test.py" "${args[@]}" \
         >"$out" 2>&1 || rc=$?
     grep -E "^  FAIL |^(FAIL|ERROR): " "$out" | sed 's/^ */    /' | cut -c1-240 || true
-    local last p f s
-    last="$(tail -n 1 "$out")"
-    p="$(grep -oE "^[0-9]+ passed" <<<"$last" | grep -oE "^[0-9]+" || echo 0)"
-    f="$(grep -oE "[0-9]+ failed" <<<"$last" | grep -oE "^[0-9]+" || echo 0)"
-    s="$(grep -oE "[0-9]+ skipped" <<<"$last" | grep -oE "^[0-9]+" || echo 0)"
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        f=1
-        tail -n 5 "$out" | sed 's/^/    /'
-    fi
-    report pyvkfft "$p" "$f" "$s" "$([ "$rc" -ge 124 ] && echo "exit $rc")"
+    report_last_line pyvkfft "$out" "$rc"
 }
 
 run_viennacl() {
@@ -578,14 +579,7 @@ run_viennacl() {
     log "viennacl"
     (cd "$scratch" && timeout "$limit" "$bin") >"$out" 2>&1 || rc=$?
     grep -E "^  FAIL " "$out" | sed 's/^ */    /' || true
-    local p f
-    p="$(tail -n 1 "$out" | grep -oE "^[0-9]+ passed" | grep -oE "^[0-9]+" || echo 0)"
-    f="$(tail -n 1 "$out" | grep -oE "[0-9]+ failed" | grep -oE "^[0-9]+" || echo 0)"
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        f=1
-        tail -n 5 "$out" | sed 's/^/    /'
-    fi
-    report viennacl "$p" "$f" 0 "$([ "$rc" -ge 124 ] && echo "exit $rc")"
+    report_last_line viennacl "$out" "$rc"
 }
 
 for a in "${apps[@]}"; do

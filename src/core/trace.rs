@@ -18,6 +18,7 @@
 //! per call.
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -44,9 +45,9 @@ pub struct Tracer {
 struct State {
     text: String,
     /// Trace process ids of devices, by an address that identifies them.
-    devices: Vec<(usize, u32)>,
+    devices: HashMap<usize, u32>,
     /// Row ids of queues (by address) within their device.
-    queues: Vec<(usize, u32)>,
+    queues: HashMap<usize, u32>,
 }
 
 static TRACER: OnceLock<Option<Tracer>> = OnceLock::new();
@@ -199,12 +200,12 @@ impl Tracer {
 
     /// Device work of a queue: `spans` are (name, start, end, args) in
     /// host nanoseconds. The device (`device`, an address that identifies
-    /// it, named `device_name`) is a process of the trace, the queue
-    /// (`queue`, likewise) one of its rows.
+    /// it, named by `device_name` the first time) is a process of the
+    /// trace, the queue (`queue`, likewise) one of its rows.
     pub fn device(
         &self,
         device: usize,
-        device_name: &str,
+        device_name: impl FnOnce() -> String,
         queue: usize,
         spans: &[(String, u64, u64, String)],
     ) {
@@ -212,25 +213,25 @@ impl Tracer {
             return;
         }
         let mut st = self.lock();
-        let pid = match st.devices.iter().find(|d| d.0 == device) {
-            Some(&(_, pid)) => pid,
+        let pid = match st.devices.get(&device) {
+            Some(&pid) => pid,
             None => {
                 // Below any process id the host can have.
                 let pid = u32::MAX - st.devices.len() as u32;
-                st.devices.push((device, pid));
+                st.devices.insert(device, pid);
                 let _ = writeln!(
                     st.text,
                     r#"{{"name":"process_name","ph":"M","pid":{pid},"args":{{"name":"device: {}"}}}},"#,
-                    escape(device_name)
+                    escape(&device_name())
                 );
                 pid
             }
         };
-        let tid = match st.queues.iter().find(|q| q.0 == queue) {
-            Some(&(_, tid)) => tid,
+        let tid = match st.queues.get(&queue) {
+            Some(&tid) => tid,
             None => {
                 let tid = st.queues.len() as u32 + 1;
-                st.queues.push((queue, tid));
+                st.queues.insert(queue, tid);
                 let _ = writeln!(
                     st.text,
                     r#"{{"name":"thread_name","ph":"M","pid":{pid},"tid":{tid},"args":{{"name":"queue {tid}"}}}},"#

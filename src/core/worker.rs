@@ -123,9 +123,10 @@ impl Worker {
             let waits: Vec<(vk::Semaphore, u64)> =
                 fronts.iter().map(|(q, v)| (q.timeline, *v)).collect();
             let mut finished = None;
-            let waited = crate::core::event::host_time_ns();
+            let trace = crate::core::trace::tracer();
+            let waited = trace.map(|_| crate::core::event::host_time_ns());
             let result = queue.vk.wait_any(&waits, 2_000_000_000);
-            if let Some(t) = crate::core::trace::tracer() {
+            if let (Some(t), Some(waited)) = (trace, waited) {
                 let now = crate::core::event::host_time_ns();
                 t.host("vkcl", "wait for the device", waited, now, "");
             }
@@ -352,7 +353,9 @@ fn seal_behind(sealed: u32, value: u64) -> bool {
 }
 
 fn complete(done: InFlight) {
-    let seen = crate::core::event::host_time_ns();
+    let trace = crate::core::trace::tracer();
+    // When the worker saw the batch done, for the trace.
+    let seen = trace.map_or(0, |_| crate::core::event::host_time_ns());
     let InFlight {
         queue,
         batch,
@@ -362,7 +365,6 @@ fn complete(done: InFlight) {
         .queries
         .as_ref()
         .map(|q| gpu_times(&queue.vk, q, batch.commands.len()));
-    let trace = crate::core::trace::tracer();
     if let (Some(t), Some(times)) = (trace, &times) {
         trace_batch(t, &queue, &batch, value, times, seen);
     }
@@ -435,7 +437,7 @@ fn trace_batch(
     let device = Arc::as_ptr(&queue.vk) as usize;
     t.device(
         device,
-        &queue.device.name(),
+        || queue.device.name(),
         Arc::as_ptr(queue) as usize,
         &spans,
     );
