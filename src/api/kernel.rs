@@ -501,7 +501,9 @@ fn enqueue_ndrange(
         event_wait_list,
         false,
     )?;
-    let launch = Launch::new(&c.target.queue, &c.kernel, c.range)?;
+    let launch = crate::core::trace::span("build the launch", || {
+        Launch::new(&c.target.queue, &c.kernel, c.range)
+    })?;
     let ev = launch.enqueue(&c.target.queue, command_type, c.target.waits)?;
     // SAFETY: null or writable, per the specification.
     unsafe { out_event(event, ev) };

@@ -34,6 +34,7 @@ use crate::core::error::{ClError, ClResult};
 use crate::core::event::{Due, Event, Stage, host_time_ns};
 pub use crate::core::memory::Use;
 use crate::core::object::{ClObject, Handle};
+use crate::core::trace::span;
 use crate::vk::device::LogicalDevice;
 use crate::vk::external::BinarySemaphore;
 use crate::vk::memory::{BufferUse, DeviceBuffer};
@@ -868,7 +869,7 @@ impl Handle<Queue> {
         waits: Vec<(vk::Semaphore, u64)>,
     ) -> ClResult<()> {
         if st.batch.is_none() {
-            st.batch = Some(self.open_batch(st)?);
+            st.batch = Some(span("open a batch", || self.open_batch(st))?);
         }
         let batch = st.batch.as_mut().expect("opened above");
         let rec = Recorder {
@@ -888,7 +889,9 @@ impl Handle<Queue> {
             };
         }
         rec.full_barrier();
-        let current = crate::core::memory::make_current(self, &rec, &cmd.uses);
+        let current = span("make memory current", || {
+            crate::core::memory::make_current(self, &rec, &cmd.uses)
+        });
         if let Ok(staging) = &current
             && !staging.is_empty()
         {
@@ -906,7 +909,9 @@ impl Handle<Queue> {
         let recorded = match current {
             Ok(staging) => {
                 cmd.keep.extend(staging);
-                cmd.record.take().map(|f| f(&rec)).unwrap_or(Ok(()))
+                span("record", || {
+                    cmd.record.take().map(|f| f(&rec)).unwrap_or(Ok(()))
+                })
             }
             Err(e) => Err(e),
         };
@@ -982,9 +987,11 @@ impl Handle<Queue> {
                 )
             };
         }
-        rec.host_barrier();
-        // SAFETY: the command buffer is in the recording state.
-        unsafe { d.end_command_buffer(batch.cb)? };
+        span("end the batch", || {
+            rec.host_barrier();
+            // SAFETY: the command buffer is in the recording state.
+            unsafe { d.end_command_buffer(batch.cb) }
+        })?;
         // Binary semaphores take no value: theirs are ignored.
         let wait_sems: Vec<vk::Semaphore> = batch
             .waits

@@ -62,6 +62,18 @@ pub fn tracer() -> Option<&'static Tracer> {
     TRACER.get_or_init(open).as_ref()
 }
 
+/// Runs `f`; while tracing, as a span `name` of vkcl's own host work on
+/// the calling thread's row (the parts of an OpenCL call).
+pub fn span<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    let Some(t) = tracer() else {
+        return f();
+    };
+    let start = crate::core::event::host_time_ns();
+    let out = f();
+    t.host("vkcl", name, start, crate::core::event::host_time_ns(), "");
+    out
+}
+
 fn open() -> Option<Tracer> {
     let name = std::env::var("VKCL_TRACE").ok().filter(|p| !p.is_empty())?;
     let path = name.replace("%p", &std::process::id().to_string());
