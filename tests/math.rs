@@ -13,6 +13,7 @@ both_ways!(
     binary_math,
     math_on_wide_vectors,
     relaxed_math,
+    native_functions,
     library_functions_with_loops,
     denormals_kept_where_claimed,
     pi_functions_give_signed_zeros,
@@ -435,6 +436,39 @@ fn relaxed_math(cl: &Cl) {
         );
         let p = (v.abs() + 0.25).powf(1.5);
         assert!((at(4) - p).abs() <= 8192.0 * ulp(p), "{}: powr", cl.how);
+    }
+}
+
+/// The native_ functions, exp10 and log10 among them (Vulkan has no
+/// base-10 forms): their precision is the implementation's, so the check
+/// is loose (a relative 1e-4, or 1e-5 absolute near a zero of log).
+fn native_functions(cl: &Cl) {
+    let n = 256;
+    let x: Vec<f32> = (0..n)
+        .map(|i| (i as f32 / n as f32 * 2.0 - 1.0) * 4.0)
+        .collect();
+    let got = run(cl, "natives", &[&x], 8);
+    for (i, &v) in x.iter().enumerate() {
+        let v = v as f64;
+        let a = v.abs() + 0.25;
+        let want = [
+            10f64.powf(v),
+            a.log10(),
+            v.exp2(),
+            a.log2(),
+            10f64.powf(v * 0.125),
+            (v.abs() * 0.5 + 0.25).log10(),
+            1.0 / a,
+            a.powf(1.5),
+        ];
+        for (k, w) in want.iter().enumerate() {
+            let g = got[k * n + i] as f64;
+            assert!(
+                (g - w).abs() <= (w.abs() * 1e-4).max(1e-5),
+                "{}: native function {k} of {v}: {g} against {w}",
+                cl.how
+            );
+        }
     }
 }
 

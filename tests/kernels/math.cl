@@ -100,6 +100,21 @@ __kernel void relaxed(__global const float *in, __global float *out) {
     OUT(4, powr(fabs(x) + 0.25f, 1.5f));
 }
 
+// The native functions, whose precision is the implementation's.
+__kernel void natives(__global const float *in, __global float *out) {
+    size_t i = get_global_id(0), n = get_global_size(0);
+    float x = in[i];
+    float4 v = (float4)(x, x * 0.5f, x * 0.25f, x * 0.125f);
+    OUT(0, native_exp10(x));
+    OUT(1, native_log10(fabs(x) + 0.25f));
+    OUT(2, native_exp2(x));
+    OUT(3, native_log2(fabs(x) + 0.25f));
+    OUT(4, native_exp10(v).w);
+    OUT(5, native_log10(fabs(v) + 0.25f).y);
+    OUT(6, native_recip(fabs(x) + 0.25f));
+    OUT(7, native_powr(fabs(x) + 0.25f, 1.5f));
+}
+
 // The signed zeros of sinpi, cospi and tanpi at whole and half numbers,
 // and tgamma's signed infinities at zeros.
 __kernel void pi_zeros(__global const float *in, __global float *out) {

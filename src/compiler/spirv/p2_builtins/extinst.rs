@@ -860,6 +860,25 @@ fn lower(
                     if exact::lower(&mut e, op, (rty, rid), &ids, &arg_types)? {
                         continue;
                     }
+                    // Vulkan has no base-10 exp and log; the native forms
+                    // (whose precision is the implementation's to choose)
+                    // go through base 2.
+                    if emit::width(e.ctx, rty) == Some(32)
+                        && matches!(op, C::native_exp10 | C::native_log10)
+                        && let Some(&x) = ids.first()
+                    {
+                        let v = if op == C::native_exp10 {
+                            let c = e.float(rty, std::f64::consts::LOG2_10);
+                            let t = e.op(Op::FMul, rty, &[x, c]);
+                            e.glsl(G::Exp2, rty, &[t])
+                        } else {
+                            let c = e.float(rty, std::f64::consts::LOG10_2);
+                            let t = e.glsl(G::Log2, rty, &[x]);
+                            e.op(Op::FMul, rty, &[t, c])
+                        };
+                        e.assign(rty, rid, v);
+                        continue;
+                    }
                     // Worked out on the bits later, in one function
                     // (fma64::outline).
                     if (op, soft_double_fma, emit::width(e.ctx, rty)) == (C::fma, true, Some(64)) {
