@@ -432,7 +432,7 @@ impl Kernel {
                 return Err(format!("the device lacks {what}"));
             }
         }
-        let types = rewritten
+        let types: Vec<ash::vk::DescriptorType> = rewritten
             .images
             .bindings
             .iter()
@@ -444,6 +444,7 @@ impl Kernel {
                 Binding::StorageTexels => ash::vk::DescriptorType::STORAGE_TEXEL_BUFFER,
             })
             .collect();
+        descriptors_within_limits(&types, &device.info.props.limits)?;
         let module = KernelModule::new(
             vk,
             &self.info.name,
@@ -529,4 +530,51 @@ mod tests {
         assert!(allows_non_uniform(&Origin::Il(Vec::new()), ""));
         assert!(!allows_non_uniform(&Origin::Linked, "-cl-std=CL3.0"));
     }
+}
+
+/// Whether a kernel's descriptors (`types`) fit what one shader stage may
+/// use on the device; a pipeline past the limits is invalid, and drivers
+/// hang or crash on it rather than fail.
+fn descriptors_within_limits(
+    types: &[ash::vk::DescriptorType],
+    l: &ash::vk::PhysicalDeviceLimits,
+) -> Result<(), String> {
+    use ash::vk::DescriptorType as T;
+    let count = |kinds: &[T]| types.iter().filter(|t| kinds.contains(t)).count() as u64;
+    let checks = [
+        (
+            count(&[T::SAMPLER]),
+            l.max_per_stage_descriptor_samplers,
+            "samplers",
+        ),
+        (
+            count(&[T::SAMPLED_IMAGE, T::UNIFORM_TEXEL_BUFFER]),
+            l.max_per_stage_descriptor_sampled_images,
+            "read-only images",
+        ),
+        (
+            count(&[T::STORAGE_IMAGE, T::STORAGE_TEXEL_BUFFER]),
+            l.max_per_stage_descriptor_storage_images,
+            "written images",
+        ),
+        // Samplers are not among the stage's resources.
+        (
+            count(&[
+                T::SAMPLED_IMAGE,
+                T::UNIFORM_TEXEL_BUFFER,
+                T::STORAGE_IMAGE,
+                T::STORAGE_TEXEL_BUFFER,
+            ]),
+            l.max_per_stage_resources,
+            "images",
+        ),
+    ];
+    for (needed, limit, what) in checks {
+        if needed > u64::from(limit) {
+            return Err(format!(
+                "the kernel needs {needed} {what} and the device allows {limit} in a kernel"
+            ));
+        }
+    }
+    Ok(())
 }

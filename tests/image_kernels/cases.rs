@@ -13,6 +13,7 @@ both_ways!(
     unnormalized_integral_coordinates,
     orders_without_alpha_and_swizzled_orders,
     literal_sampler_with_integer_coordinates,
+    a_literal_sampler_read_at_many_places,
     three_d_and_array_images,
     read_write_images,
     image_queries,
@@ -381,6 +382,57 @@ fn literal_sampler_with_integer_coordinates(cl: &Cl) {
                     cl.how
                 );
             }
+        }
+    }
+}
+
+/// One literal sampler read at 40 places (and a second one at 8): each
+/// use of a sampler variable is a constant of its own in the SPIR-V, and
+/// giving each a descriptor passed the stage's sampler limit (32 on
+/// lavapipe), where the driver hung or crashed on the pipeline.
+fn a_literal_sampler_read_at_many_places(cl: &Cl) {
+    let mut t = Images::new(cl);
+    let (w, h) = (8, 8);
+    let d2 = image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0, 0);
+    let pixels: Vec<f32> = (0..w * h).flat_map(|i| [i as f32, 1.0, 0.0, 0.0]).collect();
+    let src = t.image(
+        CL_MEM_READ_ONLY,
+        fmt(CL_RGBA, CL_FLOAT),
+        d2,
+        Some(&floats(&pixels)),
+    );
+    let mut body = String::new();
+    for k in 0..40 {
+        body += &format!("    v += read_imagef(img, near, (int2)(x + {}, y + {})).x;\n", k % 5, k / 5);
+    }
+    for k in 0..8 {
+        body += &format!("    v += read_imagef(img, wrap, (float2)(x + {k} + 0.5f, y + 0.5f)).y;\n");
+    }
+    let source = format!(
+        "constant sampler_t near = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE | CLK_FILTER_NEAREST;
+        kernel void many(read_only image2d_t img, global float *out) {{
+            int x = get_global_id(0), y = get_global_id(1);
+            const sampler_t wrap = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;
+            float v = 0;
+        {body}    out[y * get_global_size(0) + x] = v;
+        }}"
+    );
+    let k = t.s.kernel(&source, "many", "");
+    let out = t.s.zeroed(w * h * 4);
+    t.s.arg(k, 0, &src);
+    t.s.arg(k, 1, &out);
+    t.s.run(k, &[w, h], None, None);
+    let got = to_floats(&t.s.cl.read(t.s.q, out, 0, w * h * 4));
+    for y in 0..h {
+        for x in 0..w {
+            let mut want = 0.0;
+            for k in 0..40 {
+                let (px, py) = ((x + k % 5).min(w - 1), (y + k / 5).min(h - 1));
+                want += (py * w + px) as f32;
+            }
+            // CLK_ADDRESS_CLAMP reads the border (0) past the edge.
+            want += (0..8).filter(|k| x + k < w).count() as f32;
+            assert_eq!(got[y * w + x], want, "{}: ({x}, {y})", cl.how);
         }
     }
 }

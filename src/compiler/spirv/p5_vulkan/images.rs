@@ -455,8 +455,12 @@ pub fn run(
             (true, false) => Binding::StorageTexels,
         });
     }
-    // Literal samplers become descriptors after the parameters.
+    // Literal samplers become descriptors after the parameters, one per
+    // distinct sampler: llvm-spirv makes a constant for every use of a
+    // sampler variable, and a kernel that samples at many places would
+    // otherwise pass the stage's sampler limit.
     let mut literal_samplers = Vec::new();
+    let mut made: HashMap<(cl_addressing_mode, bool, cl_filter_mode), Word> = HashMap::default();
     let constants: Vec<Instruction> = ctx
         .module
         .types_global_values
@@ -484,16 +488,23 @@ pub fn run(
             Some(Operand::SamplerFilterMode(SamplerFilterMode::Linear)) => CL_FILTER_LINEAR,
             _ => CL_FILTER_NEAREST,
         };
-        let binding = bindings.len() as u32;
-        bindings.push(Binding::Sampler);
-        literal_samplers.push(LiteralSampler {
-            binding,
-            normalized,
-            addressing,
-            filter,
-        });
         let ty = c.result_type.ok_or("sampler constant without type")?;
-        let var = descriptor(ctx, ty, binding);
+        let var = match made.get(&(addressing, normalized, filter)) {
+            Some(&var) => var,
+            None => {
+                let binding = bindings.len() as u32;
+                bindings.push(Binding::Sampler);
+                literal_samplers.push(LiteralSampler {
+                    binding,
+                    normalized,
+                    addressing,
+                    filter,
+                });
+                let var = descriptor(ctx, ty, binding);
+                made.insert((addressing, normalized, filter), var);
+                var
+            }
+        };
         loads.push((r, ty, var));
         samplers.insert(
             r,
@@ -522,12 +533,21 @@ pub fn run(
             (r, b)
         })
         .collect();
+    // One twin per sampler descriptor, loaded for each of its loads.
+    let mut twins: HashMap<u32, Word> = HashMap::default();
     for (r, b) in sampler_bindings {
         let ty = ctx.ty(Op::TypeSampler, vec![]);
-        let binding = bindings.len() as u32;
-        bindings.push(Binding::Sampler);
-        direct_samplers.push((binding, b));
-        let var = descriptor(ctx, ty, binding);
+        let var = match twins.get(&b) {
+            Some(&var) => var,
+            None => {
+                let binding = bindings.len() as u32;
+                bindings.push(Binding::Sampler);
+                direct_samplers.push((binding, b));
+                let var = descriptor(ctx, ty, binding);
+                twins.insert(b, var);
+                var
+            }
+        };
         let twin = ctx.fresh();
         loads.push((twin, ty, var));
         direct.insert(r, twin);
