@@ -20,6 +20,7 @@ use opencl_sys::*;
 
 both_ways!(
     objects_released_as_the_process_exits,
+    binaries_of_llvm_spirv_quirks_load,
     // clCreateProgramWithSource, clBuildProgram and program queries
     source_strings_and_lengths,
     source_arguments_are_checked,
@@ -1552,6 +1553,40 @@ fn executables_keep_what_kernels_call(cl: &Cl) {
         release_program(cl, p);
     }
     release_context(cl, c);
+}
+
+/// Binaries of code for which llvm-spirv writes what the validator
+/// refuses (a select of vectors on a scalar condition in SPIR-V 1.0; an
+/// add decorated FPFastMathMode twice under the relaxed-math options)
+/// load again: vkcl keeps the module made valid (darktable caches every
+/// kernel this way).
+fn binaries_of_llvm_spirv_quirks_load(cl: &Cl) {
+    let c = cl.context();
+    let src = "float4 weight(float4 a, float4 b, float s) {
+            float w = native_exp(-((a.y - b.y) * (a.y - b.y) + (a.z - b.z) * (a.z - b.z)) * s);
+            return (float4)(w, w, w, 1.0f);
+        }
+        kernel void k(global const float4 *a, global float4 *o, int unbound, float s) {
+            int i = get_global_id(0);
+            float4 lo = unbound ? (float4)(-INFINITY) : (float4)(0.0f, -128.0f, -128.0f, 0.0f);
+            float4 sum = 0, wgt = 0;
+            for (int j = 0; j < 5; j++) {
+                float4 w = weight(a[i], a[i + j], s);
+                sum += w * a[i + j];
+                wgt += w;
+            }
+            o[i] = fmax(sum / wgt, lo);
+        }";
+    for options in ["", "-cl-fast-relaxed-math", "-cl-finite-math-only"] {
+        let p = built(cl, c, src, options);
+        let bins = binaries(cl, p);
+        let (q, status) = with_binary(cl, c, &bins[0]);
+        assert_eq!(status, CL_SUCCESS, "{}: {options:?}", cl.how);
+        let q = q.unwrap();
+        assert_eq!(build(cl, q, options), CL_SUCCESS, "{}", build_log(cl, q));
+        release_program(cl, q);
+        release_program(cl, p);
+    }
 }
 
 fn damaged_binaries_are_rejected(cl: &Cl) {

@@ -1,6 +1,7 @@
 //! The disk cache of front-end results, keyed by everything that decides
 //! the output: source, headers, options, device macros, the front end's
-//! version and vkcl's own.
+//! version and vkcl's own (its version and the digest of its compiler's
+//! sources).
 //!
 //! Entries live in `$VKCL_CACHE_DIR`, else `$XDG_CACHE_HOME/vkcl`, else
 //! `~/.cache/vkcl` (on Windows `%LOCALAPPDATA%\vkcl\cache`); `VKCL_CACHE=0`
@@ -22,6 +23,10 @@ impl Key {
     pub fn new(kind: &str) -> Key {
         let mut k = Key { bytes: Vec::new() };
         k.add(env!("CARGO_PKG_VERSION").as_bytes());
+        // Results are only as good as the code that made them: the front
+        // end's post-processing (in src/compiler) changes between builds
+        // of one version too.
+        k.add(env!("VKCL_COMPILER_DIGEST").as_bytes());
         k.add(kind.as_bytes());
         k
     }
