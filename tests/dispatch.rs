@@ -20,6 +20,7 @@ both_ways!(
     wide_and_narrow_vectors_by_value,
     pipeline_cache_is_saved,
     partial_group_with_local_memory,
+    column_groups,
     required_size_with_partial_group,
     required_size_beyond_the_device,
 );
@@ -377,6 +378,45 @@ fn partial_group_with_local_memory(cl: &Cl) {
             .map(|v| v as u32 * 3 + 1)
             .sum();
         assert_eq!(*sum, want, "group {g}");
+    }
+}
+
+/// Work-groups narrower in their first dimension than the device's
+/// vectors (columns: local size (1, n)), which CPU devices run as 1-D
+/// Vulkan work-groups: every work-item function, and __local memory
+/// shared along the column through a barrier, partial groups included.
+fn column_groups(cl: &Cl) {
+    let mut s = Setup::new(cl);
+    check_items(&mut s, "-cl-std=CL3.0", [3, 37, 2], [1, 16, 2], [0, 1, 0]);
+    check_items(&mut s, "-cl-std=CL3.0", [4, 6, 5], [2, 3, 5], [1, 0, 2]);
+    let k = s.kernel(SOURCE, "column_sums", "-cl-std=CL3.0");
+    let (w, h, local) = (5usize, 100usize, 32usize);
+    let data: Vec<u32> = (0..(w * h) as u32).map(|v| v * 7 + 3).collect();
+    let input = s.buffer_from(
+        &data
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect::<Vec<u8>>(),
+    );
+    let out = s.zeroed(w * h * 4);
+    s.arg(k, 0, &input);
+    s.arg(k, 1, &out);
+    let r = unsafe { s.cl.clSetKernelArg.unwrap()(k, 2, local * 4, std::ptr::null()) };
+    assert_eq!(r, CL_SUCCESS);
+    assert_eq!(s.enqueue(k, &[w, h], Some(&[1, local]), None), CL_SUCCESS);
+    let got = s.words(out, w * h);
+    for y in 0..h {
+        for x in 0..w {
+            let group = y / local;
+            let end = ((group + 1) * local).min(h);
+            let below = if y + 1 < end {
+                data[(y + 1) * w + x]
+            } else {
+                0
+            };
+            let want = data[y * w + x] + below + 1000 * group as u32;
+            assert_eq!(got[y * w + x], want, "{}: ({x}, {y})", cl.how);
+        }
     }
 }
 

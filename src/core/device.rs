@@ -630,6 +630,17 @@ impl Device {
 
     /// Whether work-groups of `size` items are within this device's
     /// limits (see [`work_group_fits`]).
+    /// Whether work-groups of `local` items run better as 1-D Vulkan
+    /// work-groups (the flat form, see `Options::flat_work_groups`): a CPU
+    /// device (lavapipe) fills its vectors along a work-group's first
+    /// dimension only, so a group narrower there than a vector (a column
+    /// of work-items, (1, 256)) runs with most lanes idle.
+    pub fn narrow_groups_run_flat(&self, local: [u32; 3]) -> bool {
+        self.info.props.device_type == vk::PhysicalDeviceType::CPU
+            && local[0] < self.subgroup_size()
+            && local[1].saturating_mul(local[2]) > 1
+    }
+
     pub fn fits_work_group(&self, size: [u32; 3]) -> bool {
         work_group_fits(size, self.max_work_item_sizes(), self.max_work_group_size())
     }

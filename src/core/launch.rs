@@ -388,7 +388,7 @@ impl Launch {
         // A work-group longer in a dimension than Vulkan allows (which
         // only kernels enqueued on the device may ask for) runs flat.
         let local = range.local.map(|l| u32::try_from(l).unwrap_or(u32::MAX));
-        let tall = !d.fits_work_group(local);
+        let tall = !d.fits_work_group(local) || d.narrow_groups_run_flat(local);
         let compiled = kernel
             .compiled(d, &queue.vk, range.single_work_item(), tall)
             .map_err(|_| ClError(CL_INVALID_OPERATION))?;

@@ -49,6 +49,19 @@ __kernel void group_sums(__global const uint *in, __global uint *sums,
     }
 }
 
+// Per-column sums of a 2-D NDRange whose work-groups are columns (local
+// size (1, n)): each item reads the one below it through __local memory
+// after a barrier.
+__kernel void column_sums(__global const uint *in, __global uint *out,
+                          __local uint *scratch) {
+    size_t x = get_global_id(0), y = get_global_id(1), l = get_local_id(1);
+    size_t n = get_local_size(1);
+    scratch[l] = in[y * get_global_size(0) + x];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    out[y * get_global_size(0) + x] =
+        scratch[l] + (l + 1 < n ? scratch[l + 1] : 0u) + 1000u * (uint)get_group_id(1);
+}
+
 // A required work-group size with a global size that is not a multiple.
 __kernel __attribute__((reqd_work_group_size(4, 1, 1)))
 void sized(__global uint *out) {
