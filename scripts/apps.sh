@@ -105,12 +105,24 @@
 #           and its CG, BiCGStab and GMRES solvers on a Poisson matrix, in
 #           single and double precision, against the host. Not in --quick
 #           (its kernels take about a minute to build on a CPU device).
+# darktable darktable, the raw photo editor (the distribution's package),
+#           through darktable-cli and scripts/apps/darktable_check.py: a
+#           generated image developed with 26 of darktable's own presets of
+#           modules with OpenCL kernels (local laplacian and bilateral local
+#           contrast, filmic, colour balance rgb, tone and rgb curves,
+#           wavelet and profiled denoising, diffuse or sharpen, negadoctor,
+#           ...) and one history of several, each on the device under test
+#           and on the distribution's PoCL, within 1e-3 of each other, every
+#           module processed on the OpenCL device (darktable's own CPU code
+#           differs from its kernels by design). darktable turns away
+#           OpenCL devices of type CPU on first sight; the checker enables
+#           them in its config.
 #
 # --quick runs the part CI runs: a few PyOpenCL test files, one hash mode,
 # OpenCV, a few FFmpeg filters, a few CLBlast routines, a few clFFT
 # transforms, two silx test files, one file (or folder) each of pyFAI,
-# gpyfft and reikna, two GEGL operations, three sasmodels models and 16
-# pyvkfft transforms. Every run is bounded in time (VKCL_APP_TIMEOUT
+# gpyfft and reikna, two GEGL operations, three sasmodels models, 16
+# pyvkfft transforms and four darktable histories. Every run is bounded in time (VKCL_APP_TIMEOUT
 # seconds per step, default 1800). Set OCL_ICD_VENDORS to run the same
 # applications against another OpenCL implementation.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -120,11 +132,11 @@ apps=()
 for a in "$@"; do
     case "$a" in
         --quick) quick=1 ;;
-        pyopencl | hashcat | opencv | ffmpeg | clblast | clfft | silx | pyfai | gpyfft | reikna | gegl | sasmodels | openmm | pyvkfft | viennacl) apps+=("$a") ;;
-        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg, clblast, clfft, silx, pyfai, gpyfft, reikna, gegl, sasmodels, openmm, pyvkfft, viennacl)" >&2; exit 2 ;;
+        pyopencl | hashcat | opencv | ffmpeg | clblast | clfft | silx | pyfai | gpyfft | reikna | gegl | sasmodels | openmm | pyvkfft | viennacl | darktable) apps+=("$a") ;;
+        *) echo "unknown application $a (pyopencl, hashcat, opencv, ffmpeg, clblast, clfft, silx, pyfai, gpyfft, reikna, gegl, sasmodels, openmm, pyvkfft, viennacl, darktable)" >&2; exit 2 ;;
     esac
 done
-[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg clblast clfft silx pyfai gpyfft reikna gegl sasmodels openmm pyvkfft viennacl)
+[ ${#apps[@]} -eq 0 ] && apps=(pyopencl hashcat opencv ffmpeg clblast clfft silx pyfai gpyfft reikna gegl sasmodels openmm pyvkfft viennacl darktable)
 limit="${VKCL_APP_TIMEOUT:-1800}"
 # The distribution's Python, which has its packages.
 py=/usr/bin/python3
@@ -133,7 +145,7 @@ setup_runtime
 apt_install python3 python3-numpy python3-pyopencl python3-pytest python3-mako \
     hashcat python3-opencv ffmpeg pocl-opencl-icd clblast-tests clfft-client python3-silx \
     python3-pyfai python3-gpyfft python3-pip gegl python3-sasmodels libopenmm-dev libopenmm-plugins g++ \
-    python3-scipy python3-psutil ocl-icd-opencl-dev libviennacl-dev libboost-dev
+    python3-scipy python3-psutil ocl-icd-opencl-dev libviennacl-dev libboost-dev darktable
 if [ -z "${OCL_ICD_VENDORS:-}" ]; then
     log "cargo build --release --lib"
     cargo build --release --lib
@@ -580,6 +592,17 @@ run_viennacl() {
     (cd "$scratch" && timeout "$limit" "$bin") >"$out" 2>&1 || rc=$?
     grep -E "^  FAIL " "$out" | sed 's/^ */    /' || true
     report_last_line viennacl "$out" "$rc"
+}
+
+run_darktable() {
+    local out="$scratch/darktable.log" rc=0 args=()
+    [ "$quick" -eq 1 ] && args=(--quick)
+    mkdir -p "$scratch/darktable"
+    log "darktable ${args[*]}"
+    timeout "$limit" "$py" "$VKCL_ROOT/scripts/apps/darktable_check.py" "$scratch/darktable" \
+        "${args[@]}" >"$out" 2>&1 || rc=$?
+    grep -E "^  FAIL " "$out" | sed 's/^ */    /' | cut -c1-240 || true
+    report_last_line darktable "$out" "$rc"
 }
 
 for a in "${apps[@]}"; do
