@@ -513,25 +513,6 @@ impl Kernel {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn non_uniform_groups_follow_the_build_options() {
-        let src = Origin::Source(String::new());
-        assert!(!allows_non_uniform(&src, ""));
-        assert!(!allows_non_uniform(&src, "-cl-std=CL1.2"));
-        assert!(allows_non_uniform(&src, "-cl-std=CL3.0 -DX=1"));
-        assert!(!allows_non_uniform(
-            &src,
-            "-cl-std=CL3.0 -cl-uniform-work-group-size"
-        ));
-        assert!(allows_non_uniform(&Origin::Il(Vec::new()), ""));
-        assert!(!allows_non_uniform(&Origin::Linked, "-cl-std=CL3.0"));
-    }
-}
-
 /// Whether a kernel's descriptors (`types`) fit what one shader stage may
 /// use on the device; a pipeline past the limits is invalid, and drivers
 /// hang or crash on it rather than fail.
@@ -577,4 +558,23 @@ fn descriptors_within_limits(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_uniform_groups_follow_the_build_options() {
+        let src = Origin::Source(String::new());
+        assert!(!allows_non_uniform(&src, ""));
+        assert!(!allows_non_uniform(&src, "-cl-std=CL1.2"));
+        assert!(allows_non_uniform(&src, "-cl-std=CL3.0 -DX=1"));
+        assert!(!allows_non_uniform(
+            &src,
+            "-cl-std=CL3.0 -cl-uniform-work-group-size"
+        ));
+        assert!(allows_non_uniform(&Origin::Il(Vec::new()), ""));
+        assert!(!allows_non_uniform(&Origin::Linked, "-cl-std=CL3.0"));
+    }
 }
