@@ -122,9 +122,10 @@
 # OpenCV, a few FFmpeg filters, a few CLBlast routines, a few clFFT
 # transforms, two silx test files, one file (or folder) each of pyFAI,
 # gpyfft and reikna, two GEGL operations, three sasmodels models, 16
-# pyvkfft transforms and four darktable histories. Every run is bounded in time (VKCL_APP_TIMEOUT
-# seconds per step, default 1800). Set OCL_ICD_VENDORS to run the same
-# applications against another OpenCL implementation.
+# pyvkfft transforms and four darktable histories. Every run is bounded in
+# time (VKCL_APP_TIMEOUT seconds per step, default 1800). Set
+# OCL_ICD_VENDORS to run the same applications against another OpenCL
+# implementation.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 quick=0

@@ -628,8 +628,6 @@ impl Device {
         max
     }
 
-    /// Whether work-groups of `size` items are within this device's
-    /// limits (see [`work_group_fits`]).
     /// Whether work-groups of `local` items run better as 1-D Vulkan
     /// work-groups (the flat form, see `Options::flat_work_groups`): a CPU
     /// device (lavapipe) fills its vectors along a work-group's first
@@ -641,6 +639,8 @@ impl Device {
             && local[1].saturating_mul(local[2]) > 1
     }
 
+    /// Whether work-groups of `size` items are within this device's
+    /// limits (see [`work_group_fits`]).
     pub fn fits_work_group(&self, size: [u32; 3]) -> bool {
         work_group_fits(size, self.max_work_item_sizes(), self.max_work_group_size())
     }

@@ -336,14 +336,15 @@ impl Kernel {
     /// arguments set now, compiled once per device and classes. An
     /// NDRange of one work-item (`single_work_item`) has a form of its own
     /// where the device bounds loops (see the unroll pass), and so do
-    /// work-groups longer in a dimension than Vulkan allows (`tall`: they
-    /// run as 1-D Vulkan work-groups, see `Options::flat_work_groups`).
+    /// work-groups that run as 1-D Vulkan work-groups (`flat`: longer in
+    /// a dimension than Vulkan allows, or narrow ones on CPU devices; see
+    /// `Options::flat_work_groups`).
     pub fn compiled(
         &self,
         device: &Device,
         vk: &Arc<LogicalDevice>,
         single_work_item: bool,
-        tall: bool,
+        flat: bool,
     ) -> Result<Arc<Compiled>, String> {
         let classes = self.image_classes(device);
         let plain = || {
@@ -357,7 +358,7 @@ impl Kernel {
         // and kernels with sub-groups run flat anyway.
         let form = Form {
             single_work_item: single_work_item && plain().is_some_and(|r| r.single_work_item_form),
-            flat: tall && plain().is_some_and(|r| !r.flat),
+            flat: flat && plain().is_some_and(|r| !r.flat),
         };
         let key = (Arc::as_ptr(vk) as usize, classes.clone(), form);
         let mut c = self.compiled.lock().unwrap_or_else(|e| e.into_inner());

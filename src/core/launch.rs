@@ -386,11 +386,12 @@ impl Launch {
     ) -> ClResult<Launch> {
         let d = &queue.device;
         // A work-group longer in a dimension than Vulkan allows (which
-        // only kernels enqueued on the device may ask for) runs flat.
+        // only kernels enqueued on the device may ask for) runs flat, and
+        // so does one that would leave a CPU device's vectors idle.
         let local = range.local.map(|l| u32::try_from(l).unwrap_or(u32::MAX));
-        let tall = !d.fits_work_group(local) || d.narrow_groups_run_flat(local);
+        let flat = !d.fits_work_group(local) || d.narrow_groups_run_flat(local);
         let compiled = kernel
-            .compiled(d, &queue.vk, range.single_work_item(), tall)
+            .compiled(d, &queue.vk, range.single_work_item(), flat)
             .map_err(|_| ClError(CL_INVALID_OPERATION))?;
         if !range.fits_32_bit_ids() {
             log::warn!(target: "vkcl::kernel", "an NDRange of {:?} (offset {:?}) reaches past 32-bit global ids", range.global, range.offset);

@@ -81,7 +81,8 @@ pub struct Options {
     /// Work-groups run as 1-D Vulkan work-groups of their linear size
     /// (see `builtins::flatten_workgroup`), so that a work-group may be as
     /// long in any dimension as the device's largest work-group, past
-    /// Vulkan's per-dimension limits (kernels enqueued on the device).
+    /// Vulkan's per-dimension limits (kernels enqueued on the device), and
+    /// so that CPU devices fill their vectors with narrow work-groups.
     pub flat_work_groups: bool,
 }
 
@@ -90,7 +91,7 @@ pub struct Options {
 pub struct Form {
     /// An NDRange of one work-item ([`Options::single_work_item`]).
     pub single_work_item: bool,
-    /// Work-groups longer in a dimension than Vulkan's limit for it
+    /// Work-groups run as 1-D Vulkan work-groups
     /// ([`Options::flat_work_groups`]).
     pub flat: bool,
 }

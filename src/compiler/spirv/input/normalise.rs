@@ -22,6 +22,7 @@ use rspirv::binary::Assemble;
 use rspirv::dr::{Function, Operand};
 use rspirv::spirv::Op;
 
+use crate::compiler::spirv::common::{HashMap, HashSet};
 use crate::compiler::spirv::p4_addressing::structure::Cfg;
 
 /// `words` made valid in the two ways above; `None` where nothing needed
@@ -44,7 +45,7 @@ pub fn normalise(words: &[u32]) -> Option<Vec<u32>> {
 /// its operands: the first stays); true if any.
 fn drop_repeated_decorations(module: &mut rspirv::dr::Module) -> bool {
     let before = module.annotations.len();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::default();
     module.annotations.retain(|i| {
         if i.class.opcode != Op::Decorate {
             return true;
@@ -70,8 +71,8 @@ fn drop_repeated_decorations(module: &mut rspirv::dr::Module) -> bool {
 fn vector_select_conditions(module: &mut rspirv::dr::Module) -> bool {
     use rspirv::dr::Instruction;
     // The lanes of each vector type, and each boolean vector type by lanes.
-    let mut lanes = std::collections::HashMap::new();
-    let mut bool_vectors = std::collections::HashMap::new();
+    let mut lanes = HashMap::default();
+    let mut bool_vectors = HashMap::default();
     let mut bool_type = None;
     for i in &module.types_global_values {
         match (i.class.opcode, i.result_id) {
@@ -94,16 +95,17 @@ fn vector_select_conditions(module: &mut rspirv::dr::Module) -> bool {
     };
     let mut next = module.header.as_ref().map_or(0, |h| h.bound);
     let mut changed = false;
+    // The scalar boolean constants, then per function its conditions and
+    // boolean parameters.
+    let constants: HashSet<u32> = module
+        .types_global_values
+        .iter()
+        .filter(|i| i.result_type == Some(bool_type))
+        .filter_map(|i| i.result_id)
+        .collect();
     let mut functions = std::mem::take(&mut module.functions);
     for f in &mut functions {
-        // The scalar booleans: conditions made in the function or taken
-        // as its parameters, and constants.
-        let mut scalar_bools: std::collections::HashSet<u32> = module
-            .types_global_values
-            .iter()
-            .filter(|i| i.result_type == Some(bool_type))
-            .filter_map(|i| i.result_id)
-            .collect();
+        let mut scalar_bools = constants.clone();
         scalar_bools.extend(
             f.parameters
                 .iter()
